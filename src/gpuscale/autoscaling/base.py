@@ -1,0 +1,64 @@
+"""The layer-3 contract: what a replica autoscaler sees and what it returns.
+
+A policy is a controller that runs every `period_s`, takes a frozen view of the scraped
+metrics and its own state, and returns (desired replicas or None for "no change", new state),
+as Ray Serve's autoscaling_policy.py does. KEDA builds two such controllers (its own polling
+loop for 0<->1 and the HPA it generates for 1<->N), which is why `build` returns a list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol
+
+
+@dataclass(frozen=True)
+class PodMetrics:
+    """One pod of the scale target as a metrics pipeline sees it.
+
+    `values` holds the latest scraped value of each per-pod series (e.g.
+    "vllm:num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL"); a series the pod does not export yet
+    (engine still loading) is absent, which the HPA treats as a *missing* metric.
+    """
+
+    name: str
+    phase: str  # "Pending" or "Running"
+    ready: bool
+    values: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AutoscalerView:
+    """Read-only context for one decision; time arrives as `now_s`, never from a clock."""
+
+    now_s: float
+    current_replicas: int  # the target's spec.replicas
+    pods: tuple[PodMetrics, ...]
+    # Extra signals a planner may read (request rate, TTFT percentiles...), name -> value.
+    signals: Mapping[str, float] = field(default_factory=dict)
+
+    def aggregate(self, metric: str, how: str = "sum") -> float | None:
+        """PromQL-like `sum|avg|max(metric)` over Running pods that export it; None if none do."""
+        values = [p.values[metric] for p in self.pods if p.phase == "Running" and metric in p.values]
+        if not values:
+            return None
+        if how == "sum":
+            return float(sum(values))
+        if how == "avg":
+            return float(sum(values) / len(values))
+        if how == "max":
+            return float(max(values))
+        raise ValueError(f"unknown aggregation {how!r}")
+
+
+class ReplicaAutoscaler(Protocol):
+    """One periodic controller of layer 3."""
+
+    name: str
+    period_s: float
+
+    def initial_state(self) -> Any: ...
+
+    def decide(self, view: AutoscalerView, state: Any) -> tuple[int | None, Any]:
+        """Desired replicas (None = leave as is) and the controller's next state."""
+        ...

@@ -1,0 +1,208 @@
+"""Frozen GPU, model and instance-type specs loaded from the YAML files beside this module."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cache
+from importlib import resources
+
+import yaml
+
+from gpuscale.errors import UserInputError
+from gpuscale.units import GIB
+
+
+class Precision(str, Enum):
+    """Weight and KV-cache precision; the value is bytes per element."""
+
+    BF16 = "bf16"
+    FP8 = "fp8"
+
+    @property
+    def bytes_per_elem(self) -> int:
+        return 2 if self is Precision.BF16 else 1
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    bf16_tflops: float
+    fp8_tflops: float | None
+    memory_gib: float
+    memory_bandwidth_tbps: float
+    link_gbps_per_direction: float
+    tdp_w: float
+    hbm_efficiency: float
+    compute_efficiency: float
+    efficiency_source: str
+    source: str
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gib * GIB
+
+    def peak_flops(self, precision: Precision) -> float:
+        """Dense peak FLOP/s; FP8 falls back to BF16 on GPUs without FP8 tensor cores."""
+        if precision is Precision.FP8 and self.fp8_tflops:
+            return self.fp8_tflops * 1e12
+        return self.bf16_tflops * 1e12
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Transformer shapes; derived counts are properties (tested against headline figures)."""
+
+    name: str
+    layers: int
+    hidden: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    max_context_tokens: int
+    source: str
+    num_experts: int = 0
+    experts_per_token: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
+    dense_ffn: int = 0
+    attention_bias: bool = False
+    attention_params_per_layer: int | None = None
+    kv_elems_per_token_per_layer: int | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def attention_params(self) -> int:
+        """Q, K, V and O projection parameters of one layer (plus biases where present)."""
+        if self.attention_params_per_layer is not None:
+            return self.attention_params_per_layer
+        q_dim = self.q_heads * self.head_dim
+        kv_dim = self.kv_heads * self.head_dim
+        params = self.hidden * (q_dim + 2 * kv_dim) + q_dim * self.hidden
+        if self.attention_bias:
+            params += q_dim + 2 * kv_dim
+        return params
+
+    @property
+    def expert_params(self) -> int:
+        """One gated MLP (up, gate, down) of width `ffn`."""
+        return 3 * self.hidden * self.ffn
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def total_params(self) -> int:
+        embeddings = 2 * self.vocab * self.hidden  # input embedding + untied LM head
+        attention = self.layers * self.attention_params
+        if not self.is_moe:
+            mlp = self.layers * self.expert_params
+        else:
+            dense = self.dense_layers * 3 * self.hidden * self.dense_ffn
+            per_moe_layer = (self.num_experts + self.shared_experts) * self.expert_params
+            router = self.hidden * self.num_experts
+            mlp = dense + self.moe_layers * (per_moe_layer + router)
+        return embeddings + attention + mlp
+
+    @property
+    def active_params(self) -> int:
+        """Parameters touched per token (MoE: shared + top-k experts only)."""
+        if not self.is_moe:
+            return self.total_params
+        embeddings = 2 * self.vocab * self.hidden
+        attention = self.layers * self.attention_params
+        dense = self.dense_layers * 3 * self.hidden * self.dense_ffn
+        active_experts = self.experts_per_token + self.shared_experts
+        moe = self.moe_layers * (active_experts * self.expert_params + self.hidden * self.num_experts)
+        return embeddings + attention + dense + moe
+
+    def kv_bytes_per_token(self, kv_precision: Precision) -> int:
+        """K and V bytes per token over all layers: 2 x layers x kv_heads x head_dim x bytes.
+
+        MLA models (DeepSeek-V3) cache one latent of `kv_elems_per_token_per_layer` elements.
+        Row A4 of calibration.md checks this exactly.
+        """
+        elems = self.kv_elems_per_token_per_layer or 2 * self.kv_heads * self.head_dim
+        return self.layers * elems * kv_precision.bytes_per_elem
+
+    def weight_bytes(self, precision: Precision) -> float:
+        return self.total_params * precision.bytes_per_elem
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    gpu: str
+    num_gpus: int
+    vcpus: int
+    memory_gib: float
+    on_demand_usd_per_hour: float
+    nvlink_domain_gpus: int
+    zones: tuple[str, ...]
+    source: str
+    verified: bool = True
+    spot_discount_frac: float = 0.3
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def spot_usd_per_hour(self) -> float:
+        """Assumed spot price: on-demand x (1 - discount); kwok's 0.7 convention by default."""
+        return self.on_demand_usd_per_hour * (1.0 - self.spot_discount_frac)
+
+    def price_usd_per_hour(self, capacity_type: str) -> float:
+        return self.spot_usd_per_hour if capacity_type == "spot" else self.on_demand_usd_per_hour
+
+    @property
+    def gpu_spec(self) -> GpuSpec:
+        return get_gpu(self.gpu)
+
+
+def _load(filename: str) -> dict:
+    text = resources.files("gpuscale.catalog").joinpath(filename).read_text()
+    return yaml.safe_load(text)
+
+
+@cache
+def gpus() -> dict[str, GpuSpec]:
+    return {name: GpuSpec(name=name, **spec) for name, spec in _load("gpus.yaml").items()}
+
+
+@cache
+def models() -> dict[str, ModelSpec]:
+    return {name: ModelSpec(name=name, **spec) for name, spec in _load("models.yaml").items()}
+
+
+@cache
+def instance_types() -> dict[str, InstanceType]:
+    out = {}
+    for name, spec in _load("instance_types.yaml").items():
+        spec = dict(spec, zones=tuple(spec["zones"]))
+        out[name] = InstanceType(name=name, **spec)
+    return out
+
+
+def _lookup(kind: str, table: dict, name: str):
+    if name in table:
+        return table[name]
+    close = difflib.get_close_matches(name, list(table), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(table)}"
+    raise UserInputError(f"unknown {kind} {name!r}{hint}")
+
+
+def get_gpu(name: str) -> GpuSpec:
+    return _lookup("GPU", gpus(), name)
+
+
+def get_model(name: str) -> ModelSpec:
+    return _lookup("model", models(), name)
+
+
+def get_instance_type(name: str) -> InstanceType:
+    return _lookup("instance type", instance_types(), name)

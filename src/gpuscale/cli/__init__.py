@@ -1,0 +1,59 @@
+"""The `gpuscale` command: one thin module per subcommand (parse, one library call, print).
+
+Subcommands are imported lazily, so `gpuscale audit` never pays for the simulator's imports.
+To add one: write `cli/<name>.py` exposing a click command named `command`, and list it in
+`SUBCOMMANDS`. Only this package writes files or reads the wall clock.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from gpuscale import __version__
+from gpuscale.errors import GpuscaleError
+
+# name -> (module, one-line help shown by `gpuscale --help`)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("gpuscale.cli.demo", "Run the embedded default scenario and compare autoscalers."),
+    "simulate": ("gpuscale.cli.simulate", "Simulate one scenario file."),
+    "compare": ("gpuscale.cli.compare", "Run every strategy of a scenario on the same workload."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        return importlib.import_module(SUBCOMMANDS[name][0]).command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUBCOMMANDS[name][1]) for name in sorted(SUBCOMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except GpuscaleError as exc:
+            # One clear line, no traceback; the exit code lives on the exception class.
+            click.echo(f"gpuscale: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpuscale")
+def cli() -> None:
+    """Simulate, plan and audit GPU autoscaling for LLM serving on Kubernetes.
+
+    gpuscale reads and renders; it never writes to a cluster.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale")

@@ -1,0 +1,21 @@
+"""Output helpers shared by subcommands: never overwrite what a user gave without asking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpuscale.errors import UserInputError
+
+
+def write_new_file(path: Path, text: str, *, force: bool = False) -> None:
+    """Write `text` to `path`, refusing to replace an existing file unless `force`."""
+    if path.exists() and not force:
+        raise UserInputError(f"{path} exists; pass --force to overwrite it")
+    if path.parent and not path.parent.exists():
+        raise UserInputError(f"directory {path.parent} does not exist")
+    path.write_text(text)
+
+
+def dump_json(data: object) -> str:
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"

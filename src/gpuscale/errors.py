@@ -1,0 +1,21 @@
+"""Errors that reach the user. Exit codes live on the exception class (click's habit)."""
+
+from __future__ import annotations
+
+
+class GpuscaleError(Exception):
+    """Base class; `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class UserInputError(GpuscaleError):
+    """Bad input (file, field, value): one line naming where and what was expected; exit 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
+        self.source = source
+        self.field = field
+        where = ": ".join(p for p in (source, field) if p)
+        super().__init__(f"{where}: {message}" if where else message)

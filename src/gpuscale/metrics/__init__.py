@@ -1,0 +1,1 @@
+"""(filled in by the layer that owns it)."""

@@ -1,0 +1,47 @@
+"""The workload contract: requests as columnar arrays, sorted by arrival.
+
+Generators and trace readers all return `Requests`; nothing downstream keeps one Python object
+per request past the hot path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Columnar request table. `arrival_s` is sorted ascending and starts at or after 0."""
+
+    arrival_s: np.ndarray  # float64, seconds from the start of the run
+    prompt_tokens: np.ndarray  # int64, >= 1
+    output_tokens: np.ndarray  # int64, >= 1
+
+    def __post_init__(self) -> None:
+        n = len(self.arrival_s)
+        if len(self.prompt_tokens) != n or len(self.output_tokens) != n:
+            raise ValueError("Requests columns must have equal length")
+        if n and (np.any(np.diff(self.arrival_s) < 0) or self.arrival_s[0] < 0):
+            raise ValueError("Requests.arrival_s must be sorted and >= 0")
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+    @property
+    def span_s(self) -> float:
+        return float(self.arrival_s[-1] - self.arrival_s[0]) if len(self) else 0.0
+
+    @staticmethod
+    def concat(parts: list["Requests"]) -> "Requests":
+        """Merge several tables into one sorted by arrival (stable, so ties keep part order)."""
+        if not parts:
+            return Requests(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        arrival = np.concatenate([p.arrival_s for p in parts])
+        order = np.argsort(arrival, kind="stable")
+        return Requests(
+            arrival[order],
+            np.concatenate([p.prompt_tokens for p in parts])[order],
+            np.concatenate([p.output_tokens for p in parts])[order],
+        )
