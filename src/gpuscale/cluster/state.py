@@ -1,0 +1,118 @@
+"""The shared cluster state the three layers act on, with a small event bus.
+
+Layers never call each other directly: layer 3 asks for replicas (pods), layer 2 binds pending
+pods to nodes, layer 1 adds and removes nodes; each change is announced to listeners, so the
+serving engine learns that its pod was bound (start the cold start) or evicted (fail or retry
+its in-flight requests) without knowing which layer did it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
+
+NodeListener = Callable[[Node], None]
+PodListener = Callable[[Pod], None]
+EvictionListener = Callable[[Pod, str], None]
+
+
+@dataclass
+class ClusterState:
+    """Nodes and pods by name, plus listeners for the changes other parts react to."""
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    pods: dict[str, Pod] = field(default_factory=dict)
+    gone_nodes: list[Node] = field(default_factory=list)  # kept for billing after deletion
+    evictions_by_cause: Counter = field(default_factory=Counter)
+    on_node_ready: list[NodeListener] = field(default_factory=list)
+    on_node_gone: list[NodeListener] = field(default_factory=list)
+    on_pod_pending: list[PodListener] = field(default_factory=list)
+    on_pod_bound: list[PodListener] = field(default_factory=list)
+    on_pod_evicted: list[EvictionListener] = field(default_factory=list)
+
+    # -- nodes -------------------------------------------------------------------------------
+    def add_node(self, node: Node) -> None:
+        if node.name in self.nodes:
+            raise ValueError(f"node {node.name} already exists")
+        self.nodes[node.name] = node
+
+    def mark_node_ready(self, node: Node, now_s: float) -> None:
+        """GPUs are allocatable from now on (device plugin has advertised them)."""
+        node.state = NodeState.READY
+        node.ready_s = now_s
+        for listener in self.on_node_ready:
+            listener(node)
+
+    def remove_node(self, node: Node, now_s: float, cause: str) -> list[Pod]:
+        """Delete a node; its pods are evicted with `cause` and become Pending again.
+
+        Returns the evicted pods (listeners have already been told).
+        """
+        evicted = [self.pods[name] for name in list(node.pod_names) if name in self.pods]
+        for pod in evicted:
+            self.evict(pod, cause)
+        node.state = NodeState.GONE
+        node.deleted_s = now_s
+        del self.nodes[node.name]
+        self.gone_nodes.append(node)
+        for listener in self.on_node_gone:
+            listener(node)
+        return evicted
+
+    # -- pods --------------------------------------------------------------------------------
+    def add_pod(self, pod: Pod) -> None:
+        if pod.name in self.pods:
+            raise ValueError(f"pod {pod.name} already exists")
+        self.pods[pod.name] = pod
+        for listener in self.on_pod_pending:
+            listener(pod)
+
+    def bind(self, pod: Pod, node: Node, now_s: float) -> None:
+        if pod.node_name is not None:
+            raise ValueError(f"pod {pod.name} is already bound to {pod.node_name}")
+        if node.state is not NodeState.READY or pod.gpus > node.gpus_free:
+            raise ValueError(f"pod {pod.name} ({pod.gpus} GPUs) does not fit on {node.name}")
+        node.gpus_allocated += pod.gpus
+        node.pod_names.append(pod.name)
+        pod.node_name = node.name
+        pod.phase = PodPhase.RUNNING
+        pod.bound_s = now_s
+        for listener in self.on_pod_bound:
+            listener(pod)
+
+    def _release(self, pod: Pod) -> None:
+        if pod.node_name is None:
+            return
+        node = self.nodes.get(pod.node_name)
+        if node is not None:
+            node.gpus_allocated -= pod.gpus
+            node.pod_names.remove(pod.name)
+        pod.node_name = None
+
+    def evict(self, pod: Pod, cause: str) -> None:
+        """Take a pod off its node; it stays in the cluster as Pending (its controller's
+        ReplicaSet would recreate it) and listeners decide what happens to its work."""
+        self._release(pod)
+        pod.phase = PodPhase.PENDING
+        pod.bound_s = None
+        self.evictions_by_cause[cause] += 1
+        for listener in self.on_pod_evicted:
+            listener(pod, cause)
+
+    def delete_pod(self, pod: Pod) -> None:
+        """Remove a pod for good (scale-down or job end); frees its GPUs."""
+        self._release(pod)
+        pod.phase = PodPhase.SUCCEEDED
+        self.pods.pop(pod.name, None)
+
+    def pending_pods(self) -> list[Pod]:
+        return [p for p in self.pods.values() if p.node_name is None and p.phase is PodPhase.PENDING]
+
+    def ready_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.state is NodeState.READY]
+
+    def gpus_allocated(self) -> int:
+        return sum(n.gpus_allocated for n in self.nodes.values())
