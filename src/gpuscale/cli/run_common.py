@@ -1,0 +1,68 @@
+"""Shared body of `simulate`, `compare` and `demo`: run, show progress, print, write JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from gpuscale.engine import simulate_scenario
+from gpuscale.errors import UserInputError
+from gpuscale.report.terminal import make_console, summary_table
+from gpuscale.scenario.models import Scenario
+
+FORMATS = click.Choice(["table", "json"])
+
+
+def _looks_like_our_output(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"scenario", "seed", "runs"} <= set(data)
+
+
+def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = False) -> None:
+    """Refuse to replace a file unless --force (or it is a previous gpuscale result, for demo)."""
+    if path.exists() and not force and not (overwrite_own and _looks_like_our_output(path)):
+        raise UserInputError(f"{path} exists; pass --force to overwrite it")
+    if not path.parent.exists():
+        raise UserInputError(f"directory {path.parent} does not exist")
+    path.write_text(text)
+
+
+def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
+                   fmt: str, out: Path | None, force: bool, overwrite_own: bool = False) -> dict:
+    console = make_console(stderr=True)
+    show_progress = sys.stderr.isatty() and fmt == "table"
+    if show_progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
+                       console=console, transient=True)
+        names = [s.name for s in scenario.strategies if not strategies or s.name in strategies]
+        tasks = [bar.add_task(name, total=1.0) for name in names]
+
+        def progress(index: int, count: int, frac: float) -> None:
+            bar.update(tasks[index], completed=frac)
+
+        with bar:
+            result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
+                                              progress=progress, clock=time.perf_counter)
+    else:
+        result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
+                                          clock=time.perf_counter)
+    data = result.to_json(walls)
+    text = json.dumps(data, indent=2) + "\n"
+    if out is not None:
+        write_result(out, text, force=force, overwrite_own=overwrite_own)
+    if fmt == "json":
+        click.echo(text, nl=False)
+    else:
+        make_console().print(summary_table(data))
+        if out is not None:
+            click.echo(f"JSON summary written to {out}")
+    return data

@@ -1,0 +1,27 @@
+"""`gpuscale simulate SCENARIO`: run one scenario (all its strategies, or those named)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpuscale.cli.run_common import FORMATS, run_and_report
+from gpuscale.scenario import load_scenario
+
+
+@click.command("simulate")
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+@click.option("--strategy", "strategies", multiple=True, help="Run only this strategy (repeatable).")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here.")
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+def command(scenario_file: Path, seed: int | None, strategies: tuple[str, ...], fmt: str,
+            out: Path | None, force: bool) -> None:
+    """Simulate SCENARIO_FILE and print SLO attainment, goodput, GPU-hours and cost."""
+    scenario = load_scenario(scenario_file)
+    if seed is not None:
+        scenario = scenario.model_copy(update={"seed": seed})
+    run_and_report(scenario, scenario_file.parent, strategies=list(strategies) or None, fmt=fmt,
+                   out=out, force=force)

@@ -1,0 +1,51 @@
+"""Run several strategies of one scenario on the same workload and gather the JSON summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from gpuscale.engine.run import RunResult, run_strategy, scenario_requests
+from gpuscale.errors import UserInputError
+from gpuscale.scenario.models import Scenario
+
+# Called with (strategy index, number of strategies, fraction of that run done).
+ProgressFn = Callable[[int, int, float], None]
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    runs: list[RunResult]
+
+    def to_json(self, wall_s: list[float]) -> dict:
+        """The public summary: {"scenario", "seed", "runs": [...]} (see docs/metrics.md)."""
+        runs = []
+        for run, wall in zip(self.runs, wall_s):
+            entry = dict(run.summary)
+            entry["wall_s"] = round(wall, 4)
+            runs.append(entry)
+        return {"scenario": self.scenario.name, "seed": self.scenario.seed, "runs": runs}
+
+
+def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None = None,
+                      progress: ProgressFn | None = None,
+                      clock: Callable[[], float] | None = None) -> tuple[ScenarioResult, list[float]]:
+    """Run the chosen strategies (all by default); `clock` (wall time) is only for `wall_s`."""
+    chosen = scenario.strategies
+    if strategies:
+        known = {s.name: s for s in scenario.strategies}
+        missing = [name for name in strategies if name not in known]
+        if missing:
+            raise UserInputError(f"no strategy named {', '.join(missing)}; "
+                                 f"known: {', '.join(known)}", field="strategies")
+        chosen = [known[name] for name in strategies]
+    requests = scenario_requests(scenario, base_dir)
+    runs, walls = [], []
+    for index, strategy in enumerate(chosen):
+        start = clock() if clock else 0.0
+        callback = (lambda frac, i=index: progress(i, len(chosen), frac)) if progress else None
+        runs.append(run_strategy(scenario, strategy, requests, callback))
+        walls.append((clock() - start) if clock else 0.0)
+    return ScenarioResult(scenario, runs), walls

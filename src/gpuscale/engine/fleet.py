@@ -1,0 +1,218 @@
+"""The model deployment: pods for replicas, their cold start, the router and the gateway queue.
+
+It plays the Deployment/ReplicaSet controller (replicas -> pods; scale-down removes pending
+pods first, then starting ones, then the newest ready ones, as a ReplicaSet ranks them) and the
+kubelet + vLLM start-up (pod bound -> image pull -> weight load -> engine init -> ready).
+Requests that arrive while no replica is ready wait in the gateway queue until one is, or
+until their timeout.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from gpuscale.cluster.objects import Pod
+from gpuscale.cluster.state import ClusterState
+from gpuscale.core import Priority, Simulation
+from gpuscale.serving.performance import ReplicaHardware, StepCost
+from gpuscale.serving.replica import EngineConfig, Replica
+from gpuscale.serving.requests_table import RequestTable
+
+STARTING, READY, DRAINING = "starting", "ready", "draining"
+
+
+@dataclass
+class ReplicaSlot:
+    pod: Pod
+    state: str = STARTING  # only meaningful once bound
+    replica: Replica | None = None
+    start_version: int = 0
+    ready_s: float | None = None
+
+
+class Fleet:
+    """Replicas of one model, kept at `desired` by creating and deleting pods."""
+
+    def __init__(self, *, name: str, hw: ReplicaHardware, engine_cfg: EngineConfig,
+                 sim: Simulation, cluster: ClusterState, table: RequestTable,
+                 cold_start_s: Callable[[Pod], float], router: Callable[[list[Replica]], Replica],
+                 evicted_requests: str, pod_priority: int = 0) -> None:
+        self.name = name
+        self.hw = hw
+        self.cost = StepCost(hw)
+        self.engine_cfg = engine_cfg
+        self.sim = sim
+        self.cluster = cluster
+        self.table = table
+        self.cold_start_s = cold_start_s
+        self.router = router
+        self.evicted_requests = evicted_requests
+        self.pod_priority = pod_priority
+        self.slots: dict[str, ReplicaSlot] = {}
+        self.ready: list[Replica] = []  # routing targets, in order of readiness
+        self.gateway: deque[int] = deque()
+        self.desired = 0
+        self.scale_events = 0
+        self.peak_replicas = 0
+        self.retired_busy_gpu_s = 0.0  # busy GPU-seconds of replicas that are gone
+        self._pod_seq = 0
+        cluster.on_pod_bound.append(self._on_pod_bound)
+        cluster.on_pod_evicted.append(self._on_pod_evicted)
+
+    # -- counts -------------------------------------------------------------------------------
+    def active_slots(self) -> list[ReplicaSlot]:
+        """Slots that count toward spec.replicas (not draining)."""
+        return [s for s in self.slots.values() if s.state != DRAINING]
+
+    def num_ready(self) -> int:
+        return len(self.ready)
+
+    def busy_gpu_s(self, now_s: float) -> float:
+        live = sum(s.replica.busy_s(now_s) for s in self.slots.values() if s.replica is not None)
+        return (self.retired_busy_gpu_s + live) * self.hw.tp
+
+    # -- scaling ------------------------------------------------------------------------------
+    def scale_to(self, desired: int, now_s: float) -> None:
+        desired = max(0, int(desired))
+        if desired != self.desired:
+            self.scale_events += 1
+        self.desired = desired
+        active = self.active_slots()
+        for _ in range(desired - len(active)):
+            self._create_pod(now_s)
+        if len(active) > desired:
+            self._remove(len(active) - desired, active, now_s)
+        self.peak_replicas = max(self.peak_replicas, len(self.active_slots()))
+
+    def _create_pod(self, now_s: float) -> Pod:
+        self._pod_seq += 1
+        pod = Pod(name=f"{self.name}-{self._pod_seq}", gpus=self.hw.tp, created_s=now_s,
+                  priority=self.pod_priority, labels={"app": self.name})
+        self.slots[pod.name] = ReplicaSlot(pod=pod)
+        self.cluster.add_pod(pod)
+        return pod
+
+    def _remove(self, count: int, active: list[ReplicaSlot], now_s: float) -> None:
+        def rank(slot: ReplicaSlot) -> tuple:
+            # ReplicaSet deletion order: unscheduled, then not ready, then newest ready.
+            bound = slot.pod.node_name is not None
+            return (bound, slot.state == READY, -(slot.ready_s or 0.0), -slot.pod.created_s)
+
+        for slot in sorted(active, key=rank)[:count]:
+            if slot.state == READY and slot.replica is not None:
+                slot.state = DRAINING
+                self.ready.remove(slot.replica)
+                slot.replica.drain(self._on_drained)
+            else:
+                self._delete_slot(slot)
+
+    def _on_drained(self, replica: Replica) -> None:
+        slot = self.slots.get(replica.name)
+        if slot is not None:
+            self._delete_slot(slot)
+
+    def _delete_slot(self, slot: ReplicaSlot) -> None:
+        if slot.replica is not None:
+            self.retired_busy_gpu_s += slot.replica.busy_s(self.sim.now_s)
+            lost = slot.replica.evict()
+            self._handle_lost(lost)
+            slot.replica = None
+        slot.start_version += 1  # cancels a cold start in progress
+        del self.slots[slot.pod.name]
+        self.cluster.delete_pod(slot.pod)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def make_ready_now(self, pod: Pod, now_s: float) -> None:
+        """A replica that is already warm at t=0 (initial replicas on the warm floor)."""
+        slot = self.slots[pod.name]
+        slot.start_version += 1
+        self._become_ready(slot, slot.start_version)
+
+    def _on_pod_bound(self, pod: Pod) -> None:
+        slot = self.slots.get(pod.name)
+        if slot is None:
+            return
+        slot.state = STARTING
+        slot.start_version += 1
+        delay = self.cold_start_s(pod)
+        self.sim.schedule(self.sim.now_s + delay, Priority.LIFECYCLE, self._become_ready, slot,
+                          slot.start_version)
+
+    def _become_ready(self, slot: ReplicaSlot, version: int) -> None:
+        if version != slot.start_version or slot.pod.name not in self.slots:
+            return
+        replica = Replica(slot.pod.name, self.hw, self.engine_cfg, self.sim, self.table,
+                          cost=self.cost)
+        slot.replica = replica
+        slot.state = READY
+        slot.ready_s = self.sim.now_s
+        self.ready.append(replica)
+        while self.gateway:
+            self.route(self.gateway.popleft(), self.sim.now_s)
+
+    def _on_pod_evicted(self, pod: Pod, cause: str) -> None:
+        slot = self.slots.get(pod.name)
+        if slot is None:
+            return
+        slot.start_version += 1
+        if slot.replica is not None:
+            self.retired_busy_gpu_s += slot.replica.busy_s(self.sim.now_s)
+            if slot.replica in self.ready:
+                self.ready.remove(slot.replica)
+            lost = slot.replica.evict()
+            slot.replica = None
+            self._handle_lost(lost)
+        if slot.state == DRAINING:
+            # It was going away anyway: do not let the ReplicaSet recreate it.
+            del self.slots[pod.name]
+            self.cluster.delete_pod(pod)
+        else:
+            slot.state = STARTING  # Pending again; the scheduler will place it
+
+    def _handle_lost(self, lost: list[int]) -> None:
+        now_s = self.sim.now_s
+        for rid in lost:
+            if self.evicted_requests == "retry":
+                self.table.num_retries[rid] += 1
+                self.route(rid, now_s)
+            else:
+                self.table.drop(rid, now_s, "evicted")
+
+    # -- traffic ------------------------------------------------------------------------------
+    def route(self, rid: int, now_s: float) -> None:
+        if self.ready:
+            self.router(self.ready).enqueue(rid, now_s)
+        else:
+            self.gateway.append(rid)
+
+    def expire_gateway(self, now_s: float, timeout_s: float) -> None:
+        """Drop gateway-queued requests whose client has given up."""
+        while self.gateway and now_s - self.table.arrival_s[self.gateway[0]] > timeout_s:
+            self.table.drop(self.gateway.popleft(), now_s, "timeout")
+
+    def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
+                        fb_used_mib: float) -> list[tuple[ReplicaSlot, dict[str, float]]]:
+        """Scrape every pod of the deployment (see metrics/store.py for the series)."""
+        out = []
+        for slot in self.slots.values():
+            values: dict[str, float] = {}
+            if slot.pod.node_name is not None:
+                replica = slot.replica
+                busy = replica.busy_s(now_s) if replica is not None else 0.0
+                previous = prev_busy.get(slot.pod.name, busy if replica is None else 0.0)
+                window = min(window_s, now_s - (slot.ready_s if slot.ready_s is not None else now_s)) \
+                    if replica is not None else window_s
+                util = 100.0 * (busy - previous) / window if window > 0 else 0.0
+                prev_busy[slot.pod.name] = busy
+                values["DCGM_FI_DEV_GPU_UTIL"] = float(np.clip(util, 0.0, 100.0))
+                values["DCGM_FI_DEV_FB_USED"] = fb_used_mib if replica is not None else 0.0
+                if replica is not None:
+                    values["vllm:num_requests_waiting"] = float(len(replica.waiting))
+                    values["vllm:num_requests_running"] = float(len(replica.running))
+                    values["vllm:kv_cache_usage_perc"] = replica.kv_usage_frac(now_s)
+            out.append((slot, values))
+        return out

@@ -1,0 +1,84 @@
+"""A Prometheus-like store: per-pod series scraped every `scrape_interval_s`.
+
+Autoscalers read only what the last scrape saw, so they act on data up to one interval old,
+as in production. The store also keeps fleet-level time series (one row per scrape) for
+reports; memory is one row per scrape, not per request.
+
+Series per pod (names as the real exporters spell them; serving-engine-metrics.md 1.1,
+layer3-replica-autoscaling.md 8):
+- `vllm:num_requests_waiting`, `vllm:num_requests_running`, `vllm:kv_cache_usage_perc` (0..1):
+  only once the engine serves (a loading vLLM exposes no /metrics yet -> "missing" for the HPA).
+- `DCGM_FI_DEV_GPU_UTIL` (0..100): share of the scrape window in which a step was executing,
+  i.e. the duty cycle NVML reports, blind to how much work each step carries.
+- `DCGM_FI_DEV_FB_USED` (MiB): flat, because vLLM pre-allocates `gpu_memory_utilization` of
+  HBM at start-up, whatever the load.
+DCGM series exist as soon as the pod holds GPUs (the exporter is a node DaemonSet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WAITING = "vllm:num_requests_waiting"
+RUNNING = "vllm:num_requests_running"
+KV_USAGE = "vllm:kv_cache_usage_perc"
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+FB_USED = "DCGM_FI_DEV_FB_USED"
+TTFT_P99_WINDOW = "ttft_p99_s"
+
+# vLLM's TTFT histogram buckets (serving-engine-metrics.md 1.3), seconds.
+TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
+                  5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+
+SERIES_COLUMNS = (
+    "time_s", "arrivals", "completions", "drops", "queue_waiting", "running", "gateway_queue",
+    "kv_usage_mean", "gpu_util_mean", "ttft_p99_s", "replicas_desired", "replicas_ready",
+    "replicas_starting", "pods_pending", "nodes_ready", "nodes_launching", "gpus_billed",
+    "gpus_allocated", "gpus_busy", "cost_usd",
+)
+
+
+@dataclass
+class PodSample:
+    """The latest scraped values of one pod."""
+
+    name: str
+    phase: str
+    ready: bool
+    values: dict[str, float]
+
+
+@dataclass
+class MetricsStore:
+    scrape_interval_s: float
+    ttft_window_s: float = 60.0
+    latest: list[PodSample] = field(default_factory=list)
+    rows: list[tuple] = field(default_factory=list)
+    ttft_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(TTFT_BUCKETS_S) + 1))
+    _recent_ttft: list[tuple[float, list[float]]] = field(default_factory=list)
+
+    def observe_ttft(self, now_s: float, values: list[float]) -> None:
+        """Add TTFT observations (fleet histogram + a sliding window for P99 over time)."""
+        if not values:
+            return
+        idx = np.searchsorted(TTFT_BUCKETS_S, values, side="left")
+        np.add.at(self.ttft_counts, idx, 1)
+        self._recent_ttft.append((now_s, values))
+        cutoff = now_s - self.ttft_window_s
+        while self._recent_ttft and self._recent_ttft[0][0] <= cutoff:
+            self._recent_ttft.pop(0)
+
+    def ttft_p99_window_s(self) -> float:
+        values = [v for _, batch in self._recent_ttft for v in batch]
+        return float(np.percentile(values, 99)) if values else 0.0
+
+    def record_row(self, row: tuple) -> None:
+        self.rows.append(row)
+
+    def series(self) -> dict[str, np.ndarray]:
+        if not self.rows:
+            return {name: np.zeros(0) for name in SERIES_COLUMNS}
+        table = np.asarray(self.rows, dtype=float)
+        return {name: table[:, i] for i, name in enumerate(SERIES_COLUMNS)}

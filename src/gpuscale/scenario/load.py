@@ -1,0 +1,64 @@
+"""Load a scenario file with errors a person can act on: file, field, what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from gpuscale.errors import UserInputError
+from gpuscale.scenario.models import Scenario
+
+
+def _field_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    """The most specific error: pydantic reports one per union member; keep the deepest."""
+    errors = exc.errors(include_url=False)
+    error = max(errors, key=lambda e: len(e["loc"]))
+    # Drop the union-member tags pydantic inserts ("FixedSeconds", "poisson") from the path.
+    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = "unknown key (check the spelling; see docs/scenario.md)"
+    elif "input" in error and error["type"] not in ("missing",):
+        shown = repr(error["input"])
+        if len(shown) <= 60:
+            message = f"{message}, got {shown}"
+    return _field_path(loc), message
+
+
+def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
+    if not isinstance(data, dict):
+        raise UserInputError("expected a mapping at the top level", source=source)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        field, message = _first_error(exc)
+        raise UserInputError(message, source=source, field=field) from None
+
+
+def load_yaml(path: Path) -> Any:
+    if not path.exists():
+        raise UserInputError("file not found", source=str(path))
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserInputError(f"{where}invalid YAML: {problem}", source=str(path)) from None
+
+
+def load_scenario(path: Path) -> Scenario:
+    return scenario_from_dict(load_yaml(path), source=str(path))

@@ -1,0 +1,149 @@
+"""Scenario schema: pydantic v2 models, frozen, unknown keys rejected.
+
+Each field's description gives its meaning, unit and why the default; `docs/scenario.md` is
+generated from these models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuscale.autoscaling import AutoscalerSpec
+from gpuscale.catalog.specs import Precision
+from gpuscale.workloads import WorkloadSpec
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FixedSeconds(Strict):
+    kind: Literal["fixed"] = "fixed"
+    value_s: float = Field(ge=0, description="Always this many seconds.")
+
+
+class LognormalSeconds(Strict):
+    kind: Literal["lognormal"] = "lognormal"
+    median_s: float = Field(gt=0, description="Median duration, seconds.")
+    sigma: float = Field(0.25, ge=0, description="Log-space standard deviation (0.25 ~ +-28%).")
+    max_s: float | None = Field(None, gt=0, description="Named cap; None = no cap.")
+
+
+Duration = Annotated[Union[FixedSeconds, LognormalSeconds], Field(discriminator="kind")]
+
+
+class ModelDeployment(Strict):
+    name: str = Field(description="Model from the catalog (`gpuscale catalog`), e.g. Llama-3.3-70B.")
+    precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
+    kv_precision: Precision | None = Field(None, description="KV-cache precision; default = weights'.")
+    tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
+
+
+class EngineSettings(Strict):
+    """vLLM engine arguments (serving-engine-metrics.md 1.4 gives the defaults)."""
+
+    max_num_seqs: int | None = Field(None, ge=1, description=(
+        "Sequences per step; None = vLLM's default: 1024 on >=70 GiB GPUs other than A100, "
+        "else 256."))
+    max_num_batched_tokens: int | None = Field(None, ge=16, description=(
+        "Token budget per step; None = vLLM API-server default: 8192 on >=70 GiB GPUs other "
+        "than A100, else 2048."))
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description=(
+        "Share of GPU memory vLLM pre-allocates (0.9 for most of vLLM's history; 0.92 in 2026 "
+        "main). Pinned explicitly because the default moved."))
+    block_size: int = Field(16, ge=1, description="KV-cache block size, tokens (vLLM CUDA default).")
+    activation_reserve_gib: float = Field(2.0, ge=0, description=(
+        "Per-GPU activation peak vLLM profiles at start-up; 1.72 GiB measured for an 8B model "
+        "at 20k max_model_len (calibration row A5); 2 GiB is a round default."))
+    non_torch_gib: float = Field(0.5, ge=0, description=(
+        "Per-GPU memory outside PyTorch (CUDA context, NCCL buffers ~0.34-0.39 GiB [S1])."))
+    max_model_len: int | None = Field(None, ge=16, description="None = the model's context length.")
+
+
+class ColdStart(Strict):
+    """Replica cold start after its pod is bound: image pull -> weight load -> engine init."""
+
+    image_pull: Duration = Field(
+        default_factory=lambda: LognormalSeconds(median_s=120.0, sigma=0.3),
+        description=("Pull + extract of the serving image on a node that lacks it (vLLM images "
+                     "are 10-28 GB; 20 GB took ~10 min untuned and <1 min tuned, row A17)."))
+    image_cached_on_warm_nodes: bool = Field(True, description=(
+        "Nodes that already ran this image skip the pull (containerd layer cache)."))
+    storage_gbps: float = Field(1.05, gt=0, description=(
+        "Effective weight-load bandwidth, GB/s: 15 GB in 14.34 s streamed from gp3 (row A16)."))
+    engine_init: Duration = Field(
+        default_factory=lambda: LognormalSeconds(median_s=120.0, sigma=0.25),
+        description=("torch.compile + CUDA-graph capture + P2P check: ~3.5 min cold, 1.5-2 min "
+                     "with a warm compile cache (row A15); 2 min default."))
+
+
+class ClusterSettings(Strict):
+    """Enough of layer 1 to make scale-up cost time: ready nodes plus launchable ones."""
+
+    instance_type: str = Field(description="Instance type from the catalog, e.g. p5.48xlarge.")
+    capacity_type: Literal["on-demand", "spot"] = "on-demand"
+    ready_nodes: int = Field(1, ge=0, description="Nodes ready at t=0 (the warm floor).")
+    max_nodes: int = Field(4, ge=0, description="Most nodes the pool may hold.")
+    node_launch: Duration = Field(
+        default_factory=lambda: LognormalSeconds(median_s=300.0, sigma=0.25),
+        description=("Launch request -> GPUs allocatable for a fresh GPU node: 3-10 min unless "
+                     "images and drivers are pre-baked (row A18); 5 min median."))
+    empty_node_ttl_s: float = Field(float("inf"), ge=0, description=(
+        "Remove a node empty this long (inf = never). Layer-1 providers model this fully."))
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "ClusterSettings":
+        if self.ready_nodes > self.max_nodes:
+            raise ValueError(f"ready_nodes ({self.ready_nodes}) > max_nodes ({self.max_nodes})")
+        return self
+
+
+class Slo(Strict):
+    ttft_s: float = Field(2.0, gt=0, description=(
+        "A request meets the SLO when its time to first token is at most this (MLPerf server "
+        "limit: 2 s at p99)."))
+    tpot_s: float = Field(0.2, gt=0, description=(
+        "... and its mean time per output token is at most this (MLPerf: 200 ms)."))
+
+
+class MetricsSettings(Strict):
+    scrape_interval_s: float = Field(15.0, gt=0, description=(
+        "Prometheus scrape interval; autoscalers see data this stale (15 s is a common default)."))
+
+
+class Strategy(Strict):
+    name: str = Field(description="Label in reports.")
+    autoscaler: AutoscalerSpec
+
+
+class Scenario(Strict):
+    name: str
+    description: str = ""
+    seed: int = Field(0, description="Seeds every named random stream.")
+    duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
+    drain_s: float = Field(600.0, ge=0, description="Extra time after duration_s for in-flight work.")
+    model: ModelDeployment
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+    cold_start: ColdStart = Field(default_factory=ColdStart)
+    cluster: ClusterSettings
+    workload: WorkloadSpec
+    slo: Slo = Field(default_factory=Slo)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    initial_replicas: int = Field(1, ge=0, description="Replicas (ready) at t=0.")
+    router: Literal["least_outstanding", "round_robin"] = "least_outstanding"
+    request_timeout_s: float = Field(600.0, gt=0, description=(
+        "A request with no first token after this long is dropped (the client gave up)."))
+    evicted_requests: Literal["retry", "fail"] = Field("retry", description=(
+        "What happens to in-flight requests of an evicted replica: re-sent (progress lost) or "
+        "failed."))
+    strategies: list[Strategy] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> "Scenario":
+        names = [s.name for s in self.strategies]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"strategy names must be unique; repeated: {', '.join(dupes)}")
+        return self

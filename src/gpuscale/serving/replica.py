@@ -1,0 +1,365 @@
+"""One continuous-batching engine (vLLM V1 semantics), advanced from batch change to batch change.
+
+Each engine step serves every decoding sequence one token and spends what is left of the token
+budget (`max_num_batched_tokens`) on prefill chunks (chunked prefill), admitting waiting
+requests FCFS while `max_num_seqs` and KV blocks allow. Steps that carry prefill are simulated
+one by one (each changes the batch). A stretch of pure decode is advanced analytically: the
+engine computes how many steps pass until the next sequence finishes or the KV cache runs out
+(the step time grows linearly with the cached context, see `DecodeSegment`), and schedules a
+single event there. An arrival in the middle of a stretch cuts it at the end of the step in
+progress, where the newcomer joins, as it would in vLLM.
+
+Bookkeeping uses a per-replica step counter G: a sequence that entered decode at G0 has
+generated G - G0 tokens since, so finishing times are kept in a heap keyed by G, and the total
+cached context is `decode_base + n_decode x G`, with no per-token or per-sequence loop.
+
+KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
++ half a block per running sequence (the last block of each sequence is on average half full);
+a request's whole prefill is reserved at admission. Preemption is by recompute, newest first.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+from gpuscale.core import Priority, Simulation
+from gpuscale.serving.performance import DecodeSegment, ReplicaHardware, StepCost
+from gpuscale.serving.requests_table import RequestTable
+
+_IDLE, _STEP, _SEGMENT = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    block_size: int
+    num_blocks: int
+    max_model_len: int
+    request_timeout_s: float
+
+    @property
+    def capacity_tokens(self) -> int:
+        return self.num_blocks * self.block_size
+
+
+class Replica:
+    """A serving engine bound to its event loop and the shared request table."""
+
+    __slots__ = (
+        "name", "hw", "cfg", "sim", "table", "waiting", "running", "prefilling", "decoding",
+        "heap", "resume_generated", "G", "decode_base", "n_decode", "prefill_reserved",
+        "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
+        "busy_accum_s", "accepting", "on_drained", "on_complete", "num_steps",
+        "ttft_observations", "num_preemptions", "generated_tokens", "cost", "step_start_s",
+        "step_chunks", "step_budget",
+    )
+
+    def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
+                 table: RequestTable, on_complete: Callable[[int], None] | None = None,
+                 cost: StepCost | None = None) -> None:
+        self.name = name
+        self.hw = hw
+        self.cost = cost if cost is not None else StepCost(hw)
+        self.cfg = cfg
+        self.sim = sim
+        self.table = table
+        self.waiting: deque[int] = deque()
+        self.running: dict[int, None] = {}  # admission order: popitem() takes the newest
+        self.prefilling: dict[int, int] = {}  # rid -> prefill tokens still to compute
+        self.decoding: dict[int, int] = {}  # rid -> G0 (step count when its decode began)
+        self.heap: list[tuple[int, int, int]] = []  # (finish_G, rid, G0), stale if G0 differs
+        self.resume_generated: dict[int, int] = {}  # preempted rid -> tokens already generated
+        self.G = 0
+        self.decode_base = 0  # sum over decoding of (prompt + generated_before - G0)
+        self.n_decode = 0
+        self.prefill_reserved = 0  # sum of whole prefill lengths of prefilling sequences
+        self.state = _IDLE
+        self.version = 0
+        self.seg: DecodeSegment | None = None
+        self.seg_start_s = 0.0
+        self.seg_G0 = 0
+        self.seg_steps = 0
+        self.busy_since_s = 0.0
+        self.busy_accum_s = 0.0
+        self.accepting = True
+        self.on_drained: Callable[[Replica], None] | None = None
+        self.on_complete = on_complete
+        self.num_steps = 0
+        self.step_start_s = 0.0  # a planned step may start in the future (after a cut)
+        self.step_chunks: list[tuple[int, int, int]] = []
+        self.step_budget = 0
+        self.ttft_observations: list[float] = []  # drained by each metrics scrape
+        self.num_preemptions = 0
+        self.generated_tokens = 0
+
+    # -- observation (metrics) -----------------------------------------------------------------
+    def outstanding(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+    def current_G(self, now_s: float) -> int:
+        if self.state == _SEGMENT and self.seg is not None:
+            done = self.seg.steps_within(now_s - self.seg_start_s)
+            return self.seg_G0 + min(done, self.seg_steps)
+        return self.G
+
+    def kv_tokens(self, now_s: float) -> float:
+        return self.decode_base + self.n_decode * self.current_G(now_s) + self.prefill_reserved
+
+    def kv_usage_frac(self, now_s: float) -> float:
+        blocks = self.kv_tokens(now_s) / self.cfg.block_size + 0.5 * len(self.running)
+        return min(1.0, blocks / self.cfg.num_blocks) if self.cfg.num_blocks else 1.0
+
+    def busy_s(self, now_s: float) -> float:
+        """Seconds spent executing steps so far (DCGM GPU_UTIL's duty cycle numerator)."""
+        if self.state != _IDLE:
+            return self.busy_accum_s + (now_s - self.busy_since_s)
+        return self.busy_accum_s
+
+    # -- inputs -------------------------------------------------------------------------------
+    def enqueue(self, rid: int, now_s: float) -> None:
+        """A request reaches this engine's waiting queue; it joins at the next step boundary."""
+        self.waiting.append(rid)
+        if self.state == _IDLE:
+            self._plan(now_s)
+        elif self.state == _SEGMENT:
+            self._cut_segment(now_s)
+        elif now_s <= self.step_start_s and len(self.waiting) == 1:
+            self._join_planned_step()
+
+    def drain(self, on_drained: Callable[["Replica"], None]) -> None:
+        """Stop taking requests; call `on_drained` once the in-flight ones are done."""
+        self.accepting = False
+        self.on_drained = on_drained
+        if self.state == _IDLE and not self.waiting:
+            on_drained(self)
+
+    def evict(self) -> list[int]:
+        """Stop at once (pod killed): returns the request ids that were in flight here."""
+        self._go_idle(self.sim.now_s)
+        self.version += 1
+        lost = list(self.running) + list(self.waiting)
+        self.waiting.clear()
+        self.running.clear()
+        self.prefilling.clear()
+        self.decoding.clear()
+        self.heap.clear()
+        self.resume_generated.clear()
+        self.decode_base = self.n_decode = self.prefill_reserved = 0
+        self.accepting = False
+        return lost
+
+    # -- internals ------------------------------------------------------------------------------
+    def _blocks_needed(self, extra_tokens: int, extra_seqs: int, steps_ahead: int) -> float:
+        tokens = (self.decode_base + self.n_decode * (self.G + steps_ahead) + self.prefill_reserved
+                  + extra_tokens)
+        return tokens / self.cfg.block_size + 0.5 * (len(self.running) + extra_seqs)
+
+    def _go_idle(self, now_s: float) -> None:
+        if self.state != _IDLE:
+            self.busy_accum_s += now_s - self.busy_since_s
+        self.state = _IDLE
+        self.seg = None
+
+    def _start_busy(self, now_s: float, state: int) -> None:
+        if self.state == _IDLE:
+            self.busy_since_s = now_s
+        self.state = state
+
+    def _admit(self, now_s: float, budget: int, chunks: list[tuple[int, int, int]]) -> int:
+        """Admit waiting requests FCFS while seats, KV blocks and token budget allow."""
+        table = self.table
+        cfg = self.cfg
+        waiting = self.waiting
+        while waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
+            rid = waiting[0]
+            if now_s - table.arrival_s[rid] > cfg.request_timeout_s:
+                waiting.popleft()
+                self.resume_generated.pop(rid, None)
+                table.drop(rid, now_s, "timeout")
+                continue
+            need = table.prompt_tokens[rid] + self.resume_generated.get(rid, 0)
+            if self._blocks_needed(need, 1, 1) > cfg.num_blocks:
+                if not self.running:  # can never fit, even alone: vLLM rejects it
+                    waiting.popleft()
+                    self.resume_generated.pop(rid, None)
+                    table.drop(rid, now_s, "exceeds_kv_cache")
+                    continue
+                break
+            waiting.popleft()
+            self.running[rid] = None
+            self.prefilling[rid] = need
+            self.prefill_reserved += need
+            take = need if need < budget else budget
+            chunks.append((rid, take, 0))
+            budget -= take
+        return budget
+
+    def _plan(self, now_s: float) -> None:
+        """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
+        budget = self.cfg.max_num_batched_tokens - self.n_decode
+        chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
+        for rid, remaining in self.prefilling.items():
+            if budget <= 0:
+                break
+            take = remaining if remaining < budget else budget
+            total = self.table.prompt_tokens[rid] + self.resume_generated.get(rid, 0)
+            chunks.append((rid, take, total - remaining))
+            budget -= take
+        if self.accepting or self.waiting:
+            budget = self._admit(now_s, budget, chunks)
+        if chunks:
+            self._start_busy(now_s, _STEP)
+            self.step_start_s = now_s
+            self.step_chunks = chunks
+            self.step_budget = budget
+            self._schedule_step()
+            return
+        if self.n_decode:
+            self._start_segment(now_s)
+            return
+        self._go_idle(now_s)
+        if not self.accepting and not self.running and not self.waiting and self.on_drained:
+            callback, self.on_drained = self.on_drained, None
+            callback(self)
+
+    def _schedule_step(self) -> None:
+        chunks = self.step_chunks
+        duration = self.cost.step_s(self.n_decode, self.decode_base + self.n_decode * self.G,
+                                    tuple((c, p) for _, c, p in chunks))
+        self.version += 1
+        self.sim.schedule(self.step_start_s + duration, Priority.ENGINE, self._end_step,
+                          self.version, chunks)
+
+    def _join_planned_step(self) -> None:
+        """A request arriving before a planned step starts still joins that step."""
+        before = len(self.step_chunks)
+        self.step_budget = self._admit(self.step_start_s, self.step_budget, self.step_chunks)
+        if len(self.step_chunks) > before:
+            self._schedule_step()
+
+    def _start_segment(self, now_s: float) -> None:
+        heap = self.heap
+        while self.decoding.get(heap[0][1]) != heap[0][2]:
+            heapq.heappop(heap)  # stale entries of preempted sequences
+        steps_to_finish = max(1, heap[0][0] - self.G)
+        # KV: the step index at which blocks would run out (preempt at that boundary).
+        free_tokens = ((self.cfg.num_blocks - 0.5 * len(self.running)) * self.cfg.block_size
+                       - self.decode_base - self.prefill_reserved - self.n_decode * self.G)
+        steps_to_full = int(free_tokens // self.n_decode)
+        steps = min(steps_to_finish, max(1, steps_to_full))
+        seg = self.cost.segment(self.n_decode, self.decode_base + self.n_decode * self.G)
+        self.seg = seg
+        self.seg_start_s = now_s
+        self.seg_G0 = self.G
+        self.seg_steps = steps
+        self._start_busy(now_s, _SEGMENT)
+        self.version += 1
+        self.sim.schedule(now_s + seg.duration_s(steps), Priority.ENGINE, self._end_segment,
+                          self.version, steps)
+
+    def _cut_segment(self, now_s: float) -> None:
+        """End the decode stretch at the end of the step in progress, where the newcomer joins.
+
+        Nothing finishes and the KV cache cannot run out before that boundary (the stretch was
+        sized to end at the first such event), so the state there is known now: advance to it
+        and plan the next step to start at the boundary, without an event in between.
+        """
+        assert self.seg is not None
+        done = self.seg.steps_within(now_s - self.seg_start_s)
+        boundary = done + 1
+        if boundary >= self.seg_steps:
+            return  # the stretch ends at that step anyway
+        boundary_s = self.seg_start_s + self.seg.duration_s(boundary)
+        self.G += boundary
+        self.num_steps += boundary
+        self.generated_tokens += boundary * self.n_decode
+        self.seg = None
+        self._plan(boundary_s)
+
+    def _end_segment(self, version: int, steps: int) -> None:
+        if version != self.version:
+            return
+        now_s = self.sim.now_s
+        self.G += steps
+        self.num_steps += steps
+        self.generated_tokens += steps * self.n_decode
+        self._finish_due(now_s)
+        self._relieve_kv_pressure()
+        self._plan(now_s)
+
+    def _end_step(self, version: int, chunks: list[tuple[int, int, int]]) -> None:
+        if version != self.version:
+            return
+        now_s = self.sim.now_s
+        table = self.table
+        self.G += 1
+        self.num_steps += 1
+        self.generated_tokens += self.n_decode
+        self._finish_due(now_s)
+        for rid, take, _prefix in chunks:
+            if rid not in self.prefilling:
+                continue  # preempted meanwhile
+            remaining = self.prefilling[rid] - take
+            if remaining > 0:
+                self.prefilling[rid] = remaining
+                continue
+            # Prefill done: this step also produced the next token.
+            del self.prefilling[rid]
+            generated = self.resume_generated.pop(rid, 0) + 1
+            prompt = table.prompt_tokens[rid]
+            self.prefill_reserved -= prompt + generated - 1
+            self.generated_tokens += 1
+            if table.first_token_s[rid] != table.first_token_s[rid]:  # NaN: first token now
+                table.first_token_s[rid] = now_s
+                self.ttft_observations.append(now_s - table.arrival_s[rid])
+            if generated >= table.output_tokens[rid]:
+                del self.running[rid]
+                self._complete(rid, now_s)
+                continue
+            g0 = self.G - generated
+            self.decoding[rid] = g0
+            self.decode_base += prompt - g0
+            self.n_decode += 1
+            heapq.heappush(self.heap, (g0 + table.output_tokens[rid], rid, g0))
+        self._relieve_kv_pressure()
+        self._plan(now_s)
+
+    def _finish_due(self, now_s: float) -> None:
+        heap = self.heap
+        G = self.G
+        decoding = self.decoding
+        while heap and heap[0][0] <= G:
+            _finish_g, rid, g0 = heapq.heappop(heap)
+            if decoding.get(rid) != g0:
+                continue  # stale entry of a preempted sequence
+            del decoding[rid]
+            del self.running[rid]
+            self.decode_base -= self.table.prompt_tokens[rid] - g0
+            self.n_decode -= 1
+            self._complete(rid, now_s)
+
+    def _complete(self, rid: int, now_s: float) -> None:
+        self.table.complete(rid, now_s)
+        if self.on_complete is not None:
+            self.on_complete(rid)
+
+    def _relieve_kv_pressure(self) -> None:
+        """Preempt (recompute) the newest sequences until the next step's KV fits."""
+        while self.running and self._blocks_needed(0, 0, 1) > self.cfg.num_blocks:
+            rid, _ = self.running.popitem()
+            self.num_preemptions += 1
+            self.table.num_preemptions[rid] += 1
+            prompt = self.table.prompt_tokens[rid]
+            if rid in self.prefilling:
+                del self.prefilling[rid]
+                self.prefill_reserved -= prompt + self.resume_generated.get(rid, 0)
+            else:
+                g0 = self.decoding.pop(rid)
+                self.decode_base -= prompt - g0
+                self.n_decode -= 1
+                self.resume_generated[rid] = self.G - g0
+            self.waiting.appendleft(rid)

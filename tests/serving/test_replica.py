@@ -1,0 +1,106 @@
+"""The analytical replica agrees with a step-by-step reference and keeps its invariants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuscale.catalog import get_gpu, get_model
+from gpuscale.catalog.specs import Precision
+from gpuscale.core import Simulation
+from gpuscale.serving.performance import ReplicaHardware, StepCost
+from gpuscale.serving.replica import EngineConfig, Replica
+from gpuscale.serving.requests_table import COMPLETED, RequestTable
+from gpuscale.workloads.base import Requests
+
+from .reference_engine import run_reference
+
+HW = ReplicaHardware(get_gpu("H100-SXM"), get_model("Llama-3.1-8B"), Precision.BF16,
+                     Precision.BF16, 1)
+
+
+def _cfg(num_blocks: int = 100_000, budget: int = 2048, seqs: int = 64) -> EngineConfig:
+    return EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=budget, block_size=16,
+                        num_blocks=num_blocks, max_model_len=100_000, request_timeout_s=1e9)
+
+
+def _run_replica(cfg: EngineConfig, arrivals, prompts, outputs) -> RequestTable:
+    requests = Requests(np.asarray(arrivals, float), np.asarray(prompts), np.asarray(outputs))
+    sim = Simulation()
+    table = RequestTable(requests)
+    replica = Replica("r0", HW, cfg, sim, table)
+    for rid, t in enumerate(arrivals):
+        sim.schedule(t, 10, replica.enqueue, rid, t)
+    sim.run()
+    return table
+
+
+workloads = st.integers(1, 25).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(0, 5, allow_nan=False), min_size=n, max_size=n).map(sorted),
+    st.lists(st.integers(1, 3000), min_size=n, max_size=n),
+    st.lists(st.integers(1, 300), min_size=n, max_size=n),
+))
+
+
+@settings(max_examples=60, deadline=None)
+@given(workload=workloads, small_kv=st.booleans())
+def test_analytical_replica_matches_step_by_step_reference(workload, small_kv):
+    arrivals, prompts, outputs = workload
+    # A small cache forces preemptions, but must still hold the largest request alone.
+    blocks = max(math.ceil((p + o) / 16) + 2 for p, o in zip(prompts, outputs)) + 40 \
+        if small_kv else 100_000
+    cfg = _cfg(num_blocks=blocks)
+    table = _run_replica(cfg, arrivals, prompts, outputs)
+    first, finish = run_reference(StepCost(HW), cfg, arrivals, prompts, outputs)
+    assert table.first_token_s == pytest.approx(first, rel=1e-9, abs=1e-9)
+    assert table.finish_s == pytest.approx(finish, rel=1e-9, abs=1e-9)
+    assert all(s == COMPLETED for s in table.status)
+
+
+def test_one_request_alone_has_prefill_then_decode_timing():
+    cost = StepCost(HW)
+    table = _run_replica(_cfg(), [0.0], [1000], [11])
+    prefill = cost.step_s(0, 0, ((1000, 0),))
+    assert table.first_token_s[0] == pytest.approx(prefill)
+    decode = sum(cost.step_s(1, 1001 + k) for k in range(10))
+    assert table.finish_s[0] == pytest.approx(prefill + decode)
+
+
+def test_budget_chunks_a_long_prompt_over_several_steps():
+    cost = StepCost(HW)
+    table = _run_replica(_cfg(budget=512), [0.0], [1200], [1])
+    expected = (cost.step_s(0, 0, ((512, 0),)) + cost.step_s(0, 0, ((512, 512),))
+                + cost.step_s(0, 0, ((176, 1024),)))
+    assert table.finish_s[0] == pytest.approx(expected)
+
+
+def test_request_larger_than_the_whole_cache_is_dropped_not_stuck():
+    table = _run_replica(_cfg(num_blocks=10), [0.0], [1000], [10])
+    assert table.drop_reasons == {"exceeds_kv_cache": 1}
+
+
+def test_kv_pressure_preempts_newest_first_and_everyone_still_finishes():
+    table = _run_replica(_cfg(num_blocks=140), [0.0, 0.01, 0.02], [600, 600, 600], [300, 300, 300])
+    assert sum(table.num_preemptions) > 0
+    assert table.num_preemptions[0] == 0  # the oldest is never the victim
+    assert all(s == COMPLETED for s in table.status)
+
+
+def test_duty_cycle_saturates_with_1_or_100_requests_in_flight():
+    """The DCGM trap: busy time covers the whole window whatever the batch size."""
+    for concurrency in (1, 100):
+        n = concurrency
+        requests = Requests(np.zeros(n), np.full(n, 500), np.full(n, 5000))
+        sim = Simulation()
+        table = RequestTable(requests)
+        replica = Replica("r0", HW, _cfg(seqs=256), sim, table)
+        for rid in range(n):
+            sim.schedule(0.0, 10, replica.enqueue, rid, 0.0)
+        sim.run(until_s=20.0)
+        busy_frac = replica.busy_s(20.0) / 20.0
+        assert busy_frac >= 0.95, (concurrency, busy_frac)
+        assert len(replica.running) == concurrency  # what vllm:num_requests_running shows
