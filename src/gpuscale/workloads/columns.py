@@ -1,0 +1,139 @@
+"""Checked conversion of text columns to numpy arrays, with errors that name file, line, column.
+
+Trace readers collect each column as a list of strings and convert it here in one vectorised
+step; only when that fails (or a bound is broken) do we walk the column in Python to find the
+first bad row, so good files pay nothing for the precise message.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from gpuscale.errors import UserInputError
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a text table: raw values and the 1-based file line of each value."""
+
+    source: str  # file name as the user gave it, for messages
+    name: str
+    values: Sequence[str]
+    lines: Sequence[int]
+
+    def fail(self, index: int, expected: str) -> UserInputError:
+        got = self.values[index]
+        return UserInputError(
+            f"expected {expected}, got {got!r}",
+            source=self.source,
+            field=f"line {self.lines[index]}, column {self.name}",
+        )
+
+
+def _first_bad(values: Sequence[object], ok: Callable[[object], bool]) -> int:
+    return next(i for i, v in enumerate(values) if not ok(v))
+
+
+def _is_int(text: object) -> bool:
+    try:
+        int(str(text))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_finite_float(text: object) -> bool:
+    try:
+        return math.isfinite(float(str(text)))
+    except ValueError:
+        return False
+
+
+def int_column(col: Column, min_value: int = 1) -> np.ndarray:
+    """The column as int64, every value >= `min_value`."""
+    expected = f"an integer >= {min_value}"
+    try:
+        arr = np.asarray(col.values, dtype=str).astype(np.int64) if col.values else _empty_int()
+    except (ValueError, OverflowError):
+        raise col.fail(_first_bad(col.values, _is_int), expected) from None
+    low = arr < min_value
+    if low.any():
+        raise col.fail(int(np.argmax(low)), expected)
+    return arr
+
+
+def float_column(col: Column, min_value: float | None = None) -> np.ndarray:
+    """The column as finite float64, every value >= `min_value` when given."""
+    expected = "a finite number" + (f" >= {min_value:g}" if min_value is not None else "")
+    try:
+        arr = np.asarray(col.values, dtype=str).astype(np.float64) if col.values else np.zeros(0)
+    except ValueError:
+        raise col.fail(_first_bad(col.values, _is_finite_float), expected) from None
+    bad = ~np.isfinite(arr)
+    if min_value is not None:
+        bad |= arr < min_value
+    if bad.any():
+        raise col.fail(int(np.argmax(bad)), expected)
+    return arr
+
+
+def _empty_int() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
+
+
+def check_exists(path: Path, source: str) -> None:
+    if not path.is_file():
+        what = "is a directory, not a trace file" if path.is_dir() else "trace file not found"
+        raise UserInputError(f"{what} (looked at {path})", source=source)
+
+
+def read_csv_columns(path: Path, required: Sequence[str]) -> dict[str, Column]:
+    """Read a header CSV into `Column`s by name; the `required` names must be in the header.
+
+    Extra columns are kept (callers ignore them); blank lines are skipped; a row with a
+    different field count than the header is an error naming its line. Values are not
+    stripped here (numpy's number parsing ignores surrounding blanks; it is the slow part).
+    """
+    source = str(path)
+    check_exists(path, source)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            header = [h.strip() for h in next(reader, [])]
+            if not header:
+                raise UserInputError("file is empty; expected a header row", source=source)
+            missing = [name for name in required if name not in header]
+            if missing:
+                raise UserInputError(
+                    f"header lacks column(s) {', '.join(missing)}; found {', '.join(header)}",
+                    source=source,
+                    field="line 1",
+                )
+            rows: list[list[str]] = []
+            lines: list[int] = []
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise UserInputError(
+                        f"expected {len(header)} fields like the header, got {len(row)}",
+                        source=source,
+                        field=f"line {reader.line_num}",
+                    )
+                rows.append(row)
+                lines.append(reader.line_num)
+    except UnicodeDecodeError as exc:
+        raise UserInputError(f"not UTF-8 text ({exc.reason})", source=source) from None
+    except csv.Error as exc:
+        raise UserInputError(f"malformed CSV ({exc})", source=source) from None
+    columns = list(zip(*rows)) if rows else [()] * len(header)
+    return {
+        name: Column(source, name, columns[i], lines)
+        for i, name in enumerate(header)
+    }

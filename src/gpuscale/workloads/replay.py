@@ -1,0 +1,149 @@
+"""Trace replay: read a trace file, then window, tile, rescale and truncate it.
+
+The order is fixed and documented because it changes the result: window [start_s, end_s)
+(relative to the trace's first request) -> shift to 0 -> tile `repeat` times -> divide times
+by `rate_scale` -> keep the first `max_requests`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuscale.errors import UserInputError
+from gpuscale.workloads.base import Requests
+from gpuscale.workloads.traces import TRACE_READERS, read_burstgpt_csv
+
+
+def window(requests: Requests, start_s: float, end_s: float | None) -> Requests:
+    """Requests with start_s <= arrival < end_s, shifted so `start_s` becomes time 0.
+
+    The shift is by `start_s`, not by the first kept arrival, so the quiet lead-in of the
+    window is kept.
+    """
+    lo = np.searchsorted(requests.arrival_s, start_s, side="left")
+    hi = len(requests) if end_s is None else np.searchsorted(requests.arrival_s, end_s, side="left")
+    return Requests(
+        requests.arrival_s[lo:hi] - start_s,
+        requests.prompt_tokens[lo:hi],
+        requests.output_tokens[lo:hi],
+    )
+
+
+def tile(requests: Requests, repeat: int, period_s: float) -> Requests:
+    """`repeat` back-to-back copies, copy k shifted by k * period_s (period >= the copy's span)."""
+    offsets = np.repeat(np.arange(repeat, dtype=np.float64) * period_s, len(requests))
+    return Requests(
+        np.tile(requests.arrival_s, repeat) + offsets,
+        np.tile(requests.prompt_tokens, repeat),
+        np.tile(requests.output_tokens, repeat),
+    )
+
+
+def scale_rate(requests: Requests, rate_scale: float) -> Requests:
+    """Compress time by `rate_scale` (> 1 = faster arrivals, same requests in the same order)."""
+    return Requests(requests.arrival_s / rate_scale, requests.prompt_tokens, requests.output_tokens)
+
+
+def head(requests: Requests, max_requests: int | None) -> Requests:
+    if max_requests is None or max_requests >= len(requests):
+        return requests
+    return Requests(
+        requests.arrival_s[:max_requests],
+        requests.prompt_tokens[:max_requests],
+        requests.output_tokens[:max_requests],
+    )
+
+
+def trace_period_s(requests: Requests) -> float:
+    """Length of a whole trace for tiling: its span plus one mean gap.
+
+    The last request is not the end of the trace: the next one would have come about a mean
+    gap later. Adding that gap keeps the tiled trace's mean rate equal to the original's,
+    and keeps copies from colliding at the seam.
+    """
+    n = len(requests)
+    return requests.span_s * n / (n - 1)
+
+
+class TraceWorkload(BaseModel):
+    """Replay a request trace file (formats: azure, generic, mooncake, burstgpt)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["trace"] = "trace"
+    format: Literal["azure", "generic", "mooncake", "burstgpt"] = Field(
+        ..., description="File format; see docs/workloads.md."
+    )
+    path: str = Field(
+        ..., min_length=1, description="Trace file; a relative path is relative to the scenario file."
+    )
+    start_s: float = Field(
+        0.0, ge=0, description="Window start, seconds after the trace's first request."
+    )
+    end_s: float | None = Field(
+        None, gt=0, description="Window end (excluded), seconds after the first request; default: all."
+    )
+    rate_scale: float = Field(
+        1.0,
+        gt=0,
+        description="Arrival-rate multiplier: times are divided by it (2 = twice the rate in half "
+        "the time). Default 1 = as recorded.",
+    )
+    repeat: int = Field(
+        1,
+        ge=1,
+        description="Tile the (windowed) trace this many times back to back, e.g. 10 x Azure conv "
+        "= ~194k requests. Default 1.",
+    )
+    max_requests: int | None = Field(
+        None, ge=1, description="Keep only the first N requests after all the above; default all."
+    )
+    model: str | None = Field(None, description="burstgpt only: keep rows of this Model.")
+    log_type: str | None = Field(None, description="burstgpt only: keep rows of this Log Type.")
+    drop_failed: bool = Field(
+        True,
+        description="burstgpt only: drop failed requests (Response tokens 0); if false they are "
+        "kept with 1 output token.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.end_s is not None and self.end_s <= self.start_s:
+            raise ValueError(f"end_s ({self.end_s}) must be > start_s ({self.start_s})")
+        if self.format != "burstgpt":
+            extra = [k for k in ("model", "log_type") if getattr(self, k) is not None]
+            if extra or not self.drop_failed:
+                names = ", ".join(extra or ["drop_failed"])
+                raise ValueError(f"{names} only apply to format burstgpt, not {self.format}")
+        return self
+
+    def read(self, base_dir: Path) -> Requests:
+        path = Path(self.path)
+        if not path.is_absolute():
+            path = Path(base_dir) / path
+        if self.format == "burstgpt":
+            return read_burstgpt_csv(path, self.model, self.log_type, self.drop_failed)
+        return TRACE_READERS[self.format](path)
+
+    def generate(self, rng: np.random.Generator, base_dir: Path) -> Requests:
+        """The replayed table; `rng` is unused (a trace is deterministic) but keeps the protocol."""
+        full = self.read(base_dir)
+        cut = window(full, self.start_s, self.end_s)
+        if len(cut) == 0:
+            raise UserInputError(
+                f"window [{self.start_s:g}, {self.end_s if self.end_s is not None else 'end'}) s "
+                f"holds no request; the trace spans {full.span_s:g} s from its first request",
+                source=self.path,
+            )
+        if self.repeat > 1:
+            if len(full) < 2:
+                raise UserInputError("repeat needs a trace of at least 2 requests", source=self.path)
+            # Tile by the window when it lies inside the trace, else by the trace's own length.
+            trace_end_s = trace_period_s(full)
+            end_s = trace_end_s if self.end_s is None else min(self.end_s, trace_end_s)
+            cut = tile(cut, self.repeat, end_s - self.start_s)
+        return head(scale_rate(cut, self.rate_scale), self.max_requests)

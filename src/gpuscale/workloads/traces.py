@@ -1,0 +1,214 @@
+"""Readers for request traces: Azure LLM 2023, generic CSV, Mooncake JSONL and BurstGPT CSV.
+
+Every reader returns `Requests` with arrivals in seconds relative to the trace's first request
+(so the first arrival is 0.0). Formats are described in shared/traces/README.md. Third-party
+traces (Azure, Mooncake, BurstGPT) are stably sorted by arrival if a file is out of order,
+since we cannot fix the publisher's file; the generic CSV is our own format and must be sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from gpuscale.errors import UserInputError
+from gpuscale.workloads.base import Requests
+from gpuscale.workloads.columns import (
+    Column,
+    check_exists,
+    float_column,
+    int_column,
+    read_csv_columns,
+)
+
+
+def _relative_sorted(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> Requests:
+    """Stably sort by arrival and shift so the first request arrives at 0.0."""
+    if len(arrival_s) and np.any(np.diff(arrival_s) < 0):
+        order = np.argsort(arrival_s, kind="stable")
+        arrival_s, prompt, output = arrival_s[order], prompt[order], output[order]
+    if len(arrival_s):
+        arrival_s = arrival_s - arrival_s[0]
+    return Requests(arrival_s.astype(np.float64), prompt, output)
+
+
+# ---------------------------------------------------------------- Azure LLM inference 2023
+# `YYYY-MM-DD HH:MM:SS.fffffff`: 7 fractional digits (100 ns), no zone; README "azure_llm_2023".
+_AZURE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?")
+
+
+def _azure_arrivals(col: Column) -> np.ndarray:
+    """Seconds since the first row. numpy parses up to 9 fractional digits (strptime only 6),
+    but it also accepts 'NaT' and bare dates, so each value is matched against the exact form
+    first."""
+    expected = "a timestamp like '2023-11-16 18:15:46.6805900'"
+    for i, text in enumerate(col.values):
+        if not _AZURE_TIMESTAMP.fullmatch(text):
+            raise col.fail(i, expected)
+    if not col.values:
+        return np.zeros(0)
+    try:
+        stamps = np.asarray(col.values, dtype="datetime64[ns]")
+    except ValueError:  # well-formed but impossible, e.g. month 13: find the row
+        for i, text in enumerate(col.values):
+            try:
+                np.datetime64(text, "ns")
+            except ValueError:
+                raise col.fail(i, expected) from None
+        raise
+    # Differences in integer nanoseconds first, then seconds: no float rounding of the epoch.
+    return (stamps - stamps[0]).astype(np.int64) / 1e9
+
+
+def read_azure_llm_csv(path: str | Path) -> Requests:
+    """Azure LLM inference trace 2023 (`TIMESTAMP,ContextTokens,GeneratedTokens`)."""
+    cols = read_csv_columns(Path(path), ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
+    return _relative_sorted(
+        _azure_arrivals(cols["TIMESTAMP"]),
+        int_column(cols["ContextTokens"]),
+        int_column(cols["GeneratedTokens"]),
+    )
+
+
+# ---------------------------------------------------------------- generic request CSV
+def read_generic_csv(path: str | Path) -> Requests:
+    """gpuscale's own `arrival_s,prompt_tokens,output_tokens` CSV; rows sorted by arrival_s.
+
+    Equal arrival times are allowed. Arrivals are shifted so the first row is at 0.0 (the
+    format says it already is; a file cut from a longer trace need not be).
+    """
+    cols = read_csv_columns(Path(path), ("arrival_s", "prompt_tokens", "output_tokens"))
+    arrival = float_column(cols["arrival_s"], min_value=0.0)
+    back = np.diff(arrival) < 0
+    if back.any():
+        i = int(np.argmax(back)) + 1
+        raise cols["arrival_s"].fail(
+            i, f"rows sorted by arrival_s, i.e. a value >= {arrival[i - 1]:g} (the row above)"
+        )
+    prompt = int_column(cols["prompt_tokens"])
+    output = int_column(cols["output_tokens"])
+    return _relative_sorted(arrival, prompt, output)
+
+
+# ---------------------------------------------------------------- Mooncake (FAST'25) JSONL
+_MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
+
+
+def _mooncake_int(obj: dict, key: str, min_value: int | None, source: str, line: int) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or (
+        min_value is not None and value < min_value
+    ):
+        expected = "an integer" + (f" >= {min_value}" if min_value is not None else "")
+        got = "nothing (key missing)" if key not in obj else repr(value)
+        raise UserInputError(
+            f"expected {expected}, got {got}", source=source, field=f"line {line}, key {key}"
+        )
+    return value
+
+
+def read_mooncake_jsonl(path: str | Path) -> Requests:
+    """Mooncake trace: one JSON object a line with `timestamp` (ms), `input_length`,
+    `output_length`. `hash_ids` (shared KV prefix blocks) are not read: prefix caching is not
+    modelled by the workload layer."""
+    path = Path(path)
+    source = str(path)
+    check_exists(path, source)
+    stamps: list[int] = []
+    prompts: list[int] = []
+    outputs: list[int] = []
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UserInputError(
+                        f"expected a JSON object, got invalid JSON ({exc.msg})",
+                        source=source,
+                        field=f"line {line_no}",
+                    ) from None
+                if not isinstance(obj, dict):
+                    raise UserInputError(
+                        f"expected a JSON object, got {type(obj).__name__}",
+                        source=source,
+                        field=f"line {line_no}",
+                    )
+                stamps.append(_mooncake_int(obj, "timestamp", None, source, line_no))
+                prompts.append(_mooncake_int(obj, "input_length", 1, source, line_no))
+                outputs.append(_mooncake_int(obj, "output_length", 1, source, line_no))
+    except UnicodeDecodeError as exc:
+        raise UserInputError(f"not UTF-8 text ({exc.reason})", source=source) from None
+    arrival = np.asarray(stamps, dtype=np.int64)
+    arrival = (arrival - arrival.min()) / 1000.0 if len(arrival) else np.zeros(0)
+    return _relative_sorted(
+        arrival, np.asarray(prompts, dtype=np.int64), np.asarray(outputs, dtype=np.int64)
+    )
+
+
+# ---------------------------------------------------------------- BurstGPT CSV
+_BURSTGPT_COLUMNS = ("Timestamp", "Model", "Request tokens", "Response tokens", "Log Type")
+
+
+def _filter_values(col: Column, wanted: str | None) -> np.ndarray | None:
+    """Mask of rows whose value equals `wanted`; an unseen value lists the seen ones."""
+    if wanted is None:
+        return None
+    values = np.char.strip(np.asarray(col.values, dtype=str))
+    mask = values == wanted
+    if not mask.any():
+        seen = ", ".join(sorted(set(values.tolist()))) or "none (no rows)"
+        raise UserInputError(
+            f"no row has {col.name} {wanted!r}; values present: {seen}",
+            source=col.source,
+            field=f"column {col.name}",
+        )
+    return mask
+
+
+def read_burstgpt_csv(
+    path: str | Path,
+    model: str | None = None,
+    log_type: str | None = None,
+    drop_failed: bool = True,
+) -> Requests:
+    """BurstGPT trace, columns read by name (`Session ID`, `Elapsed time` may be present).
+
+    `model` ("ChatGPT", "GPT-4") and `log_type` ("Conversation log", "API log") keep only
+    matching rows. Failed requests have `Response tokens` = 0: dropped when `drop_failed`;
+    otherwise kept with 1 output token, since they still took a prefill and one step.
+    """
+    cols = read_csv_columns(Path(path), _BURSTGPT_COLUMNS)
+    arrival = float_column(cols["Timestamp"])
+    prompt = int_column(cols["Request tokens"], min_value=0)
+    output = int_column(cols["Response tokens"], min_value=0)
+    keep = np.ones(len(arrival), dtype=bool)
+    for mask in (_filter_values(cols["Model"], model), _filter_values(cols["Log Type"], log_type)):
+        if mask is not None:
+            keep &= mask
+    failed = output == 0
+    if drop_failed:
+        keep &= ~failed
+    else:
+        output = np.where(failed, 1, output)
+    # An empty prompt is only acceptable on a row we drop anyway (a failed request).
+    empty_prompt = keep & (prompt < 1)
+    if empty_prompt.any():
+        raise cols["Request tokens"].fail(int(np.argmax(empty_prompt)), "an integer >= 1")
+    return _relative_sorted(arrival[keep], prompt[keep], output[keep])
+
+
+# Format name (the `format:` of a trace workload) -> reader. BurstGPT's options are passed
+# through by the trace workload; the other readers take only a path.
+TRACE_READERS: dict[str, Callable[..., Requests]] = {
+    "azure": read_azure_llm_csv,
+    "generic": read_generic_csv,
+    "mooncake": read_mooncake_jsonl,
+    "burstgpt": read_burstgpt_csv,
+}
