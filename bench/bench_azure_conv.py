@@ -33,7 +33,7 @@ def scenario_dict(trace: Path) -> dict:
         "strategies": [{
             "name": "keda-queue-depth",
             "autoscaler": {
-                "kind": "keda", "minReplicaCount": 1, "maxReplicaCount": 16,
+                "kind": "keda", "min_replica_count": 1, "max_replica_count": 16,
                 "triggers": [{"query": {"metric": "vllm:num_requests_waiting",
                                         "aggregation": "sum"}, "threshold": 5}],
             },

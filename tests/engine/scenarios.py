@@ -31,7 +31,7 @@ def small_scenario(*, rate_per_s: float = 4.0, duration_s: float = 300.0, seed: 
         "strategies": strategies or [
             {"name": "fixed-1", "autoscaler": {"kind": "fixed", "replicas": 1}},
             {"name": "keda-queue", "autoscaler": {
-                "kind": "keda", "minReplicaCount": 1, "maxReplicaCount": 8,
+                "kind": "keda", "min_replica_count": 1, "max_replica_count": 8,
                 "triggers": [{"query": {"metric": "vllm:num_requests_waiting",
                                         "aggregation": "sum"}, "threshold": 3}]}},
         ],

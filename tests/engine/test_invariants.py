@@ -59,7 +59,7 @@ def test_gpu_seconds_and_money_add_up(rate, seed):
         price = 15.066  # g6e.24xlarge on-demand $/h (catalog)
         assert summary["cost_usd"] == pytest.approx(summary["gpu_hours"] / 4 * price, rel=1e-4)
         # The cumulative cost series ends where the summary does (last scrape <= end).
-        assert run.series["cost_usd"][-1] <= summary["cost_usd"] + 1e-6
+        assert run.series["cost_usd"][-1] <= summary["cost_usd"] + 1e-4  # summary is rounded
 
 
 def test_no_gpu_is_double_booked_at_any_scrape():

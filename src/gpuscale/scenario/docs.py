@@ -34,6 +34,13 @@ def _models_in(annotation) -> list[type[BaseModel]]:
 
 
 def _type_name(annotation) -> str:
+    models = _models_in(annotation)
+    if len(models) > 1:
+        return "one of " + ", ".join(f"[{m.__name__}](#{m.__name__.lower()})" for m in models)
+    if len(models) == 1 and typing.get_origin(annotation) in (list, tuple):
+        return f"list of [{models[0].__name__}](#{models[0].__name__.lower()})"
+    if len(models) == 1:
+        return f"[{models[0].__name__}](#{models[0].__name__.lower()})"
     text = str(annotation).replace("typing.", "")
     for prefix in ("gpuscale.scenario.models.", "gpuscale.catalog.specs.", "gpuscale.workloads.",
                    "gpuscale.autoscaling."):
@@ -63,10 +70,6 @@ def render() -> str:
         if model in seen:
             continue
         seen.add(model)
-        module = model.__module__
-        if not module.startswith("gpuscale.scenario"):
-            lines.append(f"\n## {model.__name__}\n\nDefined in `{module}`; see its docs page.\n")
-            continue
         doc = (model.__doc__ or "").strip().splitlines()
         lines.append(f"\n## {model.__name__}\n")
         if doc and not doc[0].startswith(model.__name__ + "("):

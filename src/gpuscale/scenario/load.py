@@ -22,12 +22,32 @@ def _field_path(loc: tuple) -> str:
     return out or "(top level)"
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
+def _user_path(loc: tuple, data: Any) -> tuple:
+    """Drop the union tags pydantic inserts into a location ("keda", "FixedSeconds"), keeping
+    only the steps that exist in the user's own data (unknown keys are kept: they are the error).
+    """
+    out = []
+    node = data
+    for index, part in enumerate(loc):
+        if isinstance(node, dict):
+            if part in node:
+                out.append(part)
+                node = node[part]
+            elif index == len(loc) - 1:
+                out.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            out.append(part)
+            node = node[part]
+        elif index == len(loc) - 1:
+            out.append(part)
+    return tuple(out)
+
+
+def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
     """The most specific error: pydantic reports one per union member; keep the deepest."""
     errors = exc.errors(include_url=False)
     error = max(errors, key=lambda e: len(e["loc"]))
-    # Drop the union-member tags pydantic inserts ("FixedSeconds", "poisson") from the path.
-    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+    loc = _user_path(tuple(error["loc"]), data)
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key (check the spelling; see docs/scenario.md)"
@@ -44,7 +64,7 @@ def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        field, message = _first_error(exc)
+        field, message = _first_error(exc, data)
         raise UserInputError(message, source=source, field=field) from None
 
 

@@ -83,7 +83,8 @@ class ClusterSettings(Strict):
     """Enough of layer 1 to make scale-up cost time: ready nodes plus launchable ones."""
 
     instance_type: str = Field(description="Instance type from the catalog, e.g. p5.48xlarge.")
-    capacity_type: Literal["on-demand", "spot"] = "on-demand"
+    capacity_type: Literal["on-demand", "spot"] = Field(
+        "on-demand", description="Price basis of the nodes (spot = assumed 0.7 x on-demand).")
     ready_nodes: int = Field(1, ge=0, description="Nodes ready at t=0 (the warm floor).")
     max_nodes: int = Field(4, ge=0, description="Most nodes the pool may hold.")
     node_launch: Duration = Field(
@@ -115,24 +116,30 @@ class MetricsSettings(Strict):
 
 class Strategy(Strict):
     name: str = Field(description="Label in reports.")
-    autoscaler: AutoscalerSpec
+    autoscaler: AutoscalerSpec = Field(description="Layer-3 policy, chosen by `kind`.")
 
 
 class Scenario(Strict):
-    name: str
-    description: str = ""
+    """A cluster, a model deployment, a workload and the strategies to compare on it."""
+
+    name: str = Field(description="Label in reports and the JSON summary.")
+    description: str = Field("", description="Free text for people.")
     seed: int = Field(0, description="Seeds every named random stream.")
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(600.0, ge=0, description="Extra time after duration_s for in-flight work.")
-    model: ModelDeployment
-    engine: EngineSettings = Field(default_factory=EngineSettings)
-    cold_start: ColdStart = Field(default_factory=ColdStart)
-    cluster: ClusterSettings
-    workload: WorkloadSpec
-    slo: Slo = Field(default_factory=Slo)
-    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    model: ModelDeployment = Field(description="What is served and how it is split.")
+    engine: EngineSettings = Field(default_factory=EngineSettings,
+                                   description="vLLM engine arguments.")
+    cold_start: ColdStart = Field(default_factory=ColdStart,
+                                  description="Pod bound -> replica ready, by component.")
+    cluster: ClusterSettings = Field(description="GPU nodes: warm floor and launchable ones.")
+    workload: WorkloadSpec = Field(description="Arrivals and lengths, chosen by `kind`.")
+    slo: Slo = Field(default_factory=Slo, description="Per-request latency targets.")
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings,
+                                     description="Metrics pipeline settings.")
     initial_replicas: int = Field(1, ge=0, description="Replicas (ready) at t=0.")
-    router: Literal["least_outstanding", "round_robin"] = "least_outstanding"
+    router: Literal["least_outstanding", "round_robin"] = Field(
+        "least_outstanding", description="How requests pick a ready replica.")
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
     evicted_requests: Literal["retry", "fail"] = Field("retry", description=(
