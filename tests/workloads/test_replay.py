@@ -111,7 +111,8 @@ def test_trace_spec_validation(fields, message):
 
 
 def test_empty_window_and_missing_file_are_user_errors(tmp_path):
-    with pytest.raises(UserInputError, match=r"window \[100, end\) s holds no request; the trace spans 2.25 s"):
+    message = r"window \[100, end\) s holds no request; the trace spans 2.25 s"
+    with pytest.raises(UserInputError, match=message):
         replay(format="generic", path="generic_ties.csv", start_s=100)
     with pytest.raises(UserInputError, match="trace file not found"):
         replay(base_dir=tmp_path, format="azure", path="AzureLLMInferenceTrace_conv.csv")

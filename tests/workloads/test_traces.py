@@ -27,7 +27,8 @@ def test_fixtures_keep_their_line_ends():
 def test_azure_seven_digit_fractions_across_midnight():
     req = read_azure_llm_csv(FIXTURES / "azure_midnight.csv")
     # 23:59:58.5 -> 23:59:59.9999999 -> 00:00:00.0000001 (next day) -> 00:00:02.25 twice.
-    assert req.arrival_s.tolist() == pytest.approx([0.0, 1.4999999, 1.5000001, 3.75, 3.75], abs=1e-9)
+    expected = [0.0, 1.4999999, 1.5000001, 3.75, 3.75]
+    assert req.arrival_s.tolist() == pytest.approx(expected, abs=1e-9)
     assert req.arrival_s[2] - req.arrival_s[1] == pytest.approx(2e-7, abs=1e-10)
     assert req.prompt_tokens.tolist() == [374, 396, 879, 1, 14050]
     assert req.output_tokens.tolist() == [44, 109, 3, 1, 1000]
@@ -72,13 +73,15 @@ def test_burstgpt_filters():
     assert api.prompt_tokens.tolist() == [417, 1360]
     both = read_burstgpt_csv(path, model="ChatGPT", log_type="Conversation log")
     assert both.prompt_tokens.tolist() == [472]
-    with pytest.raises(UserInputError, match="no row has Model 'gpt4'; values present: ChatGPT, GPT-4"):
+    unseen = "no row has Model 'gpt4'; values present: ChatGPT, GPT-4"
+    with pytest.raises(UserInputError, match=unseen):
         read_burstgpt_csv(path, model="gpt4")
 
 
 def test_burstgpt_keeping_failed_rows_needs_a_prompt(tmp_path):
     # The failed row at 61 s has an empty prompt too: kept, it cannot be a request.
-    with pytest.raises(UserInputError, match="line 6, column Request tokens: expected an integer >= 1, got '0'"):
+    message = "line 6, column Request tokens: expected an integer >= 1, got '0'"
+    with pytest.raises(UserInputError, match=message):
         read_burstgpt_csv(FIXTURES / "burstgpt_release3.csv", drop_failed=False)
     kept = read_burstgpt_csv(FIXTURES / "burstgpt_release3.csv", model="ChatGPT", drop_failed=False)
     assert kept.output_tokens.tolist() == [18, 1, 226]  # failed request -> one output token
