@@ -6,10 +6,12 @@ Statistical checks use 5-sigma bounds (or wider) so they fail on a wrong process
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,3 +230,16 @@ def test_bad_specs_fail_validation_with_the_field_named(data, message):
 def test_absurd_volume_is_refused_before_allocating():
     with pytest.raises(UserInputError, match="would generate about"):
         build({"kind": "poisson", "rate_per_s": 1e6, "duration_s": 86_400})
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "workloads.md"
+
+
+def test_yaml_examples_in_the_docs_parse_and_build():
+    blocks = re.findall(r"```yaml\n(.*?)```", DOCS.read_text(), flags=re.S)
+    assert len(blocks) >= 4
+    for block in blocks:
+        spec = parse_workload(yaml.safe_load(block)["workload"])
+        assert parse_workload(spec.model_dump()) == spec  # dump -> load round trip
+        if spec.kind != "trace":  # the trace example points at a file outside the repo
+            assert len(build_requests(spec, np.random.default_rng(0), HERE)) > 0
