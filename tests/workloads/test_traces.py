@@ -191,3 +191,12 @@ def test_header_only_files_give_empty_tables(tmp_path):
     req = read_generic_csv(_write(tmp_path, "h.csv", GENERIC_HEAD))
     assert len(req) == 0 and req.prompt_tokens.dtype == np.int64
     assert len(read_mooncake_jsonl(_write(tmp_path, "e.jsonl", "\n"))) == 0
+
+
+def test_integers_beyond_int64_are_user_errors(tmp_path):
+    path = _write(tmp_path, "t.csv", GENERIC_HEAD + "0,99999999999999999999,1\n")
+    with pytest.raises(UserInputError, match="line 2, column prompt_tokens: .* fits in 64 bits"):
+        read_generic_csv(path)
+    huge = '{"timestamp": 0, "input_length": 99999999999999999999, "output_length": 1}\n'
+    with pytest.raises(UserInputError, match="line 1, key input_length"):
+        read_mooncake_jsonl(_write(tmp_path, "m.jsonl", huge))
