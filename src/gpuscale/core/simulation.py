@@ -44,10 +44,8 @@ class Simulation:
 
     def schedule(self, time_s: float, priority: int, handler: Handler, *args: Any) -> None:
         """Run `handler(*args)` at `time_s`; scheduling into the past is a bug and raises."""
-        if time_s < self.now_s:
-            raise ValueError(f"event scheduled in the past: {time_s} < now {self.now_s}")
-        if math.isnan(time_s):
-            raise ValueError("event time is NaN")
+        if not time_s >= self.now_s:  # also catches NaN, which compares false
+            raise ValueError(f"event scheduled in the past or at NaN: {time_s} (now {self.now_s})")
         self._seq += 1
         heapq.heappush(self._heap, (time_s, priority, self._seq, handler, args))
 

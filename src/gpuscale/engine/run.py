@@ -195,10 +195,12 @@ class _Run:
                 kv.append(values["vllm:kv_cache_usage_perc"])
                 util.append(values["DCGM_FI_DEV_GPU_UTIL"])
         self.store.latest = samples
+        observed: list[float] = []
         for replica in self.fleet.ready:
             if replica.ttft_observations:
-                self.store.observe_ttft(now_s, replica.ttft_observations)
+                observed.extend(replica.ttft_observations)
                 replica.ttft_observations = []
+        self.store.observe_ttft(now_s, observed)
         self.fleet.expire_gateway(now_s, self.scenario.request_timeout_s)
         arrived = self.table.num_arrived
         done = self.table.num_completed
@@ -210,7 +212,7 @@ class _Run:
         self.store.record_row((
             now_s, arrived - prev_arrived, done - prev_done, drops - prev_drops, waiting, running,
             len(self.fleet.gateway), float(np.mean(kv)) if kv else 0.0,
-            float(np.mean(util)) if util else 0.0, self.store.ttft_p99_window_s(),
+            float(np.mean(util)) if util else 0.0, self.store.ttft_p99_s,
             self.fleet.desired, self.fleet.num_ready(), starting, pending, nodes_ready,
             len(nodes) - nodes_ready, sum(n.num_gpus for n in nodes),
             self.cluster.gpus_allocated(),
@@ -223,7 +225,7 @@ class _Run:
         def tick(now_s: float) -> None:
             pods = tuple(PodMetrics(s.name, s.phase, s.ready, s.values) for s in self.store.latest)
             view = AutoscalerView(now_s=now_s, current_replicas=self.fleet.desired, pods=pods,
-                                  signals={"ttft_p99_s": self.store.ttft_p99_window_s()})
+                                  signals={"ttft_p99_s": self.store.ttft_p99_s})
             desired, state_box[0] = controller.decide(view, state_box[0])
             if desired is not None and desired != self.fleet.desired:
                 self.fleet.scale_to(desired, now_s)

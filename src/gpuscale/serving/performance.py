@@ -131,7 +131,6 @@ def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens:
             + overhead_time_s(hw, num_seqs))
 
 
-@dataclass(frozen=True)
 class DecodeSegment:
     """Step time of a pure-decode stretch as a line in the step index k: a + b x k.
 
@@ -140,8 +139,11 @@ class DecodeSegment:
     batches) the slope only applies to the attention term, which is what is modelled.
     """
 
-    first_step_s: float
-    slope_s: float
+    __slots__ = ("first_step_s", "slope_s")  # a plain slotted class: built on the hot path
+
+    def __init__(self, first_step_s: float, slope_s: float) -> None:
+        self.first_step_s = first_step_s
+        self.slope_s = slope_s
 
     def duration_s(self, num_steps: int) -> float:
         """Time of steps 0..num_steps-1: K a + b K (K-1) / 2."""
@@ -227,5 +229,14 @@ class StepCost:
         seqs = decode_seqs + len(prefill_chunks)
         return linear + attention + allreduce + self._fixed_s + self._per_seq_s * seqs
 
+    def decode_step_s(self, num_seqs: int, context_tokens: float) -> float:
+        """`step_s` without prefill chunks (the common case), with no tuple to walk."""
+        compute = self._linear_flop_s * num_seqs
+        weights = self._weights_s(num_seqs)
+        linear = compute if compute > weights else weights
+        allreduce = self._ar_fixed_s + self._ar_token_s * num_seqs if self._ar_fixed_s else 0.0
+        return (linear + context_tokens * self._kv_s + allreduce + self._fixed_s
+                + self._per_seq_s * num_seqs)
+
     def segment(self, num_seqs: int, context_tokens: float) -> DecodeSegment:
-        return DecodeSegment(self.step_s(num_seqs, context_tokens), num_seqs * self._kv_s)
+        return DecodeSegment(self.decode_step_s(num_seqs, context_tokens), num_seqs * self._kv_s)

@@ -200,6 +200,9 @@ class Replica:
 
     def _plan(self, now_s: float) -> None:
         """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
+        if not self.prefilling and not self.waiting and self.n_decode:
+            self._start_segment(now_s)  # fast path: nothing to admit or prefill
+            return
         budget = self.cfg.max_num_batched_tokens - self.n_decode
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
         for rid, remaining in self.prefilling.items():
@@ -243,15 +246,22 @@ class Replica:
 
     def _start_segment(self, now_s: float) -> None:
         heap = self.heap
-        while self.decoding.get(heap[0][1]) != heap[0][2]:
+        decoding = self.decoding
+        while decoding.get(heap[0][1]) != heap[0][2]:
             heapq.heappop(heap)  # stale entries of preempted sequences
-        steps_to_finish = max(1, heap[0][0] - self.G)
+        G = self.G
+        n = self.n_decode
+        context = self.decode_base + n * G
+        steps_to_finish = heap[0][0] - G
+        if steps_to_finish < 1:
+            steps_to_finish = 1
         # KV: the step index at which blocks would run out (preempt at that boundary).
-        free_tokens = ((self.cfg.num_blocks - 0.5 * len(self.running)) * self.cfg.block_size
-                       - self.decode_base - self.prefill_reserved - self.n_decode * self.G)
-        steps_to_full = int(free_tokens // self.n_decode)
-        steps = min(steps_to_finish, max(1, steps_to_full))
-        seg = self.cost.segment(self.n_decode, self.decode_base + self.n_decode * self.G)
+        cfg = self.cfg
+        free_tokens = ((cfg.num_blocks - 0.5 * len(self.running)) * cfg.block_size
+                       - context - self.prefill_reserved)
+        steps_to_full = int(free_tokens // n)
+        steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
+        seg = self.cost.segment(n, context)
         self.seg = seg
         self.seg_start_s = now_s
         self.seg_G0 = self.G
