@@ -165,6 +165,8 @@ def generated_hpa_params(params: KedaParams) -> HpaParams:
 
 
 def build(params: KedaParams) -> list[ReplicaAutoscaler]:
+    # Keyed by query: two triggers with the same query but different ignore_null_values flags
+    # would share the last flag (an unlikely manifest; KEDA itself reads each trigger separately).
     ignore = {t.query: t.ignore_null_values for t in params.triggers}
 
     def reader(view: AutoscalerView, spec: MetricSpec) -> float | None:
