@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
-from gpuscale.audit.rules.nodes.nodepools import is_gpu_nodepool
+from gpuscale.audit.nodepools import is_gpu_nodepool
 
 DEFAULT_POLICY = "WhenEmptyOrUnderutilized"  # layer1-node-provisioning.md 1.8
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
-from gpuscale.audit.rules.nodes.nodepools import is_gpu_nodepool, max_nodes
+from gpuscale.audit.nodepools import is_gpu_nodepool, max_nodes
 
 
 def _allowed(value, total: int | None) -> float | None:

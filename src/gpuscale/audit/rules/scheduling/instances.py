@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
-from gpuscale.audit.rules.nodes.nodepools import allowed_instance_types, is_gpu_nodepool
+from gpuscale.audit.nodepools import allowed_instance_types, is_gpu_nodepool
 from gpuscale.audit.workloads import pod_templates
 from gpuscale.catalog import InstanceType, instance_types
 
