@@ -121,7 +121,8 @@ class Snapshot:
     def events_for(self, pod: PodView) -> list[str]:
         out = []
         for event in self.events:
-            involved = event.get("involvedObject") or {}
+            involved = event.get("involvedObject", default={}) or {}
             if involved.get("name") == pod.name and (involved.get("namespace") or "default") == pod.namespace:
-                out.append(f"{event.get('reason', '')}: {' '.join(str(event.get('message', '')).split())}")
+                reason, message = event.get("reason", default=""), event.get("message", default="")
+                out.append(f"{reason}: {' '.join(str(message).split())}")
         return out
