@@ -13,10 +13,15 @@ from gpuscale.audit.model import REFERENCE_DIR, Rule
 from gpuscale.audit.rules import REDIRECTS, RULES
 
 
+def _reference(ref: str) -> str:
+    first, _, rest = ref.partition(" ")
+    if first.endswith(".md"):
+        return f"- `{REFERENCE_DIR}/{first}` {rest}".rstrip()
+    return f"- {ref}"
+
+
 def render_rule(rule: Rule, example: str | None = None) -> str:
-    refs = "\n".join(
-        f"- `{REFERENCE_DIR}/{r}`" if r.split()[0].endswith(".md") else f"- {r}"
-        for r in rule.references)
+    refs = "\n".join(_reference(r) for r in rule.references)
     old = sorted(k for k, v in REDIRECTS.items() if v == rule.id)
     lines = [
         f"# {rule.id} `{rule.name}`",
@@ -38,7 +43,8 @@ def render_rule(rule: Rule, example: str | None = None) -> str:
         "",
     ]
     if example:
-        lines += ["## Example", "", "```yaml", example.rstrip(), "```", ""]
+        lines += ["## Example", "", "This fires (the test fixture `fires.yaml`):", "",
+                  "```yaml", example.rstrip(), "```", ""]
     lines += ["## Fix", "", rule.fix, "",
               "Suppress on one object with the annotation "
               f"`gpuscale.io/ignore: {rule.id}`.", "",
