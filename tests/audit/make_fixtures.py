@@ -341,3 +341,55 @@ for rule_id, (fires, passes) in F.items():
     (root / rule_id).mkdir(parents=True, exist_ok=True)
     (root / rule_id / "fires.yaml").write_text(fires)
     (root / rule_id / "passes.yaml").write_text(passes)
+
+# --- added with GPU026-GPU028 ---
+NODECLASS = """apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: gpu
+spec:
+  amiSelectorTerms:
+  - alias: al2023@latest
+  role: KarpenterNodeRole
+  subnetSelectorTerms:
+  - tags: {{karpenter.sh/discovery: demo}}
+  securityGroupSelectorTerms:
+  - tags: {{karpenter.sh/discovery: demo}}
+  blockDeviceMappings:
+  - deviceName: /dev/xvda
+    rootVolume: true
+    ebs: {{volumeSize: {size}, volumeType: gp3}}
+"""
+CA = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: kube-system
+spec:
+  replicas: 1
+  template:
+    metadata:
+      labels: {{app: cluster-autoscaler}}
+    spec:
+      containers:
+      - name: cluster-autoscaler
+        image: registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.0
+        command:
+        - ./cluster-autoscaler
+        - --cloud-provider=aws
+        - --max-node-provision-time={provision}
+        - --scale-down-unneeded-time={unneeded}
+"""
+EXTRA = {
+    "GPU026": (nodepool("gpu") + "---\n" + NODECLASS.format(size="50Gi"),
+               nodepool("gpu").replace("EC2NodeClass, name: gpu}", "EC2NodeClass, name: dont-fire}") + "---\n"
+               + NODECLASS.format(size="200Gi").replace("name: gpu\nspec:", "name: dont-fire\nspec:")),
+    "GPU027": (CA.format(name="fire-ca", provision="5m", unneeded="10m"),
+               CA.format(name="dont-fire", provision="20m", unneeded="10m")),
+    "GPU028": (CA.format(name="fire-ca", provision="15m", unneeded="2m"),
+               CA.format(name="dont-fire", provision="15m", unneeded="15m")),
+}
+for rule_id, (fires, passes) in EXTRA.items():
+    (root / rule_id).mkdir(parents=True, exist_ok=True)
+    (root / rule_id / "fires.yaml").write_text(fires)
+    (root / rule_id / "passes.yaml").write_text(passes)
