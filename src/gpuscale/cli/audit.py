@@ -9,6 +9,12 @@ from gpuscale.audit.output import render_json, render_sarif, render_text
 from gpuscale.errors import UserInputError
 
 
+# What `--cluster` lists (read-only); the same kinds the file loader understands.
+AUDIT_KINDS = ("Deployment", "StatefulSet", "Job", "LeaderWorkerSet", "RayCluster",
+               "HorizontalPodAutoscaler", "ScaledObject", "NodePool", "EC2NodeClass", "Queue",
+               "PodGroup", "PodDisruptionBudget", "PrometheusRule", "PriorityClass")
+
+
 class SeverityType(click.ParamType):
     name = "severity"
 
@@ -57,9 +63,4 @@ def command(inputs, cluster, kube_context, fmt, fail_on, enable, disable, max_by
         click.echo(render_sarif(findings, rules), nl=False)
     else:
         click.echo(render_text(findings, len(objects)), nl=False)
-    raise SystemExit(exit_code(findings, fail_on))
-
-
-AUDIT_KINDS = ("Deployment", "StatefulSet", "Job", "LeaderWorkerSet", "RayCluster",
-               "HorizontalPodAutoscaler", "ScaledObject", "NodePool", "EC2NodeClass", "Queue",
-               "PodGroup", "PodDisruptionBudget", "PrometheusRule", "PriorityClass")
+    click.get_current_context().exit(exit_code(findings, fail_on))

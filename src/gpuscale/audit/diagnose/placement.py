@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuscale.audit.diagnose.snapshot import NodeView, PodView, Snapshot
+from gpuscale.audit.diagnose.snapshot import NodeView, PodView, Snapshot, taints_of
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.nodepools import GPU_RESOURCE, allowed_instance_types, is_gpu_nodepool, requirements
 from gpuscale.cluster.objects import Taint, tolerates_all
@@ -72,8 +72,7 @@ def node_fit(snap: Snapshot, pod: PodView) -> NodeFit:
 
 
 def pool_taints(pool: Manifest) -> tuple[Taint, ...]:
-    return tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "NoSchedule")))
-                 for t in pool.get("spec", "template", "spec", "taints") or [] if isinstance(t, dict))
+    return taints_of(pool.get("spec", "template", "spec", "taints"))
 
 
 def pool_labels(pool: Manifest) -> dict:

@@ -17,6 +17,12 @@ GPU_NODE_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.count", "nvidia.com
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
+def taints_of(items) -> tuple[Taint, ...]:
+    """Kubernetes taint dicts (Node spec or NodePool template) -> Taint values."""
+    return tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "NoSchedule")))
+                 for t in items or [] if isinstance(t, dict))
+
+
 def _gpus(resources: dict | None) -> int:
     return int(parse_quantity((resources or {}).get(GPU_RESOURCE, 0) or 0))
 
@@ -61,9 +67,7 @@ class PodView:
 def node_view(obj: Manifest) -> NodeView:
     status = obj.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
-    taints = tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "NoSchedule")))
-                   for t in obj.get("spec", "taints") or [] if isinstance(t, dict))
-    return NodeView(name=obj.name, labels=obj.labels, taints=taints,
+    return NodeView(name=obj.name, labels=obj.labels, taints=taints_of(obj.get("spec", "taints")),
                     ready=conditions.get("Ready") == "True",
                     unschedulable=bool(obj.get("spec", "unschedulable")),
                     gpu_allocatable=_gpus(status.get("allocatable")),
