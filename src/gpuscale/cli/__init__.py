@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("gpuscale.cli.demo", "Run the embedded default scenario and compare autoscalers."),
     "simulate": ("gpuscale.cli.simulate", "Simulate one scenario file."),
     "compare": ("gpuscale.cli.compare", "Run every strategy of a scenario on the same workload."),
+    "schedule": ("gpuscale.cli.schedule", "Run a scheduling-only scenario under each scheduler."),
 }
 
 
