@@ -28,7 +28,9 @@ def _text(result: dict) -> str:
             share = s["share"].get(q, {})
             fair = share.get("mean_fair_share_gpus")
             fair_txt = f"  fair share {fair:.2f}" if fair is not None else ""
-            lines.append(f"    queue {q}: wait p50 {w['p50_s']:.1f} s p99 {w['p99_s']:.1f} s"
+            wait = (f"wait p50 {w['p50_s']:.1f} s p99 {w['p99_s']:.1f} s" if w["count"]
+                    else "nothing bound")
+            lines.append(f"    queue {q}: {wait}, {w['pending_at_end']} pending at end"
                          f"  mean GPUs {share.get('mean_allocated_gpus', 0):.2f}{fair_txt}")
         lines.append(f"    jobs started {j['started']}/{j['submitted']}, finished {j['finished']}, "
                      f"restarts {j['restarts']}; nodes added {n['launched_by_provider']}, "

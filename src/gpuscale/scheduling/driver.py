@@ -8,12 +8,13 @@ queue sees the whole batch). A cycle returns when it wants to run again (backoff
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from gpuscale.cluster.objects import Node, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.scheduling.base import UnschedulableCallback
-from gpuscale.scheduling.gangs import form_gangs
+from gpuscale.scheduling.gangs import form_gangs, queue_of
 from gpuscale.scheduling.metrics import SchedulingMetrics
 
 
@@ -27,6 +28,8 @@ class CycleScheduler:
         self.metrics = SchedulingMetrics(self.topology_levels)
         self._next_cycle_s = math.inf
         self._complete: set[str] = set()
+        self._changes = 0  # bumped by every event the scheduler hears of
+        self._last_fp: tuple | None = None
         self.sim: Simulation | None = None
         self.cluster: ClusterState | None = None
 
@@ -46,6 +49,7 @@ class CycleScheduler:
             self.request_cycle(sim.now_s)
 
     def _pod_pending(self, pod: Pod) -> None:
+        self._changes += 1
         self.metrics.pod_pending(pod, self.sim.now_s)
         self.metrics.observe(self.sim.now_s, self.cluster)
         self.request_cycle(self.sim.now_s)
@@ -54,6 +58,7 @@ class CycleScheduler:
         self._pod_pending(pod)
 
     def _node_ready(self, node: Node) -> None:
+        self._changes += 1
         self.node_added(node)
         self.request_cycle(self.sim.now_s)
 
@@ -63,6 +68,7 @@ class CycleScheduler:
     def kick(self, now_s: float) -> None:
         """Tell the scheduler capacity was freed (a pod deleted): ClusterState has no delete
         listener, and kube-scheduler requeues unschedulable pods on such events."""
+        self._changes += 1
         self.metrics.observe(now_s, self.cluster)
         if self.cluster.pending_pods():
             self.request_cycle(now_s)
@@ -78,14 +84,26 @@ class CycleScheduler:
             return  # superseded by an earlier request
         self._next_cycle_s = math.inf
         now_s = self.sim.now_s
-        self.metrics.observe(now_s, self.cluster)
-        retry_s = self.cycle(now_s)
-        self._record_completed_gangs()
-        self.metrics.observe(now_s, self.cluster)
+        before = self._fingerprint()
+        quiet = before == self._last_fp  # nothing happened since the last cycle ended
+        if not quiet:
+            self.metrics.observe(now_s, self.cluster)
+        retry_s = self.cycle(now_s, quiet)
+        self._last_fp = self._fingerprint()
+        if not quiet or self._last_fp != before:
+            self._record_completed_gangs()
+            self.metrics.observe(now_s, self.cluster)
         if retry_s is not None and math.isfinite(retry_s):
             self.request_cycle(max(retry_s, now_s))
 
-    def cycle(self, now_s: float) -> float | None:
+    def _fingerprint(self) -> tuple:
+        """Changes the scheduler heard of, plus counts that catch unannounced deletions."""
+        cluster = self.cluster
+        return (self._changes, len(cluster.pods), len(cluster.nodes), cluster.gpus_allocated())
+
+    def cycle(self, now_s: float, quiet: bool) -> float | None:
+        """One cycle; `quiet` = the cluster is unchanged since the previous cycle ended, so a
+        scheduler whose decisions depend only on that state may reuse them."""
         raise NotImplementedError
 
     # -- actions shared by subclasses --------------------------------------------------------
@@ -114,6 +132,8 @@ class CycleScheduler:
                     self.metrics.gang_placed([n.labels for n in nodes])
 
     def summary(self) -> dict:
-        if self.sim is not None:
-            self.metrics.observe(self.sim.now_s, self.cluster)
-        return self.metrics.summary(self.kind)
+        if self.sim is None:
+            return self.metrics.summary(self.kind)
+        self.metrics.observe(self.sim.now_s, self.cluster)
+        pending = Counter(queue_of(p) for p in self.cluster.pending_pods())
+        return self.metrics.summary(self.kind, dict(pending))

@@ -49,7 +49,7 @@ class KubeScheduler(CycleScheduler):
     def node_added(self, node: Node) -> None:
         self.backoff_until.clear()  # NodeAdd moves unschedulable pods to the active queue
 
-    def cycle(self, now_s: float) -> float | None:
+    def cycle(self, now_s: float, quiet: bool) -> float | None:
         snap = Snapshot(self.cluster)
         queue = sorted(self.cluster.pending_pods(), key=lambda p: (-p.priority, p.created_s, p.name))
         failed: list[Pod] = []

@@ -114,11 +114,17 @@ class SchedulingMetrics:
             for p in shapes.values()))
 
     # -- summary -----------------------------------------------------------------------------
-    def summary(self, kind: str) -> dict:
+    def summary(self, kind: str, pending_by_queue: dict[str, int] | None = None) -> dict:
         span = (self.last_s or 0.0) - (self.start_s or 0.0)
         mean = (lambda key: self.totals[key] / span) if span > 0 else (lambda key: 0.0)
-        waits = {q: {"count": len(w), "p50_s": float(np.percentile(w, 50)),
-                     "p99_s": float(np.percentile(w, 99))} for q, w in sorted(self.waits.items())}
+        pending_by_queue = pending_by_queue or {}
+        waits = {}
+        for q in sorted(set(self.waits) | set(pending_by_queue)):
+            w = self.waits.get(q, [])
+            waits[q] = {"count": len(w),
+                        "p50_s": float(np.percentile(w, 50)) if w else None,
+                        "p99_s": float(np.percentile(w, 99)) if w else None,
+                        "pending_at_end": pending_by_queue.get(q, 0)}
         queues = sorted(set(self.queue_alloc_s) | set(self.queue_fair_s))
         share = {}
         for q in queues:

@@ -76,10 +76,14 @@ def stale_gangs(sched, gangs: dict[str, Gang], now_s: float) -> None:
         if 0 < gang.num_bound < gang.min_member:
             since = sched.stale_since.setdefault(name, now_s)
             grace = gang.spec.staleness_grace_s
-            if grace >= 0 and now_s - since >= grace:
+            sched.stale_deadline[name] = since + grace if grace >= 0 else float("inf")
+            if now_s >= sched.stale_deadline[name]:
                 sched.evict(gang.bound, "stale-gang", "stale_gang_evictions")
                 sched.stale_since.pop(name, None)
+                sched.stale_deadline.pop(name, None)
         else:
             sched.stale_since.pop(name, None)
+            sched.stale_deadline.pop(name, None)
     for name in [n for n in sched.stale_since if n not in gangs]:
         del sched.stale_since[name]
+        sched.stale_deadline.pop(name, None)

@@ -29,10 +29,18 @@ class KaiScheduler(CycleScheduler):
         self.params = params
         self.queues = {q.name: q.to_queue() for q in params.queues}
         self.stale_since: dict[str, float] = {}
+        self.stale_deadline: dict[str, float] = {}  # gang -> when stalegangeviction may act
         self.binpack = params.placement_strategy == "binpack"
+        self._idle_report: list = []
+        self._deadline_s = 0.0  # next preemption-delay or staleness expiry
 
     # -- cycle -------------------------------------------------------------------------------
-    def cycle(self, now_s: float) -> float | None:
+    def cycle(self, now_s: float, quiet: bool) -> float | None:
+        period = self.params.schedule_period_s
+        if quiet and now_s < self._deadline_s:
+            # same snapshot as last cycle and no timer expired: same decisions, same reports
+            self.report_unschedulable(self._idle_report, now_s)
+            return now_s + period
         snap = Snapshot(self.cluster)
         gangs = form_gangs(self.cluster.pods.values())
         book = QueueBook(self.queues, gangs, sum(nf.node.num_gpus for nf in snap.nodes))
@@ -47,15 +55,24 @@ class KaiScheduler(CycleScheduler):
             still_failed.append(gang)
         if self.params.stale_gang_eviction:
             stale_gangs(self, gangs, now_s)
-        self.report_unschedulable([p for g in still_failed for p in g.pending], now_s)
+        self._idle_report = [p for g in still_failed for p in g.pending]
+        self.report_unschedulable(self._idle_report, now_s)
+        self._deadline_s = self._next_deadline(still_failed, now_s)
         waiting = still_failed or blocked_by_quota or self.stale_since
-        return now_s + self.params.schedule_period_s if waiting else None
+        return now_s + period if waiting else None
+
+    def _next_deadline(self, failed: list[Gang], now_s: float) -> float:
+        times = [self._pending_since(g) + g.spec.preemption_delay_s for g in failed]
+        times += list(self.stale_deadline.values())
+        return min([t for t in times if t > now_s], default=float("inf"))
+
+    def _pending_since(self, gang: Gang) -> float:
+        return min(self.metrics.pending_since.get(p.name, p.created_s) for p in gang.pending)
 
     def _may_evict(self, gang: Gang, now_s: float) -> bool:
         """preemptionDelay: a job waits this long before evicting anyone, so a node
         autoscaler can add capacity first (2.10)."""
-        since = min(self.metrics.pending_since.get(p.name, p.created_s) for p in gang.pending)
-        return now_s - since >= gang.spec.preemption_delay_s
+        return now_s - self._pending_since(gang) >= gang.spec.preemption_delay_s
 
     # -- allocate ----------------------------------------------------------------------------
     def _allocate(self, gangs: dict[str, Gang], snap: Snapshot, book: QueueBook,
@@ -128,6 +145,7 @@ class KaiScheduler(CycleScheduler):
             self.bind(pod, nf.node, now_s)
         book.add(gang, sum(p.gpus for p, _ in placement))
         self.stale_since.pop(gang.name, None)
+        self.stale_deadline.pop(gang.name, None)
 
 
 def _need_gpus(gang: Gang) -> float:
