@@ -151,3 +151,35 @@ def test_stale_gang_evicted_after_grace_period(h):
     h.run(67.0)
     assert bound(pods) == [] and sched.summary()["stale_gang_evictions"] == 1
     assert a.gpus_allocated == 0
+
+
+def _two_half_full_nodes(h):
+    a, b = h.node("a"), h.node("b")
+    from gpuscale.cluster.groups import PodGroupSpec
+    from gpuscale.cluster.objects import Pod
+
+    movers = []
+    for name, node in (("x", a), ("y", b)):
+        pod = Pod(name=name, gpus=2, group=name, group_spec=PodGroupSpec(name=name))
+        h.cluster.add_pod(pod)
+        h.cluster.bind(pod, node, 0.0)
+        movers.append(pod)
+    return movers
+
+
+def test_consolidation_moves_a_pod_to_fit_a_job(h):
+    x, y = _two_half_full_nodes(h)  # 2 + 2 free, split over two nodes
+    job = h.gang("job", 1, 4, at_s=1.0)
+    sched = h.attach(kai())
+    h.run(1.0)
+    assert bound(job) == ["job-0"]
+    assert x.node_name == y.node_name  # one of them moved next to the other
+    assert sched.summary()["consolidations"] == 1 and sched.summary()["preemptions"] == 0
+
+
+def test_no_consolidation_under_spread(h):
+    _two_half_full_nodes(h)
+    job = h.gang("job", 1, 4, at_s=1.0)
+    h.attach(kai(placement_strategy="spread"))
+    h.run(1.0)
+    assert bound(job) == []

@@ -155,6 +155,7 @@ class SchedulingMetrics:
             "queue_wait_s": waits,
             "preemptions": self.counters["preemptions"],
             "reclaims": self.counters["reclaims"],
+            "consolidations": self.counters["consolidations"],
             "stale_gang_evictions": self.counters["stale_gang_evictions"],
             "unschedulable_reports": self.counters["unschedulable_reports"],
             "share": share,

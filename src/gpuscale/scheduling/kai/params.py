@@ -45,6 +45,10 @@ class KaiParams(BaseModel):
     topology_levels: tuple[str, ...] = Field(
         (), description="Topology CRD levels: node-label keys, coarse to fine "
         "(e.g. zone, block, kubernetes.io/hostname).")
+    consolidation: bool = Field(True, description="Run consolidation (off by itself under "
+                                "spread, as in KAI).")
+    max_consolidation_preemptees: int = Field(16, ge=0, description="--max-consolidation-"
+                                              "preemptees: most pods one consolidation moves.")
     reclaim: bool = Field(True, description="Run the reclaim action (cross-queue).")
     preempt: bool = Field(True, description="Run the preempt action (inside a queue).")
     stale_gang_eviction: bool = Field(True, description="Run stalegangeviction.")

@@ -3,8 +3,8 @@
 Each job (PodGroup) is tried inside a transaction on the cycle's snapshot: pods are assumed
 one by one and the whole attempt is rolled back unless minMember pods found a place, so a gang
 never holds GPUs it cannot use (layer2-scheduling.md 2.10). Evictions are tried first on the
-snapshot and committed only if the preemptor then fits. Consolidation is not modelled (see
-docs/scheduling.md). The cycle runs every `schedule_period_s` while anything is pending.
+snapshot and committed only if the preemptor then fits; consolidation moves running pods
+only if every one of them finds a new place. The cycle runs every `schedule_period_s` while anything is pending.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from gpuscale.cluster.objects import Pod
 from gpuscale.scheduling.driver import CycleScheduler
 from gpuscale.scheduling.gangs import Gang, form_gangs
 from gpuscale.scheduling.kai.book import QueueBook
+from gpuscale.scheduling.kai.consolidation import consolidate
 from gpuscale.scheduling.kai.evictions import preempt, reclaim, stale_gangs
 from gpuscale.scheduling.kai.params import KaiParams
 from gpuscale.scheduling.snapshot import NodeFree, Snapshot, passes_filters
@@ -48,6 +49,9 @@ class KaiScheduler(CycleScheduler):
         failed, blocked_by_quota = self._allocate(gangs, snap, book, now_s)
         still_failed = []
         for gang in failed:
+            if self.params.consolidation and self.binpack and consolidate(self, gang, gangs, snap,
+                                                                            book, now_s):
+                continue
             if self._may_evict(gang, now_s) and (
                     (self.params.reclaim and reclaim(self, gang, gangs, snap, book, now_s))
                     or (self.params.preempt and preempt(self, gang, gangs, snap, book, now_s))):
@@ -102,7 +106,11 @@ class KaiScheduler(CycleScheduler):
         above minMember are elastic and placed if they fit and the queue allows."""
         pending = sorted(gang.pending, key=lambda p: p.name)
         need = max(0, gang.min_member - gang.num_bound)
-        required, optional = pending[:need], pending[need:]
+        return self.place_pods(gang, pending[:need], pending[need:], snap, book)
+
+    def place_pods(self, gang: Gang, required: list[Pod], optional: list[Pod], snap: Snapshot,
+                   book: QueueBook | None) -> Placement | None:
+        """One Statement: assume `required` on the snapshot or roll all of them back."""
         need_gpus = sum(p.gpus for p in required)
         for nodes, rank in placement_attempts(snap.nodes, gang.spec.topology,
                                               self.topology_levels, need_gpus):
@@ -117,7 +125,7 @@ class KaiScheduler(CycleScheduler):
                 extra = need_gpus
                 for pod in optional:
                     nf = self._pick(pod, nodes, rank)
-                    if nf is not None and book.allows(gang, extra + pod.gpus):
+                    if nf is not None and book is not None and book.allows(gang, extra + pod.gpus):
                         snap.assume(pod, nf)
                         placed.append((pod, nf))
                         extra += pod.gpus
