@@ -28,6 +28,11 @@ class PodScheduler(Protocol):
         """Subscribe to the cluster's events and start the periodic retry."""
         ...
 
+    def kick(self, now_s: float) -> None:
+        """Capacity was freed outside the scheduler's sight (a pod deleted): ClusterState has
+        no delete listener, so whoever deletes pods calls this to requeue pending pods."""
+        ...
+
     def summary(self) -> dict:
         """The `scheduling` key of a run's JSON summary (see docs/scheduling.md)."""
         ...

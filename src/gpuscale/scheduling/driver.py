@@ -51,7 +51,7 @@ class CycleScheduler:
     def _pod_pending(self, pod: Pod) -> None:
         self._changes += 1
         self.metrics.pod_pending(pod, self.sim.now_s)
-        self.metrics.observe(self.sim.now_s, self.cluster)
+        # no observe here: the cycle this requests runs at this same instant and observes first
         self.request_cycle(self.sim.now_s)
 
     def _pod_evicted(self, pod: Pod, cause: str) -> None:
