@@ -55,9 +55,11 @@ def test_taints_and_node_selector_filter(h):
     no_tol = add(h, Pod(name="no-tol", gpus=4, node_selector={"pool": "y"}))
     tol = add(h, Pod(name="tol", gpus=4, tolerations=(Toleration("nvidia.com/gpu", "Exists"),),
                      node_selector={"kubernetes.io/hostname": "t"}))
+    untolerant = add(h, Pod(name="untolerant", gpus=4))
     h.attach(kube())
     h.run(0.0)
     assert no_tol.node_name is None and tol.node_name == "t"
+    assert untolerant.node_name == "plain"
 
 
 def test_priority_preemption_evicts_lowest_and_respects_never(h):
