@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("gpuscale.cli.compare", "Run every strategy of a scenario on the same workload."),
     "audit": ("gpuscale.cli.audit", "Report GPU autoscaling traps in manifests or a live cluster."),
     "diagnose": ("gpuscale.cli.diagnose", "Explain why GPU pods are Pending and which layer holds them."),
+    "schedule": ("gpuscale.cli.schedule", "Run a scheduling-only scenario under each scheduler."),
 }
 
 
