@@ -17,7 +17,7 @@ from pydantic import Field
 
 from ..errors import UserInputError
 from . import fixed, hpa, keda
-from .base import AutoscalerView, PodMetrics, PolicySpec, ReplicaAutoscaler
+from .base import AutoscalerContext, AutoscalerView, PodMetrics, PolicySpec, ReplicaAutoscaler
 from .fixed import FixedParams
 from .hpa import HpaParams
 from .keda import KedaParams
@@ -49,13 +49,21 @@ def get_policy(kind: str) -> PolicySpec[Any]:
         raise UserInputError(f"unknown autoscaler kind {kind!r}; known: {', '.join(known)}.{hint}", field="kind") from None
 
 
-def build_autoscalers(spec: Any) -> list[ReplicaAutoscaler]:
-    """Controllers for one validated params model (any member of `AutoscalerSpec`)."""
-    return list(get_policy(spec.kind).build(spec))
+def build_autoscalers(spec: Any, context: AutoscalerContext | None = None) -> list[ReplicaAutoscaler]:
+    """Controllers for one validated params model (any member of `AutoscalerSpec`).
+
+    `context` (role, hardware, engine limits, SLO) reaches only policies that declare
+    `needs_context`; the engine always passes it.
+    """
+    policy = get_policy(spec.kind)
+    if policy.needs_context:
+        return list(policy.build(spec, context or AutoscalerContext()))
+    return list(policy.build(spec))
 
 
 __all__ = [
     "AUTOSCALERS",
+    "AutoscalerContext",
     "AutoscalerSpec",
     "AutoscalerView",
     "FixedParams",

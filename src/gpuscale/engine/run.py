@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from gpuscale.autoscaling import build_autoscalers
+from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
 from gpuscale.autoscaling.base import AutoscalerView, PodMetrics
 from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision
@@ -117,6 +117,7 @@ class _Run:
         self._prev_busy: dict[str, float] = {}
         self._image_nodes: set[str] = set()
         self._last_counts = (0, 0, 0)
+        self.signals: dict[str, float] = {}
         cluster_cfg = scenario.cluster
         node_rng = self.streams.get("provisioning.node_launch")
         self.pool = NodePool(self.sim, self.cluster, self.instance,
@@ -130,7 +131,9 @@ class _Run:
                            cold_start_s=self._cold_start_s, router=ROUTERS[scenario.router](),
                            evicted_requests=scenario.evicted_requests)
         self.fb_used_mib = scenario.engine.gpu_memory_utilization * self.hw.gpu.memory_bytes / MIB
-        self.controllers = build_autoscalers(strategy.autoscaler)
+        self.controllers = build_autoscalers(strategy.autoscaler, AutoscalerContext(
+            role="serve", hardware=self.hw, engine=self.cfg, slo_ttft_s=scenario.slo.ttft_s,
+            slo_tpot_s=scenario.slo.tpot_s))
 
     # -- cold start ---------------------------------------------------------------------------
     def _cold_start_s(self, pod: Pod) -> float:
@@ -203,6 +206,7 @@ class _Run:
         self.store.observe_ttft(now_s, observed)
         self.fleet.expire_gateway(now_s, self.scenario.request_timeout_s)
         arrived = self.table.num_arrived
+        self.signals = self._signals(now_s, interval, arrived)
         done = self.table.num_completed
         drops = self.table.num_dropped
         prev_arrived, prev_done, prev_drops = self._last_counts
@@ -221,11 +225,30 @@ class _Run:
         if self.progress is not None:
             self.progress(min(1.0, now_s / self.end_s))
 
+    def _signals(self, now_s: float, interval_s: float, arrived: int) -> dict[str, float]:
+        """Fleet-level signals a planner reads (a gateway or frontend would export these)."""
+        table = self.table
+        first = self._last_counts[0]
+        count = arrived - first
+        completed = table.recently_completed
+        table.recently_completed = []
+        tpots = [(table.finish_s[r] - table.first_token_s[r]) / (table.output_tokens[r] - 1)
+                 for r in completed if table.output_tokens[r] > 1]
+        return {
+            "request_rate_per_s": count / interval_s,
+            "prompt_tokens_mean": (sum(table.prompt_tokens[first:arrived]) / count) if count else 0.0,
+            "output_tokens_mean": (sum(table.output_tokens[first:arrived]) / count) if count else 0.0,
+            "ttft_p99_s": self.store.ttft_p99_s,
+            "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
+            "gateway_queue": float(len(self.fleet.gateway)),
+            "ready_replicas": float(self.fleet.num_ready()),
+        }
+
     def _controller_tick(self, controller, state_box: list) -> Callable[[float], None]:
         def tick(now_s: float) -> None:
             pods = tuple(PodMetrics(s.name, s.phase, s.ready, s.values) for s in self.store.latest)
             view = AutoscalerView(now_s=now_s, current_replicas=self.fleet.desired, pods=pods,
-                                  signals={"ttft_p99_s": self.store.ttft_p99_s})
+                                  signals=self.signals)
             desired, state_box[0] = controller.decide(view, state_box[0])
             if desired is not None and desired != self.fleet.desired:
                 self.fleet.scale_to(desired, now_s)

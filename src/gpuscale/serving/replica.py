@@ -354,6 +354,7 @@ class Replica:
 
     def _complete(self, rid: int, now_s: float) -> None:
         self.table.complete(rid, now_s)
+        self.table.recently_completed.append(rid)
         if self.on_complete is not None:
             self.on_complete(rid)
 
