@@ -43,10 +43,10 @@ class RunResult:
     extra: dict = field(default_factory=dict)
 
 
-def replica_hardware(scenario: Scenario) -> ReplicaHardware:
+def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardware:
     instance = get_instance_type(scenario.cluster.instance_type)
     model = get_model(scenario.model.name)
-    tp = scenario.model.tp
+    tp = tp or scenario.model.tp
     if tp > instance.num_gpus:
         raise UserInputError(
             f"tp={tp} needs {tp} GPUs in one pod but {instance.name} has {instance.num_gpus}",
@@ -126,14 +126,70 @@ class _Run:
                              launch_delay_s=lambda: draw_duration(cluster_cfg.node_launch, node_rng),
                              empty_node_ttl_s=cluster_cfg.empty_node_ttl_s)
         self.scheduler = FirstFitScheduler(self.sim, self.cluster, self.pool.notify_unschedulable)
-        self.fleet = Fleet(name=scenario.model.name.lower(), hw=self.hw, engine_cfg=self.cfg,
-                           sim=self.sim, cluster=self.cluster, table=self.table,
-                           cold_start_s=self._cold_start_s, router=ROUTERS[scenario.router](),
-                           evicted_requests=scenario.evicted_requests)
         self.fb_used_mib = scenario.engine.gpu_memory_utilization * self.hw.gpu.memory_bytes / MIB
-        self.controllers = build_autoscalers(strategy.autoscaler, AutoscalerContext(
-            role="serve", hardware=self.hw, engine=self.cfg, slo_ttft_s=scenario.slo.ttft_s,
-            slo_tpot_s=scenario.slo.tpot_s))
+        self.fleets = self._build_fleets()
+        self.entry = self.fleets.get("serve") or self.fleets["prefill"]
+        self._pd_ttft: list[float] = []
+        self.latest_by_role: dict[str, list[PodSample]] = {}
+        # (controller, fleets it scales, role whose pods it sees or None for all)
+        self.controllers = self._build_controllers()
+
+    def _build_fleets(self) -> dict[str, Fleet]:
+        scenario = self.scenario
+        base = scenario.model.name.lower()
+        common = dict(sim=self.sim, cluster=self.cluster, table=self.table,
+                      cold_start_s=self._cold_start_s,
+                      evicted_requests=scenario.evicted_requests)
+        split = scenario.disaggregation
+        if split is None:
+            return {"serve": Fleet(name=base, hw=self.hw, engine_cfg=self.cfg,
+                                   router=ROUTERS[scenario.router](), **common)}
+        fleets: dict[str, Fleet] = {}
+        for role in ("prefill", "decode"):
+            hw = replica_hardware(scenario, getattr(split, role).tp)
+            fleets[role] = Fleet(
+                name=f"{base}-{role}", hw=hw, engine_cfg=engine_config(scenario, hw),
+                router=ROUTERS[scenario.router](), role=role,
+                on_prefilled=self._on_prefilled if role == "prefill" else None,
+                retry=(lambda rid, now_s: self.fleets["prefill"].route(rid, now_s))
+                if role == "decode" else None, **common)
+        return fleets
+
+    def _build_controllers(self) -> list[tuple]:
+        scenario, strategy = self.scenario, self.strategy
+
+        def context(role: str, fleet: Fleet) -> AutoscalerContext:
+            return AutoscalerContext(role=role, hardware=fleet.hw, engine=fleet.engine_cfg,
+                                     slo_ttft_s=scenario.slo.ttft_s,
+                                     slo_tpot_s=scenario.slo.tpot_s)
+
+        if strategy.autoscaler is not None:
+            # One autoscaler: its decision sets every pool, its metrics span every pool.
+            role = "serve" if "serve" in self.fleets else "prefill"
+            controllers = build_autoscalers(strategy.autoscaler, context(role, self.entry))
+            return [(c, list(self.fleets.values()), None) for c in controllers]
+        out = []
+        for role in ("prefill", "decode"):
+            fleet = self.fleets[role]
+            for c in build_autoscalers(getattr(strategy, role), context(role, fleet)):
+                out.append((c, [fleet], role))
+        return out
+
+    def _on_prefilled(self, rid: int, now_s: float) -> None:
+        """A prefill replica is done: ship the KV cache, then the decode pool takes over."""
+        split = self.scenario.disaggregation
+        prefill_hw = self.fleets["prefill"].hw
+        bytes_ = self.table.prompt_tokens[rid] * prefill_hw.kv_bytes_per_token
+        transfer_s = bytes_ / (split.kv_transfer_gbps_per_gpu * 1e9 * prefill_hw.tp)
+        self.sim.schedule(now_s + transfer_s, Priority.ENGINE, self._kv_arrived, rid)
+
+    def _kv_arrived(self, rid: int) -> None:
+        now_s = self.sim.now_s
+        table = self.table
+        if table.first_token_s[rid] != table.first_token_s[rid]:  # NaN: first token now
+            table.first_token_s[rid] = now_s
+            self._pd_ttft.append(now_s - table.arrival_s[rid])
+        self.fleets["decode"].route(rid, now_s, kv_ready=True)
 
     # -- cold start ---------------------------------------------------------------------------
     def _cold_start_s(self, pod: Pod) -> float:
@@ -152,19 +208,22 @@ class _Run:
         for _ in range(scenario.cluster.ready_nodes):
             node = self.pool.add_ready_node(0.0)
             self._image_nodes.add(node.name)  # the warm floor has the image
-        initial = scenario.initial_replicas
-        self.fleet.scale_to(initial, 0.0)
-        self.fleet.scale_events = 0
+        for role, fleet in self.fleets.items():
+            initial = (scenario.initial_replicas if role == "serve"
+                       else getattr(scenario.disaggregation, role).initial_replicas)
+            fleet.scale_to(initial, 0.0)
+            fleet.scale_events = 0
         self.scheduler.cycle()
-        for slot in list(self.fleet.slots.values()):
-            if slot.pod.node_name is not None:
-                self.fleet.make_ready_now(slot.pod, 0.0)
+        for fleet in self.fleets.values():
+            for slot in list(fleet.slots.values()):
+                if slot.pod.node_name is not None:
+                    fleet.make_ready_now(slot.pod, 0.0)
 
     def _schedule_arrivals(self) -> None:
         arrivals = self.table.arrival_s
         if not arrivals:
             return
-        fleet = self.fleet
+        fleet = self.entry
         table = self.table
         sim = self.sim
         n = len(arrivals)
@@ -178,33 +237,46 @@ class _Run:
         sim.schedule(arrivals[0], Priority.ARRIVAL, arrive, 0)
 
     def _scrape(self, now_s: float) -> None:
-        samples = []
-        pending = 0
-        starting = 0
-        waiting = running = 0
-        kv = []
-        util = []
+        samples: list[PodSample] = []
+        by_role: dict[str, list[PodSample]] = {}
+        pending = starting = 0
+        waiting = running = 0.0
+        kv: list[float] = []
+        util: list[float] = []
+        role_rows: dict[str, tuple[float, float, float]] = {}
         interval = self.scenario.metrics.scrape_interval_s
-        for slot, values in self.fleet.replica_samples(now_s, interval, self._prev_busy,
-                                                       self.fb_used_mib):
-            bound = slot.pod.node_name is not None
-            pending += not bound
-            ready = slot.replica is not None and slot.state == "ready"
-            starting += bound and slot.replica is None
-            samples.append(PodSample(slot.pod.name, "Running" if bound else "Pending", ready, values))
-            if "vllm:num_requests_waiting" in values:
-                waiting += values["vllm:num_requests_waiting"]
-                running += values["vllm:num_requests_running"]
-                kv.append(values["vllm:kv_cache_usage_perc"])
-                util.append(values["DCGM_FI_DEV_GPU_UTIL"])
+        observed: list[float] = self._pd_ttft
+        self._pd_ttft = []
+        for role, fleet in self.fleets.items():
+            role_samples = by_role.setdefault(role, [])
+            role_waiting = 0.0
+            role_kv: list[float] = []
+            for slot, values in fleet.replica_samples(now_s, interval, self._prev_busy,
+                                                      self.fb_used_mib):
+                bound = slot.pod.node_name is not None
+                pending += not bound
+                ready = slot.replica is not None and slot.state == "ready"
+                starting += bound and slot.replica is None
+                sample = PodSample(slot.pod.name, "Running" if bound else "Pending", ready, values)
+                role_samples.append(sample)
+                if "vllm:num_requests_waiting" in values:
+                    role_waiting += values["vllm:num_requests_waiting"]
+                    running += values["vllm:num_requests_running"]
+                    role_kv.append(values["vllm:kv_cache_usage_perc"])
+                    util.append(values["DCGM_FI_DEV_GPU_UTIL"])
+            samples.extend(role_samples)
+            waiting += role_waiting
+            kv.extend(role_kv)
+            role_rows[role] = (float(fleet.desired), float(fleet.num_ready()), role_waiting,
+                               float(np.mean(role_kv)) if role_kv else 0.0)
+            for replica in fleet.ready:
+                if replica.ttft_observations:
+                    observed.extend(replica.ttft_observations)
+                    replica.ttft_observations = []
+            fleet.expire_gateway(now_s, self.scenario.request_timeout_s)
         self.store.latest = samples
-        observed: list[float] = []
-        for replica in self.fleet.ready:
-            if replica.ttft_observations:
-                observed.extend(replica.ttft_observations)
-                replica.ttft_observations = []
+        self.latest_by_role = by_role
         self.store.observe_ttft(now_s, observed)
-        self.fleet.expire_gateway(now_s, self.scenario.request_timeout_s)
         arrived = self.table.num_arrived
         self.signals = self._signals(now_s, interval, arrived)
         done = self.table.num_completed
@@ -213,14 +285,18 @@ class _Run:
         self._last_counts = (arrived, done, drops)
         nodes = list(self.cluster.nodes.values())
         nodes_ready = sum(1 for n in nodes if n.state.value == "ready")
+        fleets = self.fleets.values()
+        prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
+        decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
         self.store.record_row((
             now_s, arrived - prev_arrived, done - prev_done, drops - prev_drops, waiting, running,
-            len(self.fleet.gateway), float(np.mean(kv)) if kv else 0.0,
+            sum(len(f.gateway) for f in fleets), float(np.mean(kv)) if kv else 0.0,
             float(np.mean(util)) if util else 0.0, self.store.ttft_p99_s,
-            self.fleet.desired, self.fleet.num_ready(), starting, pending, nodes_ready,
-            len(nodes) - nodes_ready, sum(n.num_gpus for n in nodes),
+            sum(f.desired for f in fleets), sum(f.num_ready() for f in fleets), starting,
+            pending, nodes_ready, len(nodes) - nodes_ready, sum(n.num_gpus for n in nodes),
             self.cluster.gpus_allocated(),
-            sum(self.hw.tp for r in self.fleet.ready if r.state != 0), self._cost_usd(now_s),
+            sum(f.hw.tp for f in fleets for r in f.ready if r.state != 0), self._cost_usd(now_s),
+            prefill[0], prefill[1], prefill[2], decode[0], decode[1], decode[2], decode[3],
         ))
         if self.progress is not None:
             self.progress(min(1.0, now_s / self.end_s))
@@ -240,18 +316,24 @@ class _Run:
             "output_tokens_mean": (sum(table.output_tokens[first:arrived]) / count) if count else 0.0,
             "ttft_p99_s": self.store.ttft_p99_s,
             "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
-            "gateway_queue": float(len(self.fleet.gateway)),
-            "ready_replicas": float(self.fleet.num_ready()),
+            "gateway_queue": float(sum(len(f.gateway) for f in self.fleets.values())),
+            "ready_replicas": float(sum(f.num_ready() for f in self.fleets.values())),
         }
 
-    def _controller_tick(self, controller, state_box: list) -> Callable[[float], None]:
+    def _controller_tick(self, controller, fleets: list[Fleet], role: str | None,
+                         state_box: list) -> Callable[[float], None]:
+        lead = fleets[0]
+
         def tick(now_s: float) -> None:
-            pods = tuple(PodMetrics(s.name, s.phase, s.ready, s.values) for s in self.store.latest)
-            view = AutoscalerView(now_s=now_s, current_replicas=self.fleet.desired, pods=pods,
+            latest = self.store.latest if role is None else self.latest_by_role.get(role, [])
+            pods = tuple(PodMetrics(s.name, s.phase, s.ready, s.values) for s in latest)
+            view = AutoscalerView(now_s=now_s, current_replicas=lead.desired, pods=pods,
                                   signals=self.signals)
             desired, state_box[0] = controller.decide(view, state_box[0])
-            if desired is not None and desired != self.fleet.desired:
-                self.fleet.scale_to(desired, now_s)
+            if desired is not None:
+                for fleet in fleets:
+                    if desired != fleet.desired:
+                        fleet.scale_to(desired, now_s)
         return tick
 
     # -- accounting ---------------------------------------------------------------------------
@@ -272,10 +354,10 @@ class _Run:
         self._schedule_arrivals()
         self.sim.every(scenario.metrics.scrape_interval_s, Priority.SCRAPE, self._scrape,
                        until_s=self.end_s)
-        for controller in self.controllers:
+        for controller, fleets, role in self.controllers:
             state_box = [controller.initial_state()]
             self.sim.every(controller.period_s, Priority.CONTROLLER,
-                           self._controller_tick(controller, state_box),
+                           self._controller_tick(controller, fleets, role, state_box),
                            start_s=controller.period_s, until_s=self.end_s)
         self.sim.run(until_s=self.end_s)
         return self._result()
@@ -291,13 +373,24 @@ class _Run:
                                        window_s=scenario.duration_s))
         ready = series["replicas_ready"]
         gpu_s = self._gpu_s(end_s)
-        busy_gpu_s = self.fleet.busy_gpu_s(end_s)
+        fleets = self.fleets
+        busy_gpu_s = sum(f.busy_gpu_s(end_s) for f in fleets.values())
+        initial = (scenario.initial_replicas if scenario.disaggregation is None else
+                   scenario.disaggregation.prefill.initial_replicas
+                   + scenario.disaggregation.decode.initial_replicas)
         summary["replicas"] = {
-            "initial": scenario.initial_replicas,
-            "peak": int(self.fleet.peak_replicas),
+            "initial": initial,
+            "peak": int(sum(f.peak_replicas for f in fleets.values())),
             "mean": round(time_weighted_mean(series["time_s"], ready, end_s), 4),
         }
-        summary["scale_events"] = int(self.fleet.scale_events)
+        if scenario.disaggregation is not None:
+            summary["roles"] = {
+                role: {"peak": int(fleets[role].peak_replicas),
+                       "mean": round(time_weighted_mean(series["time_s"],
+                                                        series[f"{role}_ready"], end_s), 4),
+                       "scale_events": int(fleets[role].scale_events)}
+                for role in ("prefill", "decode")}
+        summary["scale_events"] = int(sum(f.scale_events for f in fleets.values()))
         summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
         summary["cost_usd"] = round(self._cost_usd(end_s), 4)
         summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)

@@ -37,6 +37,9 @@ SERIES_COLUMNS = (
     "kv_usage_mean", "gpu_util_mean", "ttft_p99_s", "replicas_desired", "replicas_ready",
     "replicas_starting", "pods_pending", "nodes_ready", "nodes_launching", "gpus_billed",
     "gpus_allocated", "gpus_busy", "cost_usd",
+    # Disaggregated runs only (0 otherwise): each pool's replicas, queue and KV use.
+    "prefill_desired", "prefill_ready", "prefill_waiting", "decode_desired", "decode_ready",
+    "decode_waiting", "decode_kv_usage_mean",
 )
 
 

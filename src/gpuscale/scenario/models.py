@@ -114,9 +114,42 @@ class MetricsSettings(Strict):
         "Prometheus scrape interval; autoscalers see data this stale (15 s is a common default)."))
 
 
+class RoleSettings(Strict):
+    """One pool of a disaggregated deployment."""
+
+    tp: int | None = Field(None, ge=1, le=64, description="TP of this role; default model.tp.")
+    initial_replicas: int = Field(1, ge=0, description="Ready replicas of this role at t=0.")
+
+
+class Disaggregation(Strict):
+    """Prefill/decode disaggregation: prefill replicas compute the prompt's KV cache and the
+    first token, ship the KV to a decode replica, which generates the rest."""
+
+    prefill: RoleSettings = Field(default_factory=RoleSettings, description="Prefill pool.")
+    decode: RoleSettings = Field(default_factory=RoleSettings, description="Decode pool.")
+    kv_transfer_gbps_per_gpu: float = Field(50.0, gt=0, description=(
+        "KV transfer bandwidth per prefill GPU, GB/s: 50 GB/s per GPU per direction between "
+        "H100/H200 nodes on 400G NDR (aiconfigurator [S1], hardware-and-models.md 1.2)."))
+
+
 class Strategy(Strict):
     name: str = Field(description="Label in reports.")
-    autoscaler: AutoscalerSpec = Field(description="Layer-3 policy, chosen by `kind`.")
+    autoscaler: AutoscalerSpec | None = Field(None, description=(
+        "Layer-3 policy, chosen by `kind`. With disaggregation: ONE autoscaler whose decision "
+        "sets both pools and whose metrics span both (the single-HPA-over-both-roles setup)."))
+    prefill: AutoscalerSpec | None = Field(None, description=(
+        "Disaggregation only: the prefill pool's own autoscaler (with `decode`)."))
+    decode: AutoscalerSpec | None = Field(None, description=(
+        "Disaggregation only: the decode pool's own autoscaler (with `prefill`)."))
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> "Strategy":
+        per_role = (self.prefill is not None, self.decode is not None)
+        if self.autoscaler is not None and any(per_role):
+            raise ValueError("give either `autoscaler` or `prefill` + `decode`, not both")
+        if self.autoscaler is None and not all(per_role):
+            raise ValueError("needs `autoscaler`, or both `prefill` and `decode`")
+        return self
 
 
 class Scenario(Strict):
@@ -145,10 +178,17 @@ class Scenario(Strict):
     evicted_requests: Literal["retry", "fail"] = Field("retry", description=(
         "What happens to in-flight requests of an evicted replica: re-sent (progress lost) or "
         "failed."))
-    strategies: list[Strategy] = Field(min_length=1)
+    disaggregation: Disaggregation | None = Field(None, description=(
+        "Split prefill and decode into separate pools (None = aggregated serving)."))
+    strategies: list[Strategy] = Field(min_length=1, description="Strategies to compare.")
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Scenario":
+        if self.disaggregation is None:
+            split = [s.name for s in self.strategies if s.autoscaler is None]
+            if split:
+                raise ValueError(f"strategies {', '.join(split)} set prefill/decode autoscalers "
+                                 "but the scenario has no `disaggregation`")
         names = [s.name for s in self.strategies]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -55,12 +55,13 @@ class Replica:
         "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
         "busy_accum_s", "accepting", "on_drained", "on_complete", "num_steps",
         "ttft_observations", "num_preemptions", "generated_tokens", "cost", "step_start_s",
-        "step_chunks", "step_budget",
+        "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
                  table: RequestTable, on_complete: Callable[[int], None] | None = None,
-                 cost: StepCost | None = None) -> None:
+                 cost: StepCost | None = None, role: str = "serve",
+                 on_prefilled: Callable[[int, float], None] | None = None) -> None:
         self.name = name
         self.hw = hw
         self.cost = cost if cost is not None else StepCost(hw)
@@ -92,6 +93,12 @@ class Replica:
         self.step_start_s = 0.0  # a planned step may start in the future (after a cut)
         self.step_chunks: list[tuple[int, int, int]] = []
         self.step_budget = 0
+        # Disaggregation: a "prefill" replica hands each request off after its prefill
+        # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
+        # straight into decode.
+        self.role = role
+        self.on_prefilled = on_prefilled
+        self.kv_ready: set[int] = set()
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
         self.num_preemptions = 0
         self.generated_tokens = 0
@@ -120,8 +127,13 @@ class Replica:
         return self.busy_accum_s
 
     # -- inputs -------------------------------------------------------------------------------
-    def enqueue(self, rid: int, now_s: float) -> None:
-        """A request reaches this engine's waiting queue; it joins at the next step boundary."""
+    def enqueue(self, rid: int, now_s: float, kv_ready: bool = False) -> None:
+        """A request reaches this engine's waiting queue; it joins at the next step boundary.
+
+        `kv_ready`: its prompt's KV cache (and first token) came from a prefill replica.
+        """
+        if kv_ready:
+            self.kv_ready.add(rid)
         self.waiting.append(rid)
         if self.state == _IDLE:
             self._plan(now_s)
@@ -148,6 +160,7 @@ class Replica:
         self.decoding.clear()
         self.heap.clear()
         self.resume_generated.clear()
+        self.kv_ready.clear()
         self.decode_base = self.n_decode = self.prefill_reserved = 0
         self.accepting = False
         return lost
@@ -181,16 +194,26 @@ class Replica:
                 self.resume_generated.pop(rid, None)
                 table.drop(rid, now_s, "timeout")
                 continue
-            need = table.prompt_tokens[rid] + self.resume_generated.get(rid, 0)
+            kv_ready = rid in self.kv_ready
+            need = table.prompt_tokens[rid] + (1 if kv_ready else self.resume_generated.get(rid, 0))
             if self._blocks_needed(need, 1, 1) > cfg.num_blocks:
                 if not self.running:  # can never fit, even alone: vLLM rejects it
                     waiting.popleft()
                     self.resume_generated.pop(rid, None)
+                    self.kv_ready.discard(rid)
                     table.drop(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
             waiting.popleft()
             self.running[rid] = None
+            if kv_ready:  # its KV is here already: straight into decode, no prefill compute
+                self.kv_ready.discard(rid)
+                if table.output_tokens[rid] <= 1:
+                    del self.running[rid]
+                    self._complete(rid, now_s)
+                else:
+                    self._join_decode(rid, 1)
+                continue
             self.prefilling[rid] = need
             self.prefill_reserved += need
             take = need if need < budget else budget
@@ -239,9 +262,9 @@ class Replica:
 
     def _join_planned_step(self) -> None:
         """A request arriving before a planned step starts still joins that step."""
-        before = len(self.step_chunks)
+        before = (len(self.step_chunks), self.n_decode)
         self.step_budget = self._admit(self.step_start_s, self.step_budget, self.step_chunks)
-        if len(self.step_chunks) > before:
+        if (len(self.step_chunks), self.n_decode) != before:
             self._schedule_step()
 
     def _start_segment(self, now_s: float) -> None:
@@ -323,20 +346,29 @@ class Replica:
             prompt = table.prompt_tokens[rid]
             self.prefill_reserved -= prompt + generated - 1
             self.generated_tokens += 1
-            if table.first_token_s[rid] != table.first_token_s[rid]:  # NaN: first token now
+            if self.role != "prefill" and table.first_token_s[rid] != table.first_token_s[rid]:
+                # NaN: the first token is out now (a prefill replica's leaves with its KV)
                 table.first_token_s[rid] = now_s
                 self.ttft_observations.append(now_s - table.arrival_s[rid])
+            if self.role == "prefill" and self.on_prefilled is not None:
+                del self.running[rid]  # its KV (and first token) leave for a decode replica
+                self.on_prefilled(rid, now_s)
+                continue
             if generated >= table.output_tokens[rid]:
                 del self.running[rid]
                 self._complete(rid, now_s)
                 continue
-            g0 = self.G - generated
-            self.decoding[rid] = g0
-            self.decode_base += prompt - g0
-            self.n_decode += 1
-            heapq.heappush(self.heap, (g0 + table.output_tokens[rid], rid, g0))
+            self._join_decode(rid, generated)
         self._relieve_kv_pressure()
         self._plan(now_s)
+
+    def _join_decode(self, rid: int, generated: int) -> None:
+        """Enter decode having generated `generated` tokens; finishes when G reaches its end."""
+        g0 = self.G - generated
+        self.decoding[rid] = g0
+        self.decode_base += self.table.prompt_tokens[rid] - g0
+        self.n_decode += 1
+        heapq.heappush(self.heap, (g0 + self.table.output_tokens[rid], rid, g0))
 
     def _finish_due(self, now_s: float) -> None:
         heap = self.heap
