@@ -12,10 +12,10 @@ from gpuscale.metrics.oracle import (
     oracle_gpu_hours,
     replica_capacity_rps,
 )
+from gpuscale.metrics.summary import slo_met_mask
 from gpuscale.serving.bench import replay
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
-from gpuscale.serving.requests_table import COMPLETED
 from gpuscale.workloads.base import Requests
 
 HW = ReplicaHardware(get_gpu("H100-SXM"), get_model("Llama-3.1-8B"), Precision.FP8,
@@ -40,10 +40,7 @@ def _workload(seed: int) -> Requests:
 
 def _attainment(requests: Requests, num_replicas: int) -> float:
     cols = replay(HW, CFG, requests, num_replicas).columns()
-    ttft = cols.first_token_s - cols.arrival_s
-    tpot = np.where(cols.output_tokens > 1, (cols.finish_s - cols.first_token_s)
-                    / np.maximum(cols.output_tokens - 1, 1), 0.0)
-    return float(((cols.status == COMPLETED) & (ttft <= TTFT_S) & (tpot <= TPOT_S)).mean())
+    return float(slo_met_mask(cols, TTFT_S, TPOT_S).mean())
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -29,7 +29,7 @@ import numpy as np
 from gpuscale.serving.bench import run_table
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
-from gpuscale.serving.requests_table import COMPLETED
+from gpuscale.metrics.summary import slo_met_mask
 from gpuscale.units import SECONDS_PER_HOUR
 
 ORACLE_WINDOW_S = 300.0
@@ -41,14 +41,8 @@ _CACHE: dict[tuple, float] = {}
 
 def _attainment(hw: ReplicaHardware, cfg: EngineConfig, gaps: np.ndarray, prompts: np.ndarray,
                 outputs: np.ndarray, rate: float, ttft_s: float, tpot_s: float) -> float:
-    table = run_table(hw, cfg, np.cumsum(gaps / rate), prompts, outputs)
-    cols = table.columns()
-    ttft = cols.first_token_s - cols.arrival_s
-    tpot = np.where(cols.output_tokens > 1, (cols.finish_s - cols.first_token_s)
-                    / np.maximum(cols.output_tokens - 1, 1), 0.0)
-    with np.errstate(invalid="ignore"):
-        met = (cols.status == COMPLETED) & (ttft <= ttft_s) & (tpot <= tpot_s)
-    return float(met.mean())
+    cols = run_table(hw, cfg, np.cumsum(gaps / rate), prompts, outputs).columns()
+    return float(slo_met_mask(cols, ttft_s, tpot_s).mean())
 
 
 def replica_capacity_rps(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.ndarray,
