@@ -19,7 +19,6 @@ from gpuscale.catalog.specs import GpuSpec, Precision
 from gpuscale.serving.bench import BenchResult, offline_requests, poisson_requests, run_benchmark
 from gpuscale.serving.cold_start import (
     cold_start_medians,
-    engine_init_medians,
     node_ready_components,
 )
 from gpuscale.serving.engines import get_engine_profile
@@ -276,4 +275,4 @@ def calibrate(only: list[str] | None = None) -> list[CheckResult]:
     return out
 
 
-__all__ = ["CheckResult", "ROWS", "calibrate", "engine_init_medians"]
+__all__ = ["CheckResult", "ROWS", "calibrate"]
