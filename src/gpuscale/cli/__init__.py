@@ -17,6 +17,7 @@ from gpuscale.errors import GpuscaleError
 
 # name -> (module, one-line help shown by `gpuscale --help`)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "calibrate": ("gpuscale.cli.calibrate", "Compare the performance model with published numbers."),
     "demo": ("gpuscale.cli.demo", "Run the embedded default scenario and compare autoscalers."),
     "simulate": ("gpuscale.cli.simulate", "Simulate one scenario file."),
     "compare": ("gpuscale.cli.compare", "Run every strategy of a scenario on the same workload."),

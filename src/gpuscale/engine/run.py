@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -21,7 +20,9 @@ from gpuscale.engine.fleet import Fleet
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.store import MetricsStore, PodSample
 from gpuscale.metrics.summary import request_summary, time_weighted_mean
-from gpuscale.scenario.models import Duration, FixedSeconds, Scenario, Strategy
+from gpuscale.scenario.models import Duration, Scenario, Strategy
+from gpuscale.metrics.oracle import oracle_summary
+from gpuscale.serving.cold_start import cold_start_components, draw_seconds
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
@@ -82,10 +83,7 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
 
 
 def draw_duration(spec: Duration, rng: np.random.Generator) -> float:
-    if isinstance(spec, FixedSeconds):
-        return spec.value_s
-    value = float(spec.median_s * math.exp(spec.sigma * rng.standard_normal()))
-    return min(value, spec.max_s) if spec.max_s else value
+    return draw_seconds(spec, rng)
 
 
 def scenario_requests(scenario: Scenario, base_dir: Path) -> Requests:
@@ -118,6 +116,7 @@ class _Run:
         self._image_nodes: set[str] = set()
         self._last_counts = (0, 0, 0)
         self.signals: dict[str, float] = {}
+        self.cold_starts: list[dict[str, float]] = []  # per replica start, seconds by component
         cluster_cfg = scenario.cluster
         node_rng = self.streams.get("provisioning.node_launch")
         self.pool = NodePool(self.sim, self.cluster, self.instance,
@@ -195,12 +194,11 @@ class _Run:
     def _cold_start_s(self, pod: Pod) -> float:
         cold = self.scenario.cold_start
         rng = self.streams.get("serving.cold_start")
-        pull = 0.0
-        if not (cold.image_cached_on_warm_nodes and pod.node_name in self._image_nodes):
-            pull = draw_duration(cold.image_pull, rng)
-            self._image_nodes.add(pod.node_name or "")
-        load = self.hw.model.weight_bytes(self.hw.weight_precision) / (cold.storage_gbps * 1e9)
-        return pull + load + draw_duration(cold.engine_init, rng)
+        pull = not (cold.image_cached_on_warm_nodes and pod.node_name in self._image_nodes)
+        self._image_nodes.add(pod.node_name or "")
+        parts = cold_start_components(self.hw, cold, rng, pull_image=pull)
+        self.cold_starts.append(parts)
+        return sum(parts.values())
 
     # -- set-up -------------------------------------------------------------------------------
     def _initial_state(self) -> None:
@@ -407,6 +405,11 @@ class _Run:
         }
         summary["drops_by_reason"] = dict(sorted(self.table.drop_reasons.items()))
         summary["preemptions"] = int(cols.num_preemptions.sum())
+        summary.update(oracle_summary(self.hw, self.cfg, cols, scenario.slo, scenario.duration_s,
+                                      summary["gpu_hours"], seed=scenario.seed))
+        summary["cold_start_s"] = {k: round(float(np.mean([p.get(k, 0.0) for p in
+                                                          self.cold_starts])), 3)
+                                   for k in sorted({k for p in self.cold_starts for k in p})}
         extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
                  "num_events": self.sim.num_events}
         return RunResult(self.strategy.name, summary, cols, series, extra)

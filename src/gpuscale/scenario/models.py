@@ -63,20 +63,34 @@ class EngineSettings(Strict):
 
 
 class ColdStart(Strict):
-    """Replica cold start after its pod is bound: image pull -> weight load -> engine init."""
+    """Replica cold start after its pod is bound: image pull -> extract -> weight load -> engine
+    init (P2P check, Dynamo, torch.compile, CUDA-graph capture). Components are derived from
+    the model size and these settings (serving/cold_start.py, rows A15-A17); `image_pull` and
+    `engine_init` given explicitly replace the derived components."""
 
-    image_pull: Duration = Field(
-        default_factory=lambda: LognormalSeconds(median_s=120.0, sigma=0.3),
-        description=("Pull + extract of the serving image on a node that lacks it (vLLM images "
-                     "are 10-28 GB; 20 GB took ~10 min untuned and <1 min tuned, row A17)."))
+    image_pull: Duration | None = Field(None, description=(
+        "Pull + extract of the serving image on a node that lacks it. None = image_size_gb at "
+        "61 MB/s pull + 96 MB/s extract (20.2 GB took 5-6 + 3-4 min untuned, row A17)."))
     image_cached_on_warm_nodes: bool = Field(True, description=(
         "Nodes that already ran this image skip the pull (containerd layer cache)."))
-    storage_gbps: float = Field(1.05, gt=0, description=(
-        "Effective weight-load bandwidth, GB/s: 15 GB in 14.34 s streamed from gp3 (row A16)."))
-    engine_init: Duration = Field(
-        default_factory=lambda: LognormalSeconds(median_s=120.0, sigma=0.25),
-        description=("torch.compile + CUDA-graph capture + P2P check: ~3.5 min cold, 1.5-2 min "
-                     "with a warm compile cache (row A15); 2 min default."))
+    image_size_gb: float = Field(12.0, gt=0, description=(
+        "Serving image size, GB: vLLM images are ~12-12.6 GB (vLLM #27154, Oct 2025)."))
+    storage_gbps: float | None = Field(None, gt=0, description=(
+        "Effective weight-load bandwidth, GB/s. None = from weight_storage and loader: 1.05 "
+        "for gp3 + streamer (15 GB in 14.34 s, row A16)."))
+    weight_storage: Literal["gp3", "io2", "local-nvme", "page-cache"] = Field("gp3", description=(
+        "Where weights are read from (row A16: gp3 / io2; row A15: hot page cache)."))
+    loader: Literal["safetensors", "streamer"] = Field("streamer", description=(
+        "vLLM's default safetensors loader or the Run:ai Model Streamer (3.3x faster on gp3)."))
+    warm_compile_cache: bool = Field(False, description=(
+        "torch.compile artifacts cached on the node (70 s -> ~26 s at 70B, row A15)."))
+    skip_p2p_check: bool = Field(False, description=(
+        "VLLM_SKIP_P2P_CHECK=1: skips the ~60 s GPU-pair check of TP8 (row A15)."))
+    sigma: float = Field(0.25, ge=0, description=(
+        "Lognormal spread of each derived component (0.25 ~ +-28%)."))
+    engine_init: Duration | None = Field(None, description=(
+        "Whole engine init as one duration. None = P2P check + Dynamo + compile + graph capture "
+        "by model size (~3.5 min cold at 70B TP8, row A15)."))
 
 
 class ClusterSettings(Strict):
