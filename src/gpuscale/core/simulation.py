@@ -79,12 +79,16 @@ class Simulation:
         """Process events in order until the heap is empty, `stop()` or `until_s` is passed."""
         heap = self._heap
         pop = heapq.heappop
-        while heap and not self._stopped:
-            if heap[0][0] > until_s:
-                break
-            time_s, _prio, _seq, handler, args = pop(heap)
-            self.now_s = time_s
-            self.num_events += 1
-            handler(*args)
+        count = 0
+        try:
+            while heap and not self._stopped:
+                if heap[0][0] > until_s:
+                    break
+                time_s, _prio, _seq, handler, args = pop(heap)
+                self.now_s = time_s
+                count += 1
+                handler(*args)
+        finally:
+            self.num_events += count
         if until_s != math.inf and not self._stopped:
             self.now_s = max(self.now_s, until_s)

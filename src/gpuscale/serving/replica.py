@@ -332,7 +332,9 @@ class Replica:
         self.G += 1
         self.num_steps += 1
         self.generated_tokens += self.n_decode
-        self._finish_due(now_s)
+        heap = self.heap
+        if heap and heap[0][0] <= self.G:
+            self._finish_due(now_s)
         for rid, take, _prefix in chunks:
             if rid not in self.prefilling:
                 continue  # preempted meanwhile
@@ -392,7 +394,11 @@ class Replica:
 
     def _relieve_kv_pressure(self) -> None:
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
-        while self.running and self._blocks_needed(0, 0, 1) > self.cfg.num_blocks:
+        cfg = self.cfg
+        tokens = self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
+        if tokens / cfg.block_size + 0.5 * len(self.running) <= cfg.num_blocks:
+            return  # the common case: no pressure
+        while self.running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
             rid, _ = self.running.popitem()
             self.num_preemptions += 1
             self.table.num_preemptions[rid] += 1
