@@ -131,3 +131,28 @@ def test_ec2nodeclass_cel_rules_we_could_break():
 
 def test_refusal_plan_renders_nothing():
     assert example_manifests("single-node-refusal") == {}
+
+
+def test_hpa_variant_validates_and_keeps_the_same_floor_and_window():
+    from pathlib import Path
+
+    from gpuscale.manifests.plan import render_plan_manifests
+    from gpuscale.plan import make_plan, plan_input_from_dict
+
+    from .helpers import example_dict
+
+    data = example_dict("llama70b-fp8-h100-chat")
+    data["workloads"][0].update(autoscaler="hpa", scale_on="composite")
+    plan = make_plan(plan_input_from_dict(data), Path("."), simulate=False)
+    files = render_plan_manifests(plan)
+    hpa = files["chat-scaler.yaml"][0]
+    assert hpa["kind"] == "HorizontalPodAutoscaler"
+    jsonschema.Draft7Validator(CORE_SCHEMAS[("autoscaling/v2", "HorizontalPodAutoscaler")]).validate(hpa)
+    role = plan.roles[0]
+    assert hpa["spec"]["minReplicas"] == role.min_replicas
+    assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == role.scale_down_window_s
+    assert [m["external"]["metric"]["name"] for m in hpa["spec"]["metrics"]] == [
+        "vllm_num_requests_waiting", "vllm_kv_cache_usage_perc"]
+    adapter = files["prometheus-adapter-rules.yaml"][0]
+    rules = yaml.safe_load(adapter["data"]["config.yaml"])["externalRules"]
+    assert all(r["metricsQuery"].startswith("sum by (namespace, service)") for r in rules)

@@ -221,6 +221,13 @@ def _workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate:
             round(cold, 1), window, 15, w.autoscaler, w.image, w.critical,
             round(cap.requests_per_s, 4), required, preferred))
     costs[w.name] = _cost(stats, cap, pool, gpus, it, roles)
+    attained = costs[w.name].slo_attainment
+    if attained is not None and attained < slo.goodput_frac:
+        decisions.append(Decision(
+            "warm-pool", f"{w.name}: goodput", f"{attained:.1%} of requests meet both SLOs in the burst "
+            f"simulation, below the {slo.goodput_frac:.0%} target", "the warm pool is sized on P99 TTFT; the "
+            "shortfall is inter-token latency at high batch: lower the KV threshold or max_num_seqs, or "
+            "raise TP"))
     return roles
 
 

@@ -36,7 +36,6 @@ def render_plan_md(plan: Plan, files: list[str]) -> str:
     out += ["## Warm-pool evidence", ""]
     shown = set()
     for name, pool in sorted(plan.warm_pools.items()):
-        key = id(pool.evidence) if pool.evidence else name
         out.append(f"**{name}**: min replicas {pool.min_replicas} ({pool.method}).")
         if pool.evidence and pool.evidence not in shown:
             shown.add(pool.evidence)
@@ -45,7 +44,6 @@ def render_plan_md(plan: Plan, files: list[str]) -> str:
             out += [f"| {r.min_replicas} | {_fmt(r.ttft_p99_s)} | {_fmt(r.itl_p99_s)} | {_fmt(r.slo_attainment)} "
                     f"| {r.dropped} | {_fmt(r.gpu_hours, 2)} | {'yes' if r.meets_slo else 'no'} |" for r in pool.evidence]
         out.append("")
-        del key
     if any(r.role in ("prefill", "decode") for r in plan.roles):
         out += ["Disaggregated roles were sized with the aggregated simulation (one engine doing both "
                 "phases) and the floor split by each phase's share of a replica's time: an approximation "
