@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from gpuscale.manifests.keda import behavior
 from gpuscale.plan.model import Role
 
@@ -51,7 +53,6 @@ def adapter_rules(roles: list[Role]) -> dict[str, Any]:
             "name": {"matches": "^vllm:(.*)$", "as": "vllm_${1}"},
             "metricsQuery": f"sum by (namespace, service) ({series}{{<<.LabelMatchers>>}})",
         })
-    import yaml
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "prometheus-adapter-gpuscale", "namespace": "monitoring"},
             "data": {"config.yaml": yaml.safe_dump({"externalRules": rules}, sort_keys=False)}}

@@ -21,9 +21,8 @@ NODEPOOL_LABEL = "karpenter.sh/nodepool"
 
 
 def _labels(role: Role) -> dict[str, str]:
-    labels = {"app.kubernetes.io/name": role.name, "app.kubernetes.io/part-of": role.workload,
-              "app.kubernetes.io/component": role.role}
-    return labels
+    return {"app.kubernetes.io/name": role.name, "app.kubernetes.io/part-of": role.workload,
+            "app.kubernetes.io/component": role.role}
 
 
 def _args(role: Role) -> list[str]:
