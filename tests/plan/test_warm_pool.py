@@ -67,7 +67,6 @@ def _simulated(cold_s, burst_factor):
 def test_simulated_warm_pool_grows_with_burst_factor():
     sizes = [_simulated(120, b).min_replicas for b in (1.5, 3.0, 5.0)]
     assert sizes[0] < sizes[1] < sizes[2]
-    assert all(_simulated(120, 3.0).simulated for _ in range(1))
 
 
 def test_simulated_warm_pool_does_not_shrink_when_cold_start_grows():
@@ -77,6 +76,7 @@ def test_simulated_warm_pool_does_not_shrink_when_cold_start_grows():
     # at a floor that fails in both, the slow cold start leaves requests waiting longer
     both = {r.min_replicas for r in fast.evidence if not r.meets_slo} & \
         {r.min_replicas for r in slow.evidence if not r.meets_slo}
+    assert both  # the boundary's failing floor is simulated in both runs
     for m in both:
         f = next(r for r in fast.evidence if r.min_replicas == m)
         s = next(r for r in slow.evidence if r.min_replicas == m)
