@@ -200,7 +200,7 @@ def plan_input_from_dict(data: Any, *, source: str = "<plan input>") -> PlanInpu
     try:
         return PlanInput.model_validate(data)
     except ValidationError as exc:
-        field, message = _first_error(exc)
+        field, message = _first_error(exc, data)
         raise UserInputError(message, source=source, field=field) from None
     except UserInputError as exc:  # catalog lookups inside validators
         raise UserInputError(str(exc), source=source) from None
