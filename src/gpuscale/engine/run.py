@@ -20,6 +20,7 @@ from gpuscale.engine.fleet import Fleet
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.store import MetricsStore, PodSample
 from gpuscale.metrics.summary import request_summary, time_weighted_mean
+from gpuscale.scheduling import build_scheduler
 from gpuscale.scenario.models import Duration, Scenario, Strategy
 from gpuscale.metrics.oracle import oracle_summary
 from gpuscale.serving.cold_start import cold_start_components, draw_seconds
@@ -124,7 +125,14 @@ class _Run:
                              max_nodes=cluster_cfg.max_nodes,
                              launch_delay_s=lambda: draw_duration(cluster_cfg.node_launch, node_rng),
                              empty_node_ttl_s=cluster_cfg.empty_node_ttl_s)
-        self.scheduler = FirstFitScheduler(self.sim, self.cluster, self.pool.notify_unschedulable)
+        if scenario.scheduler is None:
+            self.scheduler = FirstFitScheduler(self.sim, self.cluster,
+                                               self.pool.notify_unschedulable)
+        else:
+            self.scheduler = build_scheduler(scenario.scheduler)
+            self.scheduler.attach(self.sim, self.cluster, self.streams,
+                                  self.pool.notify_unschedulable)
+            self.cluster.on_pod_deleted.append(lambda pod: self.scheduler.kick(self.sim.now_s))
         self.fb_used_mib = scenario.engine.gpu_memory_utilization * self.hw.gpu.memory_bytes / MIB
         self.fleets = self._build_fleets()
         self.entry = self.fleets.get("serve") or self.fleets["prefill"]
@@ -211,11 +219,18 @@ class _Run:
                        else getattr(scenario.disaggregation, role).initial_replicas)
             fleet.scale_to(initial, 0.0)
             fleet.scale_events = 0
-        self.scheduler.cycle()
+        self._schedule_now()
         for fleet in self.fleets.values():
             for slot in list(fleet.slots.values()):
                 if slot.pod.node_name is not None:
                     fleet.make_ready_now(slot.pod, 0.0)
+
+    def _schedule_now(self) -> None:
+        """Bind the initial pods at t=0 (the warm floor is already running)."""
+        if isinstance(self.scheduler, FirstFitScheduler):
+            self.scheduler.cycle()
+        else:
+            self.sim.run(until_s=0.0)  # the scheduler's own t=0 cycle binds them
 
     def _schedule_arrivals(self) -> None:
         arrivals = self.table.arrival_s
@@ -403,6 +418,8 @@ class _Run:
             },
             "evictions": dict(sorted(self.cluster.evictions_by_cause.items())),
         }
+        if not isinstance(self.scheduler, FirstFitScheduler):
+            summary["scheduling"] = self.scheduler.summary()
         summary["drops_by_reason"] = dict(sorted(self.table.drop_reasons.items()))
         summary["preemptions"] = int(cols.num_preemptions.sum())
         summary.update(oracle_summary(self.hw, self.cfg, cols, scenario.slo, scenario.duration_s,

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
 from gpuscale.catalog.specs import Precision
+from gpuscale.scheduling import SchedulerSpec
 from gpuscale.workloads import WorkloadSpec
 
 
@@ -192,6 +193,9 @@ class Scenario(Strict):
     evicted_requests: Literal["retry", "fail"] = Field("retry", description=(
         "What happens to in-flight requests of an evicted replica: re-sent (progress lost) or "
         "failed."))
+    scheduler: SchedulerSpec | None = Field(None, description=(
+        "Layer 2: `kube-scheduler` or `kai` (see docs/scheduling.md); None = first fit, "
+        "oldest pod first (enough for replica-only studies)."))
     disaggregation: Disaggregation | None = Field(None, description=(
         "Split prefill and decode into separate pools (None = aggregated serving)."))
     strategies: list[Strategy] = Field(min_length=1, description="Strategies to compare.")
