@@ -49,3 +49,12 @@ def test_duty_cycle_reads_saturated_at_low_and_high_load_while_queue_tells_them_
     assert series["gpu_util_mean"][quiet].mean() > 90
     assert series["gpu_util_mean"][burst].mean() > 95
     assert series["queue_waiting"][quiet].max() < 10 < series["queue_waiting"][burst].max()
+
+
+def test_oracle_bound_is_below_every_demo_policy_that_completes_the_workload():
+    _, data = _demo()
+    for run in data["runs"]:
+        counts = run["requests"]
+        assert counts["completed"] == counts["total"]
+        assert 0 < run["oracle_gpu_hours"] <= run["gpu_hours"], run["name"]
+        assert 0 < run["efficiency"] <= 1
