@@ -2,14 +2,20 @@
 
 Each pass binds pending pods (largest first) to ready nodes with room and reports the rest to
 the node provider as unschedulable, as kube-scheduler would by setting
-PodScheduled=False/Unschedulable. It is not the real scheduler (see `gpuscale.scheduling`).
+PodScheduled=False/Unschedulable. It is not the real scheduler (see `gpuscale.scheduling`). `make_harness` wires a simulation,
+a cluster, one provider and this binder for tests and doc examples.
 """
 
 from __future__ import annotations
 
-from gpuscale.cluster.objects import NodeState
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from gpuscale.cluster.objects import NodeState, Pod
 from gpuscale.cluster.state import ClusterState
-from gpuscale.core import Priority, Simulation
+from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.provisioning.base import NodeProvider
 from gpuscale.provisioning.fit import node_bin, pod_priority_order
 
@@ -36,3 +42,60 @@ class FirstFitBinder:
                 self.cluster.bind(pod, node, now_s)
         if unschedulable:
             self.provider.notify_unschedulable(unschedulable, now_s)
+
+# 30 s launch, 60 s registration, 90 s initialization: a node is ready 180 s after its claim.
+FIXED_LATENCIES = {"launch": {"dist": "fixed", "median_s": 30},
+                   "registration": {"dist": "fixed", "median_s": 60},
+                   "initialization": {"dist": "fixed", "median_s": 90}}
+READY_AFTER_S = 180.0
+
+
+@dataclass
+class Harness:
+    sim: Simulation
+    cluster: ClusterState
+    provider: Any
+
+    def at(self, time_s: float, fn, *args) -> None:
+        self.sim.schedule(time_s, Priority.ARRIVAL, fn, *args)
+
+    def add_pods(self, time_s: float, prefix: str, count: int, gpus: int = 1, **kw) -> None:
+        def add() -> None:
+            for i in range(count):
+                self.cluster.add_pod(Pod(f"{prefix}{i}", gpus=gpus, created_s=time_s, **kw))
+        self.at(time_s, add)
+
+    def delete_pods(self, time_s: float, *names: str) -> None:
+        self.at(time_s, lambda: [self.cluster.delete_pod(self.cluster.pods[n]) for n in names])
+
+    def nodes(self):
+        return sorted(self.cluster.nodes.values(), key=lambda n: n.name)
+
+    def all_nodes(self):
+        return self.provider.metrics.nodes
+
+
+def make_harness(spec: dict, seed: int = 1, binder: bool = True) -> Harness:
+    from gpuscale.provisioning import NodeProviderSpec, build_node_provider
+
+    params = TypeAdapter(NodeProviderSpec).validate_python(spec)
+    provider = build_node_provider(params)
+    sim, cluster = Simulation(), ClusterState()
+    provider.attach(sim, cluster, RandomStreams(seed))
+    if binder:
+        FirstFitBinder(sim, cluster, provider)
+    return Harness(sim, cluster, provider)
+
+
+def h100_pool(**overrides) -> dict:
+    """A NodePool that launches H100 nodes only, on-demand."""
+    pool = {"name": "gpu", "requirements": [
+        {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["h100"]}]}
+    pool.update(overrides)
+    return pool
+
+
+def karpenter(*pools: dict, **overrides) -> dict:
+    spec = {"kind": "karpenter", "node_pools": list(pools), "node_latencies": FIXED_LATENCIES}
+    spec.update(overrides)
+    return spec
