@@ -162,8 +162,8 @@ def test_busy_nodes_are_drained_one_at_a_time():
     h.at(300, shrink)
     h.sim.run(3000)
     # Both unneeded from the 300 s scan, ripe at 360 s; the second drain starts only when the
-    # first one's 30 s drain has finished. (The first-fit binder re-places x on y's node, the
-    # emptier one, so x is evicted twice: CA's simulation does not bind pods.)
+    # first one's 30 s drain has finished. (The first-fit binder re-places x on y's node, first
+    # by name, so x is evicted twice: CA's simulation does not bind pods.)
     assert sorted({t for t, _, _ in log}) == [360.0, 390.0]
     assert (360.0, "x", "scale_down") in log and (390.0, "y", "scale_down") in log
     (kept,) = h.nodes()
