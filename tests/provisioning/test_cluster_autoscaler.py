@@ -9,7 +9,7 @@ from gpuscale.cluster.objects import Pod
 from gpuscale.provisioning.cluster_autoscaler.expanders import Option, choose, waste_score
 from gpuscale.provisioning.cluster_autoscaler.params import NodeGroupParams
 from gpuscale.provisioning.fit import node_utilization_frac
-from gpuscale.provisioning.testing import FIXED_LATENCIES, make_harness
+from gpuscale.provisioning.testing import FIXED_LATENCIES, fixed_latencies, make_harness
 
 
 def _group(name, itype="p5.48xlarge", **kw):
@@ -171,7 +171,7 @@ def test_busy_nodes_are_drained_one_at_a_time():
 
 
 def test_provision_timeout_removes_node_and_backs_off_the_group():
-    slow = dict(FIXED_LATENCIES, registration={"dist": "fixed", "median_s": 2000})
+    slow = fixed_latencies(30, 2000, 90)
     h = _ca([{"name": "h100", "instance_type": "p5.48xlarge", "max_size": 5}],
             node_latencies=slow)
     h.add_pods(0, "p", 1, gpus=8)

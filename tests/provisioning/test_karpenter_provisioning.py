@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuscale.cluster.objects import NodeState, Pod
-from gpuscale.provisioning.testing import READY_AFTER_S, h100_pool, karpenter, make_harness
+from gpuscale.provisioning.testing import (READY_AFTER_S, fixed_latencies, h100_pool, karpenter,
+                                           make_harness)
 
 
 def _notify_at(h, times, gpus=8):
@@ -157,14 +158,15 @@ def test_all_offerings_blocked_retries_after_the_ttl():
     assert node.created_s == pytest.approx(182.0)
 
 
-def test_launch_timeout_deletes_claim_bills_nothing_and_retries():
-    slow = {"launch": {"dist": "fixed", "median_s": 400},
-            "registration": {"dist": "fixed", "median_s": 60},
-            "initialization": {"dist": "fixed", "median_s": 90}}
-    h = make_harness(karpenter(h100_pool(), node_latencies=slow))
+def _first_claim(latencies: dict, until_s: float):
+    h = make_harness(karpenter(h100_pool(), node_latencies=latencies))
     h.add_pods(0, "p", 1, gpus=8)
-    h.sim.run(700)
-    first = h.all_nodes()[0]
+    h.sim.run(until_s)
+    return h, h.all_nodes()[0]
+
+
+def test_launch_timeout_deletes_claim_bills_nothing_and_retries():
+    h, first = _first_claim(fixed_latencies(400, 60, 90), 700)
     assert first.state is NodeState.GONE and first.deleted_s == pytest.approx(301.0)
     assert first.billed_s(700) == 0
     assert h.provider.metrics.failures["launch_timeout"] == 2  # the retry times out too
@@ -172,12 +174,6 @@ def test_launch_timeout_deletes_claim_bills_nothing_and_retries():
 
 
 def test_registration_timeout_is_measured_from_creation():
-    slow = {"launch": {"dist": "fixed", "median_s": 100},
-            "registration": {"dist": "fixed", "median_s": 850},
-            "initialization": {"dist": "fixed", "median_s": 1}}
-    h = make_harness(karpenter(h100_pool(), node_latencies=slow))
-    h.add_pods(0, "p", 1, gpus=8)
-    h.sim.run(950)
-    first = h.all_nodes()[0]
+    _, first = _first_claim(fixed_latencies(100, 850, 1), 950)
     assert first.deleted_s == pytest.approx(901.0)
     assert first.billed_s(950) == pytest.approx(900.0)

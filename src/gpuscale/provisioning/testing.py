@@ -43,10 +43,15 @@ class FirstFitBinder:
         if unschedulable:
             self.provider.notify_unschedulable(unschedulable, now_s)
 
+def fixed_latencies(launch_s: float, registration_s: float, initialization_s: float) -> dict:
+    """`node_latencies` YAML with fixed phase durations."""
+    return {name: {"dist": "fixed", "median_s": value} for name, value in
+            (("launch", launch_s), ("registration", registration_s),
+             ("initialization", initialization_s))}
+
+
 # 30 s launch, 60 s registration, 90 s initialization: a node is ready 180 s after its claim.
-FIXED_LATENCIES = {"launch": {"dist": "fixed", "median_s": 30},
-                   "registration": {"dist": "fixed", "median_s": 60},
-                   "initialization": {"dist": "fixed", "median_s": 90}}
+FIXED_LATENCIES = fixed_latencies(30, 60, 90)
 READY_AFTER_S = 180.0
 
 
