@@ -177,3 +177,22 @@ def test_registration_timeout_is_measured_from_creation():
     _, first = _first_claim(fixed_latencies(100, 850, 1), 950)
     assert first.deleted_s == pytest.approx(901.0)
     assert first.billed_s(950) == pytest.approx(900.0)
+
+
+def test_nomination_to_a_ready_node_lapses_and_the_pod_is_planned_again():
+    # If the scheduler never binds a pod where Karpenter nominated it, the nomination lapses
+    # (2 x batch_max_s after the node is ready and the pod nominated) and the pod is planned
+    # again, instead of blocking provisioning for it forever.
+    h = make_harness(karpenter(h100_pool()), binder=False)
+    _notify_at(h, [0.0], gpus=4)  # one p5.48xlarge, ready at 181 s, with 4 GPUs to spare
+    late = Pod("late", gpus=4, created_s=300)
+    h.at(300, lambda: (h.cluster.add_pod(late), h.provider.notify_unschedulable([late], 300)))
+    h.sim.run(310)
+    node = h.all_nodes()[0]
+    assert h.provider.nomination_of["late"] == node.name
+    assert h.provider.nominated_at_s["late"] == 301.0
+    h.sim.run(325)
+    assert h.provider.nominated_at_s["late"] == 301.0  # window runs to 321 s
+    h.sim.run(335)
+    assert h.provider.nominated_at_s["late"] == 331.0  # lapsed at the 330 s tick, re-batched
+    assert len(h.all_nodes()) == 1  # it still fits there: no new node

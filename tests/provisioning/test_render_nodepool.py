@@ -21,7 +21,8 @@ FULL_POOL = {
     "name": "gpu-serving",
     "weight": 50,
     "requirements": [
-        {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["h100", "h200"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In",
+         "values": ["h100", "h200"]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
         {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gte", "values": ["8"]},
         {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 2},

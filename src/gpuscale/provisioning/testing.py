@@ -2,8 +2,9 @@
 
 Each pass binds pending pods (largest first) to ready nodes with room and reports the rest to
 the node provider as unschedulable, as kube-scheduler would by setting
-PodScheduled=False/Unschedulable. It is not the real scheduler (see `gpuscale.scheduling`). `make_harness` wires a simulation,
-a cluster, one provider and this binder for tests and doc examples.
+PodScheduled=False/Unschedulable. It is not the real scheduler (see `gpuscale.scheduling`).
+`make_harness` wires a simulation, a cluster, one provider and this binder for tests and doc
+examples.
 """
 
 from __future__ import annotations

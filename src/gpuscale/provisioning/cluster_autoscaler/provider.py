@@ -153,7 +153,8 @@ class ClusterAutoscalerProvider:
         return True
 
     def estimate(self, group: NodeGroupParams, pods: list[Pod], now_s: float) -> Option | None:
-        """First-fit-decreasing bin packing on template nodes (estimator/binpacking_estimator.go)."""
+        """First-fit-decreasing bin packing on template nodes
+        (estimator/binpacking_estimator.go)."""
         if self.backoff_until_s.get(group.name, -math.inf) > now_s:
             return None
         room = min(group.max_size - len(self.group_nodes(group.name)),

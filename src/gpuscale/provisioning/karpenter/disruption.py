@@ -68,7 +68,7 @@ class DisruptionController:
     # -- the loop ------------------------------------------------------------------------------
     def tick(self, now_s: float) -> None:
         self._observe_deletions(now_s)
-        self._drop_stale_nominations()
+        self.p.expire_nominations(now_s)
         for name in list(self.p.draining):
             node = self.p.cluster.nodes.get(name)
             if node is not None:
@@ -82,12 +82,6 @@ class DisruptionController:
                 self.p.sim.schedule(now_s + self.p.params.command_validation_delay_s,
                                     Priority.CONTROLLER, self._validate_and_execute)
                 return
-
-    def _drop_stale_nominations(self) -> None:
-        for pod_name in list(self.p.nomination_of):
-            pod = self.p.cluster.pods.get(pod_name)
-            if pod is None or pod.node_name is not None:
-                self.p._clear_nomination(pod_name)
 
     # -- candidates and budgets ----------------------------------------------------------------
     def _consolidatable(self, node: Node, pool: NodePoolParams, now_s: float) -> bool:
@@ -192,7 +186,9 @@ class DisruptionController:
         if plan is None:
             return None
         price = self.p._pick(plan.offerings, now_s)[0].price_usd_per_hour
-        return Command("Underutilized", nodes, plan) if self._balanced_ok(nodes, price, now_s) else None
+        if not self._balanced_ok(nodes, price, now_s):
+            return None
+        return Command("Underutilized", nodes, plan)
 
     def _replacement(self, nodes: list[Node], pods, now_s: float) -> ClaimPlan | None:
         total_usd = sum(n.price_usd_per_hour for n in nodes)
