@@ -105,3 +105,11 @@ def karpenter(*pools: dict, **overrides) -> dict:
     spec = {"kind": "karpenter", "node_pools": list(pools), "node_latencies": FIXED_LATENCIES}
     spec.update(overrides)
     return spec
+
+
+def cluster_autoscaler_spec(**overrides) -> dict:
+    """One on-demand H100 node group (p5.48xlarge, 0..20 nodes) with fixed latencies."""
+    spec = {"kind": "cluster_autoscaler", "node_latencies": FIXED_LATENCIES, "node_groups": [
+        {"name": "h100", "instance_type": "p5.48xlarge", "max_size": 20}]}
+    spec.update(overrides)
+    return spec
