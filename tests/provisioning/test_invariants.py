@@ -50,3 +50,22 @@ def test_cluster_autoscaler_invariants(pods):
     assert _drive(h, pods) == []
     assert all(p.node_name is not None for p in h.cluster.pods.values())
     assert set(h.provider.summary()["evictions_by_cause"]) <= {"scale_down"}
+
+
+def test_skipping_unchanged_consolidation_changes_no_decision():
+    def run(skip: bool):
+        h = make_harness(karpenter(h100_pool()), seed=5)
+        if not skip:
+            controller = h.provider.disruption
+            original = controller._consolidation
+
+            def always(candidates, now_s):
+                controller._fruitless = None
+                return original(candidates, now_s)
+            controller._consolidation = always
+        pods = [(g, 37.0 * i % 900, 300.0 + 53.0 * i % 1500) for i, g in
+                enumerate([1, 2, 4, 8, 1, 1, 2, 4, 1, 2, 8, 1, 1, 4, 2, 1] * 3)]
+        _drive(h, pods)
+        summary = h.provider.summary()
+        return summary["nodes_by_state"], summary["evictions_by_cause"], summary["events"]
+    assert run(skip=True) == run(skip=False)

@@ -33,10 +33,18 @@ class FirstFitBinder:
             return
         nodes = sorted((n for n in self.cluster.nodes.values() if n.state is NodeState.READY),
                        key=lambda n: n.name)
-        bins = {n.name: node_bin(n, self.cluster) for n in nodes}
+        bins: dict[str, object] = {}  # built on first use: most nodes are full most of the time
+
+        def fits(node, pod) -> bool:
+            if pod.gpus > node.gpus_free:
+                return False
+            if node.name not in bins:
+                bins[node.name] = node_bin(node, self.cluster)
+            return bins[node.name].try_add(pod)
+
         unschedulable = []
         for pod in pending:
-            node = next((n for n in nodes if bins[n.name].try_add(pod)), None)
+            node = next((n for n in nodes if fits(n, pod)), None)
             if node is None:
                 unschedulable.append(pod)
             else:

@@ -178,6 +178,7 @@ class KarpenterProvider:
                              offering.zone, offering.capacity_type, plan.pool.name,
                              plan.pool.node_labels(), pool_taints(plan.pool))
             self.launcher.launch(node, plan.pool.node_latencies or self.params.node_latencies)
+            self.disruption.version += 1  # new spare room consolidation may use
             self._nominate(node.name, plan.pods)
             self.spot.node_launched(node)
             expire_s = plan.pool.expire_after_s
@@ -195,6 +196,7 @@ class KarpenterProvider:
             self._trigger(self.sim.now_s)
 
     def _nominate(self, node_name: str, pods: list[Pod]) -> None:
+        self.disruption.version += 1  # reserved room changed
         for pod in pods:
             self.nominated.setdefault(node_name, set()).add(pod.name)
             self.nomination_of[pod.name] = node_name
@@ -221,6 +223,7 @@ class KarpenterProvider:
     def _clear_nomination(self, pod_name: str) -> None:
         node_name = self.nomination_of.pop(pod_name, None)
         self.nominated_at_s.pop(pod_name, None)
+        self.disruption.version += 1
         if node_name is not None:
             self.nominated.get(node_name, set()).discard(pod_name)
 
@@ -237,6 +240,7 @@ class KarpenterProvider:
             self.disruption.replacement_failed(replaced)
 
     def _node_gone(self, node: Node) -> None:
+        self.disruption.version += 1
         for pod_name in self.nominated.pop(node.name, set()):
             self.nomination_of.pop(pod_name, None)
             self.nominated_at_s.pop(pod_name, None)
@@ -268,6 +272,7 @@ class KarpenterProvider:
         deadline_s = self.sim.now_s + parse_duration_s(grace) if grace else math.inf
         node.state = NodeState.DRAINING
         self.deleting.add(node.name)
+        self.disruption.version += 1
         self.draining[node.name] = (cause, deadline_s)
         self.metrics.sample()
         self.drain_step(node)
