@@ -68,3 +68,15 @@ def test_nodepool_accepts_crd_camel_case_and_rejects_unknown_fields():
     with pytest.raises(ValidationError):
         adapter.validate_python({"kind": "karpenter", "node_pools": [
             {"name": "a", "disruption": {"consolidateAfter": "5 minutes"}}]})
+
+
+def test_pods_deleted_while_pending_are_forgotten():
+    from gpuscale.provisioning.testing import h100_pool, karpenter
+
+    h = make_harness(karpenter(h100_pool(limits={"nvidia.com/gpu": 8})))
+    h.add_pods(0, "p", 2, gpus=8)  # the second never fits under the limit
+    h.sim.run(300)
+    assert set(h.provider.metrics.unschedulable_since_s) == {"p1"}
+    h.delete_pods(300, "p1")
+    h.sim.run(320)
+    assert h.provider.metrics.unschedulable_since_s == {}

@@ -106,6 +106,7 @@ class ClusterAutoscalerProvider:
 
     # -- the loop ------------------------------------------------------------------------------
     def scan(self, now_s: float) -> None:
+        self.metrics.prune()
         scaled_up = self.scale_up(now_s)
         self.update_unneeded(now_s)
         if self.params.scale_down_enabled and not scaled_up:

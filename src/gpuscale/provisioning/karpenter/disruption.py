@@ -71,6 +71,7 @@ class DisruptionController:
     # -- the loop ------------------------------------------------------------------------------
     def tick(self, now_s: float) -> None:
         self._observe_deletions(now_s)
+        self.p.metrics.prune()
         self.p.expire_nominations(now_s)
         for name in list(self.p.draining):
             node = self.p.cluster.nodes.get(name)
