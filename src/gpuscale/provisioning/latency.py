@@ -34,7 +34,8 @@ class Latency(BaseModel):
     @model_validator(mode="after")
     def _check_bounds(self) -> Latency:
         if self.dist == "uniform" and self.high_s < self.low_s:
-            raise ValueError(f"uniform latency needs high_s >= low_s, got {self.low_s}..{self.high_s}")
+            raise ValueError(f"uniform latency needs high_s >= low_s, got "
+                             f"{self.low_s}..{self.high_s}")
         return self
 
     def draw(self, rng: np.random.Generator) -> float:

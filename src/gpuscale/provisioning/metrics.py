@@ -60,6 +60,12 @@ class NodeMetrics:
             self.unschedulable_since_s[pod.name] = now_s
         return new
 
+    def prune(self) -> None:
+        """Forget unschedulable pods that were deleted while pending (a scale-down)."""
+        pods = self.cluster.pods if self.cluster is not None else {}
+        for name in [n for n in self.unschedulable_since_s if n not in pods]:
+            del self.unschedulable_since_s[name]
+
     def evicted(self, cause: str, count: int = 1) -> None:
         self.evictions[cause] += count
 

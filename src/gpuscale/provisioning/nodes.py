@@ -43,3 +43,10 @@ def make_node(name: str, instance_type: InstanceType, zone: str, capacity_type: 
     all_labels.update(dict(labels))
     return Node(name=name, instance_type=instance_type, zone=zone, capacity_type=capacity_type,
                 labels=all_labels, taints=tuple(taints), pool=pool)
+
+
+def check_unique(names: list[str], what: str) -> None:
+    """Raise ValueError naming the repeated names (pools and groups are keyed by name)."""
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"duplicate {what} names: {', '.join(repeated)}")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.provisioning.latency import NodeLatencies
-from gpuscale.provisioning.nodes import CapacityType, TaintSpec
+from gpuscale.provisioning.nodes import CapacityType, TaintSpec, check_unique
 from gpuscale.provisioning.spot import SpotParams
 
 Expander = Literal["least-waste", "price", "priority", "random", "most-pods", "least-nodes"]
@@ -83,9 +83,7 @@ class ClusterAutoscalerParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ClusterAutoscalerParams:
-        names = [g.name for g in self.node_groups]
-        if len(set(names)) != len(names):
-            raise ValueError(f"duplicate node group names in {names}")
+        check_unique([x.name for x in self.node_groups], "node group")
         if "priority" in self.expanders and not self.priorities:
             raise ValueError("the priority expander needs `priorities`")
         return self

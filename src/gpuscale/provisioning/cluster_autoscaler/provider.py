@@ -106,6 +106,7 @@ class ClusterAutoscalerProvider:
 
     # -- the loop ------------------------------------------------------------------------------
     def scan(self, now_s: float) -> None:
+        self.metrics.prune()
         scaled_up = self.scale_up(now_s)
         self.update_unneeded(now_s)
         if self.params.scale_down_enabled and not scaled_up:
@@ -153,7 +154,8 @@ class ClusterAutoscalerProvider:
         return True
 
     def estimate(self, group: NodeGroupParams, pods: list[Pod], now_s: float) -> Option | None:
-        """First-fit-decreasing bin packing on template nodes (estimator/binpacking_estimator.go)."""
+        """First-fit-decreasing bin packing on template nodes
+        (estimator/binpacking_estimator.go)."""
         if self.backoff_until_s.get(group.name, -math.inf) > now_s:
             return None
         room = min(group.max_size - len(self.group_nodes(group.name)),

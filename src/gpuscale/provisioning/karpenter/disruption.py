@@ -43,6 +43,8 @@ class DisruptionController:
         self.pods_seen: dict[str, frozenset[str]] = {}
         self.pod_node: dict[str, str] = {}
         self.pending: Command | None = None
+        self.version = 0  # bumped on every pod or node change the simulation could react to
+        self._fruitless: tuple | None = None  # state in which consolidation last found nothing
 
     # -- pod events (consolidateAfter restarts on each) ----------------------------------------
     def node_event(self, node_name: str | None, now_s: float) -> None:
@@ -50,6 +52,7 @@ class DisruptionController:
         if node is None:
             return
         self.last_pod_event_s[node.name] = now_s
+        self.version += 1
         self.pods_seen[node.name] = frozenset(node.pod_names)
         for pod_name in node.pod_names:
             self.pod_node[pod_name] = node.name
@@ -68,26 +71,36 @@ class DisruptionController:
     # -- the loop ------------------------------------------------------------------------------
     def tick(self, now_s: float) -> None:
         self._observe_deletions(now_s)
-        self._drop_stale_nominations()
+        self.p.metrics.prune()
+        self.p.expire_nominations(now_s)
         for name in list(self.p.draining):
             node = self.p.cluster.nodes.get(name)
             if node is not None:
                 self.p.drain_step(node)
         if self.pending is not None:
             return
-        for method in (self._emptiness, self._multi_node, self._single_node):
-            command = method(now_s)
-            if command is not None:
-                self.pending = command
-                self.p.sim.schedule(now_s + self.p.params.command_validation_delay_s,
-                                    Priority.CONTROLLER, self._validate_and_execute)
-                return
+        candidates = self.candidates(now_s)
+        command = self._emptiness(candidates, now_s)
+        if command is None:
+            command = self._consolidation(candidates, now_s)
+        if command is not None:
+            self.pending = command
+            self.p.sim.schedule(now_s + self.p.params.command_validation_delay_s,
+                                Priority.CONTROLLER, self._validate_and_execute)
 
-    def _drop_stale_nominations(self) -> None:
-        for pod_name in list(self.p.nomination_of):
-            pod = self.p.cluster.pods.get(pod_name)
-            if pod is None or pod.node_name is not None:
-                self.p._clear_nomination(pod_name)
+    def _consolidation(self, candidates: list[Node], now_s: float) -> Command | None:
+        """Multi-node, then single-node. Skipped while nothing changed since they last found
+        nothing, as Karpenter skips an unchanged cluster state: same pods and nodes, same
+        candidates within budget, same blocked offerings."""
+        nodes = self._within_budget(self._underutilized(candidates, now_s), "Underutilized",
+                                    now_s)
+        blocked = sum(1 for until_s in self.p.blocked_until_s.values() if until_s > now_s)
+        state = (self.version, tuple(n.name for n in nodes), blocked)
+        if state == self._fruitless:
+            return None
+        command = self._multi_node(nodes, now_s) or self._single_node(nodes, now_s)
+        self._fruitless = state if command is None else None
+        return command
 
     # -- candidates and budgets ----------------------------------------------------------------
     def _consolidatable(self, node: Node, pool: NodePoolParams, now_s: float) -> bool:
@@ -149,18 +162,17 @@ class DisruptionController:
                                             max(self.disruption_cost(n, now_s), 1e-9), n.name))
 
     # -- methods -------------------------------------------------------------------------------
-    def _emptiness(self, now_s: float) -> Command | None:
-        empty = [n for n in self.candidates(now_s) if not n.pod_names]
+    def _emptiness(self, candidates: list[Node], now_s: float) -> Command | None:
+        empty = [n for n in candidates if not n.pod_names]
         chosen = self._within_budget(self._by_value(empty, now_s), "Empty", now_s)
         return Command("Empty", chosen) if chosen else None
 
-    def _underutilized(self, now_s: float) -> list[Node]:
-        nodes = [n for n in self.candidates(now_s) if n.pod_names
+    def _underutilized(self, candidates: list[Node], now_s: float) -> list[Node]:
+        nodes = [n for n in candidates if n.pod_names
                  and self.p.pools[n.pool].disruption.consolidation_policy != "WhenEmpty"]
         return self._by_value(nodes, now_s)
 
-    def _multi_node(self, now_s: float) -> Command | None:
-        nodes = self._within_budget(self._underutilized(now_s), "Underutilized", now_s)
+    def _multi_node(self, nodes: list[Node], now_s: float) -> Command | None:
         nodes = nodes[:MAX_MULTI_NODE_CANDIDATES]
         best, lo, hi = None, 2, len(nodes)
         while lo <= hi:  # largest prefix that consolidates (binary search, as Karpenter)
@@ -172,8 +184,8 @@ class DisruptionController:
                 hi = mid - 1
         return best
 
-    def _single_node(self, now_s: float) -> Command | None:
-        for node in self._within_budget(self._underutilized(now_s), "Underutilized", now_s):
+    def _single_node(self, nodes: list[Node], now_s: float) -> Command | None:
+        for node in nodes:
             command = self.compute([node], now_s)
             if command is not None:
                 return command
@@ -192,7 +204,9 @@ class DisruptionController:
         if plan is None:
             return None
         price = self.p._pick(plan.offerings, now_s)[0].price_usd_per_hour
-        return Command("Underutilized", nodes, plan) if self._balanced_ok(nodes, price, now_s) else None
+        if not self._balanced_ok(nodes, price, now_s):
+            return None
+        return Command("Underutilized", nodes, plan)
 
     def _replacement(self, nodes: list[Node], pods, now_s: float) -> ClaimPlan | None:
         total_usd = sum(n.price_usd_per_hour for n in nodes)
@@ -251,6 +265,7 @@ class DisruptionController:
             for node in command.candidates:
                 self.p.start_drain(node, cause)
             return
+        self.version += 1
         for node in command.candidates:  # taint karpenter.sh/disrupted:NoSchedule
             node.state = NodeState.DRAINING
             self.p.deleting.add(node.name)
@@ -269,6 +284,7 @@ class DisruptionController:
     def replacement_failed(self, nodes: list[Node]) -> None:
         """Un-taint the candidates; consolidation will try again later."""
         self.p.metrics.events["replacements_failed"] += 1
+        self.version += 1
         for node in nodes:
             if self.p.cluster.nodes.get(node.name) is node:
                 node.state = NodeState.READY

@@ -9,6 +9,7 @@ WhenEmptyOrUnderutilized, consolidateAfter 0s, budgets [{nodes: "10%"}], expireA
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,6 +22,11 @@ from gpuscale.provisioning.fit import (CAPACITY_TYPE_LABEL, ZONE_LABEL, Resource
 from gpuscale.provisioning.latency import NodeLatencies
 from gpuscale.provisioning.nodes import TaintSpec
 from gpuscale.units import parse_duration_s, parse_quantity
+
+
+@lru_cache(maxsize=1024)
+def _seconds(text: str) -> float:
+    return parse_duration_s(text)
 
 _CONFIG = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel,
                      populate_by_name=True)
@@ -95,7 +101,7 @@ class Budget(BaseModel):
 
     @property
     def duration_s(self) -> float:
-        return parse_duration_s(self.duration) if self.duration else 0.0
+        return _seconds(self.duration) if self.duration else 0.0
 
 
 class Disruption(BaseModel):
@@ -112,7 +118,7 @@ class Disruption(BaseModel):
 
     @property
     def consolidate_after_s(self) -> float:
-        return parse_duration_s(self.consolidate_after)
+        return _seconds(self.consolidate_after)
 
 
 class NodeClassRef(BaseModel):
@@ -148,7 +154,7 @@ class NodePoolParams(BaseModel):
 
     @property
     def expire_after_s(self) -> float:
-        return parse_duration_s(self.expire_after)
+        return _seconds(self.expire_after)
 
     @property
     def capacity_types(self) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.provisioning.karpenter.nodepool import NodePoolParams
 from gpuscale.provisioning.latency import NodeLatencies
-from gpuscale.provisioning.nodes import CapacityType
+from gpuscale.provisioning.nodes import CapacityType, check_unique
 from gpuscale.provisioning.spot import SpotParams
 
 # A Monday, so weekday budget schedules ("0 9 * * 1-5") line up with the first simulated day.
@@ -63,9 +63,7 @@ class KarpenterParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> KarpenterParams:
-        names = [p.name for p in self.node_pools]
-        if len(set(names)) != len(names):
-            raise ValueError(f"duplicate NodePool names in {names}")
+        check_unique([x.name for x in self.node_pools], "NodePool")
         if self.batch_max_s < self.batch_idle_s:
             raise ValueError("batch_max_s must be >= batch_idle_s")
         if self.start_utc.tzinfo is None:

@@ -41,6 +41,7 @@ class KarpenterProvider:
         self.metrics = NodeMetrics(self.kind)
         self.nominated: dict[str, set[str]] = {}  # node -> pods Karpenter expects to land there
         self.nomination_of: dict[str, str] = {}  # pod -> node
+        self.nominated_at_s: dict[str, float] = {}  # pod -> when it was nominated
         self.blocked_until_s: dict[tuple[str, str, str], float] = {}  # offering key -> time
         self.deleting: set[str] = set()  # nodes chosen for disruption
         self.draining: dict[str, tuple[str, float]] = {}  # node -> (cause, force deadline)
@@ -159,7 +160,8 @@ class KarpenterProvider:
         it, zone, ct = offering.key
         for outage in self.params.capacity_outages:
             if (outage.instance_type in (it, "*") and outage.zone in (zone, None)
-                    and outage.capacity_type in (ct, None) and outage.start_s <= now_s < outage.end_s):
+                    and outage.capacity_type in (ct, None)
+                    and outage.start_s <= now_s < outage.end_s):
                 return True
         p = self.params.insufficient_capacity_probability_frac
         return p > 0 and self.rng.random() < p
@@ -176,6 +178,7 @@ class KarpenterProvider:
                              offering.zone, offering.capacity_type, plan.pool.name,
                              plan.pool.node_labels(), pool_taints(plan.pool))
             self.launcher.launch(node, plan.pool.node_latencies or self.params.node_latencies)
+            self.disruption.version += 1  # new spare room consolidation may use
             self._nominate(node.name, plan.pods)
             self.spot.node_launched(node)
             expire_s = plan.pool.expire_after_s
@@ -193,12 +196,34 @@ class KarpenterProvider:
             self._trigger(self.sim.now_s)
 
     def _nominate(self, node_name: str, pods: list[Pod]) -> None:
+        self.disruption.version += 1  # reserved room changed
         for pod in pods:
             self.nominated.setdefault(node_name, set()).add(pod.name)
             self.nomination_of[pod.name] = node_name
+            self.nominated_at_s[pod.name] = self.sim.now_s
+
+    def expire_nominations(self, now_s: float) -> None:
+        """Drop nominations that no longer hold: the pod is gone or bound, or the node has
+        been ready for `2 x batch_max_s` without the scheduler binding the pod there (as
+        Karpenter's nomination window lapses); pods set free are planned again."""
+        window_s = 2 * self.params.batch_max_s
+        freed = False
+        for pod_name, node_name in list(self.nomination_of.items()):
+            pod = self.cluster.pods.get(pod_name)
+            node = self.cluster.nodes.get(node_name)
+            if pod is None or pod.node_name is not None:
+                self._clear_nomination(pod_name)
+            elif node is not None and node.ready_s is not None and now_s >= window_s + max(
+                    node.ready_s, self.nominated_at_s.get(pod_name, now_s)):
+                self._clear_nomination(pod_name)
+                freed = True
+        if freed and self._waiting_pods():
+            self._trigger(now_s)
 
     def _clear_nomination(self, pod_name: str) -> None:
         node_name = self.nomination_of.pop(pod_name, None)
+        self.nominated_at_s.pop(pod_name, None)
+        self.disruption.version += 1
         if node_name is not None:
             self.nominated.get(node_name, set()).discard(pod_name)
 
@@ -215,8 +240,10 @@ class KarpenterProvider:
             self.disruption.replacement_failed(replaced)
 
     def _node_gone(self, node: Node) -> None:
+        self.disruption.version += 1
         for pod_name in self.nominated.pop(node.name, set()):
             self.nomination_of.pop(pod_name, None)
+            self.nominated_at_s.pop(pod_name, None)
         self.deleting.discard(node.name)
         self.draining.pop(node.name, None)
         if node.name in self.metrics.node_names and self._waiting_pods():
@@ -245,6 +272,7 @@ class KarpenterProvider:
         deadline_s = self.sim.now_s + parse_duration_s(grace) if grace else math.inf
         node.state = NodeState.DRAINING
         self.deleting.add(node.name)
+        self.disruption.version += 1
         self.draining[node.name] = (cause, deadline_s)
         self.metrics.sample()
         self.drain_step(node)
