@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from gpuscale.cluster.objects import Pod
+from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
 from gpuscale.serving.performance import ReplicaHardware, StepCost
@@ -42,8 +42,10 @@ class Fleet:
                  cold_start_s: Callable[[Pod], float], router: Callable[[list[Replica]], Replica],
                  evicted_requests: str, pod_priority: int = 0, role: str = "serve",
                  on_prefilled: Callable[[int, float], None] | None = None,
-                 retry: Callable[[int, float], None] | None = None) -> None:
+                 retry: Callable[[int, float], None] | None = None,
+                 pod_annotations: dict[str, str] | None = None) -> None:
         self.name = name
+        self.pod_annotations = pod_annotations or {}
         self.role = role
         self.on_prefilled = on_prefilled
         # Where a request lost by an evicted replica goes again (its whole path restarts).
@@ -96,8 +98,12 @@ class Fleet:
 
     def _create_pod(self, now_s: float) -> Pod:
         self._pod_seq += 1
+        # GPU pods tolerate the nvidia.com/gpu taint: the ExtendedResourceToleration admission
+        # plugin adds this toleration to any pod requesting nvidia.com/gpu.
         pod = Pod(name=f"{self.name}-{self._pod_seq}", gpus=self.hw.tp, created_s=now_s,
-                  priority=self.pod_priority, labels={"app": self.name, "role": self.role})
+                  priority=self.pod_priority, labels={"app": self.name, "role": self.role},
+                  tolerations=(Toleration(key=GPU_RESOURCE, operator="Exists"),),
+                  annotations=dict(self.pod_annotations))
         self.slots[pod.name] = ReplicaSlot(pod=pod)
         self.cluster.add_pod(pod)
         return pod

@@ -20,6 +20,7 @@ from gpuscale.engine.fleet import Fleet
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.store import MetricsStore, PodSample
 from gpuscale.metrics.summary import request_summary, time_weighted_mean
+from gpuscale.provisioning import build_node_provider
 from gpuscale.scheduling import build_scheduler
 from gpuscale.scenario.models import Duration, Scenario, Strategy
 from gpuscale.metrics.oracle import oracle_summary
@@ -120,16 +121,22 @@ class _Run:
         self.cold_starts: list[dict[str, float]] = []  # per replica start, seconds by component
         cluster_cfg = scenario.cluster
         node_rng = self.streams.get("provisioning.node_launch")
-        self.pool = NodePool(self.sim, self.cluster, self.instance,
-                             capacity_type=cluster_cfg.capacity_type,
-                             max_nodes=cluster_cfg.max_nodes,
-                             launch_delay_s=lambda: draw_duration(cluster_cfg.node_launch, node_rng),
-                             empty_node_ttl_s=cluster_cfg.empty_node_ttl_s)
-        if scenario.scheduler is None:
+        nodes_spec = strategy.nodes or scenario.nodes
+        scheduler_spec = strategy.scheduler or scenario.scheduler
+        if nodes_spec is None:
+            self.pool = NodePool(
+                self.sim, self.cluster, self.instance, capacity_type=cluster_cfg.capacity_type,
+                max_nodes=cluster_cfg.max_nodes,
+                launch_delay_s=lambda: draw_duration(cluster_cfg.node_launch, node_rng),
+                empty_node_ttl_s=cluster_cfg.empty_node_ttl_s)
+        else:
+            self.pool = build_node_provider(nodes_spec)
+            self.pool.attach(self.sim, self.cluster, self.streams)
+        if scheduler_spec is None:
             self.scheduler = FirstFitScheduler(self.sim, self.cluster,
                                                self.pool.notify_unschedulable)
         else:
-            self.scheduler = build_scheduler(scenario.scheduler)
+            self.scheduler = build_scheduler(scheduler_spec)
             self.scheduler.attach(self.sim, self.cluster, self.streams,
                                   self.pool.notify_unschedulable)
             self.cluster.on_pod_deleted.append(lambda pod: self.scheduler.kick(self.sim.now_s))
@@ -146,7 +153,8 @@ class _Run:
         base = scenario.model.name.lower()
         common = dict(sim=self.sim, cluster=self.cluster, table=self.table,
                       cold_start_s=self._cold_start_s,
-                      evicted_requests=scenario.evicted_requests)
+                      evicted_requests=scenario.evicted_requests,
+                      pod_annotations=scenario.pod_annotations)
         split = scenario.disaggregation
         if split is None:
             return {"serve": Fleet(name=base, hw=self.hw, engine_cfg=self.cfg,
@@ -211,9 +219,15 @@ class _Run:
     # -- set-up -------------------------------------------------------------------------------
     def _initial_state(self) -> None:
         scenario = self.scenario
-        for _ in range(scenario.cluster.ready_nodes):
-            node = self.pool.add_ready_node(0.0)
-            self._image_nodes.add(node.name)  # the warm floor has the image
+        if isinstance(self.pool, NodePool):
+            floor = [self.pool.add_ready_node(0.0) for _ in range(scenario.cluster.ready_nodes)]
+        elif hasattr(self.pool, "adopt_ready_nodes"):
+            floor = self.pool.adopt_ready_nodes(scenario.cluster.ready_nodes, self.instance,
+                                                scenario.cluster.capacity_type)
+        else:
+            floor = list(self.cluster.nodes.values())  # the provider's own initial nodes
+        self._image_nodes.update(node.name for node in floor)  # the warm floor has the image
+        self.initial_node_count = len(floor)
         for role, fleet in self.fleets.items():
             initial = (scenario.initial_replicas if role == "serve"
                        else getattr(scenario.disaggregation, role).initial_replicas)
@@ -375,6 +389,21 @@ class _Run:
         self.sim.run(until_s=self.end_s)
         return self._result()
 
+    def _pool_nodes_summary(self, series: dict) -> dict:
+        waits = np.asarray(self.pool.launch_waits_s)
+        out = _nodes_common(self, series)
+        out["provisioning_wait_s"] = {
+            "p50": round(float(np.percentile(waits, 50)), 3) if len(waits) else None,
+            "p99": round(float(np.percentile(waits, 99)), 3) if len(waits) else None,
+        }
+        return out
+
+    def _provider_nodes_summary(self, series: dict) -> dict:
+        out = _nodes_common(self, series)
+        out.update(self.pool.summary())
+        out["provider"] = self.pool.kind
+        return out
+
     def _result(self) -> RunResult:
         scenario = self.scenario
         end_s = self.end_s
@@ -404,20 +433,17 @@ class _Run:
                        "scale_events": int(fleets[role].scale_events)}
                 for role in ("prefill", "decode")}
         summary["scale_events"] = int(sum(f.scale_events for f in fleets.values()))
+        # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice).
+        breach = series["ttft_p99_s"] > scenario.slo.ttft_s
+        summary["slo_breach_minutes"] = round(
+            float(breach.sum()) * scenario.metrics.scrape_interval_s / 60.0, 3)
         summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
         summary["cost_usd"] = round(self._cost_usd(end_s), 4)
         summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)
-        waits = np.asarray(self.pool.launch_waits_s)
-        summary["nodes"] = {
-            "peak": int(series["nodes_ready"].max() + series["nodes_launching"].max())
-            if len(series["time_s"]) else 0,
-            "launched": len(self._all_nodes()) - scenario.cluster.ready_nodes,
-            "provisioning_wait_s": {
-                "p50": round(float(np.percentile(waits, 50)), 3) if len(waits) else None,
-                "p99": round(float(np.percentile(waits, 99)), 3) if len(waits) else None,
-            },
-            "evictions": dict(sorted(self.cluster.evictions_by_cause.items())),
-        }
+        if not isinstance(self.pool, NodePool):
+            summary["nodes"] = self._provider_nodes_summary(series)
+        else:
+            summary["nodes"] = self._pool_nodes_summary(series)
         if not isinstance(self.scheduler, FirstFitScheduler):
             summary["scheduling"] = self.scheduler.summary()
         summary["drops_by_reason"] = dict(sorted(self.table.drop_reasons.items()))
@@ -430,6 +456,19 @@ class _Run:
         extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
                  "num_events": self.sim.num_events}
         return RunResult(self.strategy.name, summary, cols, series, extra)
+
+
+def _nodes_common(run: "_Run", series: dict) -> dict:
+    """Node facts every provider reports the same way, from the engine's own view."""
+    evicted = run.table.num_retries
+    return {
+        "peak": int((series["nodes_ready"] + series["nodes_launching"]).max())
+        if len(series["time_s"]) else 0,
+        "launched": len(run._all_nodes()) - run.initial_node_count,
+        "evictions": dict(sorted(run.cluster.evictions_by_cause.items())),
+        "requests_retried_after_eviction": int(sum(evicted)),
+        "requests_failed_by_eviction": int(run.table.drop_reasons.get("evicted", 0)),
+    }
 
 
 def run_strategy(scenario: Scenario, strategy: Strategy, requests: Requests,

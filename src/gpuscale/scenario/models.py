@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
 from gpuscale.catalog.specs import Precision
+from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
 from gpuscale.workloads import WorkloadSpec
 
@@ -156,6 +157,11 @@ class Strategy(Strict):
         "Disaggregation only: the prefill pool's own autoscaler (with `decode`)."))
     decode: AutoscalerSpec | None = Field(None, description=(
         "Disaggregation only: the decode pool's own autoscaler (with `prefill`)."))
+    nodes: NodeProviderSpec | None = Field(None, description=(
+        "Layer 1 for this strategy only (overrides the scenario's `nodes`), to compare "
+        "Karpenter settings or Karpenter vs Cluster Autoscaler on one workload."))
+    scheduler: SchedulerSpec | None = Field(None, description=(
+        "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
 
     @model_validator(mode="after")
     def _one_shape(self) -> "Strategy":
@@ -190,9 +196,17 @@ class Scenario(Strict):
         "least_outstanding", description="How requests pick a ready replica.")
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
+    pod_annotations: dict[str, str] = Field(default_factory=dict, description=(
+        "Annotations on every replica pod, e.g. `karpenter.sh/do-not-disrupt: \"true\"`."))
     evicted_requests: Literal["retry", "fail"] = Field("retry", description=(
         "What happens to in-flight requests of an evicted replica: re-sent (progress lost) or "
         "failed."))
+    nodes: NodeProviderSpec | None = Field(None, description=(
+        "Layer 1: `karpenter`, `cluster_autoscaler` or `static` (docs/provisioning.md); None = "
+        "the simple pool of `cluster` (warm floor + launch delay). With karpenter, "
+        "`cluster.ready_nodes` nodes of `cluster.instance_type` exist at t=0 in the heaviest "
+        "NodePool; with cluster_autoscaler the floor is each group's min_size. The replica's "
+        "GPU (its performance) comes from `cluster.instance_type` in every case."))
     scheduler: SchedulerSpec | None = Field(None, description=(
         "Layer 2: `kube-scheduler` or `kai` (see docs/scheduling.md); None = first fit, "
         "oldest pod first (enough for replica-only studies)."))

@@ -69,6 +69,21 @@ class KarpenterProvider:
         cluster.on_node_gone.append(self._node_gone)
         sim.every(self.params.disruption_period_s, Priority.CONTROLLER, self.disruption.tick)
 
+    def adopt_ready_nodes(self, count: int, instance_type, capacity_type: str = "on-demand",
+                          pool_name: str | None = None) -> list[Node]:
+        """Nodes that already run at t=0 (a cluster at its warm floor), owned by a NodePool
+        (the heaviest by default), so disruption treats them like the nodes it launched."""
+        pool = self.pools[pool_name] if pool_name else self.pools_by_weight[0]
+        nodes = []
+        for _ in range(count):
+            self._seq += 1
+            zone = instance_type.zones[(self._seq - 1) % len(instance_type.zones)]
+            node = make_node(f"{pool.name}-warm-{self._seq}", instance_type, zone, capacity_type,
+                             pool.name, pool.labels, pool_taints(pool))
+            self.launcher.add_ready(node)
+            nodes.append(node)
+        return nodes
+
     def notify_unschedulable(self, pods: list[Pod], now_s: float) -> None:
         if self.metrics.pods_unschedulable(pods, now_s):
             self._trigger(now_s)
