@@ -11,7 +11,6 @@ import numpy as np
 from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
 from gpuscale.autoscaling.base import AutoscalerView, PodMetrics
 from gpuscale.catalog import get_instance_type, get_model
-from gpuscale.catalog.specs import Precision
 from gpuscale.cluster.objects import Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation

@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision
-from gpuscale.errors import UserInputError
-from gpuscale.scenario.load import _first_error, load_yaml
+from gpuscale.scenario.load import load_yaml, validate_mapping
 from gpuscale.workloads.distributions import (DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS,
                                               TokenDistribution)
 from gpuscale.workloads.replay import TraceWorkload
@@ -195,15 +194,7 @@ class PlanInput(Strict):
 
 
 def plan_input_from_dict(data: Any, *, source: str = "<plan input>") -> PlanInput:
-    if not isinstance(data, dict):
-        raise UserInputError("expected a mapping at the top level", source=source)
-    try:
-        return PlanInput.model_validate(data)
-    except ValidationError as exc:
-        field, message = _first_error(exc, data)
-        raise UserInputError(message, source=source, field=field) from None
-    except UserInputError as exc:  # catalog lookups inside validators
-        raise UserInputError(str(exc), source=source) from None
+    return validate_mapping(PlanInput, data, source=source)
 
 
 def load_plan_input(path: Path) -> PlanInput:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.models import Scenario
@@ -58,14 +58,25 @@ def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
     return _field_path(loc), message
 
 
-def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
+    """Validate user data into `model`, turning pydantic's report into one UserInputError line
+    (file, field path as the user wrote it, what was expected). Shared by every input file."""
     if not isinstance(data, dict):
         raise UserInputError("expected a mapping at the top level", source=source)
     try:
-        return Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         field, message = _first_error(exc, data)
         raise UserInputError(message, source=source, field=field) from None
+    except UserInputError as exc:  # catalog lookups inside validators
+        raise UserInputError(str(exc), source=source) from None
+
+
+def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
+    return validate_mapping(Scenario, data, source=source)
 
 
 def load_yaml(path: Path) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from gpuscale.audit.context import AuditContext
-from gpuscale.audit.loader import Manifest, PathKey
+from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.workloads import cold_start_s, is_slo_critical
 
