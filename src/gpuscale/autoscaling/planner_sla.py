@@ -28,7 +28,7 @@ from gpuscale.serving.performance import StepCost
 from .base import AutoscalerContext, AutoscalerView, PolicySpec
 from .behavior import clamp
 from .cadence import Sums, ticks_per_interval
-from .capacity import ReplicaCapacity, prefill_time_s, replica_capacity, replicas_for
+from .capacity import ReplicaCapacity, prefill_capacity_tokens_per_s, prefill_time_s, replica_capacity, replicas_for
 from .predictors import ArimaPredictor, PredictorSpec, predict
 
 # Dynamo defaults.py @ 01127723 (reference 5.1): used when neither params nor scenario set them.
@@ -59,6 +59,10 @@ class SlaPlannerParams(BaseModel):
     default_isl_tokens: float = Field(default=3000.0, gt=0, description="ISL assumed before any request is seen (Dynamo default 3000).")
     default_osl_tokens: float = Field(default=150.0, gt=0, description="OSL assumed before any request is seen (Dynamo default 150).")
     no_correction: bool = Field(default=False, description="Skip the actual/expected correction factors (Dynamo default false).")
+    max_correction_factor: float = Field(default=2.0, ge=1, description=(
+        "Corrections are bounded to [1/f, f]. Dynamo has no such bound; here one anomalous "
+        "interval would otherwise drive the ITL target to zero or infinity, and a model off by "
+        "more than 2x is better fixed in the model than chased interval by interval."))
     min_endpoint: int = Field(default=1, ge=0, description="Replica floor (Dynamo min_endpoint, default 1).")
     max_gpu_budget: int = Field(default=8, ge=1, description="GPUs this role may use (Dynamo max_gpu_budget, default 8).")
 
@@ -110,6 +114,8 @@ def observe(view: AutoscalerView) -> dict[str, float | None]:
         "ttft": ttft if ttft else None,  # 0 = nothing measured yet
         "itl": tpot if tpot else None,
         "batch": running if running else None,
+        "ready": s.get("ready_replicas"),
+        "waiting": view.aggregate("vllm:num_requests_waiting", "avg"),
     }
 
 
@@ -182,22 +188,37 @@ class SlaPlanner:
                                 kv_capacity_tokens=e.num_blocks * e.block_size)
 
     def _corrections(self, window: Sums, last: Observation) -> tuple[float, float]:
-        """actual/expected TTFT and ITL over the interval; 1.0 when either side is unknown."""
+        """actual/expected TTFT and ITL over the interval; 1.0 when either side is unknown.
+
+        Expected TTFT is the unloaded prefill of a mean prompt (Dynamo reads its profile at the
+        ISL). Expected ITL is the decode step at the batch the pods ran; an aggregated replica
+        also spends a share p of its time on prefill chunks, which stretches every token
+        interval by 1 / (1 - p), so that share is part of the expectation, not an error to
+        correct. An interval in which the engines queued (mean waiting >= 1 per pod) or whose
+        prefill alone saturates the replicas (p >= 1) measured overload, not model error, and
+        leaves the ITL factor at 1. Both factors are bounded by `max_correction_factor`.
+        """
         if self.params.no_correction:
             return 1.0, 1.0
         ttft, itl, batch = window.mean("ttft"), window.mean("itl"), window.mean("batch")
         isl = max(1, int(round(last.isl_tokens)))
-        c_ttft = 1.0
-        if ttft is not None:
-            # Expected: the unloaded prefill of a mean prompt (Dynamo reads its profile at the ISL).
-            c_ttft = ttft / prefill_time_s(self.cost, isl, self.engine.max_num_batched_tokens)
-        c_itl = 1.0
-        if itl is not None and batch is not None:
-            b = max(1, int(round(batch)))
-            expected = self.cost.decode_step_s(b, b * (last.isl_tokens + last.osl_tokens / 2.0))
-            c_itl = itl / expected
-        return c_ttft, c_itl
+        budget = self.engine.max_num_batched_tokens
+        c_ttft = 1.0 if ttft is None else self._bounded(ttft / prefill_time_s(self.cost, isl, budget))
+        if itl is None or batch is None or (window.mean("waiting") or 0.0) >= 1.0:
+            return c_ttft, 1.0
+        b = max(1, int(round(batch)))
+        expected = self.cost.decode_step_s(b, b * (last.isl_tokens + last.osl_tokens / 2.0))
+        if self.role == "serve":
+            ready = max(1.0, window.mean("ready") or 1.0)
+            share = last.rate_per_s * isl / ready / prefill_capacity_tokens_per_s(self.cost, isl, budget)
+            if share >= 1.0:
+                return c_ttft, 1.0
+            expected /= 1.0 - share
+        return c_ttft, self._bounded(itl / expected)
 
+    def _bounded(self, factor: float) -> float:
+        f = self.params.max_correction_factor
+        return min(f, max(1.0 / f, factor))
 
 def build(params: SlaPlannerParams, context: AutoscalerContext) -> list[SlaPlanner]:
     return [SlaPlanner(params, context)]
