@@ -61,13 +61,14 @@ class ArimaPredictor(_Predictor):
     kind: Literal["arima"] = "arima"
     ar_order: int = Field(default=2, ge=1, le=10, description="AR lags p; 2 fits a trend or one cycle.")
     difference: Literal[0, 1] = Field(default=1, description="d: 1 models changes (follows ramps), 0 levels.")
-    min_points: int = Field(default=5, ge=2, description=(
-        "History needed before fitting; fewer falls back to `constant` (Dynamo warms up the same "
-        "way; its Kalman predictor needs 5 points, reference 5.2)."))
+    min_points: int = Field(default=6, ge=2, description=(
+        "History needed before fitting; fewer falls back to `constant`, as Dynamo warms up "
+        "(reference 5.2). 6 = the fewest that determine AR(2) with intercept on differences: "
+        "2p + 1 + d."))
 
     @model_validator(mode="after")
     def _enough_points(self) -> "ArimaPredictor":
-        # p regressors + intercept need at least p + 1 rows after differencing.
+        # p lags + intercept need p + 1 rows, each row needs p earlier values, d costs d points.
         need = 2 * self.ar_order + 1 + self.difference
         if self.min_points < need:
             raise ValueError(f"min_points {self.min_points} < {need} needed to fit AR({self.ar_order}) with d={self.difference}")
