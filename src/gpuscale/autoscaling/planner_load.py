@@ -46,7 +46,7 @@ COOLDOWN_INTERVALS = 3  # both "3 intervals" rules of load_planner.md
 
 
 class LoadPlannerParams(BaseModel):
-    """Dynamo load planner; unset thresholds and intervals come from the `defaults` preset."""
+    """Dynamo load planner; fields left unset take the values of the `defaults` preset."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -54,12 +54,15 @@ class LoadPlannerParams(BaseModel):
     defaults: Literal["2025-docs", "late-2025"] = Field(default="2025-docs", description=(
         "Which documented default set fills unset fields: 2025-docs (load_planner.md: 30 s / 1 s, "
         "queue 0.5/0.2) or late-2025 (defaults.py @ 01127723: 180 s / 10 s, queue 5.0/0.2)."))
-    adjustment_interval_s: float = Field(gt=0, description="Decision period, s (preset: 30 or 180).")
-    metric_pulling_interval_s: float = Field(gt=0, description="Sampling period, s (preset: 1 or 10).")
-    prefill_queue_scale_up_threshold: float = Field(ge=0, description="Queued prefills per worker to add one (preset 0.5 or 5.0).")
-    prefill_queue_scale_down_threshold: float = Field(ge=0, description="Queued prefills per worker to remove one (0.2).")
-    kv_scale_up_threshold_frac: float = Field(gt=0, le=1, description="Mean KV utilisation to add one (0.9).")
-    kv_scale_down_threshold_frac: float = Field(ge=0, le=1, description="Mean KV utilisation to remove one (0.5).")
+    # Defaults shown are the 2025-docs preset; `defaults: late-2025` swaps in the other column.
+    adjustment_interval_s: float = Field(default=30.0, gt=0, description="Decision period, s (late-2025 preset: 180).")
+    metric_pulling_interval_s: float = Field(default=1.0, gt=0, description="Sampling period, s (late-2025 preset: 10).")
+    prefill_queue_scale_up_threshold: float = Field(default=0.5, ge=0, description=(
+        "Queued prefills per worker above which one is added (late-2025 preset: 5.0)."))
+    prefill_queue_scale_down_threshold: float = Field(default=0.2, ge=0, description=(
+        "Queued prefills per worker below which one is removed (both presets 0.2)."))
+    kv_scale_up_threshold_frac: float = Field(default=0.9, gt=0, le=1, description="Mean KV utilisation above which one is added (0.9).")
+    kv_scale_down_threshold_frac: float = Field(default=0.5, ge=0, le=1, description="Mean KV utilisation below which one is removed (0.5).")
     min_gpu_budget: int = Field(default=1, ge=0, description="GPU floor for this role (documented default 1).")
     max_gpu_budget: int = Field(default=8, ge=1, description="GPU ceiling for this role (documented default 8).")
 
