@@ -220,6 +220,7 @@ class SlaPlanner:
         f = self.params.max_correction_factor
         return min(f, max(1.0 / f, factor))
 
+
 def build(params: SlaPlannerParams, context: AutoscalerContext) -> list[SlaPlanner]:
     return [SlaPlanner(params, context)]
 
