@@ -196,3 +196,23 @@ def test_nomination_to_a_ready_node_lapses_and_the_pod_is_planned_again():
     h.sim.run(335)
     assert h.provider.nominated_at_s["late"] == 331.0  # lapsed at the 330 s tick, re-batched
     assert len(h.all_nodes()) == 1  # it still fits there: no new node
+
+
+def test_outage_with_nodes_available_lets_the_first_claims_of_a_batch_launch():
+    """Two 8-GPU pods, one batch, one offering (zone us-east-1a) with one instance left: the
+    first claim launches at 1 s, the second gets insufficient capacity and waits out the
+    outage (all offerings blocked -> retry when the 180 s block lapses)."""
+    pool = h100_pool(requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}])
+    outage = {"instance_type": "p5.48xlarge", "zone": "us-east-1a", "end_s": 300,
+              "nodes_available": 1}
+    h = make_harness(karpenter(pool, capacity_outages=[outage]), binder=False)
+    h.add_pods(0, "p", 2, gpus=8)
+    h.at(0.5, lambda: h.provider.notify_unschedulable(list(h.cluster.pods.values()), 0.5))
+    h.sim.run(1000)
+    created = sorted(n.created_s for n in h.all_nodes())
+    # blocked 1.5 -> 181.5, retry batch closes at 182.5: still inside the outage, blocked
+    # again to 362.5; the batch at 363.5 is after the outage and launches
+    assert created == [pytest.approx(1.5), pytest.approx(363.5)]
+    assert h.provider.metrics.failures["insufficient_capacity"] == 2

@@ -12,7 +12,8 @@ from gpuscale.cli import cli
 from gpuscale.core import RandomStreams, Simulation
 from gpuscale.scheduling import build_scheduler
 from gpuscale.scheduling.jobs import JobController
-from gpuscale.scheduling.scenario import build_cluster, load_scenario, run_scenario
+from gpuscale.engine.schedule import build_cluster, run_scenario
+from gpuscale.scenario.schedule import load_schedule_scenario as load_scenario
 from gpuscale.workloads.gpu_jobs import expand_jobs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -43,7 +44,7 @@ def test_gang_on_fresh_nodes_bills_nodes_that_cannot_start_it():
     is up and billing while the gang waits for the second."""
     scenario = load_scenario(EXAMPLES / "seven-of-eight" / "scenario.yaml").model_copy(deep=True)
     data = scenario.model_dump()
-    data["nodes"][0]["busy_gpus"] = [4, 4, 4]
+    data["initial_nodes"][0]["busy_gpus"] = [4, 4, 4]
     data["jobs"][0].update(num_pods=2, gpus_per_pod=4)
     data["provider"]["stagger_s"] = 120.0
     runs = by_kind(run_scenario(type(scenario).model_validate(data)))

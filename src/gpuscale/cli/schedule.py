@@ -19,6 +19,9 @@ def _text(result: dict) -> str:
         lines.append(f"    free GPU-minutes while a gang was blocked  "
                      f"{s['free_gpu_minutes_while_gang_blocked']:.2f}"
                      f"  (${s['free_usd_while_gang_blocked']:.2f})")
+        lines.append(f"    empty nodes billing while a gang was blocked "
+                     f"{s['empty_node_gpu_minutes_while_gang_blocked']:.2f} GPU-min"
+                     f"  (${s['empty_node_usd_while_gang_blocked']:.2f})")
         lines.append(f"    mean fragmented GPUs                       "
                      f"{s['fragmentation']['mean_fragmented_gpus']:.2f}")
         lines.append(f"    preemptions {s['preemptions']}  reclaims {s['reclaims']}  "
@@ -35,6 +38,10 @@ def _text(result: dict) -> str:
         lines.append(f"    jobs started {j['started']}/{j['submitted']}, finished {j['finished']}, "
                      f"restarts {j['restarts']}; nodes added {n['launched_by_provider']}, "
                      f"billed {n['gpu_hours_billed']:.2f} GPU-h ${n['usd_billed']:.2f}")
+        for node in n["launched"]:
+            ready = "never" if node["ready_s"] is None else f"{node['ready_s']:.1f} s"
+            lines.append(f"    node {node['name']} ({node['instance_type']}): launched "
+                         f"{node['created_s']:.1f} s, ready {ready}")
     return "\n".join(lines) + "\n"
 
 
@@ -46,9 +53,10 @@ def _text(result: dict) -> str:
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario: Path, fmt: str, out: Path | None, force: bool) -> None:
     """Run SCENARIO (scheduling-only YAML) under each of its schedulers; report `scheduling`."""
-    from gpuscale.scheduling.scenario import load_scenario, run_scenario
+    from gpuscale.engine.schedule import run_scenario
+    from gpuscale.scenario.schedule import load_schedule_scenario
 
-    result = run_scenario(load_scenario(scenario))
+    result = run_scenario(load_schedule_scenario(scenario))
     text = dump_json(result) if fmt == "json" else _text(result)
     if out is None:
         click.echo(text, nl=False)

@@ -89,12 +89,20 @@ class SchedulingMetrics:
         free = sum(n.gpus_free for n in ready)
         free_usd = sum(n.gpus_free * n.price_usd_per_hour / n.num_gpus / 3600.0
                        for n in ready if n.num_gpus)
+        # Ready nodes hosting no pod: billing, and under a gang scheduler typically the nodes
+        # already launched for a gang still waiting for its last ones (no atomic multi-node
+        # launch, reference layer2-scheduling.md 1.4).
+        empty = [n for n in ready if not n.pod_names and n.num_gpus]
+        empty_gpus = sum(n.num_gpus for n in empty)
+        empty_usd = sum(n.price_usd_per_hour for n in empty) / 3600.0
         fragmented = self._fragmented_gpus(cluster, ready)
         self.queue_rate = dict(queue_rate)
         self.rates = {
             "gang_idle_gpu_s": held_gpus, "gang_idle_usd": held_usd,
             "free_gpu_s_while_gang_blocked": free if blocked else 0.0,
             "free_usd_while_gang_blocked": free_usd if blocked else 0.0,
+            "empty_node_gpu_s_while_gang_blocked": empty_gpus if blocked else 0.0,
+            "empty_node_usd_while_gang_blocked": empty_usd if blocked else 0.0,
             "free_gpu_s": free, "fragmented_gpu_s": fragmented,
             "allocated_gpu_s": sum(n.gpus_allocated for n in ready),
         }
@@ -145,6 +153,10 @@ class SchedulingMetrics:
             "free_gpu_minutes_while_gang_blocked":
                 round(self.totals["free_gpu_s_while_gang_blocked"] / 60.0, 4),
             "free_usd_while_gang_blocked": round(self.totals["free_usd_while_gang_blocked"], 4),
+            "empty_node_gpu_minutes_while_gang_blocked":
+                round(self.totals["empty_node_gpu_s_while_gang_blocked"] / 60.0, 4),
+            "empty_node_usd_while_gang_blocked":
+                round(self.totals["empty_node_usd_while_gang_blocked"], 4),
             "mean_allocated_gpus": round(mean("allocated_gpu_s"), 4),
             "fragmentation": {
                 "mean_free_gpus": round(mean("free_gpu_s"), 4),

@@ -26,6 +26,10 @@ class CapacityOutage(BaseModel):
     capacity_type: CapacityType | None = Field(None, description="None = every capacity type.")
     start_s: float = Field(0.0, ge=0, description="Outage start, simulation seconds.")
     end_s: float = Field(float("inf"), description="Outage end, simulation seconds.")
+    nodes_available: int = Field(0, ge=0, description="Launches of matching offerings that "
+                                 "still succeed inside the window before capacity runs out "
+                                 "(the zone had that many instances left); 0 = every launch "
+                                 "fails. Lets one claim of a batch launch and the next fail.")
 
 
 class KarpenterParams(BaseModel):

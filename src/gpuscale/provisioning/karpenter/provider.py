@@ -12,6 +12,7 @@ offering is tried, as one EC2 CreateFleet call falls through its overrides.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
@@ -47,6 +48,7 @@ class KarpenterProvider:
         self.draining: dict[str, tuple[str, float]] = {}  # node -> (cause, force deadline)
         self.replacing: dict[str, list[Node]] = {}  # replacement node -> nodes it replaces
         self._window: tuple[float, float] | None = None  # (opened_s, last_arrival_s)
+        self._outage_launches: Counter = Counter()  # outage index -> launches inside it
         self._seq = 0
 
     # -- wiring --------------------------------------------------------------------------------
@@ -171,12 +173,16 @@ class KarpenterProvider:
             CAPACITY_TYPE_RANK[usable[i].capacity_type], usable[i].price_usd_per_hour, jitter[i]))
         return [usable[i] for i in order]
 
-    def _insufficient(self, offering: Offering, now_s: float) -> bool:
+    def _outages(self, offering: Offering, now_s: float) -> list[int]:
+        """Indices of the capacity outages active now for this offering."""
         it, zone, ct = offering.key
-        for outage in self.params.capacity_outages:
-            if (outage.instance_type in (it, "*") and outage.zone in (zone, None)
-                    and outage.capacity_type in (ct, None)
-                    and outage.start_s <= now_s < outage.end_s):
+        return [i for i, outage in enumerate(self.params.capacity_outages)
+                if outage.instance_type in (it, "*") and outage.zone in (zone, None)
+                and outage.capacity_type in (ct, None) and outage.start_s <= now_s < outage.end_s]
+
+    def _insufficient(self, offering: Offering, now_s: float) -> bool:
+        for i in self._outages(offering, now_s):
+            if self._outage_launches[i] >= self.params.capacity_outages[i].nodes_available:
                 return True
         p = self.params.insufficient_capacity_probability_frac
         return p > 0 and self.rng.random() < p
@@ -188,6 +194,8 @@ class KarpenterProvider:
                 self.blocked_until_s[offering.key] = now_s + self.params.unavailable_offering_ttl_s
                 self.metrics.failures["insufficient_capacity"] += 1
                 continue
+            for i in self._outages(offering, now_s):
+                self._outage_launches[i] += 1  # one fewer instance left in that outage
             self._seq += 1
             node = make_node(f"{plan.pool.name}-{self._seq:05d}", offering.instance_type,
                              offering.zone, offering.capacity_type, plan.pool.name,

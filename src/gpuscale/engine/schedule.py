@@ -1,0 +1,159 @@
+"""Scheduling-only runs (`gpuscale schedule`): one scheduler, one node provider, GPU jobs.
+
+No serving engine and no replica autoscaler: layer 2 and its interplay with layer 1 alone.
+Each scheduler of a `ScheduleScenario` gets a fresh simulation on the same inputs. Layer 1 is
+the scenario's real node provider (`nodes:`), the legacy stand-in (`provider:`), or nothing
+(a fixed cluster); the nodes Ready at t=0 come from `initial_nodes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpuscale.catalog import get_instance_type
+from gpuscale.cluster.objects import Node, Pod, Taint
+from gpuscale.cluster.state import ClusterState
+from gpuscale.core import RandomStreams, Simulation
+from gpuscale.provisioning import build_node_provider
+from gpuscale.scenario.schedule import NodeGroupSpec, ScheduleScenario
+from gpuscale.scheduling import build_scheduler, ignore_unschedulable
+from gpuscale.scheduling.jobs import JobController
+from gpuscale.scheduling.standin import HOSTNAME_LABEL, ZONE_LABEL, StandInProvider
+from gpuscale.units import SECONDS_PER_HOUR
+from gpuscale.workloads.gpu_jobs import expand_jobs
+
+SYSTEM_PRIORITY = 1000  # pods that pre-occupy GPUs must not be preempted by the jobs studied
+DEFAULT_ZONE = "zone-a"  # zone label of unmanaged initial nodes that name none
+
+
+@dataclass
+class ScheduleRun:
+    """The live objects of one run, kept so tests can look past the summary."""
+
+    sim: Simulation
+    cluster: ClusterState
+    scheduler: Any
+    provider: Any  # a NodeProvider, the StandInProvider, or None
+    jobs: JobController
+    initial_nodes: frozenset[str]
+
+
+def _occupy(cluster: ClusterState, node: Node, gpus: int) -> None:
+    if gpus:
+        pod = Pod(name=f"busy-{node.name}", gpus=gpus, priority=SYSTEM_PRIORITY,
+                  queue="system", group=f"busy-{node.name}")
+        cluster.add_pod(pod)
+        cluster.bind(pod, node, 0.0)
+
+
+def _add_unmanaged(cluster: ClusterState, group: NodeGroupSpec) -> list[Node]:
+    itype = get_instance_type(group.instance_type)
+    zone = group.zone or DEFAULT_ZONE
+    nodes = []
+    for i in range(group.count):
+        name = f"{group.name_prefix}-{i}"
+        node = Node(name=name, instance_type=itype, zone=zone,
+                    labels={HOSTNAME_LABEL: name, ZONE_LABEL: zone, **group.labels},
+                    taints=tuple(Taint(**t) for t in group.taints), pool=group.name_prefix)
+        cluster.add_node(node)
+        cluster.mark_node_ready(node, 0.0)
+        nodes.append(node)
+    return nodes
+
+
+def _adopt(provider, group: NodeGroupSpec) -> list[Node]:
+    """Karpenter-owned nodes at t=0, with the group's zone, labels and taints on top of the
+    NodePool's (the pool launched them earlier, as it would have)."""
+    nodes = provider.adopt_ready_nodes(group.count, get_instance_type(group.instance_type),
+                                       "on-demand", group.node_pool)
+    for node in nodes:
+        if group.zone:
+            node.zone = group.zone
+            node.labels[ZONE_LABEL] = group.zone
+        node.labels.update(group.labels)
+        node.taints = node.taints + tuple(Taint(**t) for t in group.taints)
+    return nodes
+
+
+def build_cluster(scenario: ScheduleScenario, cluster: ClusterState | None = None,
+                  provider=None) -> ClusterState:
+    """The cluster at t=0: initial nodes (adopted by `provider` when it can) and busy pods."""
+    cluster = cluster if cluster is not None else ClusterState()
+    for group in scenario.initial_nodes:
+        adopt = provider is not None and hasattr(provider, "adopt_ready_nodes")
+        nodes = _adopt(provider, group) if adopt else _add_unmanaged(cluster, group)
+        for i, node in enumerate(nodes):
+            _occupy(cluster, node, group.busy_gpus[i] if group.busy_gpus else 0)
+    return cluster
+
+
+def scheduler_label(spec) -> str:
+    if spec.kind == "kai":
+        return f"kai/{spec.placement_strategy}"
+    return f"kube-scheduler/{spec.scoring_strategy}"
+
+
+def build_run(scenario: ScheduleScenario, spec) -> ScheduleRun:
+    sim, streams = Simulation(), RandomStreams(scenario.seed)
+    provider = None
+    if scenario.nodes is not None:
+        provider, cluster = build_node_provider(scenario.nodes), ClusterState()
+        provider.attach(sim, cluster, streams)
+        build_cluster(scenario, cluster, provider)
+    else:
+        cluster = build_cluster(scenario)
+        if scenario.provider is not None:
+            provider = StandInProvider(scenario.provider, sim, cluster)
+    initial = frozenset(cluster.nodes)
+    scheduler = build_scheduler(spec)
+    jobs = JobController(sim, cluster, expand_jobs([*scenario.jobs, *scenario.replicas]),
+                         scheduler.kick)
+    notify = provider.notify_unschedulable if provider is not None else ignore_unschedulable
+    scheduler.attach(sim, cluster, streams, notify)
+    return ScheduleRun(sim, cluster, scheduler, provider, jobs, initial)
+
+
+def all_nodes(cluster: ClusterState) -> list[Node]:
+    """Every node the run ever had, deleted ones included (they were billed)."""
+    seen: dict[int, Node] = {id(n): n for n in cluster.gone_nodes}
+    seen.update((id(n), n) for n in cluster.nodes.values())
+    return list(seen.values())
+
+
+def node_summary(run: ScheduleRun) -> dict[str, Any]:
+    now_s = run.sim.now_s
+    nodes = all_nodes(run.cluster)
+    launched = sorted((n for n in nodes if n.name not in run.initial_nodes),
+                      key=lambda n: (n.created_s, n.name))
+    out: dict[str, Any] = {
+        "launched_by_provider": len(launched),
+        "gpu_hours_billed": round(sum(n.num_gpus * n.billed_s(now_s) for n in nodes)
+                                  / SECONDS_PER_HOUR, 4),
+        "usd_billed": round(sum(n.price_usd_per_hour * n.billed_s(now_s) for n in nodes)
+                            / SECONDS_PER_HOUR, 4),
+        "launched": [{"name": n.name, "instance_type": n.instance_type.name,
+                      "zone": n.zone, "created_s": round(n.created_s, 3),
+                      "ready_s": None if n.ready_s is None else round(n.ready_s, 3),
+                      "deleted_s": None if n.deleted_s is None else round(n.deleted_s, 3)}
+                     for n in launched],
+    }
+    if run.provider is not None and hasattr(run.provider, "summary"):
+        out["provider"] = run.provider.summary()
+    return out
+
+
+def run_one(scenario: ScheduleScenario, spec) -> dict:
+    run = build_run(scenario, spec)
+    run.sim.run(until_s=scenario.duration_s)
+    return {
+        "scheduler": scheduler_label(spec),
+        "scheduling": run.scheduler.summary(),
+        "jobs": run.jobs.summary(),
+        "nodes": node_summary(run),
+    }
+
+
+def run_scenario(scenario: ScheduleScenario) -> dict:
+    return {"scenario": scenario.name,
+            "runs": [run_one(scenario, spec) for spec in scenario.schedulers]}

@@ -1,0 +1,102 @@
+"""Scheduling-only scenarios (`gpuscale schedule`): nodes, GPU jobs, and one run per scheduler.
+
+Layer 1 is either a real node provider under `nodes:` (`static`, `karpenter`,
+`cluster_autoscaler`; docs/provisioning.md) with the nodes that exist at t=0 under
+`initial_nodes:`, or the legacy form: `nodes:` as a list of node groups plus an optional
+`provider: {kind: stand-in}` (scheduling/standin.py). Files of the legacy form load unchanged:
+their list moves to `initial_nodes`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpuscale.errors import UserInputError
+from gpuscale.provisioning import NodeProviderSpec
+from gpuscale.scheduling import KaiParams, KubeSchedulerParams, SchedulerSpec
+from gpuscale.scheduling.standin import StandInProviderParams
+from gpuscale.workloads.gpu_jobs import GpuJobSpec, MultiNodeReplicaSpec
+
+
+class NodeGroupSpec(BaseModel):
+    """Identical nodes Ready at t=0, some of their GPUs possibly held by pods that never end."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name_prefix: str = Field(description="Node names are `<prefix>-<i>` (unmanaged nodes).")
+    instance_type: str = Field(description="Catalog instance type, e.g. g6.24xlarge.")
+    count: int = Field(1, ge=1, description="Number of nodes.")
+    zone: str | None = Field(None, description="Zone label; None = `zone-a` for unmanaged "
+                             "nodes, the provider's choice for nodes a NodePool adopts.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra labels (topology).")
+    taints: tuple[dict[str, str], ...] = ()
+    busy_gpus: list[int] = Field(default_factory=list, description="GPUs already taken on each "
+                                 "node at t=0 by pods that never end (length count, or empty).")
+    node_pool: str | None = Field(None, description="With `nodes: {kind: karpenter}`: the "
+                                  "NodePool that owns these nodes (None = the heaviest), so "
+                                  "Karpenter counts and may disrupt them like its own. Other "
+                                  "providers leave initial nodes unmanaged.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "NodeGroupSpec":
+        if self.busy_gpus and len(self.busy_gpus) != self.count:
+            raise ValueError(f"busy_gpus has {len(self.busy_gpus)} entries for {self.count} nodes")
+        return self
+
+
+class ScheduleScenario(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    seed: int = 0
+    duration_s: float = Field(3600.0, gt=0, description="Simulated time, s.")
+    initial_nodes: list[NodeGroupSpec] = Field(default_factory=list, description="Nodes Ready "
+                                               "at t=0 (with their busy GPUs).")
+    nodes: NodeProviderSpec | None = Field(None, description="Layer 1 (docs/provisioning.md); "
+                                           "None = `provider` (the stand-in) or a fixed "
+                                           "cluster.")
+    provider: StandInProviderParams | None = Field(None, description="Legacy stand-in node "
+                                                   "provider; not together with `nodes`.")
+    jobs: list[GpuJobSpec] = Field(default_factory=list)
+    replicas: list[MultiNodeReplicaSpec] = Field(default_factory=list)
+    schedulers: list[SchedulerSpec] = Field(
+        default_factory=lambda: [KubeSchedulerParams(), KaiParams()],
+        description="One run per entry, same inputs; default: both at their defaults.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_node_list(cls, data: Any) -> Any:
+        """`nodes: [groups]` (the first schema) means initial nodes and no real provider."""
+        if isinstance(data, dict) and isinstance(data.get("nodes"), list):
+            if "initial_nodes" in data:
+                raise ValueError("`nodes` as a list is the legacy spelling of `initial_nodes`; "
+                                 "give one of them")
+            data = {**data, "initial_nodes": data["nodes"], "nodes": None}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> "ScheduleScenario":
+        if self.nodes is not None and self.provider is not None:
+            raise ValueError("give either `nodes` (a real node provider) or the legacy "
+                             "`provider` (stand-in), not both")
+        if not self.initial_nodes and self.nodes is None:
+            raise ValueError("no nodes: give `initial_nodes` or a node provider under `nodes`")
+        return self
+
+
+def load_schedule_scenario(path: Path) -> ScheduleScenario:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserInputError(str(exc), source=str(path)) from None
+    try:
+        return ScheduleScenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise UserInputError(err["msg"], source=str(path), field=field) from None
