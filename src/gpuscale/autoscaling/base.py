@@ -9,7 +9,7 @@ loop for 0<->1 and the HPA it generates for 1<->N), which is why `build` returns
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,16 @@ class PodMetrics:
     """
 
     name: str
-    phase: str  # "Pending" or "Running"
+    phase: str  # "Pending", "Running" or "Failed" (Failed pods are dropped by the HPA)
     ready: bool
     values: Mapping[str, float] = field(default_factory=dict)
+    # Resource requests per resource name ("cpu" in cores, "memory" in bytes); only the HPA's
+    # Resource/Utilization metrics read them (utilization = usage / request).
+    requests: Mapping[str, float] = field(default_factory=dict)
+    # When the pod started running and when its Ready condition last changed (seconds on the
+    # simulation clock). Only the HPA's CPU readiness rules read them; None = unknown.
+    started_s: float | None = None
+    ready_changed_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -62,3 +69,16 @@ class ReplicaAutoscaler(Protocol):
     def decide(self, view: AutoscalerView, state: Any) -> tuple[int | None, Any]:
         """Desired replicas (None = leave as is) and the controller's next state."""
         ...
+
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class PolicySpec(Generic[P]):
+    """One registry entry: the `kind:` written in scenario YAML and how to build it."""
+
+    name: str  # the `kind:` written in scenario YAML
+    params: type[P]  # pydantic model: frozen, extra="forbid"
+    build: Callable[[P], Sequence[ReplicaAutoscaler]]  # the periodic controllers it runs
+    summary: str  # one line, shown by `gpuscale policies`

@@ -1,0 +1,308 @@
+"""Kubernetes HorizontalPodAutoscaler (autoscaling/v2): params and the controller loop.
+
+One `decide` is one `reconcileAutoscaler` pass of kubernetes/kubernetes
+`pkg/controller/podautoscaler/horizontal.go`: ScalingDisabled at 0 replicas, clamp when outside
+[min, max], otherwise per-metric proposals (replica_calc.py) combined by max with the
+invalid-metric rules, then the behavior path or the legacy path (behavior.py).
+Reference: /work/shared/reference/layer3-replica-autoscaling.md section 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .base import AutoscalerView, PolicySpec
+from .behavior import (
+    Behavior,
+    ResolvedRules,
+    Stamped,
+    legacy_bounded,
+    rate_limited,
+    resolve_rules,
+    stabilize_legacy,
+    stabilize_with_behavior,
+    store_scale_event,
+)
+from .replica_calc import (
+    CpuReadiness,
+    MetricError,
+    Tolerances,
+    average_value_replicas,
+    group_pods,
+    plain_metric_replicas,
+    resource_utilization_replicas,
+    to_milli,
+    value_replicas,
+)
+
+
+class MetricQuery(BaseModel):
+    """A PromQL-like aggregation of one per-pod series over Running pods: `sum(metric)`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: str = Field(description="Per-pod series name, e.g. vllm:num_requests_waiting.")
+    aggregation: Literal["sum", "avg", "max"] = Field(
+        default="sum", description="sum: a total, which External/AverageValue divides by the target (KEDA's default)."
+    )
+
+
+class MetricTarget(BaseModel):
+    """`MetricTarget`: what value of the metric the HPA aims for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["AverageValue", "Value", "Utilization"] = Field(description="Target type (reference 1.2).")
+    value: float = Field(gt=0, description="Target in the metric's own unit; for Utilization, percent of the request.")
+
+
+class MetricSpec(BaseModel):
+    """One entry of `spec.metrics`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["Pods", "External", "Object", "Resource"] = Field(description="Metric source type (reference 1.2).")
+    metric: str | None = Field(
+        default=None,
+        description="Pods: per-pod series; Resource: resource name (cpu, memory); "
+        "External/Object: name of a scalar in the view's signals (instead of `query`).",
+    )
+    query: MetricQuery | None = Field(default=None, description="External/Object: aggregation of a per-pod series.")
+    target: MetricTarget
+
+    @model_validator(mode="after")
+    def _check_combination(self) -> "MetricSpec":
+        allowed = {
+            "Pods": {"AverageValue"},
+            "Resource": {"AverageValue", "Utilization"},
+            "External": {"AverageValue", "Value"},
+            "Object": {"AverageValue", "Value"},
+        }[self.type]
+        if self.target.type not in allowed:
+            raise ValueError(f"{self.type} metrics accept target types {sorted(allowed)}, not {self.target.type}")
+        if self.type in ("Pods", "Resource"):
+            if self.metric is None or self.query is not None:
+                raise ValueError(f"{self.type} metrics need `metric` (a per-pod series) and no `query`")
+        elif (self.metric is None) == (self.query is None):
+            raise ValueError(f"{self.type} metrics need exactly one of `query` or `metric` (a signal name)")
+        if self.target.type == "Utilization" and self.target.value != int(self.target.value):
+            raise ValueError("Utilization targets are whole percent (averageUtilization is an int32)")
+        return self
+
+    @property
+    def label(self) -> str:
+        if self.query is not None:
+            return f"{self.query.aggregation}({self.query.metric})"
+        return str(self.metric)
+
+
+class HpaParams(BaseModel):
+    """A HorizontalPodAutoscaler plus the kube-controller-manager flags that shape it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["hpa"] = "hpa"
+    min_replicas: int = Field(
+        default=1, ge=0,
+        description="Floor (API default 1). 0 needs the alpha HPAScaleToZero gate and an Object/External metric.",
+    )
+    max_replicas: int = Field(ge=1, description="Ceiling; required by the API.")
+    metrics: tuple[MetricSpec, ...] = Field(
+        min_length=1,
+        description="Required here: the API default (cpu at 80 %) is inert for GPU serving pods.",
+    )
+    behavior: Behavior | None = Field(
+        default=None, description="None = legacy path (5-min max of proposals, scale-up cap max(2x, 4)), as KEDA leaves it."
+    )
+    tolerance_frac: float = Field(default=0.1, ge=0, description="--horizontal-pod-autoscaler-tolerance (default 0.1).")
+    downscale_stabilization_s: float = Field(
+        default=300.0, ge=0, description="--horizontal-pod-autoscaler-downscale-stabilization (default 5 min)."
+    )
+    sync_period_s: float = Field(default=15.0, gt=0, description="--horizontal-pod-autoscaler-sync-period (default 15 s).")
+    cpu_initialization_period_s: float = Field(
+        default=300.0, ge=0, description="--horizontal-pod-autoscaler-cpu-initialization-period (default 5 min); cpu only."
+    )
+    initial_readiness_delay_s: float = Field(
+        default=30.0, ge=0, description="--horizontal-pod-autoscaler-initial-readiness-delay (default 30 s); cpu only."
+    )
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> "HpaParams":
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"min_replicas {self.min_replicas} > max_replicas {self.max_replicas}")
+        if self.min_replicas == 0 and not any(m.type in ("Object", "External") for m in self.metrics):
+            raise ValueError("min_replicas 0 requires at least one Object or External metric (HPAScaleToZero)")
+        return self
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """KEDA fallback (static): after more than `failure_threshold` failed reads, aim at `replicas`."""
+
+    failure_threshold: int
+    replicas: int
+
+
+@dataclass(frozen=True)
+class HpaState:
+    """What the controller remembers between syncs (per HPA key in the real controller)."""
+
+    recommendations: tuple[Stamped, ...] | None = None  # None until the first sync records current
+    up_events: tuple[Stamped, ...] = ()
+    down_events: tuple[Stamped, ...] = ()
+    failures: tuple[int, ...] = ()  # consecutive failed reads per metric (used by KEDA fallback)
+    condition: str = ""  # last reason: ScalingDisabled, FailedGetMetrics, ValidMetricFound, ...
+    last_proposal: int | None = None  # max over metrics before stabilization, for reports
+
+
+# Reads one External/Object scalar; None = the query failed (KEDA swaps in its own reader).
+ScalarReader = Callable[[AutoscalerView, MetricSpec], "float | None"]
+
+
+def read_scalar(view: AutoscalerView, spec: MetricSpec) -> float | None:
+    """Default metrics pipeline (prometheus-adapter style): an empty result is an error."""
+    if spec.query is not None:
+        return view.aggregate(spec.query.metric, spec.query.aggregation)
+    value = view.signals.get(str(spec.metric))
+    return None if value is None else float(value)
+
+
+class HpaController:
+    """The HPA controller for one scale target; satisfies `ReplicaAutoscaler`."""
+
+    def __init__(self, params: HpaParams, *, name: str = "hpa", reader: ScalarReader = read_scalar,
+                 fallback: Fallback | None = None):
+        self.name = name
+        self.period_s = params.sync_period_s
+        self.params = params
+        self._reader = reader
+        self._fallback = fallback
+        self._up: ResolvedRules | None = None
+        self._down: ResolvedRules | None = None
+        down_tol = up_tol = params.tolerance_frac
+        if params.behavior is not None:
+            b = params.behavior
+            self._up = resolve_rules(b.scale_up, scale_up=True, downscale_stabilization_s=params.downscale_stabilization_s)
+            self._down = resolve_rules(b.scale_down, scale_up=False, downscale_stabilization_s=params.downscale_stabilization_s)
+            up_tol = self._up.tolerance_frac if self._up.tolerance_frac is not None else up_tol
+            down_tol = self._down.tolerance_frac if self._down.tolerance_frac is not None else down_tol
+        self._tol = Tolerances(down=down_tol, up=up_tol)
+        self._cpu = CpuReadiness(params.cpu_initialization_period_s, params.initial_readiness_delay_s)
+
+    def initial_state(self) -> HpaState:
+        return HpaState(failures=(0,) * len(self.params.metrics))
+
+    def decide(self, view: AutoscalerView, state: HpaState) -> tuple[int | None, HpaState]:
+        p, now, current = self.params, view.now_s, view.current_replicas
+        if state.recommendations is None:  # recordInitialRecommendation
+            state = replace(state, recommendations=(Stamped(now, current),))
+        if current == 0 and p.min_replicas != 0:
+            return None, replace(state, condition="ScalingDisabled")
+        if current > p.max_replicas:
+            desired, state = p.max_replicas, replace(state, condition="TooManyReplicas")
+        elif current < p.min_replicas:
+            desired, state = p.min_replicas, replace(state, condition="TooFewReplicas")
+        else:
+            proposal, failures, error = self._proposal(view, state)
+            state = replace(state, failures=failures, last_proposal=proposal)
+            if proposal is None:
+                return None, replace(state, condition=f"FailedGetMetrics: {error}")
+            desired, state = self._normalize(now, current, max(proposal, 0), state)
+        if desired == current:
+            return None, state
+        return desired, self._record_scale(now, current, desired, state)
+
+    def _normalize(self, now: float, current: int, desired: int, state: HpaState) -> tuple[int, HpaState]:
+        p, recs = self.params, state.recommendations or ()
+        if self._up is None or self._down is None:
+            stabilized, recs = stabilize_legacy(recs, now, desired, p.downscale_stabilization_s)
+            result = legacy_bounded(current, stabilized, p.min_replicas, p.max_replicas)
+        else:
+            stabilized, recs = stabilize_with_behavior(recs, now, current, desired, self._up, self._down)
+            result = rate_limited(current, stabilized, p.min_replicas, p.max_replicas,
+                                  state.up_events, state.down_events, self._up, self._down, now)
+        return result, replace(state, recommendations=recs, condition="ValidMetricFound")
+
+    def _record_scale(self, now: float, current: int, desired: int, state: HpaState) -> HpaState:
+        """`storeScaleEvent`: only the behavior path keeps scale events."""
+        if self._up is None or self._down is None:
+            return state
+        if desired > current:
+            return replace(state, up_events=store_scale_event(state.up_events, now, desired - current, self._up.longest_period_s))
+        return replace(state, down_events=store_scale_event(state.down_events, now, current - desired, self._down.longest_period_s))
+
+    def _proposal(self, view: AutoscalerView, state: HpaState) -> tuple[int | None, tuple[int, ...], str]:
+        """`computeReplicasForMetrics`: max over metrics; None when all fail or a failure blocks scale-down."""
+        failures = list(state.failures) or [0] * len(self.params.metrics)
+        replicas, invalid, first_error = 0, 0, ""
+        for i, spec in enumerate(self.params.metrics):
+            try:
+                proposal = self._metric_proposal(view, spec, i, failures)
+            except MetricError as exc:
+                invalid += 1
+                first_error = first_error or f"{spec.label}: {exc}"
+                continue
+            if replicas == 0 or proposal > replicas:
+                replicas = proposal
+        if invalid >= len(self.params.metrics) or (invalid > 0 and replicas < view.current_replicas):
+            return None, tuple(failures), first_error
+        return replicas, tuple(failures), first_error
+
+    def _metric_proposal(self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]) -> int:
+        current = view.current_replicas
+        pods = [p for p in view.pods if p.phase != "Failed"]
+        target = spec.target
+        if spec.type in ("Pods", "Resource"):
+            if not pods:
+                raise MetricError("no pods returned by selector while calculating replica count")
+            cpu = self._cpu if spec.type == "Resource" and spec.metric == "cpu" else None
+            groups = group_pods(view.pods, str(spec.metric), view.now_s, cpu)
+            if target.type == "Utilization":
+                return resource_utilization_replicas(current, groups, self._requests(view, str(spec.metric)),
+                                                     int(target.value), self._tol)
+            return plain_metric_replicas(current, groups, to_milli(target.value), self._tol)
+        usage = to_milli(self._read(view, spec, index, failures))
+        if target.type == "AverageValue":  # status.replicas: pods that exist
+            return average_value_replicas(len(pods), usage, to_milli(target.value), self._tol)
+        ready = sum(1 for p in view.pods if p.phase == "Running" and p.ready) if view.pods else None
+        return value_replicas(current, usage, to_milli(target.value), ready, self._tol)
+
+    def _read(self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]) -> float:
+        value = self._reader(view, spec)
+        if value is not None:
+            failures[index] = 0
+            return value
+        failures[index] += 1
+        fb = self._fallback
+        if fb is not None and failures[index] > fb.failure_threshold:
+            # KEDA fallback.go: a synthetic value that makes the HPA land on fb.replicas.
+            if spec.target.type == "AverageValue":
+                return spec.target.value * fb.replicas
+            ready = sum(1 for p in view.pods if p.phase == "Running" and p.ready)
+            return spec.target.value * fb.replicas / max(ready, 1)
+        raise MetricError(f"unable to get metric {spec.label}")
+
+    @staticmethod
+    def _requests(view: AutoscalerView, resource: str) -> dict[str, int]:
+        """`calculateRequests`: every listed pod must request the resource."""
+        out = {}
+        for pod in view.pods:
+            if resource not in pod.requests:
+                raise MetricError(f"missing request for {resource} in pod {pod.name}")
+            out[pod.name] = to_milli(pod.requests[resource])
+        return out
+
+
+def build(params: HpaParams) -> list[HpaController]:
+    return [HpaController(params)]
+
+
+SPEC = PolicySpec(
+    name="hpa",
+    params=HpaParams,
+    build=build,
+    summary="Kubernetes HPA autoscaling/v2: per-metric ratio proposals, max, behavior or legacy stabilization.",
+)
