@@ -157,32 +157,24 @@ def _period_start(current: int, up_events: tuple[Stamped, ...], down_events: tup
     return current - change_in_period(up_events, now_s, period_s) + change_in_period(down_events, now_s, period_s)
 
 
-def scale_up_limit(current: int, up_events: tuple[Stamped, ...], down_events: tuple[Stamped, ...], rules: ResolvedRules, now_s: float) -> int:
-    """`calculateScaleUpLimitWithScalingRules`: highest count the policies allow now."""
+def policy_limit(
+    current: int, up_events: tuple[Stamped, ...], down_events: tuple[Stamped, ...], rules: ResolvedRules,
+    now_s: float, *, scale_up: bool,
+) -> int:
+    """The count the policies allow now: `calculateScaleUpLimitWithScalingRules` (scale_up) or
+    `calculateScaleDownLimitWithBehaviors`. Max picks the most permissive policy, Min the least."""
     if rules.select_policy == "Disabled":
         return current
-    pick = min if rules.select_policy == "Min" else max
+    permissive = rules.select_policy != "Min"
+    pick = max if permissive == scale_up else min
     limits = []
     for p in rules.policies:
         start = _period_start(current, up_events, down_events, now_s, p.period_s)
         if p.type == "Pods":
-            limits.append(start + p.value)
-        else:  # rounded up so a small target can still grow (comment in horizontal.go)
+            limits.append(start + p.value if scale_up else start - p.value)
+        elif scale_up:  # rounded up so a small target can still grow (comment in horizontal.go)
             limits.append(math.ceil(float(start) * (1 + float(p.value) / 100)))
-    return pick(limits)
-
-
-def scale_down_limit(current: int, up_events: tuple[Stamped, ...], down_events: tuple[Stamped, ...], rules: ResolvedRules, now_s: float) -> int:
-    """`calculateScaleDownLimitWithBehaviors`: lowest count the policies allow now."""
-    if rules.select_policy == "Disabled":
-        return current
-    pick = max if rules.select_policy == "Min" else min
-    limits = []
-    for p in rules.policies:
-        start = _period_start(current, up_events, down_events, now_s, p.period_s)
-        if p.type == "Pods":
-            limits.append(start - p.value)
-        else:  # Go int32(float64) conversion truncates toward zero, as int() does
+        else:  # Go's int32(float64) conversion truncates toward zero, as int() does
             limits.append(int(float(start) * (1 - float(p.value) / 100)))
     return pick(limits)
 
@@ -194,10 +186,10 @@ def rate_limited(
 ) -> int:
     """`convertDesiredReplicasWithBehaviorRate`: apply the policies and the min/max bounds."""
     if desired > current:
-        limit = max(scale_up_limit(current, up_events, down_events, up, now_s), current)
+        limit = max(policy_limit(current, up_events, down_events, up, now_s, scale_up=True), current)
         return min(desired, max_replicas, limit)
     if desired < current:
-        limit = min(scale_down_limit(current, up_events, down_events, down, now_s), current)
+        limit = min(policy_limit(current, up_events, down_events, down, now_s, scale_up=False), current)
         return max(desired, min_replicas, limit)
     return desired
 

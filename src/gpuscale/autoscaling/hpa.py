@@ -40,14 +40,31 @@ from .replica_calc import (
 
 
 class MetricQuery(BaseModel):
-    """A PromQL-like aggregation of one per-pod series over Running pods: `sum(metric)`."""
+    """One scalar a metrics pipeline returns: `sum|avg|max(series)` over Running pods, or a signal.
+
+    `source: signal` reads `AutoscalerView.signals[metric]`: a series not exported by the pods
+    (router or gateway queue), which is what scale-from-zero needs since no pod exists then.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    metric: str = Field(description="Per-pod series name, e.g. vllm:num_requests_waiting.")
+    metric: str = Field(description="Series name, e.g. vllm:num_requests_waiting.")
     aggregation: Literal["sum", "avg", "max"] = Field(
         default="sum", description="sum: a total, which External/AverageValue divides by the target (KEDA's default)."
     )
+    source: Literal["pods", "signal"] = Field(default="pods", description="pods: aggregate the per-pod series; signal: a view signal.")
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.source == "signal" else f"{self.aggregation}({self.metric})"
+
+
+def query_value(view: AutoscalerView, query: MetricQuery) -> float | None:
+    """The query's value now; None when no series matches (empty result)."""
+    if query.source == "signal":
+        value = view.signals.get(query.metric)
+        return None if value is None else float(value)
+    return view.aggregate(query.metric, query.aggregation)
 
 
 class MetricTarget(BaseModel):
@@ -66,11 +83,9 @@ class MetricSpec(BaseModel):
 
     type: Literal["Pods", "External", "Object", "Resource"] = Field(description="Metric source type (reference 1.2).")
     metric: str | None = Field(
-        default=None,
-        description="Pods: per-pod series; Resource: resource name (cpu, memory); "
-        "External/Object: name of a scalar in the view's signals (instead of `query`).",
+        default=None, description="Pods: per-pod series name; Resource: resource name (cpu, memory)."
     )
-    query: MetricQuery | None = Field(default=None, description="External/Object: aggregation of a per-pod series.")
+    query: MetricQuery | None = Field(default=None, description="External/Object: the scalar the pipeline returns.")
     target: MetricTarget
 
     @model_validator(mode="after")
@@ -86,17 +101,15 @@ class MetricSpec(BaseModel):
         if self.type in ("Pods", "Resource"):
             if self.metric is None or self.query is not None:
                 raise ValueError(f"{self.type} metrics need `metric` (a per-pod series) and no `query`")
-        elif (self.metric is None) == (self.query is None):
-            raise ValueError(f"{self.type} metrics need exactly one of `query` or `metric` (a signal name)")
+        elif self.query is None or self.metric is not None:
+            raise ValueError(f"{self.type} metrics need `query` and no `metric`")
         if self.target.type == "Utilization" and self.target.value != int(self.target.value):
             raise ValueError("Utilization targets are whole percent (averageUtilization is an int32)")
         return self
 
     @property
     def label(self) -> str:
-        if self.query is not None:
-            return f"{self.query.aggregation}({self.query.metric})"
-        return str(self.metric)
+        return self.query.label if self.query is not None else str(self.metric)
 
 
 class HpaParams(BaseModel):
@@ -164,10 +177,8 @@ ScalarReader = Callable[[AutoscalerView, MetricSpec], "float | None"]
 
 def read_scalar(view: AutoscalerView, spec: MetricSpec) -> float | None:
     """Default metrics pipeline (prometheus-adapter style): an empty result is an error."""
-    if spec.query is not None:
-        return view.aggregate(spec.query.metric, spec.query.aggregation)
-    value = view.signals.get(str(spec.metric))
-    return None if value is None else float(value)
+    assert spec.query is not None  # validated for External/Object
+    return query_value(view, spec.query)
 
 
 class HpaController:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .base import AutoscalerView, PolicySpec, ReplicaAutoscaler
 from .behavior import Behavior
-from .hpa import Fallback, HpaController, HpaParams, MetricQuery, MetricSpec, MetricTarget
+from .hpa import Fallback, HpaController, HpaParams, MetricQuery, MetricSpec, MetricTarget, query_value
 
 
 class PrometheusTrigger(BaseModel):
@@ -85,7 +85,7 @@ class KedaParams(BaseModel):
 
 def trigger_value(view: AutoscalerView, query: MetricQuery, ignore_null_values: bool) -> float | None:
     """The Prometheus scaler's reading: empty or NaN/Inf -> 0 when ignoring nulls, else an error (None)."""
-    value = view.aggregate(query.metric, query.aggregation)
+    value = query_value(view, query)
     if value is None or not math.isfinite(value):
         return 0.0 if ignore_null_values else None
     return value
@@ -165,6 +165,8 @@ def generated_hpa_params(params: KedaParams) -> HpaParams:
 
 
 def build(params: KedaParams) -> list[ReplicaAutoscaler]:
+    # Keyed by query: two triggers with the same query but different ignore_null_values flags
+    # would share the last flag (an unlikely manifest; KEDA itself reads each trigger separately).
     ignore = {t.query: t.ignore_null_values for t in params.triggers}
 
     def reader(view: AutoscalerView, spec: MetricSpec) -> float | None:
