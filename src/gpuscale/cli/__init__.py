@@ -20,6 +20,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("gpuscale.cli.demo", "Run the embedded default scenario and compare autoscalers."),
     "simulate": ("gpuscale.cli.simulate", "Simulate one scenario file."),
     "compare": ("gpuscale.cli.compare", "Run every strategy of a scenario on the same workload."),
+    "report": ("gpuscale.cli.report", "Draw results or a sweep table into one offline HTML report."),
+    "sweep": ("gpuscale.cli.sweep", "Run a grid of scenario overrides in parallel (local or Ray)."),
 }
 
 

@@ -152,6 +152,7 @@ class _Run:
         initial = scenario.initial_replicas
         self.fleet.scale_to(initial, 0.0)
         self.fleet.scale_events = 0
+        self.fleet.markers.clear()
         self.scheduler.cycle()
         for slot in list(self.fleet.slots.values()):
             if slot.pod.node_name is not None:
@@ -290,7 +291,7 @@ class _Run:
         summary["drops_by_reason"] = dict(sorted(self.table.drop_reasons.items()))
         summary["preemptions"] = int(cols.num_preemptions.sum())
         extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
-                 "num_events": self.sim.num_events}
+                 "num_events": self.sim.num_events, "markers": list(self.fleet.markers)}
         return RunResult(self.strategy.name, summary, cols, series, extra)
 
 
