@@ -47,9 +47,11 @@ def _png_bytes(chart: Chart) -> bytes:
         ax.set_xscale("log")
     if chart.x_range is not None:
         ax.set_xlim(*chart.x_range)
-    if chart.y_max_frac is not None:
-        top = max([chart.y_max_frac] + [float(np.nanmax(l.y)) for l in chart.lines if len(l.y)])
-        ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]), top=top * 1.05)
+    # Same y range rule as the SVG: from zero (or below, for negative data) to 5% over the top.
+    finite = [l.y[np.isfinite(l.y)] for l in chart.lines]
+    values = np.concatenate([v for v in finite if len(v)] or [np.array([0.0, 1.0])])
+    top = max(float(values.max()), chart.y_max_frac or 0.0)
+    ax.set_ylim(bottom=min(0.0, float(values.min())), top=top * 1.05 if top > 0 else 1.0)
     ax.set_title(chart.title, fontsize=10, loc="left")
     ax.set_xlabel(chart.x_label, fontsize=9)
     ax.set_ylabel(chart.y_label, fontsize=9)

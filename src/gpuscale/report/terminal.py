@@ -34,7 +34,7 @@ def summary_cells(run: dict) -> list[str]:
         f"{run['replicas']['mean']:.1f}/{run['replicas']['peak']}",
         str(run["scale_events"]),
         _fmt(run["gpu_hours"], 1),
-        _fmt(run["cost_usd"], 0),
+        _fmt(run["cost_usd"], 0 if (run["cost_usd"] or 0) >= 100 else 2),
         _fmt(run["idle_gpu_minutes"], 0),
     ]
 
