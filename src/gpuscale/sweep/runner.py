@@ -8,6 +8,7 @@ Runs already in the table are skipped, which is what makes a killed sweep resuma
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -58,7 +59,12 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
         for run in runs:
             yield run_one(job, run)
         return
-    pool = ProcessPoolExecutor(max_workers=workers)
+    # forkserver, not fork: forking a process that has threads (Ray, a GUI, a test runner's
+    # helpers) can deadlock; the server is a clean single-threaded process that has already
+    # imported the simulator, so each worker starts in milliseconds.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["gpuscale.sweep.runner", "gpuscale.engine"])
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     try:
         pending = {pool.submit(run_one, job, run) for run in runs}
         while pending:
@@ -95,7 +101,7 @@ def run_sweep(scenario_data: dict, base_dir: Path, runs: list[SweepRun], out: Pa
     """Run what `out` does not hold yet; returns (runs skipped as done, runs executed)."""
     if backend not in BACKENDS:
         raise UserInputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    job = SweepJob(scenario_data, str(base_dir), scenario_hash(scenario_data))
+    job = SweepJob(scenario_data, str(base_dir.resolve()), scenario_hash(scenario_data))
     table = ResultTable(out, table_columns(runs), scenario_hash=job.scenario_hash)
     todo = [run for run in runs if run.run_id not in table.done]
     skipped = len(runs) - len(todo)
