@@ -11,7 +11,7 @@ import click
 
 from gpuscale.engine import simulate_scenario
 from gpuscale.errors import UserInputError
-from gpuscale.report.terminal import make_console, summary_table
+from gpuscale.report.terminal import make_console, print_summary
 from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
 
@@ -81,7 +81,7 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
     if fmt == "json":
         click.echo(text, nl=False)
     else:
-        make_console().print(summary_table(data))
+        print_summary(data)
         if out is not None:
             click.echo(f"JSON summary written to {out}")
         if report is not None:
