@@ -15,6 +15,7 @@ from gpuscale.report.timeline import RunView
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 GREY = "#888888"
+SLO_RED = "#cc0000"
 MARKER_COLOURS = {"scale_up": "#009E73", "scale_down": "#D55E00", "eviction": "#CC0000"}
 
 
@@ -134,7 +135,7 @@ def cdf_charts(views: list[RunView]) -> list[Chart]:
         slo = views[0].slo.get(key)
         charts.append(Chart(f"cdf_{key}", title, f"{key.split('_')[0].upper()} (s, log)",
                             "fraction of requests", lines, y_max_frac=1.0, log_x=True,
-                            hlines=(), markers=(Marker(float(slo), "slo", "SLO", GREY),) if slo else ()))
+                            hlines=(), markers=(Marker(float(slo), "slo", "SLO", SLO_RED),) if slo else ()))
     return charts
 
 

@@ -74,7 +74,9 @@ class _Frame:
             positive = xs[xs > 0]
             lo = float(positive.min()) if len(positive) else 1e-3
             hi = float(positive.max()) if len(positive) else 1.0
-            self.x0, self.x1 = math.log10(lo), math.log10(max(hi, lo * 10))
+            x0, x1 = math.log10(lo), math.log10(max(hi, lo * 10))
+            pad = 0.03 * (x1 - x0)  # keep an SLO marker at the edge visible
+            self.x0, self.x1 = x0 - pad, x1 + pad
         elif chart.x_range is not None:
             self.x0, self.x1 = chart.x_range
         else:
@@ -150,8 +152,10 @@ def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
         out.append(f'<text x="{frame.px0 - 6}" y="{py + 4:.1f}" text-anchor="end" font-size="11" '
                    f'{FONT} fill="#444">{_fmt(tick)}</text>')
     if frame.log_x:
-        x_ticks = [10.0 ** e for e in range(math.floor(frame.x0), math.ceil(frame.x1) + 1)
-                   if frame.x0 - 1e-9 <= e <= frame.x1 + 1e-9]
+        # 1-2-5 per decade when the axis spans few decades, else decades only.
+        steps = (1, 2, 5) if frame.x1 - frame.x0 <= 3 else (1,)
+        x_ticks = [m * 10.0 ** e for e in range(math.floor(frame.x0), math.ceil(frame.x1) + 1)
+                   for m in steps if frame.x0 - 1e-9 <= math.log10(m * 10.0 ** e) <= frame.x1 + 1e-9]
     else:
         x_ticks = nice_ticks(frame.x0, frame.x1, 8)
     for tick in x_ticks:
