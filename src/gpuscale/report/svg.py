@@ -27,12 +27,10 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     raw = (hi - lo) / count
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    start = math.floor(lo / step + 1e-9) * step
-    ticks, value = [], start
-    while value <= hi + step * 1e-6:
-        if value >= lo - step * 1e-6:
-            ticks.append(round(value, 10))
-        value += step
+    first = math.ceil(lo / step - 1e-9)
+    last = math.floor(hi / step + 1e-9)
+    # Multiples of the step, not a running sum, so rounding errors do not accumulate.
+    ticks = [round(k * step, 12) for k in range(first, last + 1)]
     return ticks
 
 
