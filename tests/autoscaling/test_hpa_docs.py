@@ -16,7 +16,7 @@ from gpuscale.autoscaling.behavior import Behavior, ScalingPolicy, ScalingRules
 from gpuscale.autoscaling.hpa import HpaController, HpaParams, MetricSpec
 from gpuscale.autoscaling.replica_calc import Tolerances, group_pods, plain_metric_replicas
 
-from hpa_views import drive, pods, view
+from .hpa_views import drive, pods, view
 
 DEFAULT_TOL = Tolerances(0.1, 0.1)
 

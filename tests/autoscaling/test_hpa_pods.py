@@ -11,7 +11,7 @@ import pytest
 from gpuscale.autoscaling.base import PodMetrics
 from gpuscale.autoscaling.hpa import HpaController, HpaParams, MetricSpec
 
-from hpa_views import drive, pod, pods, view
+from .hpa_views import drive, pod, pods, view
 
 Q = "vllm:num_requests_waiting"
 

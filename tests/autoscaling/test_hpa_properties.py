@@ -9,7 +9,7 @@ from gpuscale.autoscaling.base import PodMetrics
 from gpuscale.autoscaling.behavior import Behavior, ScalingPolicy, ScalingRules
 from gpuscale.autoscaling.hpa import HpaController, HpaParams, MetricSpec
 
-from hpa_views import view
+from .hpa_views import view
 
 GPU = "DCGM_FI_DEV_GPU_UTIL"
 Q = "vllm:num_requests_waiting"

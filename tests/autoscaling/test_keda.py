@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuscale.autoscaling import build_autoscalers
 from gpuscale.autoscaling.keda import KedaOperator, KedaParams, generated_hpa_params
 
-from hpa_views import drive, pods, view
+from .hpa_views import drive, pods, view
 
 Q = "vllm:num_requests_waiting"
 

@@ -36,7 +36,7 @@ def test_docs_yaml_examples_parse_and_build():
 
 def test_docs_gpu_util_example_scales_out_on_any_traffic_and_never_in():
     """The doc's claim about the first example, checked: util ~100 % vs target 70."""
-    from hpa_views import drive, pods, view
+    from .hpa_views import drive, pods, view
 
     spec = TypeAdapter(AutoscalerSpec).validate_python(yaml.safe_load(doc_yaml_blocks()[0]))
     (hpa,) = build_autoscalers(spec)
@@ -82,7 +82,7 @@ def test_keda_idle_must_be_below_min():
 
 def test_fixed_holds_its_count():
     (ctrl,) = build_autoscalers(TypeAdapter(AutoscalerSpec).validate_python({"kind": "fixed", "replicas": 3}))
-    from hpa_views import view
+    from .hpa_views import view
 
     assert ctrl.decide(view(0, 5), ctrl.initial_state())[0] == 3
     assert ctrl.decide(view(0, 3), ctrl.initial_state())[0] is None

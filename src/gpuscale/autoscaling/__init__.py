@@ -1,4 +1,4 @@
-"""Layer 3: replica autoscaling (HPA autoscaling/v2, KEDA, planners) and the signals they read.
+"""Layer 3: replica autoscaling (HPA autoscaling/v2, KEDA, Knative KPA, planners) and the signals they read.
 
 Belongs here: pure decision logic over `AutoscalerView`. Must not touch engines or nodes.
 
@@ -16,11 +16,15 @@ from typing import Annotated, Any, Iterable, Mapping, Union
 from pydantic import Field
 
 from ..errors import UserInputError
-from . import fixed, hpa, keda
-from .base import AutoscalerView, PodMetrics, PolicySpec, ReplicaAutoscaler
+from . import fixed, hpa, keda, kpa, planner_load, planner_sla, wva
+from .base import AutoscalerContext, AutoscalerView, PodMetrics, PolicySpec, ReplicaAutoscaler
 from .fixed import FixedParams
 from .hpa import HpaParams
 from .keda import KedaParams
+from .kpa import KpaParams
+from .planner_load import LoadPlannerParams
+from .planner_sla import SlaPlannerParams
+from .wva import WvaParams
 
 
 def _index(specs: Iterable[PolicySpec[Any]]) -> Mapping[str, PolicySpec[Any]]:
@@ -33,9 +37,13 @@ def _index(specs: Iterable[PolicySpec[Any]]) -> Mapping[str, PolicySpec[Any]]:
     return MappingProxyType(out)
 
 
-AUTOSCALERS: Mapping[str, PolicySpec[Any]] = _index([hpa.SPEC, keda.SPEC, fixed.SPEC])
+AUTOSCALERS: Mapping[str, PolicySpec[Any]] = _index(
+    [hpa.SPEC, keda.SPEC, fixed.SPEC, kpa.SPEC, planner_sla.SPEC, planner_load.SPEC, wva.SPEC])
 
-AutoscalerSpec = Annotated[Union[HpaParams, KedaParams, FixedParams], Field(discriminator="kind")]
+AutoscalerSpec = Annotated[
+    Union[HpaParams, KedaParams, FixedParams, KpaParams, SlaPlannerParams, LoadPlannerParams, WvaParams],
+    Field(discriminator="kind"),
+]
 
 
 def get_policy(kind: str) -> PolicySpec[Any]:
@@ -49,21 +57,33 @@ def get_policy(kind: str) -> PolicySpec[Any]:
         raise UserInputError(f"unknown autoscaler kind {kind!r}; known: {', '.join(known)}.{hint}", field="kind") from None
 
 
-def build_autoscalers(spec: Any) -> list[ReplicaAutoscaler]:
-    """Controllers for one validated params model (any member of `AutoscalerSpec`)."""
-    return list(get_policy(spec.kind).build(spec))
+def build_autoscalers(spec: Any, context: AutoscalerContext | None = None) -> list[ReplicaAutoscaler]:
+    """Controllers for one validated params model (any member of `AutoscalerSpec`).
+
+    `context` (role, hardware, engine limits, SLO) reaches only policies that declare
+    `needs_context`; the engine always passes it.
+    """
+    policy = get_policy(spec.kind)
+    if policy.needs_context:
+        return list(policy.build(spec, context or AutoscalerContext()))
+    return list(policy.build(spec))
 
 
 __all__ = [
     "AUTOSCALERS",
+    "AutoscalerContext",
     "AutoscalerSpec",
     "AutoscalerView",
     "FixedParams",
     "HpaParams",
     "KedaParams",
+    "KpaParams",
+    "LoadPlannerParams",
     "PodMetrics",
     "PolicySpec",
     "ReplicaAutoscaler",
+    "SlaPlannerParams",
+    "WvaParams",
     "build_autoscalers",
     "get_policy",
 ]

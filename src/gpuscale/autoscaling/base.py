@@ -75,6 +75,22 @@ P = TypeVar("P")
 
 
 @dataclass(frozen=True)
+class AutoscalerContext:
+    """What a model-based policy (a planner) may know beyond the metrics: the role it scales,
+    the replica's hardware and engine limits, and the SLO. Metric-driven policies ignore it.
+
+    `hardware` is a `serving.performance.ReplicaHardware` and `engine` a
+    `serving.replica.EngineConfig` (typed loosely so this contract stays import-light).
+    """
+
+    role: str = "serve"  # "serve" (aggregated), "prefill" or "decode"
+    hardware: Any = None
+    engine: Any = None
+    slo_ttft_s: float | None = None
+    slo_tpot_s: float | None = None
+
+
+@dataclass(frozen=True)
 class PolicySpec(Generic[P]):
     """One registry entry: the `kind:` written in scenario YAML and how to build it."""
 
@@ -82,3 +98,5 @@ class PolicySpec(Generic[P]):
     params: type[P]  # pydantic model: frozen, extra="forbid"
     build: Callable[[P], Sequence[ReplicaAutoscaler]]  # the periodic controllers it runs
     summary: str  # one line, shown by `gpuscale policies`
+    # Model-based policies take the context too: build(params, context).
+    needs_context: bool = False

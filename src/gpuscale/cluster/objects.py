@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from gpuscale.catalog import InstanceType
+from gpuscale.cluster.groups import PodGroupSpec
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -114,6 +115,12 @@ class Pod:
     bound_s: float | None = None
     group: str | None = None  # PodGroup / gang name
     queue: str | None = None  # KAI queue
+    # Added by the scheduling layer (defaults keep every other layer unchanged):
+    # the PodGroup this pod's controller formed (min_member, topology, delays), shared by all
+    # pods of the group; None = the scheduler forms one (see scheduling/groups.py).
+    group_spec: "PodGroupSpec | None" = None
+    # PriorityClass preemptionPolicy: PreemptLowerPriority (Kubernetes default) or Never.
+    preemption_policy: str = "PreemptLowerPriority"
 
     def fits_selector(self, node: Node) -> bool:
         return all(node.labels.get(k) == v for k, v in self.node_selector.items())

@@ -32,6 +32,7 @@ class ClusterState:
     on_pod_pending: list[PodListener] = field(default_factory=list)
     on_pod_bound: list[PodListener] = field(default_factory=list)
     on_pod_evicted: list[EvictionListener] = field(default_factory=list)
+    on_pod_deleted: list[PodListener] = field(default_factory=list)
 
     # -- nodes -------------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -107,6 +108,8 @@ class ClusterState:
         self._release(pod)
         pod.phase = PodPhase.SUCCEEDED
         self.pods.pop(pod.name, None)
+        for listener in self.on_pod_deleted:
+            listener(pod)
 
     def pending_pods(self) -> list[Pod]:
         return [p for p in self.pods.values() if p.node_name is None and p.phase is PodPhase.PENDING]

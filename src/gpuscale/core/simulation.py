@@ -44,10 +44,8 @@ class Simulation:
 
     def schedule(self, time_s: float, priority: int, handler: Handler, *args: Any) -> None:
         """Run `handler(*args)` at `time_s`; scheduling into the past is a bug and raises."""
-        if time_s < self.now_s:
-            raise ValueError(f"event scheduled in the past: {time_s} < now {self.now_s}")
-        if math.isnan(time_s):
-            raise ValueError("event time is NaN")
+        if not time_s >= self.now_s:  # also catches NaN, which compares false
+            raise ValueError(f"event scheduled in the past or at NaN: {time_s} (now {self.now_s})")
         self._seq += 1
         heapq.heappush(self._heap, (time_s, priority, self._seq, handler, args))
 
@@ -81,12 +79,16 @@ class Simulation:
         """Process events in order until the heap is empty, `stop()` or `until_s` is passed."""
         heap = self._heap
         pop = heapq.heappop
-        while heap and not self._stopped:
-            if heap[0][0] > until_s:
-                break
-            time_s, _prio, _seq, handler, args = pop(heap)
-            self.now_s = time_s
-            self.num_events += 1
-            handler(*args)
+        count = 0
+        try:
+            while heap and not self._stopped:
+                if heap[0][0] > until_s:
+                    break
+                time_s, _prio, _seq, handler, args = pop(heap)
+                self.now_s = time_s
+                count += 1
+                handler(*args)
+        finally:
+            self.num_events += count
         if until_s != math.inf and not self._stopped:
             self.now_s = max(self.now_s, until_s)

@@ -28,6 +28,7 @@ class FirstFitScheduler:
         cluster.on_pod_pending.append(lambda pod: self.request_cycle())
         cluster.on_node_ready.append(lambda node: self.request_cycle())
         cluster.on_pod_evicted.append(lambda pod, cause: self.request_cycle())
+        cluster.on_pod_deleted.append(lambda pod: self.request_cycle())
 
     def request_cycle(self) -> None:
         """Batch all changes of one instant into one scheduling cycle."""
@@ -79,9 +80,12 @@ class NodePool:
     def _new_node(self, now_s: float) -> Node:
         self._seq += 1
         zones = self.instance_type.zones
-        node = Node(name=f"{self.instance_type.name}-{self._seq}", instance_type=self.instance_type,
-                    zone=zones[(self._seq - 1) % len(zones)], capacity_type=self.capacity_type,
-                    created_s=now_s, pool="default")
+        name = f"{self.instance_type.name}-{self._seq}"
+        zone = zones[(self._seq - 1) % len(zones)]
+        node = Node(name=name, instance_type=self.instance_type, zone=zone,
+                    capacity_type=self.capacity_type, created_s=now_s, pool="default",
+                    labels={"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone,
+                            "node.kubernetes.io/instance-type": self.instance_type.name})
         self.cluster.add_node(node)
         return node
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from gpuscale.cluster.objects import Pod
+from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
 from gpuscale.serving.performance import ReplicaHardware, StepCost
@@ -40,8 +40,16 @@ class Fleet:
     def __init__(self, *, name: str, hw: ReplicaHardware, engine_cfg: EngineConfig,
                  sim: Simulation, cluster: ClusterState, table: RequestTable,
                  cold_start_s: Callable[[Pod], float], router: Callable[[list[Replica]], Replica],
-                 evicted_requests: str, pod_priority: int = 0) -> None:
+                 evicted_requests: str, pod_priority: int = 0, role: str = "serve",
+                 on_prefilled: Callable[[int, float], None] | None = None,
+                 retry: Callable[[int, float], None] | None = None,
+                 pod_annotations: dict[str, str] | None = None) -> None:
         self.name = name
+        self.pod_annotations = pod_annotations or {}
+        self.role = role
+        self.on_prefilled = on_prefilled
+        # Where a request lost by an evicted replica goes again (its whole path restarts).
+        self.retry = retry if retry is not None else self.route
         self.hw = hw
         self.cost = StepCost(hw)
         self.engine_cfg = engine_cfg
@@ -54,7 +62,7 @@ class Fleet:
         self.pod_priority = pod_priority
         self.slots: dict[str, ReplicaSlot] = {}
         self.ready: list[Replica] = []  # routing targets, in order of readiness
-        self.gateway: deque[int] = deque()
+        self.gateway: deque[tuple[int, bool]] = deque()  # (request id, kv_ready)
         self.desired = 0
         self.scale_events = 0
         # (time_s, kind, detail) for reports: scale events and evictions, a few per run.
@@ -94,8 +102,12 @@ class Fleet:
 
     def _create_pod(self, now_s: float) -> Pod:
         self._pod_seq += 1
+        # GPU pods tolerate the nvidia.com/gpu taint: the ExtendedResourceToleration admission
+        # plugin adds this toleration to any pod requesting nvidia.com/gpu.
         pod = Pod(name=f"{self.name}-{self._pod_seq}", gpus=self.hw.tp, created_s=now_s,
-                  priority=self.pod_priority, labels={"app": self.name})
+                  priority=self.pod_priority, labels={"app": self.name, "role": self.role},
+                  tolerations=(Toleration(key=GPU_RESOURCE, operator="Exists"),),
+                  annotations=dict(self.pod_annotations))
         self.slots[pod.name] = ReplicaSlot(pod=pod)
         self.cluster.add_pod(pod)
         return pod
@@ -150,13 +162,14 @@ class Fleet:
         if version != slot.start_version or slot.pod.name not in self.slots:
             return
         replica = Replica(slot.pod.name, self.hw, self.engine_cfg, self.sim, self.table,
-                          cost=self.cost)
+                          cost=self.cost, role=self.role, on_prefilled=self.on_prefilled)
         slot.replica = replica
         slot.state = READY
         slot.ready_s = self.sim.now_s
         self.ready.append(replica)
         while self.gateway:
-            self.route(self.gateway.popleft(), self.sim.now_s)
+            rid, kv_ready = self.gateway.popleft()
+            self.route(rid, self.sim.now_s, kv_ready)
 
     def _on_pod_evicted(self, pod: Pod, cause: str) -> None:
         slot = self.slots.get(pod.name)
@@ -183,21 +196,28 @@ class Fleet:
         for rid in lost:
             if self.evicted_requests == "retry":
                 self.table.num_retries[rid] += 1
-                self.route(rid, now_s)
+                self.retry(rid, now_s)
             else:
                 self.table.drop(rid, now_s, "evicted")
 
     # -- traffic ------------------------------------------------------------------------------
-    def route(self, rid: int, now_s: float) -> None:
+    def route(self, rid: int, now_s: float, kv_ready: bool = False) -> None:
         if self.ready:
-            self.router(self.ready).enqueue(rid, now_s)
+            self.router(self.ready).enqueue(rid, now_s, kv_ready)
         else:
-            self.gateway.append(rid)
+            self.gateway.append((rid, kv_ready))
 
     def expire_gateway(self, now_s: float, timeout_s: float) -> None:
         """Drop gateway-queued requests whose client has given up."""
-        while self.gateway and now_s - self.table.arrival_s[self.gateway[0]] > timeout_s:
-            self.table.drop(self.gateway.popleft(), now_s, "timeout")
+        table = self.table
+        while self.gateway:
+            rid = self.gateway[0][0]
+            # Only a request still waiting for its first token can time out.
+            if table.first_token_s[rid] == table.first_token_s[rid] or \
+                    now_s - table.arrival_s[rid] <= timeout_s:
+                break
+            self.gateway.popleft()
+            table.drop(rid, now_s, "timeout")
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
                         fb_used_mib: float) -> list[tuple[ReplicaSlot, dict[str, float]]]:

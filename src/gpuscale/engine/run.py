@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from gpuscale.autoscaling import build_autoscalers
+from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
 from gpuscale.autoscaling.base import AutoscalerView, PodMetrics
 from gpuscale.catalog import get_instance_type, get_model
-from gpuscale.catalog.specs import Precision
 from gpuscale.cluster.objects import Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
@@ -21,7 +19,11 @@ from gpuscale.engine.fleet import Fleet
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.store import MetricsStore, PodSample
 from gpuscale.metrics.summary import request_summary, time_weighted_mean
-from gpuscale.scenario.models import Duration, FixedSeconds, Scenario, Strategy
+from gpuscale.provisioning import build_node_provider
+from gpuscale.scheduling import build_scheduler
+from gpuscale.scenario.models import Duration, Scenario, Strategy
+from gpuscale.metrics.oracle import oracle_summary
+from gpuscale.serving.cold_start import cold_start_components, draw_seconds
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
@@ -43,10 +45,10 @@ class RunResult:
     extra: dict = field(default_factory=dict)
 
 
-def replica_hardware(scenario: Scenario) -> ReplicaHardware:
+def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardware:
     instance = get_instance_type(scenario.cluster.instance_type)
     model = get_model(scenario.model.name)
-    tp = scenario.model.tp
+    tp = tp or scenario.model.tp
     if tp > instance.num_gpus:
         raise UserInputError(
             f"tp={tp} needs {tp} GPUs in one pod but {instance.name} has {instance.num_gpus}",
@@ -82,10 +84,7 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
 
 
 def draw_duration(spec: Duration, rng: np.random.Generator) -> float:
-    if isinstance(spec, FixedSeconds):
-        return spec.value_s
-    value = float(spec.median_s * math.exp(spec.sigma * rng.standard_normal()))
-    return min(value, spec.max_s) if spec.max_s else value
+    return draw_seconds(spec, rng)
 
 
 def scenario_requests(scenario: Scenario, base_dir: Path) -> Requests:
@@ -117,52 +116,141 @@ class _Run:
         self._prev_busy: dict[str, float] = {}
         self._image_nodes: set[str] = set()
         self._last_counts = (0, 0, 0)
+        self.signals: dict[str, float] = {}
+        self.cold_starts: list[dict[str, float]] = []  # per replica start, seconds by component
         cluster_cfg = scenario.cluster
         node_rng = self.streams.get("provisioning.node_launch")
-        self.pool = NodePool(self.sim, self.cluster, self.instance,
-                             capacity_type=cluster_cfg.capacity_type,
-                             max_nodes=cluster_cfg.max_nodes,
-                             launch_delay_s=lambda: draw_duration(cluster_cfg.node_launch, node_rng),
-                             empty_node_ttl_s=cluster_cfg.empty_node_ttl_s)
-        self.scheduler = FirstFitScheduler(self.sim, self.cluster, self.pool.notify_unschedulable)
-        self.fleet = Fleet(name=scenario.model.name.lower(), hw=self.hw, engine_cfg=self.cfg,
-                           sim=self.sim, cluster=self.cluster, table=self.table,
-                           cold_start_s=self._cold_start_s, router=ROUTERS[scenario.router](),
-                           evicted_requests=scenario.evicted_requests)
+        nodes_spec = strategy.nodes or scenario.nodes
+        scheduler_spec = strategy.scheduler or scenario.scheduler
+        if nodes_spec is None:
+            self.pool = NodePool(
+                self.sim, self.cluster, self.instance, capacity_type=cluster_cfg.capacity_type,
+                max_nodes=cluster_cfg.max_nodes,
+                launch_delay_s=lambda: draw_duration(cluster_cfg.node_launch, node_rng),
+                empty_node_ttl_s=cluster_cfg.empty_node_ttl_s)
+        else:
+            self.pool = build_node_provider(nodes_spec)
+            self.pool.attach(self.sim, self.cluster, self.streams)
+        if scheduler_spec is None:
+            self.scheduler = FirstFitScheduler(self.sim, self.cluster,
+                                               self.pool.notify_unschedulable)
+        else:
+            self.scheduler = build_scheduler(scheduler_spec)
+            self.scheduler.attach(self.sim, self.cluster, self.streams,
+                                  self.pool.notify_unschedulable)
+            self.cluster.on_pod_deleted.append(lambda pod: self.scheduler.kick(self.sim.now_s))
         self.fb_used_mib = scenario.engine.gpu_memory_utilization * self.hw.gpu.memory_bytes / MIB
-        self.controllers = build_autoscalers(strategy.autoscaler)
+        self.fleets = self._build_fleets()
+        self.entry = self.fleets.get("serve") or self.fleets["prefill"]
+        self._pd_ttft: list[float] = []
+        self.latest_by_role: dict[str, list[PodSample]] = {}
+        # (controller, fleets it scales, role whose pods it sees or None for all)
+        self.controllers = self._build_controllers()
+
+    def _build_fleets(self) -> dict[str, Fleet]:
+        scenario = self.scenario
+        base = scenario.model.name.lower()
+        common = dict(sim=self.sim, cluster=self.cluster, table=self.table,
+                      cold_start_s=self._cold_start_s,
+                      evicted_requests=scenario.evicted_requests,
+                      pod_annotations=scenario.pod_annotations)
+        split = scenario.disaggregation
+        if split is None:
+            return {"serve": Fleet(name=base, hw=self.hw, engine_cfg=self.cfg,
+                                   router=ROUTERS[scenario.router](), **common)}
+        fleets: dict[str, Fleet] = {}
+        for role in ("prefill", "decode"):
+            hw = replica_hardware(scenario, getattr(split, role).tp)
+            fleets[role] = Fleet(
+                name=f"{base}-{role}", hw=hw, engine_cfg=engine_config(scenario, hw),
+                router=ROUTERS[scenario.router](), role=role,
+                on_prefilled=self._on_prefilled if role == "prefill" else None,
+                retry=(lambda rid, now_s: self.fleets["prefill"].route(rid, now_s))
+                if role == "decode" else None, **common)
+        return fleets
+
+    def _build_controllers(self) -> list[tuple]:
+        scenario, strategy = self.scenario, self.strategy
+
+        def context(role: str, fleet: Fleet) -> AutoscalerContext:
+            return AutoscalerContext(role=role, hardware=fleet.hw, engine=fleet.engine_cfg,
+                                     slo_ttft_s=scenario.slo.ttft_s,
+                                     slo_tpot_s=scenario.slo.tpot_s)
+
+        if strategy.autoscaler is not None:
+            # One autoscaler: its decision sets every pool, its metrics span every pool.
+            role = "serve" if "serve" in self.fleets else "prefill"
+            controllers = build_autoscalers(strategy.autoscaler, context(role, self.entry))
+            return [(c, list(self.fleets.values()), None) for c in controllers]
+        out = []
+        for role in ("prefill", "decode"):
+            fleet = self.fleets[role]
+            for c in build_autoscalers(getattr(strategy, role), context(role, fleet)):
+                out.append((c, [fleet], role))
+        return out
+
+    def _on_prefilled(self, rid: int, now_s: float) -> None:
+        """A prefill replica is done: ship the KV cache, then the decode pool takes over."""
+        split = self.scenario.disaggregation
+        prefill_hw = self.fleets["prefill"].hw
+        bytes_ = self.table.prompt_tokens[rid] * prefill_hw.kv_bytes_per_token
+        transfer_s = bytes_ / (split.kv_transfer_gbps_per_gpu * 1e9 * prefill_hw.tp)
+        self.sim.schedule(now_s + transfer_s, Priority.ENGINE, self._kv_arrived, rid)
+
+    def _kv_arrived(self, rid: int) -> None:
+        now_s = self.sim.now_s
+        table = self.table
+        if table.first_token_s[rid] != table.first_token_s[rid]:  # NaN: first token now
+            table.first_token_s[rid] = now_s
+            self._pd_ttft.append(now_s - table.arrival_s[rid])
+        self.fleets["decode"].route(rid, now_s, kv_ready=True)
 
     # -- cold start ---------------------------------------------------------------------------
     def _cold_start_s(self, pod: Pod) -> float:
         cold = self.scenario.cold_start
         rng = self.streams.get("serving.cold_start")
-        pull = 0.0
-        if not (cold.image_cached_on_warm_nodes and pod.node_name in self._image_nodes):
-            pull = draw_duration(cold.image_pull, rng)
-            self._image_nodes.add(pod.node_name or "")
-        load = self.hw.model.weight_bytes(self.hw.weight_precision) / (cold.storage_gbps * 1e9)
-        return pull + load + draw_duration(cold.engine_init, rng)
+        pull = not (cold.image_cached_on_warm_nodes and pod.node_name in self._image_nodes)
+        self._image_nodes.add(pod.node_name or "")
+        parts = cold_start_components(self.hw, cold, rng, pull_image=pull)
+        self.cold_starts.append(parts)
+        return sum(parts.values())
 
     # -- set-up -------------------------------------------------------------------------------
     def _initial_state(self) -> None:
         scenario = self.scenario
-        for _ in range(scenario.cluster.ready_nodes):
-            node = self.pool.add_ready_node(0.0)
-            self._image_nodes.add(node.name)  # the warm floor has the image
-        initial = scenario.initial_replicas
-        self.fleet.scale_to(initial, 0.0)
-        self.fleet.scale_events = 0
-        self.fleet.markers.clear()
-        self.scheduler.cycle()
-        for slot in list(self.fleet.slots.values()):
-            if slot.pod.node_name is not None:
-                self.fleet.make_ready_now(slot.pod, 0.0)
+        if isinstance(self.pool, NodePool):
+            floor = [self.pool.add_ready_node(0.0) for _ in range(scenario.cluster.ready_nodes)]
+        elif hasattr(self.pool, "adopt_ready_nodes"):
+            floor = self.pool.adopt_ready_nodes(scenario.cluster.ready_nodes, self.instance,
+                                                scenario.cluster.capacity_type)
+        else:
+            floor = list(self.cluster.nodes.values())  # the provider's own initial nodes
+        self._image_nodes.update(node.name for node in floor)  # the warm floor has the image
+        self.initial_node_count = len(floor)
+        for role, fleet in self.fleets.items():
+            initial = (scenario.initial_replicas if role == "serve"
+                       else getattr(scenario.disaggregation, role).initial_replicas)
+            fleet.scale_to(initial, 0.0)
+            fleet.scale_events = 0
+            fleet.markers.clear()
+        self._schedule_now()
+        for fleet in self.fleets.values():
+            for slot in list(fleet.slots.values()):
+                if slot.pod.node_name is not None:
+                    fleet.make_ready_now(slot.pod, 0.0)
+
+    def _schedule_now(self) -> None:
+        """Bind the initial pods at t=0 (the warm floor is already running)."""
+        if isinstance(self.scheduler, FirstFitScheduler):
+            self.scheduler.cycle()
+        else:
+            self.sim.run(until_s=0.0)  # the scheduler's own t=0 cycle binds them
 
     def _schedule_arrivals(self) -> None:
         arrivals = self.table.arrival_s
         if not arrivals:
             return
-        fleet = self.fleet
+        fleet = self.entry
         table = self.table
         sim = self.sim
         n = len(arrivals)
@@ -176,58 +264,103 @@ class _Run:
         sim.schedule(arrivals[0], Priority.ARRIVAL, arrive, 0)
 
     def _scrape(self, now_s: float) -> None:
-        samples = []
-        pending = 0
-        starting = 0
-        waiting = running = 0
-        kv = []
-        util = []
+        samples: list[PodSample] = []
+        by_role: dict[str, list[PodSample]] = {}
+        pending = starting = 0
+        waiting = running = 0.0
+        kv: list[float] = []
+        util: list[float] = []
+        role_rows: dict[str, tuple[float, float, float]] = {}
         interval = self.scenario.metrics.scrape_interval_s
-        for slot, values in self.fleet.replica_samples(now_s, interval, self._prev_busy,
-                                                       self.fb_used_mib):
-            bound = slot.pod.node_name is not None
-            pending += not bound
-            ready = slot.replica is not None and slot.state == "ready"
-            starting += bound and slot.replica is None
-            samples.append(PodSample(slot.pod.name, "Running" if bound else "Pending", ready, values))
-            if "vllm:num_requests_waiting" in values:
-                waiting += values["vllm:num_requests_waiting"]
-                running += values["vllm:num_requests_running"]
-                kv.append(values["vllm:kv_cache_usage_perc"])
-                util.append(values["DCGM_FI_DEV_GPU_UTIL"])
+        observed: list[float] = self._pd_ttft
+        self._pd_ttft = []
+        for role, fleet in self.fleets.items():
+            role_samples = by_role.setdefault(role, [])
+            role_waiting = 0.0
+            role_kv: list[float] = []
+            for slot, values in fleet.replica_samples(now_s, interval, self._prev_busy,
+                                                      self.fb_used_mib):
+                bound = slot.pod.node_name is not None
+                pending += not bound
+                ready = slot.replica is not None and slot.state == "ready"
+                starting += bound and slot.replica is None
+                sample = PodSample(slot.pod.name, "Running" if bound else "Pending", ready, values)
+                role_samples.append(sample)
+                if "vllm:num_requests_waiting" in values:
+                    role_waiting += values["vllm:num_requests_waiting"]
+                    running += values["vllm:num_requests_running"]
+                    role_kv.append(values["vllm:kv_cache_usage_perc"])
+                    util.append(values["DCGM_FI_DEV_GPU_UTIL"])
+            samples.extend(role_samples)
+            waiting += role_waiting
+            kv.extend(role_kv)
+            role_rows[role] = (float(fleet.desired), float(fleet.num_ready()), role_waiting,
+                               float(np.mean(role_kv)) if role_kv else 0.0)
+            for replica in fleet.ready:
+                if replica.ttft_observations:
+                    observed.extend(replica.ttft_observations)
+                    replica.ttft_observations = []
+            fleet.expire_gateway(now_s, self.scenario.request_timeout_s)
         self.store.latest = samples
-        for replica in self.fleet.ready:
-            if replica.ttft_observations:
-                self.store.observe_ttft(now_s, replica.ttft_observations)
-                replica.ttft_observations = []
-        self.fleet.expire_gateway(now_s, self.scenario.request_timeout_s)
+        self.latest_by_role = by_role
+        self.store.observe_ttft(now_s, observed)
         arrived = self.table.num_arrived
+        self.signals = self._signals(now_s, interval, arrived)
         done = self.table.num_completed
         drops = self.table.num_dropped
         prev_arrived, prev_done, prev_drops = self._last_counts
         self._last_counts = (arrived, done, drops)
         nodes = list(self.cluster.nodes.values())
         nodes_ready = sum(1 for n in nodes if n.state.value == "ready")
+        fleets = self.fleets.values()
+        prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
+        decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
         self.store.record_row((
             now_s, arrived - prev_arrived, done - prev_done, drops - prev_drops, waiting, running,
-            len(self.fleet.gateway), float(np.mean(kv)) if kv else 0.0,
-            float(np.mean(util)) if util else 0.0, self.store.ttft_p99_window_s(),
-            self.fleet.desired, self.fleet.num_ready(), starting, pending, nodes_ready,
-            len(nodes) - nodes_ready, sum(n.num_gpus for n in nodes),
+            sum(len(f.gateway) for f in fleets), float(np.mean(kv)) if kv else 0.0,
+            float(np.mean(util)) if util else 0.0, self.store.ttft_p99_s,
+            sum(f.desired for f in fleets), sum(f.num_ready() for f in fleets), starting,
+            pending, nodes_ready, len(nodes) - nodes_ready, sum(n.num_gpus for n in nodes),
             self.cluster.gpus_allocated(),
-            sum(self.hw.tp for r in self.fleet.ready if r.state != 0), self._cost_usd(now_s),
+            sum(f.hw.tp for f in fleets for r in f.ready if r.state != 0), self._cost_usd(now_s),
+            prefill[0], prefill[1], prefill[2], decode[0], decode[1], decode[2], decode[3],
         ))
         if self.progress is not None:
             self.progress(min(1.0, now_s / self.end_s))
 
-    def _controller_tick(self, controller, state_box: list) -> Callable[[float], None]:
+    def _signals(self, now_s: float, interval_s: float, arrived: int) -> dict[str, float]:
+        """Fleet-level signals a planner reads (a gateway or frontend would export these)."""
+        table = self.table
+        first = self._last_counts[0]
+        count = arrived - first
+        completed = table.recently_completed
+        table.recently_completed = []
+        tpots = [(table.finish_s[r] - table.first_token_s[r]) / (table.output_tokens[r] - 1)
+                 for r in completed if table.output_tokens[r] > 1]
+        return {
+            "request_rate_per_s": count / interval_s,
+            "prompt_tokens_mean": (sum(table.prompt_tokens[first:arrived]) / count) if count else 0.0,
+            "output_tokens_mean": (sum(table.output_tokens[first:arrived]) / count) if count else 0.0,
+            "ttft_p99_s": self.store.ttft_p99_s,
+            "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
+            "gateway_queue": float(sum(len(f.gateway) for f in self.fleets.values())),
+            "ready_replicas": float(sum(f.num_ready() for f in self.fleets.values())),
+        }
+
+    def _controller_tick(self, controller, fleets: list[Fleet], role: str | None,
+                         state_box: list) -> Callable[[float], None]:
+        lead = fleets[0]
+
         def tick(now_s: float) -> None:
-            pods = tuple(PodMetrics(s.name, s.phase, s.ready, s.values) for s in self.store.latest)
-            view = AutoscalerView(now_s=now_s, current_replicas=self.fleet.desired, pods=pods,
-                                  signals={"ttft_p99_s": self.store.ttft_p99_window_s()})
+            latest = self.store.latest if role is None else self.latest_by_role.get(role, [])
+            pods = tuple(PodMetrics(s.name, s.phase, s.ready, s.values) for s in latest)
+            view = AutoscalerView(now_s=now_s, current_replicas=lead.desired, pods=pods,
+                                  signals=self.signals)
             desired, state_box[0] = controller.decide(view, state_box[0])
-            if desired is not None and desired != self.fleet.desired:
-                self.fleet.scale_to(desired, now_s)
+            if desired is not None:
+                for fleet in fleets:
+                    if desired != fleet.desired:
+                        fleet.scale_to(desired, now_s)
         return tick
 
     # -- accounting ---------------------------------------------------------------------------
@@ -248,13 +381,28 @@ class _Run:
         self._schedule_arrivals()
         self.sim.every(scenario.metrics.scrape_interval_s, Priority.SCRAPE, self._scrape,
                        until_s=self.end_s)
-        for controller in self.controllers:
+        for controller, fleets, role in self.controllers:
             state_box = [controller.initial_state()]
             self.sim.every(controller.period_s, Priority.CONTROLLER,
-                           self._controller_tick(controller, state_box),
+                           self._controller_tick(controller, fleets, role, state_box),
                            start_s=controller.period_s, until_s=self.end_s)
         self.sim.run(until_s=self.end_s)
         return self._result()
+
+    def _pool_nodes_summary(self, series: dict) -> dict:
+        waits = np.asarray(self.pool.launch_waits_s)
+        out = _nodes_common(self, series)
+        out["provisioning_wait_s"] = {
+            "p50": round(float(np.percentile(waits, 50)), 3) if len(waits) else None,
+            "p99": round(float(np.percentile(waits, 99)), 3) if len(waits) else None,
+        }
+        return out
+
+    def _provider_nodes_summary(self, series: dict) -> dict:
+        out = _nodes_common(self, series)
+        out.update(self.pool.summary())
+        out["provider"] = self.pool.kind
+        return out
 
     def _result(self) -> RunResult:
         scenario = self.scenario
@@ -267,32 +415,68 @@ class _Run:
                                        window_s=scenario.duration_s))
         ready = series["replicas_ready"]
         gpu_s = self._gpu_s(end_s)
-        busy_gpu_s = self.fleet.busy_gpu_s(end_s)
+        fleets = self.fleets
+        busy_gpu_s = sum(f.busy_gpu_s(end_s) for f in fleets.values())
+        initial = (scenario.initial_replicas if scenario.disaggregation is None else
+                   scenario.disaggregation.prefill.initial_replicas
+                   + scenario.disaggregation.decode.initial_replicas)
         summary["replicas"] = {
-            "initial": scenario.initial_replicas,
-            "peak": int(self.fleet.peak_replicas),
+            "initial": initial,
+            "peak": int(sum(f.peak_replicas for f in fleets.values())),
             "mean": round(time_weighted_mean(series["time_s"], ready, end_s), 4),
         }
-        summary["scale_events"] = int(self.fleet.scale_events)
+        if scenario.disaggregation is not None:
+            summary["roles"] = {
+                role: {"peak": int(fleets[role].peak_replicas),
+                       "mean": round(time_weighted_mean(series["time_s"],
+                                                        series[f"{role}_ready"], end_s), 4),
+                       "scale_events": int(fleets[role].scale_events)}
+                for role in ("prefill", "decode")}
+        summary["scale_events"] = int(sum(f.scale_events for f in fleets.values()))
+        # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice).
+        breach = series["ttft_p99_s"] > scenario.slo.ttft_s
+        summary["slo_breach_minutes"] = round(
+            float(breach.sum()) * scenario.metrics.scrape_interval_s / 60.0, 3)
         summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
         summary["cost_usd"] = round(self._cost_usd(end_s), 4)
         summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)
-        waits = np.asarray(self.pool.launch_waits_s)
-        summary["nodes"] = {
-            "peak": int(series["nodes_ready"].max() + series["nodes_launching"].max())
-            if len(series["time_s"]) else 0,
-            "launched": len(self._all_nodes()) - scenario.cluster.ready_nodes,
-            "provisioning_wait_s": {
-                "p50": round(float(np.percentile(waits, 50)), 3) if len(waits) else None,
-                "p99": round(float(np.percentile(waits, 99)), 3) if len(waits) else None,
-            },
-            "evictions": dict(sorted(self.cluster.evictions_by_cause.items())),
-        }
+        if not isinstance(self.pool, NodePool):
+            summary["nodes"] = self._provider_nodes_summary(series)
+        else:
+            summary["nodes"] = self._pool_nodes_summary(series)
+        if not isinstance(self.scheduler, FirstFitScheduler):
+            summary["scheduling"] = self.scheduler.summary()
         summary["drops_by_reason"] = dict(sorted(self.table.drop_reasons.items()))
         summary["preemptions"] = int(cols.num_preemptions.sum())
+        summary.update(oracle_summary(self.hw, self.cfg, cols, scenario.slo, scenario.duration_s,
+                                      summary["gpu_hours"], seed=scenario.seed))
+        summary["cold_start_s"] = {k: round(float(np.mean([p.get(k, 0.0) for p in
+                                                          self.cold_starts])), 3)
+                                   for k in sorted({k for p in self.cold_starts for k in p})}
         extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
-                 "num_events": self.sim.num_events, "markers": list(self.fleet.markers)}
+                 "num_events": self.sim.num_events, "markers": _markers_of(self.fleets)}
         return RunResult(self.strategy.name, summary, cols, series, extra)
+
+
+def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
+    """Scale events and evictions of every pool, in time order (role-tagged when split)."""
+    tag = len(fleets) > 1
+    out = [(t, kind, f"{role}: {detail}" if tag else detail)
+           for role, fleet in fleets.items() for t, kind, detail in fleet.markers]
+    return sorted(out, key=lambda m: m[0])
+
+
+def _nodes_common(run: "_Run", series: dict) -> dict:
+    """Node facts every provider reports the same way, from the engine's own view."""
+    evicted = run.table.num_retries
+    return {
+        "peak": int((series["nodes_ready"] + series["nodes_launching"]).max())
+        if len(series["time_s"]) else 0,
+        "launched": len(run._all_nodes()) - run.initial_node_count,
+        "evictions": dict(sorted(run.cluster.evictions_by_cause.items())),
+        "requests_retried_after_eviction": int(sum(evicted)),
+        "requests_failed_by_eviction": int(run.table.drop_reasons.get("evicted", 0)),
+    }
 
 
 def run_strategy(scenario: Scenario, strategy: Strategy, requests: Requests,

@@ -37,6 +37,9 @@ SERIES_COLUMNS = (
     "kv_usage_mean", "gpu_util_mean", "ttft_p99_s", "replicas_desired", "replicas_ready",
     "replicas_starting", "pods_pending", "nodes_ready", "nodes_launching", "gpus_billed",
     "gpus_allocated", "gpus_busy", "cost_usd",
+    # Disaggregated runs only (0 otherwise): each pool's replicas, queue and KV use.
+    "prefill_desired", "prefill_ready", "prefill_waiting", "decode_desired", "decode_ready",
+    "decode_waiting", "decode_kv_usage_mean",
 )
 
 
@@ -58,21 +61,19 @@ class MetricsStore:
     rows: list[tuple] = field(default_factory=list)
     ttft_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(TTFT_BUCKETS_S) + 1))
     _recent_ttft: list[tuple[float, list[float]]] = field(default_factory=list)
+    ttft_p99_s: float = 0.0  # P99 TTFT over the last `ttft_window_s`, as of the last scrape
 
     def observe_ttft(self, now_s: float, values: list[float]) -> None:
-        """Add TTFT observations (fleet histogram + a sliding window for P99 over time)."""
-        if not values:
-            return
-        idx = np.searchsorted(TTFT_BUCKETS_S, values, side="left")
-        np.add.at(self.ttft_counts, idx, 1)
-        self._recent_ttft.append((now_s, values))
+        """Add one scrape's TTFT observations (fleet histogram + the sliding P99 window)."""
+        if values:
+            idx = np.searchsorted(TTFT_BUCKETS_S, values, side="left")
+            np.add.at(self.ttft_counts, idx, 1)
+            self._recent_ttft.append((now_s, values))
         cutoff = now_s - self.ttft_window_s
         while self._recent_ttft and self._recent_ttft[0][0] <= cutoff:
             self._recent_ttft.pop(0)
-
-    def ttft_p99_window_s(self) -> float:
-        values = [v for _, batch in self._recent_ttft for v in batch]
-        return float(np.percentile(values, 99)) if values else 0.0
+        window = [v for _, batch in self._recent_ttft for v in batch]
+        self.ttft_p99_s = float(np.percentile(window, 99)) if window else 0.0
 
     def record_row(self, row: tuple) -> None:
         self.rows.append(row)

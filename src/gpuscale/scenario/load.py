@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.models import Scenario
@@ -22,12 +22,32 @@ def _field_path(loc: tuple) -> str:
     return out or "(top level)"
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
+def _user_path(loc: tuple, data: Any) -> tuple:
+    """Drop the union tags pydantic inserts into a location ("keda", "FixedSeconds"), keeping
+    only the steps that exist in the user's own data (unknown keys are kept: they are the error).
+    """
+    out = []
+    node = data
+    for index, part in enumerate(loc):
+        if isinstance(node, dict):
+            if part in node:
+                out.append(part)
+                node = node[part]
+            elif index == len(loc) - 1:
+                out.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            out.append(part)
+            node = node[part]
+        elif index == len(loc) - 1:
+            out.append(part)
+    return tuple(out)
+
+
+def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
     """The most specific error: pydantic reports one per union member; keep the deepest."""
     errors = exc.errors(include_url=False)
     error = max(errors, key=lambda e: len(e["loc"]))
-    # Drop the union-member tags pydantic inserts ("FixedSeconds", "poisson") from the path.
-    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+    loc = _user_path(tuple(error["loc"]), data)
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key (check the spelling; see docs/scenario.md)"
@@ -38,14 +58,25 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return _field_path(loc), message
 
 
-def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
+    """Validate user data into `model`, turning pydantic's report into one UserInputError line
+    (file, field path as the user wrote it, what was expected). Shared by every input file."""
     if not isinstance(data, dict):
         raise UserInputError("expected a mapping at the top level", source=source)
     try:
-        return Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        field, message = _first_error(exc)
+        field, message = _first_error(exc, data)
         raise UserInputError(message, source=source, field=field) from None
+    except UserInputError as exc:  # catalog lookups inside validators
+        raise UserInputError(str(exc), source=source) from None
+
+
+def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
+    return validate_mapping(Scenario, data, source=source)
 
 
 def load_yaml(path: Path) -> Any:

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
 from gpuscale.catalog.specs import Precision
+from gpuscale.provisioning import NodeProviderSpec
+from gpuscale.scheduling import SchedulerSpec
 from gpuscale.workloads import WorkloadSpec
 
 
@@ -63,27 +65,42 @@ class EngineSettings(Strict):
 
 
 class ColdStart(Strict):
-    """Replica cold start after its pod is bound: image pull -> weight load -> engine init."""
+    """Replica cold start after its pod is bound: image pull -> extract -> weight load -> engine
+    init (P2P check, Dynamo, torch.compile, CUDA-graph capture). Components are derived from
+    the model size and these settings (serving/cold_start.py, rows A15-A17); `image_pull` and
+    `engine_init` given explicitly replace the derived components."""
 
-    image_pull: Duration = Field(
-        default_factory=lambda: LognormalSeconds(median_s=120.0, sigma=0.3),
-        description=("Pull + extract of the serving image on a node that lacks it (vLLM images "
-                     "are 10-28 GB; 20 GB took ~10 min untuned and <1 min tuned, row A17)."))
+    image_pull: Duration | None = Field(None, description=(
+        "Pull + extract of the serving image on a node that lacks it. None = image_size_gb at "
+        "61 MB/s pull + 96 MB/s extract (20.2 GB took 5-6 + 3-4 min untuned, row A17)."))
     image_cached_on_warm_nodes: bool = Field(True, description=(
         "Nodes that already ran this image skip the pull (containerd layer cache)."))
-    storage_gbps: float = Field(1.05, gt=0, description=(
-        "Effective weight-load bandwidth, GB/s: 15 GB in 14.34 s streamed from gp3 (row A16)."))
-    engine_init: Duration = Field(
-        default_factory=lambda: LognormalSeconds(median_s=120.0, sigma=0.25),
-        description=("torch.compile + CUDA-graph capture + P2P check: ~3.5 min cold, 1.5-2 min "
-                     "with a warm compile cache (row A15); 2 min default."))
+    image_size_gb: float = Field(12.0, gt=0, description=(
+        "Serving image size, GB: vLLM images are ~12-12.6 GB (vLLM #27154, Oct 2025)."))
+    storage_gbps: float | None = Field(None, gt=0, description=(
+        "Effective weight-load bandwidth, GB/s. None = from weight_storage and loader: 1.05 "
+        "for gp3 + streamer (15 GB in 14.34 s, row A16)."))
+    weight_storage: Literal["gp3", "io2", "local-nvme", "page-cache"] = Field("gp3", description=(
+        "Where weights are read from (row A16: gp3 / io2; row A15: hot page cache)."))
+    loader: Literal["safetensors", "streamer"] = Field("streamer", description=(
+        "vLLM's default safetensors loader or the Run:ai Model Streamer (3.3x faster on gp3)."))
+    warm_compile_cache: bool = Field(False, description=(
+        "torch.compile artifacts cached on the node (70 s -> ~26 s at 70B, row A15)."))
+    skip_p2p_check: bool = Field(False, description=(
+        "VLLM_SKIP_P2P_CHECK=1: skips the ~60 s GPU-pair check of TP8 (row A15)."))
+    sigma: float = Field(0.25, ge=0, description=(
+        "Lognormal spread of each derived component (0.25 ~ +-28%)."))
+    engine_init: Duration | None = Field(None, description=(
+        "Whole engine init as one duration. None = P2P check + Dynamo + compile + graph capture "
+        "by model size (~3.5 min cold at 70B TP8, row A15)."))
 
 
 class ClusterSettings(Strict):
     """Enough of layer 1 to make scale-up cost time: ready nodes plus launchable ones."""
 
     instance_type: str = Field(description="Instance type from the catalog, e.g. p5.48xlarge.")
-    capacity_type: Literal["on-demand", "spot"] = "on-demand"
+    capacity_type: Literal["on-demand", "spot"] = Field(
+        "on-demand", description="Price basis of the nodes (spot = assumed 0.7 x on-demand).")
     ready_nodes: int = Field(1, ge=0, description="Nodes ready at t=0 (the warm floor).")
     max_nodes: int = Field(4, ge=0, description="Most nodes the pool may hold.")
     node_launch: Duration = Field(
@@ -113,35 +130,97 @@ class MetricsSettings(Strict):
         "Prometheus scrape interval; autoscalers see data this stale (15 s is a common default)."))
 
 
+class RoleSettings(Strict):
+    """One pool of a disaggregated deployment."""
+
+    tp: int | None = Field(None, ge=1, le=64, description="TP of this role; default model.tp.")
+    initial_replicas: int = Field(1, ge=0, description="Ready replicas of this role at t=0.")
+
+
+class Disaggregation(Strict):
+    """Prefill/decode disaggregation: prefill replicas compute the prompt's KV cache and the
+    first token, ship the KV to a decode replica, which generates the rest."""
+
+    prefill: RoleSettings = Field(default_factory=RoleSettings, description="Prefill pool.")
+    decode: RoleSettings = Field(default_factory=RoleSettings, description="Decode pool.")
+    kv_transfer_gbps_per_gpu: float = Field(50.0, gt=0, description=(
+        "KV transfer bandwidth per prefill GPU, GB/s: 50 GB/s per GPU per direction between "
+        "H100/H200 nodes on 400G NDR (aiconfigurator [S1], hardware-and-models.md 1.2)."))
+
+
 class Strategy(Strict):
     name: str = Field(description="Label in reports.")
-    autoscaler: AutoscalerSpec
+    autoscaler: AutoscalerSpec | None = Field(None, description=(
+        "Layer-3 policy, chosen by `kind`. With disaggregation: ONE autoscaler whose decision "
+        "sets both pools and whose metrics span both (the single-HPA-over-both-roles setup)."))
+    prefill: AutoscalerSpec | None = Field(None, description=(
+        "Disaggregation only: the prefill pool's own autoscaler (with `decode`)."))
+    decode: AutoscalerSpec | None = Field(None, description=(
+        "Disaggregation only: the decode pool's own autoscaler (with `prefill`)."))
+    nodes: NodeProviderSpec | None = Field(None, description=(
+        "Layer 1 for this strategy only (overrides the scenario's `nodes`), to compare "
+        "Karpenter settings or Karpenter vs Cluster Autoscaler on one workload."))
+    scheduler: SchedulerSpec | None = Field(None, description=(
+        "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> "Strategy":
+        per_role = (self.prefill is not None, self.decode is not None)
+        if self.autoscaler is not None and any(per_role):
+            raise ValueError("give either `autoscaler` or `prefill` + `decode`, not both")
+        if self.autoscaler is None and not all(per_role):
+            raise ValueError("needs `autoscaler`, or both `prefill` and `decode`")
+        return self
 
 
 class Scenario(Strict):
-    name: str
-    description: str = ""
+    """A cluster, a model deployment, a workload and the strategies to compare on it."""
+
+    name: str = Field(description="Label in reports and the JSON summary.")
+    description: str = Field("", description="Free text for people.")
     seed: int = Field(0, description="Seeds every named random stream.")
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(600.0, ge=0, description="Extra time after duration_s for in-flight work.")
-    model: ModelDeployment
-    engine: EngineSettings = Field(default_factory=EngineSettings)
-    cold_start: ColdStart = Field(default_factory=ColdStart)
-    cluster: ClusterSettings
-    workload: WorkloadSpec
-    slo: Slo = Field(default_factory=Slo)
-    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    model: ModelDeployment = Field(description="What is served and how it is split.")
+    engine: EngineSettings = Field(default_factory=EngineSettings,
+                                   description="vLLM engine arguments.")
+    cold_start: ColdStart = Field(default_factory=ColdStart,
+                                  description="Pod bound -> replica ready, by component.")
+    cluster: ClusterSettings = Field(description="GPU nodes: warm floor and launchable ones.")
+    workload: WorkloadSpec = Field(description="Arrivals and lengths, chosen by `kind`.")
+    slo: Slo = Field(default_factory=Slo, description="Per-request latency targets.")
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings,
+                                     description="Metrics pipeline settings.")
     initial_replicas: int = Field(1, ge=0, description="Replicas (ready) at t=0.")
-    router: Literal["least_outstanding", "round_robin"] = "least_outstanding"
+    router: Literal["least_outstanding", "round_robin"] = Field(
+        "least_outstanding", description="How requests pick a ready replica.")
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
+    pod_annotations: dict[str, str] = Field(default_factory=dict, description=(
+        "Annotations on every replica pod, e.g. `karpenter.sh/do-not-disrupt: \"true\"`."))
     evicted_requests: Literal["retry", "fail"] = Field("retry", description=(
         "What happens to in-flight requests of an evicted replica: re-sent (progress lost) or "
         "failed."))
-    strategies: list[Strategy] = Field(min_length=1)
+    nodes: NodeProviderSpec | None = Field(None, description=(
+        "Layer 1: `karpenter`, `cluster_autoscaler` or `static` (docs/provisioning.md); None = "
+        "the simple pool of `cluster` (warm floor + launch delay). With karpenter, "
+        "`cluster.ready_nodes` nodes of `cluster.instance_type` exist at t=0 in the heaviest "
+        "NodePool; with cluster_autoscaler the floor is each group's min_size. The replica's "
+        "GPU (its performance) comes from `cluster.instance_type` in every case."))
+    scheduler: SchedulerSpec | None = Field(None, description=(
+        "Layer 2: `kube-scheduler` or `kai` (see docs/scheduling.md); None = first fit, "
+        "oldest pod first (enough for replica-only studies)."))
+    disaggregation: Disaggregation | None = Field(None, description=(
+        "Split prefill and decode into separate pools (None = aggregated serving)."))
+    strategies: list[Strategy] = Field(min_length=1, description="Strategies to compare.")
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Scenario":
+        if self.disaggregation is None:
+            split = [s.name for s in self.strategies if s.autoscaler is None]
+            if split:
+                raise ValueError(f"strategies {', '.join(split)} set prefill/decode autoscalers "
+                                 "but the scenario has no `disaggregation`")
         names = [s.name for s in self.strategies]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

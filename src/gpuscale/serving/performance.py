@@ -37,6 +37,10 @@ class ReplicaHardware:
     weight_precision: Precision
     kv_precision: Precision
     tp: int
+    # Wall time of an engine step / the roofline sum: 1.0 for an engine whose host work is
+    # hidden behind the GPU (CUDA graphs, async scheduling: TensorRT-LLM, vLLM V1); larger for
+    # engines with exposed CPU time per step (see serving/engines.py, ENGINE_PROFILES).
+    step_time_factor: float = 1.0
 
     @property
     def flops_per_s(self) -> float:
@@ -127,11 +131,10 @@ def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens:
     attention = decode_attention_time_s(hw, decode_context_tokens) + sum(
         prefill_attention_time_s(hw, c, p) for c, p in prefill_chunks)
     num_seqs = decode_seqs + len(prefill_chunks)
-    return (linear_time_s(hw, num_tokens) + attention + allreduce_time_s(hw, num_tokens)
-            + overhead_time_s(hw, num_seqs))
+    return hw.step_time_factor * (linear_time_s(hw, num_tokens) + attention
+                                  + allreduce_time_s(hw, num_tokens) + overhead_time_s(hw, num_seqs))
 
 
-@dataclass(frozen=True)
 class DecodeSegment:
     """Step time of a pure-decode stretch as a line in the step index k: a + b x k.
 
@@ -140,8 +143,11 @@ class DecodeSegment:
     batches) the slope only applies to the attention term, which is what is modelled.
     """
 
-    first_step_s: float
-    slope_s: float
+    __slots__ = ("first_step_s", "slope_s")  # a plain slotted class: built on the hot path
+
+    def __init__(self, first_step_s: float, slope_s: float) -> None:
+        self.first_step_s = first_step_s
+        self.slope_s = slope_s
 
     def duration_s(self, num_steps: int) -> float:
         """Time of steps 0..num_steps-1: K a + b K (K-1) / 2."""
@@ -167,7 +173,7 @@ class DecodeSegment:
 
 def decode_segment(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -> DecodeSegment:
     first = step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens)
-    slope = num_seqs * hw.kv_bytes_per_token / hw.bytes_per_s
+    slope = hw.step_time_factor * num_seqs * hw.kv_bytes_per_token / hw.bytes_per_s
     return DecodeSegment(first, slope)
 
 
@@ -179,7 +185,7 @@ class StepCost:
     """
 
     __slots__ = ("hw", "_linear_flop_s", "_weight_s", "_kv_s", "_attn_prefill_s", "_ar_fixed_s",
-                 "_ar_token_s", "_fixed_s", "_per_seq_s", "_moe", "_moe_cache")
+                 "_ar_token_s", "_fixed_s", "_per_seq_s", "_moe", "_moe_cache", "_factor")
 
     def __init__(self, hw: ReplicaHardware) -> None:
         self.hw = hw
@@ -199,6 +205,7 @@ class StepCost:
         self._per_seq_s = SEQ_OVERHEAD_S
         self._moe = hw.model.is_moe
         self._moe_cache: dict[int, float] = {}
+        self._factor = hw.step_time_factor
 
     def _weights_s(self, num_tokens: int) -> float:
         if not self._moe:
@@ -225,7 +232,18 @@ class StepCost:
         linear = compute if compute > weights else weights
         allreduce = self._ar_fixed_s + self._ar_token_s * tokens if self._ar_fixed_s else 0.0
         seqs = decode_seqs + len(prefill_chunks)
-        return linear + attention + allreduce + self._fixed_s + self._per_seq_s * seqs
+        return self._factor * (linear + attention + allreduce + self._fixed_s
+                               + self._per_seq_s * seqs)
+
+    def decode_step_s(self, num_seqs: int, context_tokens: float) -> float:
+        """`step_s` without prefill chunks (the common case), with no tuple to walk."""
+        compute = self._linear_flop_s * num_seqs
+        weights = self._weights_s(num_seqs)
+        linear = compute if compute > weights else weights
+        allreduce = self._ar_fixed_s + self._ar_token_s * num_seqs if self._ar_fixed_s else 0.0
+        return self._factor * (linear + context_tokens * self._kv_s + allreduce + self._fixed_s
+                                + self._per_seq_s * num_seqs)
 
     def segment(self, num_seqs: int, context_tokens: float) -> DecodeSegment:
-        return DecodeSegment(self.step_s(num_seqs, context_tokens), num_seqs * self._kv_s)
+        return DecodeSegment(self.decode_step_s(num_seqs, context_tokens),
+                             self._factor * num_seqs * self._kv_s)

@@ -55,12 +55,13 @@ class Replica:
         "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
         "busy_accum_s", "accepting", "on_drained", "on_complete", "num_steps",
         "ttft_observations", "num_preemptions", "generated_tokens", "cost", "step_start_s",
-        "step_chunks", "step_budget",
+        "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
                  table: RequestTable, on_complete: Callable[[int], None] | None = None,
-                 cost: StepCost | None = None) -> None:
+                 cost: StepCost | None = None, role: str = "serve",
+                 on_prefilled: Callable[[int, float], None] | None = None) -> None:
         self.name = name
         self.hw = hw
         self.cost = cost if cost is not None else StepCost(hw)
@@ -92,6 +93,12 @@ class Replica:
         self.step_start_s = 0.0  # a planned step may start in the future (after a cut)
         self.step_chunks: list[tuple[int, int, int]] = []
         self.step_budget = 0
+        # Disaggregation: a "prefill" replica hands each request off after its prefill
+        # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
+        # straight into decode.
+        self.role = role
+        self.on_prefilled = on_prefilled
+        self.kv_ready: set[int] = set()
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
         self.num_preemptions = 0
         self.generated_tokens = 0
@@ -120,8 +127,13 @@ class Replica:
         return self.busy_accum_s
 
     # -- inputs -------------------------------------------------------------------------------
-    def enqueue(self, rid: int, now_s: float) -> None:
-        """A request reaches this engine's waiting queue; it joins at the next step boundary."""
+    def enqueue(self, rid: int, now_s: float, kv_ready: bool = False) -> None:
+        """A request reaches this engine's waiting queue; it joins at the next step boundary.
+
+        `kv_ready`: its prompt's KV cache (and first token) came from a prefill replica.
+        """
+        if kv_ready:
+            self.kv_ready.add(rid)
         self.waiting.append(rid)
         if self.state == _IDLE:
             self._plan(now_s)
@@ -148,6 +160,7 @@ class Replica:
         self.decoding.clear()
         self.heap.clear()
         self.resume_generated.clear()
+        self.kv_ready.clear()
         self.decode_base = self.n_decode = self.prefill_reserved = 0
         self.accepting = False
         return lost
@@ -181,16 +194,26 @@ class Replica:
                 self.resume_generated.pop(rid, None)
                 table.drop(rid, now_s, "timeout")
                 continue
-            need = table.prompt_tokens[rid] + self.resume_generated.get(rid, 0)
+            kv_ready = rid in self.kv_ready
+            need = table.prompt_tokens[rid] + (1 if kv_ready else self.resume_generated.get(rid, 0))
             if self._blocks_needed(need, 1, 1) > cfg.num_blocks:
                 if not self.running:  # can never fit, even alone: vLLM rejects it
                     waiting.popleft()
                     self.resume_generated.pop(rid, None)
+                    self.kv_ready.discard(rid)
                     table.drop(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
             waiting.popleft()
             self.running[rid] = None
+            if kv_ready:  # its KV is here already: straight into decode, no prefill compute
+                self.kv_ready.discard(rid)
+                if table.output_tokens[rid] <= 1:
+                    del self.running[rid]
+                    self._complete(rid, now_s)
+                else:
+                    self._join_decode(rid, 1)
+                continue
             self.prefilling[rid] = need
             self.prefill_reserved += need
             take = need if need < budget else budget
@@ -200,6 +223,9 @@ class Replica:
 
     def _plan(self, now_s: float) -> None:
         """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
+        if not self.prefilling and not self.waiting and self.n_decode:
+            self._start_segment(now_s)  # fast path: nothing to admit or prefill
+            return
         budget = self.cfg.max_num_batched_tokens - self.n_decode
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
         for rid, remaining in self.prefilling.items():
@@ -236,22 +262,29 @@ class Replica:
 
     def _join_planned_step(self) -> None:
         """A request arriving before a planned step starts still joins that step."""
-        before = len(self.step_chunks)
+        before = (len(self.step_chunks), self.n_decode)
         self.step_budget = self._admit(self.step_start_s, self.step_budget, self.step_chunks)
-        if len(self.step_chunks) > before:
+        if (len(self.step_chunks), self.n_decode) != before:
             self._schedule_step()
 
     def _start_segment(self, now_s: float) -> None:
         heap = self.heap
-        while self.decoding.get(heap[0][1]) != heap[0][2]:
+        decoding = self.decoding
+        while decoding.get(heap[0][1]) != heap[0][2]:
             heapq.heappop(heap)  # stale entries of preempted sequences
-        steps_to_finish = max(1, heap[0][0] - self.G)
+        G = self.G
+        n = self.n_decode
+        context = self.decode_base + n * G
+        steps_to_finish = heap[0][0] - G
+        if steps_to_finish < 1:
+            steps_to_finish = 1
         # KV: the step index at which blocks would run out (preempt at that boundary).
-        free_tokens = ((self.cfg.num_blocks - 0.5 * len(self.running)) * self.cfg.block_size
-                       - self.decode_base - self.prefill_reserved - self.n_decode * self.G)
-        steps_to_full = int(free_tokens // self.n_decode)
-        steps = min(steps_to_finish, max(1, steps_to_full))
-        seg = self.cost.segment(self.n_decode, self.decode_base + self.n_decode * self.G)
+        cfg = self.cfg
+        free_tokens = ((cfg.num_blocks - 0.5 * len(self.running)) * cfg.block_size
+                       - context - self.prefill_reserved)
+        steps_to_full = int(free_tokens // n)
+        steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
+        seg = self.cost.segment(n, context)
         self.seg = seg
         self.seg_start_s = now_s
         self.seg_G0 = self.G
@@ -299,7 +332,9 @@ class Replica:
         self.G += 1
         self.num_steps += 1
         self.generated_tokens += self.n_decode
-        self._finish_due(now_s)
+        heap = self.heap
+        if heap and heap[0][0] <= self.G:
+            self._finish_due(now_s)
         for rid, take, _prefix in chunks:
             if rid not in self.prefilling:
                 continue  # preempted meanwhile
@@ -313,20 +348,29 @@ class Replica:
             prompt = table.prompt_tokens[rid]
             self.prefill_reserved -= prompt + generated - 1
             self.generated_tokens += 1
-            if table.first_token_s[rid] != table.first_token_s[rid]:  # NaN: first token now
+            if self.role != "prefill" and table.first_token_s[rid] != table.first_token_s[rid]:
+                # NaN: the first token is out now (a prefill replica's leaves with its KV)
                 table.first_token_s[rid] = now_s
                 self.ttft_observations.append(now_s - table.arrival_s[rid])
+            if self.role == "prefill" and self.on_prefilled is not None:
+                del self.running[rid]  # its KV (and first token) leave for a decode replica
+                self.on_prefilled(rid, now_s)
+                continue
             if generated >= table.output_tokens[rid]:
                 del self.running[rid]
                 self._complete(rid, now_s)
                 continue
-            g0 = self.G - generated
-            self.decoding[rid] = g0
-            self.decode_base += prompt - g0
-            self.n_decode += 1
-            heapq.heappush(self.heap, (g0 + table.output_tokens[rid], rid, g0))
+            self._join_decode(rid, generated)
         self._relieve_kv_pressure()
         self._plan(now_s)
+
+    def _join_decode(self, rid: int, generated: int) -> None:
+        """Enter decode having generated `generated` tokens; finishes when G reaches its end."""
+        g0 = self.G - generated
+        self.decoding[rid] = g0
+        self.decode_base += self.table.prompt_tokens[rid] - g0
+        self.n_decode += 1
+        heapq.heappush(self.heap, (g0 + self.table.output_tokens[rid], rid, g0))
 
     def _finish_due(self, now_s: float) -> None:
         heap = self.heap
@@ -344,12 +388,17 @@ class Replica:
 
     def _complete(self, rid: int, now_s: float) -> None:
         self.table.complete(rid, now_s)
+        self.table.recently_completed.append(rid)
         if self.on_complete is not None:
             self.on_complete(rid)
 
     def _relieve_kv_pressure(self) -> None:
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
-        while self.running and self._blocks_needed(0, 0, 1) > self.cfg.num_blocks:
+        cfg = self.cfg
+        tokens = self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
+        if tokens / cfg.block_size + 0.5 * len(self.running) <= cfg.num_blocks:
+            return  # the common case: no pressure
+        while self.running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
             rid, _ = self.running.popitem()
             self.num_preemptions += 1
             self.table.num_preemptions[rid] += 1

@@ -21,7 +21,7 @@ class RequestTable:
 
     __slots__ = ("arrival_s", "prompt_tokens", "output_tokens", "first_token_s", "finish_s",
                  "status", "num_preemptions", "num_retries", "drop_reasons", "num_arrived",
-                 "num_completed", "num_dropped")
+                 "num_completed", "num_dropped", "recently_completed")
 
     def __init__(self, requests: Requests) -> None:
         n = len(requests)
@@ -37,6 +37,7 @@ class RequestTable:
         self.num_arrived = 0
         self.num_completed = 0
         self.num_dropped = 0
+        self.recently_completed: list[int] = []  # drained by each metrics scrape
 
     def __len__(self) -> int:
         return len(self.arrival_s)

@@ -50,7 +50,9 @@ def piecewise_poisson_arrivals(
 
 def poisson_arrivals(rng: np.random.Generator, rate_per_s: float, duration_s: float) -> np.ndarray:
     """Homogeneous Poisson arrivals on [0, duration_s)."""
-    return piecewise_poisson_arrivals(rng, np.zeros(1), np.array([duration_s]), np.array([rate_per_s]))
+    return piecewise_poisson_arrivals(
+        rng, np.zeros(1), np.array([duration_s]), np.array([rate_per_s])
+    )
 
 
 def gamma_renewal_arrivals(

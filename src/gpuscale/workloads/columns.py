@@ -36,16 +36,19 @@ class Column:
         )
 
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
 def _first_bad(values: Sequence[object], ok: Callable[[object], bool]) -> int:
     return next(i for i, v in enumerate(values) if not ok(v))
 
 
 def _is_int(text: object) -> bool:
+    """True for what numpy's int64 parse accepts: an integer that fits in 64 bits."""
     try:
-        int(str(text))
+        return abs(int(str(text))) <= _INT64_MAX
     except ValueError:
         return False
-    return True
 
 
 def _is_finite_float(text: object) -> bool:
@@ -61,7 +64,9 @@ def int_column(col: Column, min_value: int = 1) -> np.ndarray:
     try:
         arr = np.asarray(col.values, dtype=str).astype(np.int64) if col.values else _empty_int()
     except (ValueError, OverflowError):
-        raise col.fail(_first_bad(col.values, _is_int), expected) from None
+        bad = _first_bad(col.values, _is_int)
+        too_big = str(col.values[bad]).strip().lstrip("+-").isdigit()
+        raise col.fail(bad, expected + (" that fits in 64 bits" if too_big else "")) from None
     low = arr < min_value
     if low.any():
         raise col.fail(int(np.argmax(low)), expected)

@@ -56,7 +56,8 @@ class PoissonWorkload(_Timed):
     rate_per_s: float = Field(..., gt=0, description="Mean arrival rate, requests per second.")
 
     def generate(self, rng: np.random.Generator, base_dir: Path) -> Requests:
-        return self._with_lengths(arrivals.poisson_arrivals(rng, self.rate_per_s, self.duration_s), rng)
+        times = arrivals.poisson_arrivals(rng, self.rate_per_s, self.duration_s)
+        return self._with_lengths(times, rng)
 
 
 class BurstyWorkload(_Timed):
@@ -115,7 +116,8 @@ class PiecewiseWorkload(_Lengths):
         durations = np.array([p.duration_s for p in self.phases])
         rates = np.array([p.rate_per_s for p in self.phases])
         cycles = int(np.ceil(total_s / self.cycle_s))
-        starts = (np.arange(cycles)[:, None] * self.cycle_s + np.cumsum(durations) - durations).ravel()
+        phase_starts = np.cumsum(durations) - durations
+        starts = (np.arange(cycles)[:, None] * self.cycle_s + phase_starts).ravel()
         ends = np.minimum(starts + np.tile(durations, cycles), total_s)
         inside = starts < total_s
         return starts[inside], (ends - starts)[inside], np.tile(rates, cycles)[inside]
@@ -154,7 +156,12 @@ class DiurnalWorkload(_Timed):
 
     def generate(self, rng: np.random.Generator, base_dir: Path) -> Requests:
         times = arrivals.diurnal_arrivals(
-            rng, self.min_rate_per_s, self.max_rate_per_s, self.period_s, self.peak_s, self.duration_s
+            rng,
+            self.min_rate_per_s,
+            self.max_rate_per_s,
+            self.period_s,
+            self.peak_s,
+            self.duration_s,
         )
         return self._with_lengths(times, rng)
 

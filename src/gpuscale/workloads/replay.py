@@ -79,13 +79,17 @@ class TraceWorkload(BaseModel):
         ..., description="File format; see docs/workloads.md."
     )
     path: str = Field(
-        ..., min_length=1, description="Trace file; a relative path is relative to the scenario file."
+        ...,
+        min_length=1,
+        description="Trace file; a relative path is relative to the scenario file.",
     )
     start_s: float = Field(
         0.0, ge=0, description="Window start, seconds after the trace's first request."
     )
     end_s: float | None = Field(
-        None, gt=0, description="Window end (excluded), seconds after the first request; default: all."
+        None,
+        gt=0,
+        description="Window end (excluded), seconds after the first request; default: all.",
     )
     rate_scale: float = Field(
         1.0,
@@ -141,7 +145,9 @@ class TraceWorkload(BaseModel):
             )
         if self.repeat > 1:
             if len(full) < 2:
-                raise UserInputError("repeat needs a trace of at least 2 requests", source=self.path)
+                raise UserInputError(
+                    "repeat needs a trace of at least 2 requests", source=self.path
+                )
             # Tile by the window when it lies inside the trace, else by the trace's own length.
             trace_end_s = trace_period_s(full)
             end_s = trace_end_s if self.end_s is None else min(self.end_s, trace_end_s)

@@ -100,8 +100,11 @@ _MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
 
 def _mooncake_int(obj: dict, key: str, min_value: int | None, source: str, line: int) -> int:
     value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or (
-        min_value is not None and value < min_value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or abs(value) >= 2**63  # must fit the int64 column
+        or (min_value is not None and value < min_value)
     ):
         expected = "an integer" + (f" >= {min_value}" if min_value is not None else "")
         got = "nothing (key missing)" if key not in obj else repr(value)

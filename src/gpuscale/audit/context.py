@@ -1,0 +1,74 @@
+"""Cross-object lookups rules need: scale targets, PodDisruptionBudgets, queues, NodePools."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from gpuscale.audit.loader import Manifest
+
+# Kinds that own pods, in the form rules see them.
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "RayCluster",
+                  "ReplicaSet", "CronJob", "Pod")
+SCALER_KINDS = ("HorizontalPodAutoscaler", "ScaledObject")
+
+
+def namespace_of(obj: Manifest) -> str:
+    """Namespaced objects without `metadata.namespace` land in the kubectl default."""
+    return obj.namespace or "default"
+
+
+def selector_matches(selector: dict | None, labels: dict) -> bool:
+    """A LabelSelector (matchLabels + matchExpressions) against a label set; empty = all."""
+    if not isinstance(selector, dict):
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+@dataclass
+class AuditContext:
+    """All objects of one audit, indexed by kind; built once, read by every rule."""
+
+    objects: list[Manifest]
+    by_kind: dict[str, list[Manifest]] = field(default_factory=lambda: defaultdict(list))
+
+    def __post_init__(self) -> None:
+        for obj in self.objects:
+            self.by_kind[obj.kind].append(obj)
+
+    def of_kind(self, *kinds: str) -> Iterator[Manifest]:
+        for kind in kinds:
+            yield from self.by_kind.get(kind, [])
+
+    def find(self, kind: str, namespace: str, name: str) -> Manifest | None:
+        for obj in self.by_kind.get(kind, []):
+            if obj.name == name and namespace_of(obj) == namespace:
+                return obj
+        return None
+
+    def scale_target(self, scaler: Manifest) -> Manifest | None:
+        """The workload an HPA or ScaledObject scales, when it is part of the input."""
+        ref = scaler.get("spec", "scaleTargetRef") or {}
+        kind = ref.get("kind") or "Deployment"  # KEDA's default target kind
+        return self.find(kind, namespace_of(scaler), str(ref.get("name", "")))
+
+    def scalers_of(self, workload: Manifest) -> list[Manifest]:
+        return [s for s in self.of_kind(*SCALER_KINDS) if self.scale_target(s) is workload]
+
+    def pdbs_selecting(self, namespace: str, labels: dict) -> list[Manifest]:
+        return [p for p in self.of_kind("PodDisruptionBudget")
+                if namespace_of(p) == namespace and selector_matches(p.get("spec", "selector"), labels)]

@@ -1,0 +1,170 @@
+"""Name the layer and cause that hold each Pending GPU pod, with the evidence.
+
+Checks run from the top of the stack down, as a pod meets them: the KAI queue admits it
+(layer 2), its gang must be complete, a topology domain must hold the gang, a node must pass
+taints, selectors and have the GPUs free on *one* node (layer 2 filters), and otherwise a
+NodePool must be able to launch one (layer 1). The first check that fails is the cause.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from gpuscale.audit.diagnose.placement import node_fit, pool_verdicts
+from gpuscale.audit.diagnose.snapshot import TERMINAL_PHASES, PodView, Snapshot
+from gpuscale.audit.loader import Manifest
+from gpuscale.units import parse_quantity
+
+QUEUE_LABEL = "kai.scheduler/queue"  # layer2-scheduling.md 2.1
+POD_GROUP_KEYS = ("pod-group-name", "scheduling.x-k8s.io/pod-group", "scheduling.k8s.io/group-name")
+LAYER_QUEUE = "layer 2 scheduling: KAI queue"
+LAYER_GANG = "layer 2 scheduling: gang"
+LAYER_FILTERS = "layer 2 scheduling: node filters"
+LAYER_NODES = "layer 1 nodes: provisioning"
+
+CAUSES = {
+    "queue-over-limit": LAYER_QUEUE, "queue-over-quota": LAYER_QUEUE,
+    "gang-waiting": LAYER_GANG, "topology": LAYER_GANG,
+    "fragmentation": LAYER_FILTERS, "taints": LAYER_FILTERS, "selector": LAYER_FILTERS,
+    "device-plugin-not-ready": LAYER_NODES, "nodeclaim-launching": LAYER_NODES,
+    "nodepool-limits": LAYER_NODES, "nodepool-requirements": LAYER_NODES,
+    "insufficient-gpus": LAYER_NODES, "schedulable": "none (fits now; scheduler not run yet?)",
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    pod: str
+    gpus: int
+    cause: str
+    summary: str
+    evidence: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def layer(self) -> str:
+        return CAUSES[self.cause]
+
+    def as_dict(self) -> dict:
+        return {"pod": self.pod, "gpus": self.gpus, "layer": self.layer, "cause": self.cause,
+                "summary": self.summary, "evidence": list(self.evidence)}
+
+
+def _gpu(value) -> float | None:
+    return None if value is None else float(parse_quantity(value))
+
+
+def _queue_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
+    name = pod.labels.get(QUEUE_LABEL)
+    queue = next((q for q in snap.queues if q.name == name), None) if name else None
+    if queue is None:
+        return None
+    gpu = queue.get("spec", "resources", "gpu") or {}
+    limit, quota = _gpu(gpu.get("limit")), _gpu(gpu.get("quota"))
+    used = _gpu(queue.get("status", "allocated", "nvidia.com/gpu")) or _gpu(queue.get("status", "allocated", "gpu"))
+    if used is None:
+        used = sum(p.gpus for p in snap.pods if p.labels.get(QUEUE_LABEL) == name and p.node_name
+                   and p.phase not in TERMINAL_PHASES)
+    if limit is None or limit == 0:
+        return "queue-over-limit", f"queue {name} has gpu limit {'unset' if limit is None else 0}, which KAI reads as a cap of 0"
+    if limit >= 0 and used + pod.gpus > limit:
+        return "queue-over-limit", f"queue {name} uses {used:g} GPUs; +{pod.gpus} would pass its limit of {limit:g}"
+    # layer2-scheduling.md 2.3: priority >= 100 (e.g. `inference`) may use only in-quota resources.
+    if pod.priority_class in ("inference", "build") and quota is not None and quota >= 0 \
+            and used + pod.gpus > quota:
+        return "queue-over-quota", (f"queue {name} uses {used:g} of its {quota:g}-GPU quota; non-preemptible "
+                                    f"class {pod.priority_class} may not go over quota")
+    return None
+
+
+def _group_of(snap: Snapshot, pod: PodView) -> Manifest | None:
+    name = next((src[k] for src in (pod.annotations, pod.labels) for k in POD_GROUP_KEYS if k in src), None)
+    return next((g for g in snap.podgroups if g.name == name and (g.namespace or "default") == pod.namespace), None)
+
+
+def _members(snap: Snapshot, group: Manifest) -> list[PodView]:
+    return [p for p in snap.pods if (p.namespace == (group.namespace or "default")) and any(
+        src.get(k) == group.name for src in (p.annotations, p.labels) for k in POD_GROUP_KEYS)]
+
+
+def _gang_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
+    group = _group_of(snap, pod)
+    if group is None:
+        return None
+    min_member = int(group.get("spec", "minMember", default=0) or 0)
+    members = [p for p in _members(snap, group) if p.phase not in TERMINAL_PHASES]
+    if min_member and len(members) < min_member:
+        return "gang-waiting", f"PodGroup {group.name} has {len(members)} of its minMember {min_member} pods"
+    level = group.get("spec", "topologyConstraint", "requiredTopologyLevel")
+    if level:
+        demand = sum(p.gpus for p in members if not p.node_name)
+        domains: dict[str, int] = defaultdict(int)
+        for node in node_fit(snap, pod).eligible:
+            if level in node.labels:
+                domains[node.labels[level]] += snap.gpus_free(node)
+        best = max(domains.values(), default=0)
+        if best < demand:
+            return "topology", (f"PodGroup {group.name} needs {demand} GPUs within one {level} domain; "
+                                f"the best domain has {best} free ({sum(domains.values())} free in total)")
+    return None
+
+
+def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
+    fit = node_fit(snap, pod)
+    evidence = [f"node {n}: untolerated taint {', '.join(t)}" for n, t in sorted(fit.tainted.items())]
+    evidence += [f"node {n}: labels do not match nodeSelector/affinity" for n in fit.mismatched]
+    evidence += [f"node {n}: not Ready or cordoned" for n in fit.not_ready]
+    evidence += [f"node {n}: {fit.free[n]} GPUs free" for n in sorted(fit.free)]
+    if any(f >= pod.gpus for f in fit.free.values()):
+        return "schedulable", "a node has enough free GPUs now", evidence
+    warming = [n for n in fit.eligible if n.gpu_allocatable == 0 and n.looks_like_gpu_node]
+    if warming:
+        names = ", ".join(n.name for n in warming)
+        return "device-plugin-not-ready", (f"GPU node(s) {names} are Ready but report 0 allocatable "
+                                           "nvidia.com/gpu: the device plugin has not registered the GPUs yet"), evidence
+    total = sum(fit.free.values())
+    if total >= pod.gpus:
+        return "fragmentation", (f"{total} GPUs are free across {len(fit.free)} eligible nodes but at most "
+                                 f"{max(fit.free.values(), default=0)} on any one; the pod needs {pod.gpus} on one node"), evidence
+    launching = [c for c in snap.nodeclaims if not _claim_initialized(c)]
+    if launching:
+        names = ", ".join(c.name for c in launching)
+        return "nodeclaim-launching", f"NodeClaim(s) {names} not yet Initialized: capacity is on its way", evidence
+    verdicts = pool_verdicts(snap, pod)
+    evidence += [f"NodePool {v.pool}: {v.problem or 'ok'}: {v.detail}" for v in verdicts]
+    if verdicts and not any(v.problem == "" for v in verdicts):
+        for cause in ("nodepool-limits", "nodepool-requirements", "taints", "selector"):
+            hit = [v for v in verdicts if v.problem == cause]
+            if hit:
+                return cause, f"NodePool {hit[0].pool}: {hit[0].detail}", evidence
+    if not fit.eligible and not verdicts:
+        if fit.tainted and len(fit.tainted) >= len(fit.mismatched):
+            return "taints", f"{len(fit.tainted)} node(s) carry taints the pod does not tolerate", evidence
+        if fit.mismatched:
+            return "selector", f"{len(fit.mismatched)} node(s) fail the pod's nodeSelector/affinity", evidence
+    return "insufficient-gpus", f"no node has {pod.gpus} free GPUs and no NodePool in the snapshot can add one", evidence
+
+
+def _claim_initialized(claim: Manifest) -> bool:
+    conditions = {c.get("type"): c.get("status") for c in claim.get("status", "conditions") or []
+                  if isinstance(c, dict)}
+    return conditions.get("Initialized") == "True" or conditions.get("Ready") == "True"
+
+
+def diagnose_pod(snap: Snapshot, pod: PodView) -> Diagnosis:
+    events = [f"event {e}" for e in snap.events_for(pod)]
+    for check in (_queue_check, _gang_check):
+        found = check(snap, pod)
+        if found:
+            return Diagnosis(pod.ref, pod.gpus, found[0], found[1], tuple(events))
+    cause, summary, evidence = _node_checks(snap, pod)
+    return Diagnosis(pod.ref, pod.gpus, cause, summary, tuple(evidence + events))
+
+
+def diagnose(objects: list[Manifest], pod_name: str | None = None) -> list[Diagnosis]:
+    """One diagnosis per Pending GPU pod (or only `pod_name`, as `name` or `ns/name`)."""
+    snap = Snapshot.from_objects(objects)
+    pods = snap.pending_gpu_pods()
+    if pod_name:
+        pods = [p for p in pods if pod_name in (p.name, p.ref)]
+    return [diagnose_pod(snap, p) for p in pods]

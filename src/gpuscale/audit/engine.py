@@ -1,0 +1,56 @@
+"""Run the registered rules over loaded objects; apply suppressions; sort the findings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuscale.audit.context import AuditContext
+from gpuscale.audit.loader import Manifest
+from gpuscale.audit.model import Finding, Rule, Severity
+from gpuscale.audit.rules import RULES, resolve
+
+IGNORE_ANNOTATION = "gpuscale.io/ignore"  # comma-separated ids or names, or "all"
+
+
+def suppressed_ids(obj: Manifest) -> set[str]:
+    """Rule ids the object's `gpuscale.io/ignore` annotation switches off (renamed ids follow)."""
+    raw = obj.annotations.get(IGNORE_ANNOTATION)
+    if not raw:
+        return set()
+    out = set()
+    for key in str(raw).split(","):
+        key = key.strip()
+        if key.lower() == "all":
+            return {"*"}
+        try:
+            out.add(resolve(key).id)
+        except KeyError:
+            continue  # an unknown id in an annotation must not break the audit
+    return out
+
+
+def select_rules(enable: Iterable[str] = (), disable: Iterable[str] = ()) -> list[Rule]:
+    """Rules to run: all, or only `enable`, minus `disable` (ids, old ids or names)."""
+    chosen = [resolve(k) for k in enable] or list(RULES.values())
+    dropped = {resolve(k).id for k in disable}
+    return [r for r in chosen if r.id not in dropped]
+
+
+def audit_objects(objects: list[Manifest], rules: list[Rule] | None = None,
+                  min_severity: Severity = Severity.INFO) -> list[Finding]:
+    """Every finding of `rules` (default: all) on `objects`, sorted by file, line, rule."""
+    rules = list(RULES.values()) if rules is None else rules
+    ctx = AuditContext(objects)
+    findings: set[Finding] = set()
+    for obj in objects:
+        off = suppressed_ids(obj)
+        if "*" in off:
+            continue
+        for rule in rules:
+            if obj.kind in rule.kinds and rule.id not in off and rule.severity >= min_severity:
+                findings.update(rule.run(obj, ctx))
+    return sorted(findings)
+
+
+def exit_code(findings: list[Finding], fail_on: Severity) -> int:
+    return 1 if any(f.severity >= fail_on for f in findings) else 0

@@ -1,0 +1,88 @@
+"""Render findings: human text grouped by object, JSON, and SARIF 2.1.0 for code scanning."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import PurePath
+
+from gpuscale import __version__
+from gpuscale.audit.model import Finding, Rule, Severity
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SARIF_LEVEL = {Severity.INFO: "note", Severity.WARNING: "warning", Severity.ERROR: "error"}
+DOCS_BASE = "docs/rules"
+
+
+def render_text(findings: list[Finding], num_objects: int) -> str:
+    if not findings:
+        return f"gpuscale audit: {num_objects} objects, no findings\n"
+    groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[(f.source, f.object_ref)].append(f)
+    lines = []
+    for (source, ref), items in groups.items():
+        lines.append(f"{ref}  ({source})")
+        for f in items:
+            lines.append(f"  {f.source}:{f.line}:{f.column} {f.severity.label} {f.rule_id} "
+                         f"{f.rule_name}")
+            lines.append(f"      at {f.yaml_path or '(object)'}: {f.message}")
+        lines.append("")
+    counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
+    summary = ", ".join(f"{n} {s.label}" for s, n in sorted(counts.items(), reverse=True) if n)
+    lines.append(f"gpuscale audit: {num_objects} objects, {len(findings)} findings ({summary})")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(findings: list[Finding], num_objects: int) -> str:
+    body = {"objects": num_objects, "findings": [f.as_dict() for f in findings]}
+    return json.dumps(body, indent=2) + "\n"
+
+
+def _uri(source: str) -> str:
+    return "stdin" if source == "<stdin>" else PurePath(source).as_posix()
+
+
+def render_sarif(findings: list[Finding], rules: list[Rule]) -> str:
+    """One run; rules carry their metadata; results point at file, line and column."""
+    index = {rule.id: i for i, rule in enumerate(rules)}
+    descriptors = [{
+        "id": rule.id,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.why},
+        "help": {"text": rule.fix, "markdown": f"**Fix.** {rule.fix}"},
+        "helpUri": f"{DOCS_BASE}/{rule.id}.md",
+        "defaultConfiguration": {"level": SARIF_LEVEL[rule.severity]},
+        "properties": {"family": rule.family},
+    } for rule in rules]
+    results = []
+    for f in findings:
+        result = {
+            "ruleId": f.rule_id,
+            "level": SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(f.source)},
+                    "region": {"startLine": f.line, "startColumn": f.column},
+                },
+                "logicalLocations": [{"fullyQualifiedName": f"{f.object_ref}:{f.yaml_path}",
+                                      "kind": "object"}],
+            }],
+            "partialFingerprints": {"gpuscale/v1": f"{f.rule_id}:{f.object_ref}:{f.yaml_path}"},
+        }
+        if f.rule_id in index:
+            result["ruleIndex"] = index[f.rule_id]
+        results.append(result)
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "gpuscale", "version": __version__,
+                                "informationUri": "https://github.com/gpuscale/gpuscale",
+                                "rules": descriptors}},
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2) + "\n"

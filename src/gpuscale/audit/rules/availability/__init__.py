@@ -1,0 +1,1 @@
+"""Rules on keeping serving replicas available: readiness and disruption budgets."""

@@ -1,0 +1,1 @@
+"""Rules on GPU node provisioning: Karpenter NodePools, EC2NodeClasses, Cluster Autoscaler."""

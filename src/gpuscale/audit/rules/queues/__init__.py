@@ -1,0 +1,1 @@
+"""Rules on KAI Scheduler queues and the preemption they allow."""

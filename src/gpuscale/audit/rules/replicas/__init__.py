@@ -1,0 +1,1 @@
+"""Rules on replica autoscaling behaviour: floors, windows, P/D roles, competing scalers."""

@@ -1,0 +1,1 @@
+"""Rules on placing multi-pod GPU workloads: gangs, PodGroups, node and NVLink sizes."""

@@ -1,0 +1,1 @@
+"""Rules on what autoscalers measure: metric names, labels and PromQL shapes."""

@@ -1,0 +1,278 @@
+"""One function per calibration row; each returns the checks it makes (measured vs predicted).
+
+Setups follow ../shared/reference/calibration.md and hardware-and-models.md section 3. Where a
+benchmark's input is not published in the reference (MLPerf OpenOrca prompt lengths, the
+ShareGPT mix behind row A13) the assumption is a named constant below, stated in
+docs/calibration.md with its sensitivity. Rows that cannot pass without a per-row factor are
+reported as known misses with the reason, never tuned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from gpuscale.catalog import get_gpu, get_model
+from gpuscale.catalog.specs import GpuSpec, Precision
+from gpuscale.serving.bench import BenchResult, offline_requests, poisson_requests, run_benchmark
+from gpuscale.serving.cold_start import (
+    cold_start_medians,
+    node_ready_components,
+)
+from gpuscale.serving.engines import get_engine_profile
+from gpuscale.serving.kv_cache import num_kv_blocks
+from gpuscale.serving.performance import ReplicaHardware, layer_linear_time_s
+from gpuscale.serving.replica import EngineConfig
+
+FP8, BF16 = Precision.FP8, Precision.BF16
+
+# MLPerf llama2-70b OpenOrca: 294.45 output tokens per sample (mlcommons inference
+# language/llama2-70b README), inputs and outputs capped at 1024 (processorca seqlen_limit).
+MLPERF_OUTPUT_MEAN_TOKENS = 294.45
+# Assumed (not in the reference): mean prompt ~300 tokens. A 1000-token mean would need 95% of
+# the H100's dense FP8 peak to reach A6's 84.5 samples/s, so the mean must be well below that.
+MLPERF_PROMPT_MEAN_TOKENS = 300.0
+MLPERF_MAX_TOKENS = 1024
+# Assumed ShareGPT mix of vLLM's benchmark_serving (A13): ~220 prompt / ~200 output tokens,
+# prompt <= 1024 and prompt + output <= 2048 (the benchmark's filter).
+SHAREGPT_PROMPT_MEAN, SHAREGPT_OUTPUT_MEAN = 220.0, 200.0
+LENGTH_SIGMA = 0.6  # lognormal spread of the synthetic length mixes
+TRTLLM_MAX_BATCH = 2048  # trtllm-bench max batch for the S7 table (CUDA graphs up to 8192)
+TRTLLM_MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens per step
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    row: str
+    label: str
+    measured: float
+    predicted: float
+    tolerance_frac: float
+    unit: str
+    known_miss: str = ""  # why it misses, when it does and no physical fix was found
+
+    @property
+    def error_frac(self) -> float:
+        return self.predicted / self.measured - 1.0 if self.measured else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return abs(self.error_frac) <= self.tolerance_frac + 1e-12
+
+    def as_dict(self) -> dict:
+        return {"row": self.row, "label": self.label, "measured": self.measured,
+                "predicted": round(self.predicted, 6), "unit": self.unit,
+                "error_frac": round(self.error_frac, 4), "tolerance_frac": self.tolerance_frac,
+                "passed": self.passed, "known_miss": self.known_miss or None}
+
+
+def _hw(gpu: str | GpuSpec, model: str, tp: int, weights: Precision, kv: Precision,
+        engine: str = "default") -> ReplicaHardware:
+    spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    return ReplicaHardware(spec, get_model(model), weights, kv, tp,
+                           step_time_factor=get_engine_profile(engine).step_time_factor)
+
+
+def _engine(hw: ReplicaHardware, max_seqs: int, budget: int, util: float = 0.9,
+            max_len: int = 10**6) -> EngineConfig:
+    blocks = num_kv_blocks(hw, gpu_memory_utilization=util, block_size=16,
+                           activation_reserve_gib=2.0, non_torch_gib=0.5)
+    return EngineConfig(max_seqs, budget, 16, blocks, max_len, 1e9)
+
+
+def _lognormal(rng: np.random.Generator, n: int, mean: float, lo: int, hi: int) -> np.ndarray:
+    draws = rng.lognormal(np.log(mean) - 0.5 * LENGTH_SIGMA**2, LENGTH_SIGMA, n)
+    return np.clip(np.rint(draws), lo, hi).astype(np.int64)
+
+
+def mlperf_lengths(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (_lognormal(rng, n, MLPERF_PROMPT_MEAN_TOKENS, 1, MLPERF_MAX_TOKENS),
+            _lognormal(rng, n, MLPERF_OUTPUT_MEAN_TOKENS, 1, MLPERF_MAX_TOKENS))
+
+
+def _fixed(n: int, isl: int, osl: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.full(n, isl, np.int64), np.full(n, osl, np.int64)
+
+
+# -- kernel and memory arithmetic (A1-A5) --------------------------------------------------------
+def rows_a1_a3() -> list[CheckResult]:
+    cases = [("A1", "H100-SXM", "Llama-2-70B", 1, 1, 0.593, 0.15),
+             ("A2", "H100-SXM", "Llama-2-70B", 1, 4096, 10.09, 0.15),
+             ("A3", "A100-80GB", "Llama-3.1-70B", 1, 1, 1.073, 0.15),
+             ("A3", "A100-80GB", "Llama-3.1-70B", 1, 4096, 30.37, 0.15),
+             ("A3", "A100-80GB", "Llama-3.1-70B", 8, 1, 0.154, 0.25),
+             ("A3", "A100-80GB", "Llama-3.1-70B", 8, 4096, 3.865, 0.15)]
+    return [CheckResult(row, f"{gpu} TP{tp} {tokens} tok, per-layer GEMMs", ms,
+                        layer_linear_time_s(_hw(gpu, model, tp, BF16, BF16), tokens) * 1e3,
+                        tol, "ms") for row, gpu, model, tp, tokens, ms, tol in cases]
+
+
+def row_a4() -> list[CheckResult]:
+    cases = [("Llama-3.1-8B", 131_072), ("Llama-3.1-70B", 327_680), ("Qwen2.5-7B", 57_344),
+             ("DeepSeek-V3", 70_272)]
+    return [CheckResult("A4", f"{m} KV bytes/token BF16", b,
+                        get_model(m).kv_bytes_per_token(BF16), 0.0, "B") for m, b in cases]
+
+
+def row_a5() -> list[CheckResult]:
+    """vLLM memory budget on an RTX 3090, every term in GiB as vLLM's log prints them."""
+    rtx3090 = GpuSpec("RTX-3090", 71.0, None, 23.58, 0.936, 32.0, 350.0, 0.86, 0.70,
+                      "assumed", "vLLM #10517 log (total_gpu_memory 23.58 GiB)")
+    hw = _hw(rtx3090, "Llama-3.1-8B", 1, BF16, BF16)
+    blocks = num_kv_blocks(hw, gpu_memory_utilization=0.90, block_size=16,
+                           activation_reserve_gib=1.72, non_torch_gib=0.35)
+    why = ("usable = 0.9 x 23.58 - 14.99 - 1.72 - 0.35 = 4.16 GiB, but the log reports 3.81 "
+           "GiB: exactly one more 0.35 GiB non-torch term. vLLM 0.6.4's profiler appears to "
+           "count the non-torch baseline twice (reworked in vLLM PR #10511); not modelled")
+    return [CheckResult("A5", "KV blocks (16 tokens) on RTX 3090, 8B BF16", 1952, blocks,
+                        0.05, "blocks", known_miss=why)]
+
+
+# -- end-to-end serving (A6-A13) -----------------------------------------------------------------
+def _a6() -> BenchResult:
+    hw = _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
+    prompts, outputs = mlperf_lengths(8000)
+    return run_benchmark(hw, _engine(hw, 896, TRTLLM_MAX_NUM_TOKENS),
+                         offline_requests(prompts, outputs), num_replicas=4)
+
+
+def _a7() -> BenchResult:
+    hw = _hw("H200", "Llama-2-70B", 1, FP8, FP8, "trtllm")
+    prompts, outputs = mlperf_lengths(8000)
+    return run_benchmark(hw, _engine(hw, 806, TRTLLM_MAX_NUM_TOKENS),
+                         offline_requests(prompts, outputs), num_replicas=8)
+
+
+def rows_a6_a7() -> list[CheckResult]:
+    a6, a7 = _a6().output_tokens_per_s, _a7().output_tokens_per_s
+    return [CheckResult("A6", "8xH100 offline, 4 x TP2 FP8", 24_525, a6, 0.20, "tok/s"),
+            CheckResult("A7", "8xH200 offline, 8 x TP1 FP8", 31_303, a7, 0.20, "tok/s"),
+            CheckResult("A7", "H200 / H100 offline ratio", 31_303 / 24_525, a7 / a6, 0.10, "x")]
+
+
+A8_MISS = ("MLPerf picks the server QPS at the latency limit, i.e. next to saturation (75 QPS "
+           "= 89% of offline). Our offline capacity is ~6% higher, so at 75 QPS the model runs "
+           "at ~85% load where batches stay small; near saturation TPOT is ill-conditioned "
+           "(a 6% throughput error moves it by several x). See docs/calibration.md")
+
+
+def row_a8(duration_s: float = 240.0) -> list[CheckResult]:
+    hw = _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
+    n = int(75 * duration_s)
+    prompts, outputs = mlperf_lengths(n, seed=1)
+    rng = np.random.default_rng(8)
+    result = run_benchmark(hw, _engine(hw, 896, TRTLLM_MAX_NUM_TOKENS),
+                           poisson_requests(rng, 75.0, prompts, outputs), num_replicas=4)
+    return [CheckResult("A8", "server 75 QPS tok/s", 21_606, result.output_tokens_per_s, 0.20,
+                        "tok/s"),
+            CheckResult("A8", "server 75 QPS mean TTFT", 0.276, result.mean_ttft_s, 0.50, "s",
+                        known_miss=A8_MISS),
+            CheckResult("A8", "server 75 QPS mean TPOT", 0.155, result.mean_tpot_s, 0.25, "s",
+                        known_miss=A8_MISS)]
+
+
+def _a10(isl: int, osl: int, n: int) -> float:
+    hw = _hw("H100-SXM", "Llama-3.1-8B", 1, FP8, FP8, "trtllm")
+    cfg = _engine(hw, TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS)
+    return run_benchmark(hw, cfg, offline_requests(*_fixed(n, isl, osl))).output_tokens_per_s
+
+
+def row_a10() -> list[CheckResult]:
+    long_out, short, long_in = _a10(1000, 1000, 3000), _a10(128, 128, 20_000), _a10(2048, 128, 4000)
+    return [CheckResult("A10", "8B FP8 H100 1000/1000", 15_220, long_out, 0.25, "tok/s"),
+            CheckResult("A10", "8B FP8 H100 128/128", 28_312, short, 0.25, "tok/s"),
+            CheckResult("A10", "8B FP8 H100 2048/128", 3_450, long_in, 0.25, "tok/s"),
+            CheckResult("A10", "ratio 1000/1000 : 2048/128", 15_220 / 3_450, long_out / long_in,
+                        0.20, "x")]
+
+
+def row_a11() -> list[CheckResult]:
+    out = []
+    for gpu, tp, measured in (("H100-SXM", 2, 4_205), ("H200", 1, 2_909)):
+        hw = _hw(gpu, "Llama-3.3-70B", tp, FP8, FP8, "trtllm")
+        cfg = _engine(hw, TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS)
+        tput = run_benchmark(hw, cfg, offline_requests(*_fixed(2000, 1000, 1000)))
+        out.append(CheckResult("A11", f"70B FP8 {gpu} TP{tp} 1000/1000", measured,
+                               tput.output_tokens_per_s, 0.25, "tok/s"))
+    return out
+
+
+def row_a13() -> list[CheckResult]:
+    hw = _hw("H100-SXM", "Llama-3.1-70B", 4, FP8, BF16, "vllm-v0.6")
+    rng = np.random.default_rng(13)
+    prompts = _lognormal(rng, 5000, SHAREGPT_PROMPT_MEAN, 4, 1024)
+    outputs = np.minimum(_lognormal(rng, 5000, SHAREGPT_OUTPUT_MEAN, 4, 2048), 2048 - prompts)
+    result = run_benchmark(hw, _engine(hw, 256, 2048, util=0.95, max_len=2048),
+                           offline_requests(prompts, outputs))
+    return [CheckResult("A13", "vLLM 0.6 70B TP4 tok/s", 3_543, result.output_tokens_per_s,
+                        0.30, "tok/s"),
+            CheckResult("A13", "vLLM 0.6 70B TP4 median TPOT", 0.0611, result.median_tpot_s,
+                        0.30, "s")]
+
+
+# -- cold start (A15-A18) ------------------------------------------------------------------------
+def row_a15() -> list[CheckResult]:
+    hw = _hw("H100-SXM", "Llama-3.1-70B", 8, FP8, FP8)
+    common = dict(image_size_gb=12.0, pull_image=False, storage="page-cache", loader="streamer")
+    cold = cold_start_medians(hw, warm_compile_cache=False, skip_p2p_check=False, **common)
+    warm = cold_start_medians(hw, warm_compile_cache=True, skip_p2p_check=True, **common)
+    checks = [CheckResult("A15", name, measured, cold[key], 0.50, "s") for name, key, measured in (
+        ("P2P check (TP8)", "p2p_check_s", 60.0), ("weights from page cache", "weight_load_s", 10.0),
+        ("Dynamo bytecode", "dynamo_s", 15.0), ("torch.compile cold", "compile_s", 70.0),
+        ("CUDA-graph capture", "cuda_graph_s", 60.0))]
+    checks.append(CheckResult("A15", "total cold", 210.0, sum(cold.values()), 0.40, "s"))
+    checks.append(CheckResult("A15", "total warm cache + P2P skip (1.5-2 min)", 105.0,
+                              sum(warm.values()), 0.40, "s"))
+    return checks
+
+
+def row_a16() -> list[CheckResult]:
+    """Bandwidths come from this row; the check is bytes (from the model's shapes) / bandwidth."""
+    hw = _hw("H100-SXM", "Llama-3.1-8B", 1, BF16, BF16)
+    out = []
+    for storage, loader, measured in (("gp3", "safetensors", 47.99), ("gp3", "streamer", 14.34),
+                                      ("io2", "streamer", 7.53)):
+        parts = cold_start_medians(hw, image_size_gb=0.0, pull_image=False, storage=storage,
+                                   loader=loader, warm_compile_cache=False, skip_p2p_check=True)
+        out.append(CheckResult("A16", f"8B weights {storage} {loader}", measured,
+                               parts["weight_load_s"], 0.30, "s"))
+    return out
+
+
+def row_a17() -> list[CheckResult]:
+    """20.2 GB image with the 8B weights inside: pull + extract + engine start, no cache."""
+    hw = _hw("A100-80GB", "Llama-3.1-8B", 1, BF16, BF16)
+    parts = cold_start_medians(hw, image_size_gb=20.2, pull_image=True, storage="local-nvme",
+                               loader="safetensors", warm_compile_cache=False, skip_p2p_check=True)
+    return [CheckResult("A17", "image pull + extract + start, 20.2 GB", 600.0,
+                        sum(parts.values()), 0.50, "s")]
+
+
+def row_a18() -> list[CheckResult]:
+    """Fresh GPU node to allocatable GPUs must fall in 3-10 min (midpoint 390 s +-54%)."""
+    return [CheckResult("A18", f"node ready, {preset}", 390.0,
+                        sum(node_ready_components(preset).values()), 210.0 / 390.0, "s")
+            for preset in ("eks", "gke-driver-daemonset")]
+
+
+ROWS: dict[str, Callable[[], list[CheckResult]]] = {
+    "A1-A3": rows_a1_a3, "A4": row_a4, "A5": row_a5, "A6-A7": rows_a6_a7, "A8": row_a8,
+    "A10": row_a10, "A11": row_a11, "A13": row_a13, "A15": row_a15, "A16": row_a16,
+    "A17": row_a17, "A18": row_a18,
+}
+
+
+def calibrate(only: list[str] | None = None) -> list[CheckResult]:
+    """Run every row (or those whose key or row id is in `only`) and return all checks."""
+    out: list[CheckResult] = []
+    for key, fn in ROWS.items():
+        if only and not any(o == key or o in key.split("-") or o == key[:2] for o in only):
+            continue
+        out.extend(fn())
+    return out
+
+
+__all__ = ["CheckResult", "ROWS", "calibrate"]

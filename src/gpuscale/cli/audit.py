@@ -1,0 +1,66 @@
+"""`gpuscale audit`: report GPU-autoscaling traps in Kubernetes manifests or a live cluster."""
+
+from __future__ import annotations
+
+import click
+
+from gpuscale.audit import DEFAULT_MAX_BYTES, Severity, audit_objects, exit_code, load_inputs, select_rules
+from gpuscale.audit.output import render_json, render_sarif, render_text
+from gpuscale.errors import UserInputError
+
+
+# What `--cluster` lists (read-only); the same kinds the file loader understands.
+AUDIT_KINDS = ("Deployment", "StatefulSet", "Job", "LeaderWorkerSet", "RayCluster",
+               "HorizontalPodAutoscaler", "ScaledObject", "NodePool", "EC2NodeClass", "Queue",
+               "PodGroup", "PodDisruptionBudget", "PrometheusRule", "PriorityClass")
+
+
+class SeverityType(click.ParamType):
+    name = "severity"
+
+    def convert(self, value, param, ctx):
+        try:
+            return value if isinstance(value, Severity) else Severity.parse(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+@click.command(name="audit")
+@click.argument("inputs", nargs=-1)
+@click.option("--cluster", is_flag=True, help="Read objects from the current kubeconfig context (read-only).")
+@click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
+              show_default=True)
+@click.option("--fail-on", type=SeverityType(), default="warning", show_default=True,
+              help="Exit 1 when a finding is at or above this severity.")
+@click.option("--enable", multiple=True, help="Only these rules (ids or names, comma-separated).")
+@click.option("--disable", multiple=True, help="Skip these rules (ids or names, comma-separated).")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True,
+              help="Refuse any input larger than this.")
+def command(inputs, cluster, kube_context, fmt, fail_on, enable, disable, max_bytes):
+    """Audit Kubernetes manifests (files, directories, - for stdin) for GPU autoscaling traps.
+
+    Exit codes: 0 no findings at or above --fail-on, 1 findings, 2 bad input.
+    """
+    if not inputs and not cluster:
+        raise UserInputError("give manifest files, directories or -, or --cluster")
+    try:
+        rules = select_rules(_split(enable), _split(disable))
+    except KeyError as exc:
+        raise UserInputError(str(exc.args[0])) from None
+    objects = load_inputs(inputs, max_bytes=max_bytes) if inputs else []
+    if cluster:
+        from gpuscale.audit.cluster import read_cluster
+        objects += read_cluster(AUDIT_KINDS, context=kube_context)
+    findings = audit_objects(objects, rules)
+    if fmt == "json":
+        click.echo(render_json(findings, len(objects)), nl=False)
+    elif fmt == "sarif":
+        click.echo(render_sarif(findings, rules), nl=False)
+    else:
+        click.echo(render_text(findings, len(objects)), nl=False)
+    click.get_current_context().exit(exit_code(findings, fail_on))

@@ -1,0 +1,49 @@
+"""`gpuscale diagnose`: explain why GPU pods are Pending and which layer holds them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
+from gpuscale.audit.diagnose import diagnose
+from gpuscale.errors import UserInputError
+
+SNAPSHOT_KINDS = ("Node", "Pod", "Event", "NodePool", "NodeClaim", "Queue", "PodGroup")
+
+
+def render_text(diagnoses) -> str:
+    if not diagnoses:
+        return "gpuscale diagnose: no Pending GPU pods\n"
+    lines = []
+    for d in diagnoses:
+        lines.append(f"{d.pod} ({d.gpus} GPUs): {d.cause} [{d.layer}]")
+        lines.append(f"  {d.summary}")
+        lines += [f"    - {e}" for e in d.evidence]
+    return "\n".join(lines) + "\n"
+
+
+@click.command(name="diagnose")
+@click.argument("snapshot", required=False)
+@click.option("--cluster", is_flag=True, help="Read nodes, pods, events, ... from the current kubeconfig context.")
+@click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")
+@click.option("--pod", "pod_name", default=None, help="Only this pod (NAME or NAMESPACE/NAME).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True)
+def command(snapshot, cluster, kube_context, pod_name, fmt, max_bytes):
+    """Explain Pending GPU pods from SNAPSHOT, a `kubectl get
+    nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json` dump (- for stdin)."""
+    if not snapshot and not cluster:
+        raise UserInputError("give a snapshot file (or -), or --cluster")
+    objects = load_inputs([snapshot], max_bytes=max_bytes) if snapshot else []
+    if cluster:
+        from gpuscale.audit.cluster import read_cluster
+        objects += read_cluster(SNAPSHOT_KINDS, context=kube_context)
+    results = diagnose(objects, pod_name)
+    if pod_name and not results:
+        raise UserInputError(f"no Pending GPU pod named {pod_name!r} in the snapshot")
+    if fmt == "json":
+        click.echo(json.dumps([d.as_dict() for d in results], indent=2))
+    else:
+        click.echo(render_text(results), nl=False)

@@ -1,0 +1,45 @@
+"""`gpuscale plan INPUT --out DIR`: decisions, manifests and evidence for a three-layer plan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import click
+
+from gpuscale.errors import UserInputError
+
+
+@click.command("plan")
+@click.argument("input_file", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Write plan.md and manifests/*.yaml into this directory.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json prints the plan as data.")
+@click.option("--no-simulate", is_flag=True, help="Size the warm pool analytically (fast, no evidence).")
+def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simulate: bool) -> None:
+    """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML)."""
+    from gpuscale.manifests.plan import render_plan_manifests, to_yaml
+    from gpuscale.plan import load_plan_input, make_plan, plan_to_json
+    from gpuscale.plan.report import render_plan_md
+
+    if out is not None and out.exists() and not force:
+        raise UserInputError(f"{out} exists; pass --force to overwrite it")
+    plan = make_plan(load_plan_input(input_file), input_file.parent, simulate=not no_simulate)
+    files = render_plan_manifests(plan)
+    text = render_plan_md(plan, sorted(files))
+    if out is not None:
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        (out / "manifests").mkdir(parents=True) if files else out.mkdir(parents=True)
+        (out / "plan.md").write_text(text)
+        for name, objects in sorted(files.items()):
+            (out / "manifests" / name).write_text(to_yaml(objects))
+    if fmt == "json":
+        click.echo(json.dumps(plan_to_json(plan), indent=2))
+    else:
+        click.echo(text)
+        if out is not None:
+            click.echo(f"plan written to {out}/plan.md ({len(files)} manifest files)")

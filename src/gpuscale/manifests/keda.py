@@ -1,0 +1,59 @@
+"""A role's KEDA ScaledObject (`keda.sh/v1alpha1`) with Prometheus triggers.
+
+Queue depth and KV-cache use are summed over the role's pods and divided by a per-replica
+threshold (`metricType: AverageValue`: replicas = ceil(total / threshold), layer3 2.2); a
+composite role gets both triggers and KEDA's HPA takes the larger proposal (layer3 1.5).
+`minReplicaCount` is the simulated warm pool; the scale-down stabilization window goes into
+the generated HPA's `behavior`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuscale.manifests.prometheus import PROMETHEUS_URL, kv_query, queue_query
+from gpuscale.plan.model import Role
+
+
+def triggers(role: Role) -> list[dict[str, Any]]:
+    queue = {"type": "prometheus", "metricType": "AverageValue", "metadata": {
+        "serverAddress": PROMETHEUS_URL, "query": queue_query(role),
+        "threshold": f"{role.queue_threshold:g}"}}
+    kv = {"type": "prometheus", "metricType": "AverageValue", "metadata": {
+        "serverAddress": PROMETHEUS_URL, "query": kv_query(role),
+        "threshold": f"{role.kv_threshold:g}"}}
+    return {"queue_depth": [queue], "kv_cache": [kv], "composite": [queue, kv]}[role.signal]
+
+
+def behavior(role: Role) -> dict[str, Any]:
+    return {
+        "scaleUp": {"stabilizationWindowSeconds": 0,
+                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
+                                 {"type": "Pods", "value": 4, "periodSeconds": 15}],
+                    "selectPolicy": "Max"},
+        "scaleDown": {"stabilizationWindowSeconds": role.scale_down_window_s,
+                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]},
+    }
+
+
+def render_scaled_object(role: Role) -> dict[str, Any]:
+    kind = "LeaderWorkerSet" if role.gang else "Deployment"
+    api = "leaderworkerset.x-k8s.io/v1" if role.gang else "apps/v1"
+    return {
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": {"name": role.name, "namespace": role.namespace,
+                     "labels": {"app.kubernetes.io/name": role.name,
+                                "app.kubernetes.io/managed-by": "gpuscale"}},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": api, "kind": kind, "name": role.name},
+            "pollingInterval": role.polling_interval_s,
+            # Only governs the transition to zero, which minReplicaCount >= 1 rules out; set to
+            # the scale-down window anyway so a later min of 0 does not inherit 300 s.
+            "cooldownPeriod": role.scale_down_window_s,
+            "minReplicaCount": role.min_replicas,
+            "maxReplicaCount": role.max_replicas,
+            "fallback": {"failureThreshold": 3, "replicas": role.min_replicas},
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(role)}},
+            "triggers": triggers(role),
+        },
+    }

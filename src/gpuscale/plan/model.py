@@ -1,0 +1,146 @@
+"""The plan as data: decisions with reasons, refusals, per-role sizing and the evidence.
+
+Frozen dataclasses; `plan_to_json` is what `gpuscale plan --format json` prints and what the
+manifest renderers read. Nothing here renders YAML or Markdown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Decision:
+    layer: str  # "nodes", "scheduling", "replicas", "warm-pool", "monitoring", "overall"
+    subject: str  # what the decision is about, e.g. "NodePool gpu-serving: consolidation"
+    choice: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    requested: str
+    instead: str
+    reason: str
+    hard: bool = False  # True: the plan stops here (no manifests for this part)
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """One simulated candidate warm pool (min replicas) of one workload."""
+
+    min_replicas: int
+    ttft_p99_s: float | None
+    itl_p99_s: float | None
+    slo_attainment: float
+    dropped: int
+    gpu_hours: float
+    meets_slo: bool
+
+
+@dataclass(frozen=True)
+class WarmPool:
+    min_replicas: int
+    simulated: bool
+    method: str  # how the number was found, one line
+    evidence: tuple[EvidenceRow, ...] = ()
+    analytic_estimate: int = 1
+
+
+@dataclass(frozen=True)
+class Role:
+    """One scaled unit: a whole model (role "serve") or one side of a P/D split."""
+
+    workload: str
+    role: str  # "serve", "prefill" or "decode"
+    name: str  # Kubernetes object name
+    namespace: str
+    tenant: str
+    model: str
+    precision: str
+    instance_type: str
+    tp: int
+    pp: int
+    gpus_per_pod: int
+    pods_per_replica: int
+    gang: bool
+    min_replicas: int
+    max_replicas: int
+    signal: str  # "queue_depth", "kv_cache" or "composite"
+    queue_threshold: float
+    kv_threshold: float
+    cold_start_s: float
+    scale_down_window_s: int
+    polling_interval_s: int
+    autoscaler: str  # "keda" or "hpa"
+    image: str
+    critical: bool
+    capacity_rps: float  # requests/s one replica serves at the target load
+    topology_required: str | None = None
+    topology_preferred: str | None = None
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.gpus_per_pod * self.pods_per_replica
+
+
+@dataclass(frozen=True)
+class NodePoolPlan:
+    name: str
+    instance_types: tuple[str, ...]
+    capacity_types: tuple[str, ...]
+    zones: tuple[str, ...]
+    gpu_limit: int
+    consolidate_after_s: int
+    budget_nodes: str
+    weight: int | None = None
+
+
+@dataclass(frozen=True)
+class QueuePlan:
+    name: str
+    parent: str | None
+    priority: int
+    gpu_quota: float
+    gpu_limit: float
+    over_quota_weight: int
+    kind: str  # "parent", "inference", "training"
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    gpu_hours_per_day: float
+    cost_usd_per_day: float
+    oracle_gpu_hours_per_day: float | None  # capacity that follows demand exactly, no warm pool
+    efficiency_frac: float | None  # oracle / plan
+    slo_attainment: float | None  # from the warm-pool simulation of the chosen size
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    cluster_name: str
+    decisions: tuple[Decision, ...]
+    refusals: tuple[Refusal, ...]
+    roles: tuple[Role, ...] = ()
+    nodepools: tuple[NodePoolPlan, ...] = ()
+    queues: tuple[QueuePlan, ...] = ()
+    warm_pools: dict[str, WarmPool] = field(default_factory=dict)  # role name -> sizing
+    costs: dict[str, CostEstimate] = field(default_factory=dict)  # workload -> estimate
+    topology_levels: tuple[str, ...] = ()
+    node_role: str = ""
+    reserved_ids: tuple[str, ...] = ()
+    ttft_slo_s: dict[str, float] = field(default_factory=dict)  # workload -> P99 TTFT SLO
+    managed_endpoint_advice: str | None = None
+
+    @property
+    def has_manifests(self) -> bool:
+        return self.managed_endpoint_advice is None
+
+
+def plan_to_json(plan: Plan) -> dict:
+    """Plain data, stable key order (dataclass field order)."""
+    data = asdict(plan)
+    data["warm_pools"] = {k: asdict(v) for k, v in sorted(plan.warm_pools.items())}
+    data["costs"] = {k: asdict(v) for k, v in sorted(plan.costs.items())}
+    return data

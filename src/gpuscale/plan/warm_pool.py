@@ -1,0 +1,164 @@
+"""Warm-pool sizing: the smallest minimum replica count that keeps P99 TTFT within the SLO.
+
+Each candidate is a scenario (scenario/models.py) built from the plan input: the workload's
+burst arriving while the fleet sits at its floor (the trough of the day), the plan's KEDA
+scaler with `minReplicaCount = candidate`, the cold start and the node start-up. It runs on
+the real engine (`engine.simulate_scenario`). The search starts from an analytic estimate
+and walks one replica at a time towards the boundary, so the evidence table shows the size
+that passes and the one below it that fails. Approximations: docs/plan.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from gpuscale.plan.inputs import PlanInput, TrafficShape, WorkloadInput
+from gpuscale.plan.model import EvidenceRow
+from gpuscale.plan.sizing import TrafficStats
+
+Evaluate = Callable[[int], EvidenceRow]
+# Controller lag before a scaler's decision exists: scrape interval + KEDA/HPA poll (15 s each,
+# layer3-replica-autoscaling.md 1.1 and 1.9).
+SIGNAL_LAG_S = 30.0
+
+
+def analytic_warm_pool(stats: TrafficStats, capacity_rps: float, reaction_s: float,
+                       ttft_slo_s: float) -> int:
+    """Fluid estimate: during a burst of rate R the floor m serves m*c while new capacity takes
+    `reaction_s` (T); the backlog (R - m c) T must drain within the TTFT SLO, so
+    m >= R T / (c (slo + T)). Grows with the burst rate and with the cold start."""
+    need = stats.burst_rate_per_s * reaction_s / (capacity_rps * (ttft_slo_s + reaction_s))
+    steady = stats.trough_rate_per_s / capacity_rps
+    return max(1, math.ceil(max(need, steady) - 1e-9))
+
+
+def search_min_replicas(evaluate: Evaluate, start: int, hi: int, max_candidates: int
+                        ) -> tuple[int | None, list[EvidenceRow]]:
+    """Smallest m in [1, hi] with evaluate(m).meets_slo, assuming more replicas never hurt.
+
+    From `start`: if it passes, step down until one fails; else step up until one passes.
+    Returns (m or None when no candidate within the budget passed, rows in m order)."""
+    rows: dict[int, EvidenceRow] = {}
+
+    def run(m: int) -> EvidenceRow:
+        if m not in rows:
+            rows[m] = evaluate(m)
+        return rows[m]
+
+    m = min(max(1, start), hi)
+    found = None
+    if run(m).meets_slo:
+        found = m
+        while m > 1 and len(rows) < max_candidates:
+            m -= 1
+            if not run(m).meets_slo:
+                break
+            found = m
+    else:
+        step = 1
+        while m < hi and len(rows) < max_candidates:
+            m = min(hi, m + step)
+            if run(m).meets_slo:
+                found = m
+                # bisect back into the gap a larger step jumped over
+                lo = m - step
+                while m - lo > 1 and len(rows) < max_candidates:
+                    mid = (lo + m) // 2
+                    if run(mid).meets_slo:
+                        m = found = mid
+                    else:
+                        lo = mid
+                break
+            step *= 2
+    return found, [rows[k] for k in sorted(rows)]
+
+
+def shape_phases(traffic: TrafficShape, stats: TrafficStats, plan: PlanInput) -> list[dict]:
+    """One burst on top of the trough: the moment the fleet is at its floor."""
+    sim = plan.simulation
+    return [
+        {"name": "trough", "duration_s": sim.quiet_before_burst_s or 1.0,
+         "rate_per_s": stats.trough_rate_per_s},
+        {"name": "burst", "duration_s": traffic.burst_duration_s, "rate_per_s": stats.burst_rate_per_s},
+        {"name": "after", "duration_s": sim.after_burst_s or 1.0, "rate_per_s": stats.trough_rate_per_s},
+    ]
+
+
+@dataclass(frozen=True)
+class CandidateSetup:
+    """What a candidate scenario needs beyond the plan input."""
+
+    instance_type: str
+    tp: int
+    replicas_per_node: int
+    max_replicas: int
+    triggers: tuple[dict, ...]
+    scale_down_window_s: int
+    cold_start_s: float | None  # None = the scenario's default cold-start model
+    ttft_slo_s: float
+    itl_slo_s: float
+
+
+def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: TrafficStats,
+                            setup: CandidateSetup, min_replicas: int) -> dict:
+    """The scenario (as a mapping for `scenario_from_dict`) that tests one warm-pool size."""
+    from gpuscale.catalog import get_model
+
+    if isinstance(workload.traffic, TrafficShape):
+        phases = shape_phases(workload.traffic, stats, plan)
+        load = {"kind": "piecewise", "phases": phases,
+                "prompt_tokens": workload.traffic.prompt_tokens.model_dump(),
+                "output_tokens": workload.traffic.output_tokens.model_dump()}
+        duration = sum(p["duration_s"] for p in phases)
+    else:
+        load = workload.traffic.model_dump()
+        duration = plan.simulation.trace_window_s
+    cold: dict = {}
+    if setup.cold_start_s is not None:
+        model = get_model(workload.model)
+        load_s = model.weight_bytes(workload.precision) / (1.05e9)
+        cold = {"image_pull": {"kind": "fixed", "value_s": 0.0},
+                "engine_init": {"kind": "fixed", "value_s": max(0.0, setup.cold_start_s - load_s)}}
+    per_node = max(1, setup.replicas_per_node)
+    return {
+        "name": f"{plan.name}-{workload.name}-warm-{min_replicas}",
+        "seed": plan.simulation.seed,
+        "duration_s": duration,
+        "drain_s": 300.0,
+        "model": {"name": workload.model, "precision": workload.precision.value, "tp": setup.tp},
+        "cold_start": cold,
+        "cluster": {"instance_type": setup.instance_type,
+                    "ready_nodes": math.ceil(min_replicas / per_node),
+                    "max_nodes": max(math.ceil(setup.max_replicas / per_node),
+                                     math.ceil(min_replicas / per_node)),
+                    "node_launch": {"kind": "lognormal", "median_s": plan.cluster.node_ready_s,
+                                    "sigma": 0.25}},
+        "workload": load,
+        "slo": {"ttft_s": setup.ttft_slo_s, "tpot_s": setup.itl_slo_s},
+        "initial_replicas": min_replicas,
+        "strategies": [{"name": f"warm-{min_replicas}", "autoscaler": {
+            "kind": "keda", "polling_interval_s": 15.0, "min_replica_count": min_replicas,
+            "max_replica_count": max(setup.max_replicas, min_replicas),
+            "triggers": list(setup.triggers),
+            "advanced": {"horizontal_pod_autoscaler_config": {"behavior": {"scale_down": {
+                "stabilization_window_s": setup.scale_down_window_s}}}}}}],
+    }
+
+
+def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float) -> EvidenceRow:
+    """Run one candidate on the engine and reduce it to an evidence row."""
+    from gpuscale.engine import simulate_scenario
+    from gpuscale.scenario import scenario_from_dict
+
+    scenario = scenario_from_dict(scenario_dict, source="<warm-pool candidate>")
+    result, _ = simulate_scenario(scenario, base_dir)
+    s = result.runs[0].summary
+    p99 = s["ttft_s"]["p99"]
+    dropped = s["requests"]["dropped"] + s["requests"]["in_flight"]
+    return EvidenceRow(
+        min_replicas=scenario.initial_replicas, ttft_p99_s=p99, itl_p99_s=s["tpot_s"]["p99"],
+        slo_attainment=s["slo_attainment"], dropped=dropped, gpu_hours=s["gpu_hours"],
+        meets_slo=p99 is not None and p99 <= ttft_slo_s and dropped == 0)

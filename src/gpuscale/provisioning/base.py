@@ -1,0 +1,49 @@
+"""The layer-1 contract: what a node provider is given and what it must do.
+
+A node provider owns the nodes of the cluster: it creates them (with a lifecycle: launching,
+registered, ready), removes them (scale-down, consolidation, expiry, spot loss) and reports
+what that cost. It never binds pods; layer 2 does, and tells layer 1 which pods it could not
+place (`notify_unschedulable`), as kube-scheduler tells Karpenter and Cluster Autoscaler by
+setting `PodScheduled=False/Unschedulable` (reference layer1-node-provisioning.md 1.1, 2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Protocol, TypeVar
+
+from gpuscale.cluster.objects import Pod
+from gpuscale.cluster.state import ClusterState
+from gpuscale.core import RandomStreams, Simulation
+
+
+class NodeProvider(Protocol):
+    """Layer 1: adds and removes nodes in reaction to unschedulable pods and its own loops."""
+
+    kind: str
+
+    def attach(self, sim: Simulation, cluster: ClusterState, streams: RandomStreams) -> None:
+        """Create initial nodes and register periodic loops and cluster listeners."""
+        ...
+
+    def notify_unschedulable(self, pods: list[Pod], now_s: float) -> None:
+        """Called by the scheduler each time it marks pods PodScheduled=False/Unschedulable."""
+        ...
+
+    def summary(self) -> dict[str, Any]:
+        """The `nodes` key of the JSON run summary (see provisioning/metrics.py)."""
+        ...
+
+
+P = TypeVar("P")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ProviderSpec(Generic[P, T]):
+    """One registry entry: the `kind:` in YAML, its params model and its builder."""
+
+    name: str
+    params: type[P]
+    build: Callable[[P], T]
+    summary: str

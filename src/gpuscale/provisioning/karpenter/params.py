@@ -1,0 +1,71 @@
+"""Scenario parameters of the `karpenter` node provider (controller flags + NodePools)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuscale.provisioning.karpenter.nodepool import NodePoolParams
+from gpuscale.provisioning.latency import NodeLatencies
+from gpuscale.provisioning.nodes import CapacityType, check_unique
+from gpuscale.provisioning.spot import SpotParams
+
+# A Monday, so weekday budget schedules ("0 9 * * 1-5") line up with the first simulated day.
+DEFAULT_START_UTC = datetime(2026, 1, 5, tzinfo=timezone.utc)
+
+
+class CapacityOutage(BaseModel):
+    """A window in which launches of matching offerings fail with insufficient capacity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instance_type: str = Field(description="Instance type name, or '*' for all.")
+    zone: str | None = Field(None, description="Zone; None = every zone.")
+    capacity_type: CapacityType | None = Field(None, description="None = every capacity type.")
+    start_s: float = Field(0.0, ge=0, description="Outage start, simulation seconds.")
+    end_s: float = Field(float("inf"), description="Outage end, simulation seconds.")
+
+
+class KarpenterParams(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["karpenter"] = "karpenter"
+    node_pools: list[NodePoolParams] = Field(min_length=1, description="NodePools; tried in "
+                                             "descending weight.")
+    batch_idle_s: float = Field(1.0, gt=0, description="--batch-idle-duration; default 1s "
+                                "(reference 1.2).")
+    batch_max_s: float = Field(10.0, gt=0, description="--batch-max-duration; default 10s.")
+    node_latencies: NodeLatencies = Field(default_factory=NodeLatencies, description="Phase "
+                                          "latencies of a fresh GPU node (see latency.py).")
+    launch_timeout_s: float = Field(300.0, gt=0, description="NodeClaim deleted if not "
+                                    "Launched in time; Karpenter's 5 min (liveness.go).")
+    registration_timeout_s: float = Field(900.0, gt=0, description="NodeClaim deleted if not "
+                                          "Registered within 15 min of creation.")
+    insufficient_capacity_probability_frac: float = Field(0.0, ge=0, le=1, description=
+                                                          "Chance that one offering's launch "
+                                                          "fails with insufficient capacity.")
+    capacity_outages: list[CapacityOutage] = Field(default_factory=list)
+    unavailable_offering_ttl_s: float = Field(180.0, ge=0, description="How long an offering "
+                                              "stays blocked after insufficient capacity; AWS "
+                                              "provider's 3 min (cache.go).")
+    disruption_period_s: float = Field(10.0, gt=0, description="Disruption controller poll "
+                                       "period; 10 s (controller.go).")
+    command_validation_delay_s: float = Field(15.0, ge=0, description="Wait before a "
+                                              "disruption command is re-checked and executed; "
+                                              "15 s (consolidation.go).")
+    spot_to_spot_consolidation: bool = Field(False, description="Feature gate "
+                                             "SpotToSpotConsolidation; default off.")
+    start_utc: datetime = Field(DEFAULT_START_UTC, description="Wall time of simulation t=0 "
+                                "for budget schedules; default Monday 2026-01-05 00:00 UTC.")
+    spot: SpotParams = Field(default_factory=SpotParams)
+
+    @model_validator(mode="after")
+    def _check(self) -> KarpenterParams:
+        check_unique([x.name for x in self.node_pools], "NodePool")
+        if self.batch_max_s < self.batch_idle_s:
+            raise ValueError("batch_max_s must be >= batch_idle_s")
+        if self.start_utc.tzinfo is None:
+            object.__setattr__(self, "start_utc", self.start_utc.replace(tzinfo=timezone.utc))
+        return self

@@ -1,0 +1,69 @@
+"""KAI's consolidation action: move running pods to make room for a pending job.
+
+Defragmentation without loss of capacity: victims are whole running preemptible gangs, taken
+smallest first up to `max_consolidation_preemptees` pods; after each one the pending job is
+retried, and the move commits only if the job fits *and* every moved gang finds a new place
+(layer2-scheduling.md 2.5). A moved pod is evicted and bound again at once (its restart is
+what the job controller sees); the queue book does not change, since allocation is unchanged.
+"""
+
+from __future__ import annotations
+
+from gpuscale.scheduling.gangs import Gang
+from gpuscale.scheduling.kai.book import QueueBook
+from gpuscale.scheduling.snapshot import Snapshot
+
+
+def consolidate(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book: QueueBook,
+                now_s: float) -> bool:
+    budget = sched.params.max_consolidation_preemptees
+    victims = sorted((g for g in gangs.values() if g.is_complete and g.spec.is_preemptible
+                      and g.name != gang.name and not g.pending),
+                     key=lambda g: (sum(p.gpus for p in g.bound), g.name))
+    removed: list[tuple[Gang, list]] = []  # (gang, [(pod, original node)])
+    moved = 0
+    for victim in victims:
+        pods = victim.bound
+        if moved + len(pods) > budget:
+            break
+        original = [(p, snap.by_name[p.node_name]) for p in pods]
+        for pod, nf in original:
+            snap.forget(pod, nf)
+        removed.append((victim, original))
+        moved += len(pods)
+        placement = sched.try_place(gang, snap, book)
+        if placement is None:
+            continue
+        homes = _rehome(sched, removed, snap)
+        if homes is not None:
+            _commit(sched, gang, placement, homes, book, now_s)
+            return True
+        for pod, nf in placement:
+            snap.forget(pod, nf)
+    for _victim, original in removed:  # nothing moved: restore the snapshot
+        for pod, nf in original:
+            snap.assume(pod, nf)
+    return False
+
+
+def _rehome(sched, removed, snap: Snapshot):
+    """A place for every removed gang, all-or-nothing; a pod may land where it was."""
+    homes = []
+    for victim, original in removed:
+        placement = sched.place_pods(victim, [p for p, _ in original], [], snap, None)
+        if placement is None:
+            for _victim, done in homes:
+                for pod, nf in done:
+                    snap.forget(pod, nf)
+            return None
+        homes.append((victim, placement))
+    return homes
+
+
+def _commit(sched, gang: Gang, placement, homes, book: QueueBook, now_s: float) -> None:
+    for _victim, moves in homes:
+        moving = [(pod, nf) for pod, nf in moves if pod.node_name != nf.name]
+        sched.evict([p for p, _ in moving], "consolidation", "consolidations")
+        for pod, nf in moving:
+            sched.bind(pod, nf.node, now_s)
+    sched.commit(gang, placement, book, now_s)

@@ -1,0 +1,161 @@
+"""One KAI scheduling cycle: allocate, reclaim, preempt, stale-gang eviction.
+
+Each job (PodGroup) is tried inside a transaction on the cycle's snapshot: pods are assumed
+one by one and the whole attempt is rolled back unless minMember pods found a place, so a gang
+never holds GPUs it cannot use (layer2-scheduling.md 2.10). Evictions are tried first on the
+snapshot and committed only if the preemptor then fits; consolidation moves running pods
+only if every one of them finds a new place. The cycle runs every `schedule_period_s` while anything is pending.
+"""
+
+from __future__ import annotations
+
+from gpuscale.cluster.objects import Pod
+from gpuscale.scheduling.driver import CycleScheduler
+from gpuscale.scheduling.gangs import Gang, form_gangs
+from gpuscale.scheduling.kai.book import QueueBook
+from gpuscale.scheduling.kai.consolidation import consolidate
+from gpuscale.scheduling.kai.evictions import preempt, reclaim, stale_gangs
+from gpuscale.scheduling.kai.params import KaiParams
+from gpuscale.scheduling.snapshot import NodeFree, Snapshot, passes_filters
+from gpuscale.scheduling.topology import placement_attempts
+
+Placement = list[tuple[Pod, NodeFree]]
+
+
+class KaiScheduler(CycleScheduler):
+    kind = "kai"
+
+    def __init__(self, params: KaiParams) -> None:
+        super().__init__(params.topology_levels)
+        self.params = params
+        self.queues = {q.name: q.to_queue() for q in params.queues}
+        self.stale_since: dict[str, float] = {}
+        self.stale_deadline: dict[str, float] = {}  # gang -> when stalegangeviction may act
+        self.binpack = params.placement_strategy == "binpack"
+        self._idle_report: list = []
+        self._deadline_s = 0.0  # next preemption-delay or staleness expiry
+
+    # -- cycle -------------------------------------------------------------------------------
+    def cycle(self, now_s: float, quiet: bool) -> float | None:
+        period = self.params.schedule_period_s
+        if quiet and now_s < self._deadline_s:
+            # same snapshot as last cycle and no timer expired: same decisions, same reports
+            self.report_unschedulable(self._idle_report, now_s)
+            return now_s + period
+        snap = Snapshot(self.cluster)
+        gangs = form_gangs(self.cluster.pods.values())
+        book = QueueBook(self.queues, gangs, sum(nf.node.num_gpus for nf in snap.nodes))
+        self.metrics.set_fair_shares(book.fair)
+        failed, blocked_by_quota = self._allocate(gangs, snap, book, now_s)
+        still_failed = []
+        for gang in failed:
+            if self.params.consolidation and self.binpack and consolidate(self, gang, gangs, snap,
+                                                                            book, now_s):
+                continue
+            if self._may_evict(gang, now_s) and (
+                    (self.params.reclaim and reclaim(self, gang, gangs, snap, book, now_s))
+                    or (self.params.preempt and preempt(self, gang, gangs, snap, book, now_s))):
+                continue
+            still_failed.append(gang)
+        if self.params.stale_gang_eviction:
+            stale_gangs(self, gangs, now_s)
+        self._idle_report = [p for g in still_failed for p in g.pending]
+        self.report_unschedulable(self._idle_report, now_s)
+        self._deadline_s = self._next_deadline(still_failed, now_s)
+        waiting = still_failed or blocked_by_quota or self.stale_since
+        return now_s + period if waiting else None
+
+    def _next_deadline(self, failed: list[Gang], now_s: float) -> float:
+        times = [self._pending_since(g) + g.spec.preemption_delay_s for g in failed]
+        times += list(self.stale_deadline.values())
+        return min([t for t in times if t > now_s], default=float("inf"))
+
+    def _pending_since(self, gang: Gang) -> float:
+        return min(self.metrics.pending_since.get(p.name, p.created_s) for p in gang.pending)
+
+    def _may_evict(self, gang: Gang, now_s: float) -> bool:
+        """preemptionDelay: a job waits this long before evicting anyone, so a node
+        autoscaler can add capacity first (2.10)."""
+        return now_s - self._pending_since(gang) >= gang.spec.preemption_delay_s
+
+    # -- allocate ----------------------------------------------------------------------------
+    def _allocate(self, gangs: dict[str, Gang], snap: Snapshot, book: QueueBook,
+                  now_s: float) -> tuple[list[Gang], list[Gang]]:
+        jobs = [g for g in gangs.values() if g.pending and len(g.pods) >= g.min_member]
+        by_queue: dict[str, list[Gang]] = {}
+        for gang in sorted(jobs, key=lambda g: (-g.spec.priority, g.created_s, g.name)):
+            by_queue.setdefault(gang.spec.queue, []).append(gang)
+        failed, blocked = [], []
+        while by_queue:
+            leaf = min(by_queue, key=lambda q: book.order_key(q, _need_gpus(by_queue[q][0])))
+            gang = by_queue[leaf].pop(0)
+            if not by_queue[leaf]:
+                del by_queue[leaf]
+            if not book.allows(gang, _need_gpus(gang)):
+                blocked.append(gang)  # over limit or non-preemptible over quota: nodes won't help
+                continue
+            placement = self.try_place(gang, snap, book)
+            if placement is None:
+                failed.append(gang)
+                continue
+            self.commit(gang, placement, book, now_s)
+        return failed, blocked
+
+    def try_place(self, gang: Gang, snap: Snapshot, book: QueueBook) -> Placement | None:
+        """All-or-nothing: minMember pods (counting those already bound) or nothing; pods
+        above minMember are elastic and placed if they fit and the queue allows."""
+        pending = sorted(gang.pending, key=lambda p: p.name)
+        need = max(0, gang.min_member - gang.num_bound)
+        return self.place_pods(gang, pending[:need], pending[need:], snap, book)
+
+    def place_pods(self, gang: Gang, required: list[Pod], optional: list[Pod], snap: Snapshot,
+                   book: QueueBook | None) -> Placement | None:
+        """One Statement: assume `required` on the snapshot or roll all of them back."""
+        need_gpus = sum(p.gpus for p in required)
+        for nodes, rank in placement_attempts(snap.nodes, gang.spec.topology,
+                                              self.topology_levels, need_gpus):
+            placed: Placement = []
+            for pod in required:
+                nf = self._pick(pod, nodes, rank)
+                if nf is None:
+                    break
+                snap.assume(pod, nf)
+                placed.append((pod, nf))
+            else:
+                extra = need_gpus
+                for pod in optional:
+                    nf = self._pick(pod, nodes, rank)
+                    if nf is not None and book is not None and book.allows(gang, extra + pod.gpus):
+                        snap.assume(pod, nf)
+                        placed.append((pod, nf))
+                        extra += pod.gpus
+                return placed
+            for pod, nf in placed:  # roll the statement back
+                snap.forget(pod, nf)
+        return None
+
+    def _pick(self, pod: Pod, nodes: list[NodeFree], rank: dict[str, int]) -> NodeFree | None:
+        """gpupack: fewest GPUs left after placing; gpuspread: most (2.7). Preferred-topology
+        rank first; node order breaks ties, so runs are deterministic."""
+        best, best_key = None, None
+        sign = 1 if self.binpack else -1
+        for i, nf in enumerate(nodes):
+            if not passes_filters(pod, nf):
+                continue
+            left = nf.gpus - pod.gpus if pod.gpus else nf.cpu_milli - pod.cpu_milli
+            key = (rank.get(nf.name, 0), sign * left, i)
+            if best_key is None or key < best_key:
+                best, best_key = nf, key
+        return best
+
+    def commit(self, gang: Gang, placement: Placement, book: QueueBook, now_s: float) -> None:
+        for pod, nf in placement:
+            self.bind(pod, nf.node, now_s)
+        book.add(gang, sum(p.gpus for p, _ in placement))
+        self.stale_since.pop(gang.name, None)
+        self.stale_deadline.pop(gang.name, None)
+
+
+def _need_gpus(gang: Gang) -> float:
+    need = max(0, gang.min_member - gang.num_bound)
+    return sum(p.gpus for p in sorted(gang.pending, key=lambda p: p.name)[:need])

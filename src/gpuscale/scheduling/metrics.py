@@ -1,0 +1,164 @@
+"""What layer 2 costs and delivers: the `scheduling` block of a run's summary.
+
+Integrals are piecewise constant between observations: each `observe(now_s)` first adds
+rate x elapsed for the rates seen at the previous observation, then recomputes the rates from
+the cluster. Schedulers observe around every cycle (new pods and evictions always trigger one
+at the same instant) and on `kick`, so every change they cause or see is on a boundary. Definitions are in docs/scheduling.md ("Metrics").
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from gpuscale.cluster.objects import Pod, tolerates_all
+from gpuscale.cluster.state import ClusterState
+from gpuscale.scheduling.gangs import form_gangs, queue_of
+from gpuscale.scheduling.topology import crossed_levels
+
+MAX_SERIES_POINTS = 240  # keeps the JSON small; the series is thinned evenly past this
+
+
+class SchedulingMetrics:
+    def __init__(self, topology_levels: tuple[str, ...] = ()) -> None:
+        self.levels = topology_levels
+        self.last_s: float | None = None
+        self.rates: dict[str, float] = {}
+        self.totals: Counter = Counter()  # integrals: name -> value x seconds
+        self.queue_alloc_s: Counter = Counter()
+        self.queue_fair_s: Counter = Counter()
+        self.queue_rate: dict[str, float] = {}
+        self.fair_rate: dict[str, float] = {}
+        self.counters: Counter = Counter()
+        self.crossings: Counter = Counter()
+        self.waits: dict[str, list[float]] = defaultdict(list)
+        self.pending_since: dict[str, float] = {}
+        self.series: list[tuple[float, int, int]] = []
+        self.start_s: float | None = None
+
+    # -- events ------------------------------------------------------------------------------
+    def pod_pending(self, pod: Pod, now_s: float) -> None:
+        self.pending_since[pod.name] = now_s
+
+    def pod_bound(self, pod: Pod, now_s: float) -> None:
+        since = self.pending_since.pop(pod.name, pod.created_s)
+        self.waits[queue_of(pod)].append(now_s - since)
+
+    def gang_placed(self, node_labels: list[dict[str, str]]) -> None:
+        self.counters["gangs_placed"] += 1
+        for level in crossed_levels(node_labels, self.levels):
+            self.crossings[level] += 1
+
+    def set_fair_shares(self, shares: dict[str, float]) -> None:
+        self.fair_rate = dict(shares)
+
+    # -- integration -------------------------------------------------------------------------
+    def observe(self, now_s: float, cluster: ClusterState) -> None:
+        if self.start_s is None:
+            self.start_s = now_s
+        if self.last_s is not None and now_s > self.last_s:
+            dt = now_s - self.last_s
+            for name, rate in self.rates.items():
+                self.totals[name] += rate * dt
+            for q, rate in self.queue_rate.items():
+                self.queue_alloc_s[q] += rate * dt
+            for q, rate in self.fair_rate.items():
+                self.queue_fair_s[q] += rate * dt
+        self.last_s = now_s
+        self._recompute(now_s, cluster)
+
+    def _recompute(self, now_s: float, cluster: ClusterState) -> None:
+        gangs = form_gangs(cluster.pods.values())
+        held_gpus = held_usd = 0.0
+        blocked = False
+        queue_rate: Counter = Counter()
+        for gang in gangs.values():
+            for pod in gang.bound:
+                queue_rate[gang.spec.queue] += pod.gpus
+            if gang.is_complete:
+                continue
+            if gang.min_member > 1 and gang.pending:
+                blocked = True
+            for pod in gang.bound:  # bound but the job cannot start: the 7-of-8 waste
+                node = cluster.nodes.get(pod.node_name)
+                held_gpus += pod.gpus
+                if node is not None and node.num_gpus:
+                    held_usd += pod.gpus * node.price_usd_per_hour / node.num_gpus / 3600.0
+        ready = cluster.ready_nodes()
+        free = sum(n.gpus_free for n in ready)
+        free_usd = sum(n.gpus_free * n.price_usd_per_hour / n.num_gpus / 3600.0
+                       for n in ready if n.num_gpus)
+        fragmented = self._fragmented_gpus(cluster, ready)
+        self.queue_rate = dict(queue_rate)
+        self.rates = {
+            "gang_idle_gpu_s": held_gpus, "gang_idle_usd": held_usd,
+            "free_gpu_s_while_gang_blocked": free if blocked else 0.0,
+            "free_usd_while_gang_blocked": free_usd if blocked else 0.0,
+            "free_gpu_s": free, "fragmented_gpu_s": fragmented,
+            "allocated_gpu_s": sum(n.gpus_allocated for n in ready),
+        }
+        if not self.series or self.series[-1][1:] != (free, fragmented):
+            self.series.append((now_s, free, fragmented))
+
+    @staticmethod
+    def _fragmented_gpus(cluster: ClusterState, ready) -> int:
+        """Free GPUs on nodes where no pending GPU pod fits (0 when no GPU pod is pending)."""
+        pending = [p for p in cluster.pending_pods() if p.gpus > 0]
+        if not pending:
+            return 0
+        shapes = {(p.gpus, p.tolerations, tuple(sorted(p.node_selector.items()))): p
+                  for p in pending}
+        return sum(n.gpus_free for n in ready if n.gpus_free > 0 and not any(
+            p.gpus <= n.gpus_free and tolerates_all(p.tolerations, n.taints) and p.fits_selector(n)
+            for p in shapes.values()))
+
+    # -- summary -----------------------------------------------------------------------------
+    def summary(self, kind: str, pending_by_queue: dict[str, int] | None = None) -> dict:
+        span = (self.last_s or 0.0) - (self.start_s or 0.0)
+        mean = (lambda key: self.totals[key] / span) if span > 0 else (lambda key: 0.0)
+        pending_by_queue = pending_by_queue or {}
+        waits = {}
+        for q in sorted(set(self.waits) | set(pending_by_queue)):
+            w = self.waits.get(q, [])
+            waits[q] = {"count": len(w),
+                        "p50_s": float(np.percentile(w, 50)) if w else None,
+                        "p99_s": float(np.percentile(w, 99)) if w else None,
+                        "pending_at_end": pending_by_queue.get(q, 0)}
+        queues = sorted(set(self.queue_alloc_s) | set(self.queue_fair_s))
+        share = {}
+        for q in queues:
+            alloc = self.queue_alloc_s[q] / span if span > 0 else 0.0
+            fair = self.queue_fair_s[q] / span if span > 0 and q in self.queue_fair_s else None
+            share[q] = {"mean_allocated_gpus": round(alloc, 4),
+                        "mean_fair_share_gpus": None if fair is None else round(fair, 4),
+                        "received_over_fair_frac": round(alloc / fair, 4) if fair else None}
+        series = self.series
+        if len(series) > MAX_SERIES_POINTS:
+            idx = np.linspace(0, len(series) - 1, MAX_SERIES_POINTS).round().astype(int)
+            series = [series[i] for i in idx]
+        return {
+            "scheduler": kind,
+            "span_s": span,
+            "gang_idle_gpu_minutes": round(self.totals["gang_idle_gpu_s"] / 60.0, 4),
+            "gang_idle_usd": round(self.totals["gang_idle_usd"], 4),
+            "free_gpu_minutes_while_gang_blocked":
+                round(self.totals["free_gpu_s_while_gang_blocked"] / 60.0, 4),
+            "free_usd_while_gang_blocked": round(self.totals["free_usd_while_gang_blocked"], 4),
+            "mean_allocated_gpus": round(mean("allocated_gpu_s"), 4),
+            "fragmentation": {
+                "mean_free_gpus": round(mean("free_gpu_s"), 4),
+                "mean_fragmented_gpus": round(mean("fragmented_gpu_s"), 4),
+                "max_fragmented_gpus": max((s[2] for s in self.series), default=0),
+                "series": [[round(t, 3), f, g] for t, f, g in series],
+            },
+            "queue_wait_s": waits,
+            "preemptions": self.counters["preemptions"],
+            "reclaims": self.counters["reclaims"],
+            "consolidations": self.counters["consolidations"],
+            "stale_gang_evictions": self.counters["stale_gang_evictions"],
+            "unschedulable_reports": self.counters["unschedulable_reports"],
+            "share": share,
+            "gangs_placed": self.counters["gangs_placed"],
+            "topology_crossings": dict(sorted(self.crossings.items())),
+        }

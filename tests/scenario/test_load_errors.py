@@ -1,0 +1,88 @@
+"""Bad scenario input: one line naming the file, the field and what was expected; exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gpuscale.cli import cli
+from gpuscale.errors import UserInputError
+from gpuscale.scenario import load_scenario, scenario_from_dict
+
+from ..engine.scenarios import small_scenario
+
+
+def _valid() -> dict:
+    return small_scenario().model_dump(mode="json")
+
+
+def _write(tmp_path: Path, data) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_valid_scenario_round_trips(tmp_path):
+    scenario = load_scenario(_write(tmp_path, _valid()))
+    assert scenario.model.name == "Llama-3.1-8B"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "expected"),
+    [
+        (lambda d: d.update(durration_s=5), "durration_s", "unknown key"),
+        (lambda d: d["cluster"].update(ready_nodes=-1), "cluster.ready_nodes",
+         "greater than or equal to 0"),
+        (lambda d: d["cluster"].update(ready_nodes=9, max_nodes=2), "cluster",
+         "ready_nodes (9) > max_nodes (2)"),
+        (lambda d: d["model"].update(precision="fp4"), "model.precision", "'bf16' or 'fp8'"),
+        (lambda d: d["strategies"][1]["autoscaler"].update(kind="magic"),
+         "strategies[1].autoscaler", "magic"),
+        (lambda d: d.update(strategies=[d["strategies"][0], d["strategies"][0]]), "(top level)",
+         "repeated: fixed-1"),
+    ],
+)
+def test_errors_name_the_field(tmp_path, mutate, field, expected):
+    data = _valid()
+    mutate(data)
+    with pytest.raises(UserInputError) as info:
+        load_scenario(_write(tmp_path, data))
+    message = str(info.value)
+    assert message.startswith(str(tmp_path / "scenario.yaml")), message
+    assert field in message and expected in message, message
+    assert "\n" not in message
+
+
+def test_unknown_model_suggests_close_names():
+    data = _valid()
+    data["model"]["name"] = "Llama-3.1-8b"
+    scenario = scenario_from_dict(data)
+    from gpuscale.engine.run import replica_hardware
+
+    with pytest.raises(UserInputError, match="did you mean Llama-3.1-8B"):
+        replica_hardware(scenario)
+
+
+def test_yaml_syntax_error_gives_line_and_column(tmp_path):
+    path = _write(tmp_path, "name: x\nduration_s: [1, 2\n")
+    with pytest.raises(UserInputError, match=r"line \d+, column \d+: invalid YAML"):
+        load_scenario(path)
+
+
+def test_cli_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
+    data = _valid()
+    data["cluster"]["instance_type"] = "p9.huge"
+    path = _write(tmp_path, data)
+    result = CliRunner().invoke(cli, ["simulate", str(path)])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "unknown instance type 'p9.huge'" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_cli_missing_file_exits_2(tmp_path):
+    result = CliRunner().invoke(cli, ["simulate", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 2 and "file not found" in result.output
