@@ -90,3 +90,17 @@ def test_svg_has_one_series_element_per_line_and_no_url_inline():
     paths = root.findall(f".//{ns}path[@class='series']")
     assert [int(p.get("data-n")) for p in paths] == [10, 10]
     assert len(root.findall(f".//{ns}circle[@class='pt']")) == 2
+
+
+def test_cost_chart_draws_the_oracle_bound_below_every_completing_run():
+    from gpuscale.report.charts import cost_slo_chart
+
+    views = run_views(tiny_json())
+    chart = cost_slo_chart(views)
+    (bound, _), = chart.vlines
+    for view in views:
+        s = view.summary
+        assert bound <= s["oracle_gpu_hours"] * s["cost_usd"] / s["gpu_hours"] + 1e-12
+        if s["requests"]["dropped"] == 0 and s["requests"]["in_flight"] == 0:
+            assert bound <= s["cost_usd"]
+    assert 'class="vline"' in render_svg(chart)

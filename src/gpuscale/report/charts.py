@@ -50,6 +50,7 @@ class Chart:
     lines: tuple[Line, ...]
     markers: tuple[Marker, ...] = ()
     hlines: tuple[tuple[float, str], ...] = ()  # (y, label) reference lines, e.g. the SLO
+    vlines: tuple[tuple[float, str], ...] = ()  # (x, label), e.g. the oracle cost bound
     x_range: tuple[float, float] | None = None  # shared by timelines so they align
     y_max_frac: float | None = None  # 1.0 for fractions and CDFs
     log_x: bool = False
@@ -85,6 +86,10 @@ def _timeline_specs():
          [(cols("gpus_allocated"), False), (cols("gpus_busy"), True)], True, None),
         ("gpus_idle", "GPUs billed but idle (billed - busy)", "GPUs",
          [(lambda v: v.columns["gpus_billed"] - v.columns["gpus_busy"], False)], True, None),
+        ("prefill", "Prefill replicas: ready (solid), desired (dashed)", "replicas",
+         [(cols("prefill_ready"), False), (cols("prefill_desired"), True)], True, None),
+        ("decode", "Decode replicas: ready (solid), desired (dashed)", "replicas",
+         [(cols("decode_ready"), False), (cols("decode_desired"), True)], True, None),
         ("pending", "Pending pods", "pods", [(cols("pods_pending"), False)], True, None),
         ("cost", "Cumulative cost", "USD", [(cols("cost_usd"), False)], False, None),
     )
@@ -102,7 +107,10 @@ def timeline_charts(views: list[RunView]) -> list[Chart]:
     arrivals = views[0]
     arrivals_line = Line("arrivals", arrivals.columns["time_s"] / 60.0,
                          _per_second(arrivals, "arrivals"), GREY, group="")
+    split = any(np.any(v.columns.get("prefill_desired", np.zeros(1)) > 0) for v in views)
     for chart_id, title, y_label, parts, step, hline_key in _timeline_specs():
+        if chart_id in ("prefill", "decode") and not split:
+            continue  # per-role charts only for prefill/decode (disaggregated) runs
         lines = [arrivals_line] if chart_id == "completions" else []
         for view in views:
             x = view.columns["time_s"] / 60.0
@@ -139,20 +147,29 @@ def cdf_charts(views: list[RunView]) -> list[Chart]:
     return charts
 
 
-def cost_slo_chart(views: list[RunView], oracle: dict | None = None) -> Chart | None:
-    """Cost (x) vs SLO attainment (y), one point per run; the oracle bound as a grey point."""
+def oracle_cost_usd(summary: dict) -> float | None:
+    """The oracle's GPU-hours priced at this run's own $/GPU-hour (metrics/oracle.py): no
+    policy that completes the workload on this hardware can spend less."""
+    oracle, gpu_hours, cost = (summary.get("oracle_gpu_hours"), summary.get("gpu_hours"),
+                               summary.get("cost_usd"))
+    if oracle is None or not gpu_hours or cost is None:
+        return None
+    return float(oracle) * float(cost) / float(gpu_hours)
+
+
+def cost_slo_chart(views: list[RunView]) -> Chart | None:
+    """Cost (x) vs SLO attainment (y), one point per run; the oracle cost bound as a line."""
     if not views:
         return None
     colours = run_colours([v.name for v in views])
-    lines = [Line(v.name, np.array([float(v.summary["cost_usd"])]),
-                  np.array([float(v.summary["slo_attainment"])]), colours[v.name], points=True,
-                  group=v.name, labels=(v.name,)) for v in views]
-    if oracle and "cost_usd" in oracle and "slo_attainment" in oracle:
-        lines.append(Line("oracle bound", np.array([float(oracle["cost_usd"])]),
-                          np.array([float(oracle["slo_attainment"])]), GREY, points=True,
-                          labels=("oracle",)))
+    lines = tuple(Line(v.name, np.array([float(v.summary["cost_usd"])]),
+                       np.array([float(v.summary["slo_attainment"])]), colours[v.name], points=True,
+                       group=v.name, labels=(v.name,)) for v in views)
+    bounds = [b for b in (oracle_cost_usd(v.summary) for v in views) if b is not None]
+    vlines = ((min(bounds), "oracle bound: least cost of any policy that serves the workload"),) \
+        if bounds else ()
     return Chart("cost_vs_slo", "Cost vs SLO attainment (up and left is better)", "cost (USD)",
-                 "SLO attainment", tuple(lines), y_max_frac=1.0)
+                 "SLO attainment", lines, y_max_frac=1.0, vlines=vlines)
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:

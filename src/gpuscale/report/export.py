@@ -41,6 +41,8 @@ def _png_bytes(chart: Chart) -> bytes:
                     linestyle="--" if line.dash else "-", drawstyle="steps-post" if line.step else "default")
     for y, label in chart.hlines:
         ax.axhline(y, color="#cc0000", linestyle=":", linewidth=1)
+    for x, label in chart.vlines:
+        ax.axvline(x, color="#555555", linestyle="--", linewidth=1.2, label=label.split(":")[0])
     for marker in chart.markers:
         ax.axvline(marker.x, ymin=0.94, ymax=1.0, color=marker.colour, linewidth=2)
     if chart.log_x:

@@ -89,9 +89,8 @@ def all_views(inputs: ReportInputs) -> list[RunView]:
 def report_charts(inputs: ReportInputs) -> list[Chart]:
     """Every chart of the report, in page order (also what `--charts-dir` exports)."""
     views = all_views(inputs)
-    oracle = next((d["oracle"] for d in inputs.results if isinstance(d.get("oracle"), dict)), None)
     charts: list[Chart] = []
-    summary_chart = cost_slo_chart(views, oracle)
+    summary_chart = cost_slo_chart(views)
     if summary_chart is not None:
         charts.append(summary_chart)
     charts += timeline_charts(views)

@@ -63,7 +63,8 @@ class _Frame:
     """Data -> pixel transform of one chart's plot area."""
 
     def __init__(self, chart: Chart) -> None:
-        xs = [l.x[np.isfinite(l.x)] for l in chart.lines] + [np.array([m.x for m in chart.markers])]
+        xs = [l.x[np.isfinite(l.x)] for l in chart.lines] + \
+            [np.array([m.x for m in chart.markers] + [v[0] for v in chart.vlines])]
         ys = [l.y[np.isfinite(l.y)] for l in chart.lines] + [np.array([h[0] for h in chart.hlines])]
         xs = np.concatenate([a for a in xs if len(a)] or [np.array([0.0, 1.0])])
         ys = np.concatenate([a for a in ys if len(a)] or [np.array([0.0, 1.0])])
@@ -196,6 +197,13 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
         py = float(frame.fy(y))
         body.append(f'<line x1="{frame.px0}" x2="{frame.px1}" y1="{py:.1f}" y2="{py:.1f}" '
                     f'stroke="#c00" stroke-dasharray="2,3"><title>{escape(label)} {_fmt(y)}</title></line>')
+    for x, label in chart.vlines:
+        px = float(frame.fx(x))
+        body.append(f'<line class="vline" x1="{px:.1f}" x2="{px:.1f}" y1="{frame.py1}" '
+                    f'y2="{frame.py0}" stroke="#555" stroke-dasharray="6,3" stroke-width="1.5">'
+                    f'<title>{escape(label)}: {_fmt(x)}</title></line>'
+                    f'<text x="{px + 4:.1f}" y="{frame.py0 - 6}" font-size="10" {FONT} '
+                    f'fill="#555">oracle</text>')
     for marker in chart.markers:
         px = float(frame.fx(marker.x))
         tip = f"{marker.group + ': ' if marker.group else ''}{marker.kind} {marker.detail} at {_fmt(marker.x)}"

@@ -43,6 +43,9 @@ METRICS = (
     ("cost_usd", ("cost_usd",)),
     ("idle_gpu_minutes", ("idle_gpu_minutes",)),
     ("preemptions", ("preemptions",)),
+    ("slo_breach_minutes", ("slo_breach_minutes",)),
+    ("oracle_gpu_hours", ("oracle_gpu_hours",)),
+    ("efficiency", ("efficiency",)),
 )
 METRIC_COLUMNS = tuple(name for name, _ in METRICS)
 
