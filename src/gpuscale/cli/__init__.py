@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("gpuscale.cli.audit", "Report GPU autoscaling traps in manifests or a live cluster."),
     "diagnose": ("gpuscale.cli.diagnose", "Explain why GPU pods are Pending and which layer holds them."),
     "schedule": ("gpuscale.cli.schedule", "Run a scheduling-only scenario under each scheduler."),
+    "report": ("gpuscale.cli.report", "Draw results or a sweep table into one offline HTML report."),
+    "sweep": ("gpuscale.cli.sweep", "Run a grid of scenario overrides in parallel (local or Ray)."),
 }
 
 

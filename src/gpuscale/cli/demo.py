@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import yaml
 
-from gpuscale.cli.run_common import FORMATS, run_and_report
+from gpuscale.cli.run_common import FORMATS, report_options, run_and_report
 from gpuscale.scenario import scenario_from_dict
 
 
@@ -21,9 +21,11 @@ def demo_scenario_text() -> str:
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("gpuscale-demo.json"),
               show_default=True, help="Where the JSON summary goes.")
+@report_options
 @click.option("--force", is_flag=True, help="Overwrite --out even if it is not a gpuscale result.")
 @click.option("--print-scenario", is_flag=True, help="Print the embedded scenario YAML and exit.")
-def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: bool) -> None:
+def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: bool,
+            series: bool, report: Path | None) -> None:
     """Llama-3.3-70B FP8 on H100 nodes under bursty traffic: fixed replicas vs HPA on GPU duty
     cycle (target 70 and 95) vs KEDA on queue depth vs HPA on KV-cache usage."""
     text = demo_scenario_text()
@@ -34,4 +36,4 @@ def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: 
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
     run_and_report(scenario, Path("."), strategies=None, fmt=fmt, out=out, force=force,
-                   overwrite_own=True)
+                   overwrite_own=True, series=series, report=report)

@@ -11,10 +11,19 @@ import click
 
 from gpuscale.engine import simulate_scenario
 from gpuscale.errors import UserInputError
-from gpuscale.report.terminal import make_console, summary_table
+from gpuscale.report.terminal import make_console, print_summary
+from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
 
 FORMATS = click.Choice(["table", "json"])
+
+
+def report_options(fn):
+    """`--series` and `--report FILE`, shared by simulate, compare and demo."""
+    fn = click.option("--report", "report", type=click.Path(path_type=Path), default=None,
+                      help="Also write the HTML report (timelines, CDFs, cost vs SLO) here.")(fn)
+    return click.option("--series", is_flag=True,
+                        help="Add each run's time series to the JSON (implied by --report).")(fn)
 
 
 def _looks_like_our_output(path: Path) -> bool:
@@ -35,7 +44,8 @@ def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = Fa
 
 
 def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
-                   fmt: str, out: Path | None, force: bool, overwrite_own: bool = False) -> dict:
+                   fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
+                   series: bool = False, report: Path | None = None) -> dict:
     console = make_console(stderr=True)
     show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:
@@ -56,13 +66,24 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
         result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
                                           clock=time.perf_counter)
     data = result.to_json(walls)
-    text = json.dumps(data, indent=2) + "\n"
+    if series or report is not None:
+        from gpuscale.report.timeline import attach_series
+
+        data = attach_series(data, result)
+    text = result_json_text(data)
     if out is not None:
         write_result(out, text, force=force, overwrite_own=overwrite_own)
+    if report is not None:
+        from gpuscale.report.html import ReportInputs, render_html
+
+        html = render_html(ReportInputs(results=[data], title=f"gpuscale: {scenario.name}"))
+        write_result(report, html, force=force)
     if fmt == "json":
         click.echo(text, nl=False)
     else:
-        make_console().print(summary_table(data))
+        print_summary(data)
         if out is not None:
             click.echo(f"JSON summary written to {out}")
+        if report is not None:
+            click.echo(f"HTML report written to {report}")
     return data

@@ -65,6 +65,8 @@ class Fleet:
         self.gateway: deque[tuple[int, bool]] = deque()  # (request id, kv_ready)
         self.desired = 0
         self.scale_events = 0
+        # (time_s, kind, detail) for reports: scale events and evictions, a few per run.
+        self.markers: list[tuple[float, str, str]] = []
         self.peak_replicas = 0
         self.retired_busy_gpu_s = 0.0  # busy GPU-seconds of replicas that are gone
         self._pod_seq = 0
@@ -88,6 +90,8 @@ class Fleet:
         desired = max(0, int(desired))
         if desired != self.desired:
             self.scale_events += 1
+            kind = "scale_up" if desired > self.desired else "scale_down"
+            self.markers.append((now_s, kind, f"{self.desired}->{desired}"))
         self.desired = desired
         active = self.active_slots()
         for _ in range(desired - len(active)):
@@ -171,6 +175,7 @@ class Fleet:
         slot = self.slots.get(pod.name)
         if slot is None:
             return
+        self.markers.append((self.sim.now_s, "eviction", cause))
         slot.start_version += 1
         if slot.replica is not None:
             self.retired_busy_gpu_s += slot.replica.busy_s(self.sim.now_s)

@@ -232,6 +232,7 @@ class _Run:
                        else getattr(scenario.disaggregation, role).initial_replicas)
             fleet.scale_to(initial, 0.0)
             fleet.scale_events = 0
+            fleet.markers.clear()
         self._schedule_now()
         for fleet in self.fleets.values():
             for slot in list(fleet.slots.values()):
@@ -453,8 +454,16 @@ class _Run:
                                                           self.cold_starts])), 3)
                                    for k in sorted({k for p in self.cold_starts for k in p})}
         extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
-                 "num_events": self.sim.num_events}
+                 "num_events": self.sim.num_events, "markers": _markers_of(self.fleets)}
         return RunResult(self.strategy.name, summary, cols, series, extra)
+
+
+def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
+    """Scale events and evictions of every pool, in time order (role-tagged when split)."""
+    tag = len(fleets) > 1
+    out = [(t, kind, f"{role}: {detail}" if tag else detail)
+           for role, fleet in fleets.items() for t, kind, detail in fleet.markers]
+    return sorted(out, key=lambda m: m[0])
 
 
 def _nodes_common(run: "_Run", series: dict) -> dict:

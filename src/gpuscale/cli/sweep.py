@@ -1,0 +1,69 @@
+"""`gpuscale sweep SCENARIO --grid grid.yaml --out table.csv`: many runs, one row each.
+
+Runs go to local worker processes (default) or a Ray cluster (`--backend ray`). Each finished
+run is appended to the table at once; running the same command again skips what is there.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from gpuscale.report.terminal import make_console
+from gpuscale.scenario.load import load_yaml
+from gpuscale.sweep import BACKENDS, expand_grid, load_grid, run_sweep
+
+
+@click.command("sweep")
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.option("--grid", "grid_file", type=click.Path(path_type=Path), required=True,
+              help="grid.yaml: `parameters` (cartesian product) or `runs` (a list of overrides).")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="Results table, .csv or .parquet; an existing one is resumed.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Parallel runs (default: CPU count, at most the number of runs).")
+@click.option("--address", default=None, help="Ray cluster address (default: start Ray locally).")
+@click.option("--dry-run", is_flag=True, help="List the runs and exit.")
+def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, workers: int | None,
+            address: str | None, dry_run: bool) -> None:
+    """Run SCENARIO_FILE once per point of the grid and strategy; resume an interrupted sweep."""
+    if address and backend != "ray":
+        raise click.UsageError("--address only applies to --backend ray")
+    scenario_data = load_yaml(scenario_file)
+    runs = expand_grid(load_grid(grid_file), scenario_data, source=str(grid_file))
+    if dry_run:
+        for run in runs:
+            settings = ", ".join(f"{k}={v}" for k, v in run.overrides)
+            click.echo(f"{run.run_id}  {run.strategy}  {settings}")
+        click.echo(f"{len(runs)} runs")
+        return
+    console = make_console(stderr=True)
+    start = time.perf_counter()
+    if sys.stderr.isatty():
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True)
+        task = bar.add_task("runs", total=None)
+
+        def on_row(row: dict, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        with bar:
+            skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
+                                     workers=workers, address=address, on_row=on_row)
+    else:
+        def on_row(row: dict, done: int, total: int) -> None:
+            click.echo(f"[{done}/{total}] {row['run_id']} {row['strategy']}: SLO met "
+                       f"{100 * (row['slo_attainment'] or 0):.1f}%, ${row['cost_usd']}", err=True)
+
+        skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
+                                 workers=workers, address=address, on_row=on_row)
+    wall_s = time.perf_counter() - start
+    rate = f", {60 * ran / wall_s:.1f} runs/min" if ran and wall_s > 0 else ""
+    click.echo(f"{len(runs)} runs: {skipped} already in {out}, {ran} run in {wall_s:.1f} s{rate}")

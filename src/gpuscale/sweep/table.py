@@ -1,0 +1,180 @@
+"""The sweep results table: one row per run, written as each run finishes, safe to resume.
+
+CSV (default): appended one line at a time, flushed and fsync'ed, so a sweep killed at any
+moment keeps every finished row; a half-written last line (killed mid-write) is cut on resume.
+Parquet (needs pyarrow, extra `parquet`): a Parquet file cannot be appended to, and one
+without its footer is unreadable, so after each run the whole table is written to a temporary
+file and renamed over the old one (atomic on POSIX). That is O(rows) per run, fine for the
+thousands of rows a sweep has.
+
+Columns: run_id, strategy, scenario_hash, one `set:<path>` column per override, then the
+metrics of METRIC_COLUMNS (taken from the run summary; docs/metrics.md defines them).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gpuscale.errors import UserInputError
+
+KEY_COLUMNS = ("run_id", "strategy", "scenario_hash")
+# (column, path into the run summary)
+METRICS = (
+    ("slo_attainment", ("slo_attainment",)),
+    ("goodput_rps", ("goodput_rps",)),
+    ("ttft_p50_s", ("ttft_s", "p50")),
+    ("ttft_p99_s", ("ttft_s", "p99")),
+    ("tpot_p50_s", ("tpot_s", "p50")),
+    ("tpot_p99_s", ("tpot_s", "p99")),
+    ("requests_total", ("requests", "total")),
+    ("requests_completed", ("requests", "completed")),
+    ("requests_dropped", ("requests", "dropped")),
+    ("replicas_mean", ("replicas", "mean")),
+    ("replicas_peak", ("replicas", "peak")),
+    ("scale_events", ("scale_events",)),
+    ("nodes_peak", ("nodes", "peak")),
+    ("nodes_launched", ("nodes", "launched")),
+    ("gpu_hours", ("gpu_hours",)),
+    ("cost_usd", ("cost_usd",)),
+    ("idle_gpu_minutes", ("idle_gpu_minutes",)),
+    ("preemptions", ("preemptions",)),
+    ("slo_breach_minutes", ("slo_breach_minutes",)),
+    ("oracle_gpu_hours", ("oracle_gpu_hours",)),
+    ("efficiency", ("efficiency",)),
+)
+METRIC_COLUMNS = tuple(name for name, _ in METRICS)
+
+
+def metrics_of(summary: dict) -> dict[str, Any]:
+    out = {}
+    for name, path in METRICS:
+        value: Any = summary
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        out[name] = value
+    return out
+
+
+def encode_cell(value: Any) -> str:
+    """CSV text of a value: strings as they are, None empty, anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def decode_cell(text: str) -> Any:
+    if text == "":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class ResultTable:
+    """Open (or create) the table at `path`; `done` holds the run ids already in it."""
+
+    def __init__(self, path: Path, columns: list[str], *, scenario_hash: str) -> None:
+        self.path = path
+        self.columns = list(columns)
+        self.parquet = path.suffix == ".parquet"
+        if not path.parent.exists():
+            raise UserInputError(f"directory {path.parent} does not exist")
+        self.rows: list[dict] = read_table(path) if path.exists() else []
+        if self.parquet:
+            _require_pyarrow()
+        elif path.exists():
+            self._check_csv_header()
+        else:
+            self._write_csv_text(_csv_line(self.columns))
+        other = {r.get("scenario_hash") for r in self.rows} - {scenario_hash}
+        if other:
+            raise UserInputError("the table holds runs of a different scenario file or grid "
+                                 "(scenario hash differs); write to a new --out", source=str(path))
+        self.done = {str(r["run_id"]) for r in self.rows}
+
+    def _check_csv_header(self) -> None:
+        with self.path.open("rb") as handle:
+            data = handle.read()
+        header = next(csv.reader(io.StringIO(data.decode().split("\n", 1)[0])), [])
+        if header != self.columns:
+            raise UserInputError("the table's columns differ from this grid's; write to a new "
+                                 "--out", source=str(self.path))
+        if data and not data.endswith(b"\n"):
+            # Killed mid-write: drop the partial last line, its run is simply run again.
+            with self.path.open("r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+            self.rows = read_table(self.path)
+
+    def _write_csv_text(self, text: str) -> None:
+        with self.path.open("a", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def append(self, row: dict) -> None:
+        if set(row) != set(self.columns):
+            raise ValueError(f"row columns {sorted(row)} != table columns {sorted(self.columns)}")
+        self.rows.append(row)
+        self.done.add(str(row["run_id"]))
+        if self.parquet:
+            _write_parquet_atomic(self.path, self.rows, self.columns)
+        else:
+            self._write_csv_text(_csv_line([encode_cell(row[c]) for c in self.columns]))
+
+
+def _csv_line(cells: list[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(cells)
+    return buffer.getvalue()
+
+
+def _require_pyarrow():
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise UserInputError("Parquet output needs pyarrow: pip install 'gpuscale[parquet]', "
+                             "or write a .csv table") from None
+    return pyarrow
+
+
+def _write_parquet_atomic(path: Path, rows: list[dict], columns: list[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # Overrides may hold lists or mappings: stored as their JSON text, like in the CSV.
+    def cell(value: Any) -> Any:
+        return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+    table = pa.Table.from_pylist([{c: cell(r[c]) for c in columns} for r in rows])
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    with tmp.open("rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def read_table(path: Path) -> list[dict]:
+    """Rows of a sweep table (CSV or Parquet) as dicts of Python values."""
+    if not path.exists():
+        raise UserInputError("file not found", source=str(path))
+    if path.suffix == ".parquet":
+        _require_pyarrow()
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    with path.open(newline="") as handle:
+        text = handle.read()
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]  # a partial last line is not a row
+    reader = csv.DictReader(io.StringIO(text))
+    return [{k: decode_cell(v) if k not in ("run_id", "strategy", "scenario_hash") else v
+             for k, v in row.items()} for row in reader]
