@@ -13,8 +13,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
@@ -233,7 +231,7 @@ class Fleet:
                     if replica is not None else window_s
                 util = 100.0 * (busy - previous) / window if window > 0 else 0.0
                 prev_busy[slot.pod.name] = busy
-                values["DCGM_FI_DEV_GPU_UTIL"] = float(np.clip(util, 0.0, 100.0))
+                values["DCGM_FI_DEV_GPU_UTIL"] = min(100.0, max(0.0, util))
                 values["DCGM_FI_DEV_FB_USED"] = fb_used_mib if replica is not None else 0.0
                 if replica is not None:
                     values["vllm:num_requests_waiting"] = float(len(replica.waiting))

@@ -295,7 +295,7 @@ class _Run:
             waiting += role_waiting
             kv.extend(role_kv)
             role_rows[role] = (float(fleet.desired), float(fleet.num_ready()), role_waiting,
-                               float(np.mean(role_kv)) if role_kv else 0.0)
+                               sum(role_kv) / len(role_kv) if role_kv else 0.0)
             for replica in fleet.ready:
                 if replica.ttft_observations:
                     observed.extend(replica.ttft_observations)
@@ -317,8 +317,8 @@ class _Run:
         decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
         self.store.record_row((
             now_s, arrived - prev_arrived, done - prev_done, drops - prev_drops, waiting, running,
-            sum(len(f.gateway) for f in fleets), float(np.mean(kv)) if kv else 0.0,
-            float(np.mean(util)) if util else 0.0, self.store.ttft_p99_s,
+            sum(len(f.gateway) for f in fleets), sum(kv) / len(kv) if kv else 0.0,
+            sum(util) / len(util) if util else 0.0, self.store.ttft_p99_s,
             sum(f.desired for f in fleets), sum(f.num_ready() for f in fleets), starting,
             pending, nodes_ready, len(nodes) - nodes_ready, sum(n.num_gpus for n in nodes),
             self.cluster.gpus_allocated(),
