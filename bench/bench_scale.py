@@ -15,23 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+from bench_azure_conv import KARPENTER as KARPENTER_POOL
+from bench_azure_conv import TRACE
 from gpuscale.engine.run import run_strategy, scenario_requests
 from gpuscale.scenario import scenario_from_dict
 
-TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "azure_llm_2023" / \
-    "AzureLLMInferenceTrace_conv.csv"
-
-KARPENTER = {
-    "kind": "karpenter",
-    "node_pools": [{
-        "name": "gpu",
-        "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
-                          "values": ["p5.48xlarge"]}],
-        "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
-        "limits": {"nvidia.com/gpu": 512},
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"},
-    }],
-}
+KARPENTER = {**KARPENTER_POOL, "node_pools": [
+    {**KARPENTER_POOL["node_pools"][0], "limits": {"nvidia.com/gpu": 512}}]}
 PLANNER = {"kind": "sla_planner", "adjustment_interval_s": 60,
            "predictor": {"kind": "moving_average"}, "max_gpu_budget": 256}
 
