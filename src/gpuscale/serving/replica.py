@@ -287,12 +287,15 @@ class Replica:
         seg = self.cost.segment(n, context)
         self.seg = seg
         self.seg_start_s = now_s
-        self.seg_G0 = self.G
+        self.seg_G0 = G
         self.seg_steps = steps
-        self._start_busy(now_s, _SEGMENT)
+        if self.state == _IDLE:  # _start_busy, inlined: this runs at every batch change
+            self.busy_since_s = now_s
+        self.state = _SEGMENT
         self.version += 1
-        self.sim.schedule(now_s + seg.duration_s(steps), Priority.ENGINE, self._end_segment,
-                          self.version, steps)
+        duration = steps * seg.first_step_s + seg.slope_s * steps * (steps - 1) / 2.0
+        self.sim.schedule(now_s + duration, Priority.ENGINE, self._end_segment, self.version,
+                          steps)
 
     def _cut_segment(self, now_s: float) -> None:
         """End the decode stretch at the end of the step in progress, where the newcomer joins.
