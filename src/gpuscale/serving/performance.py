@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 from gpuscale.catalog.specs import GpuSpec, ModelSpec, Precision
 
@@ -218,7 +219,7 @@ class StepCost:
         return cached
 
     def step_s(self, decode_seqs: int, decode_context_tokens: float,
-               prefill_chunks: tuple[tuple[int, int], ...] = ()) -> float:
+               prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
         prefill_tokens = 0
         attention = decode_context_tokens * self._kv_s
         for chunk, prefix in prefill_chunks:

@@ -196,7 +196,10 @@ class Replica:
                 continue
             kv_ready = rid in self.kv_ready
             need = table.prompt_tokens[rid] + (1 if kv_ready else self.resume_generated.get(rid, 0))
-            if self._blocks_needed(need, 1, 1) > cfg.num_blocks:
+            # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
+            tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
+                      + need)
+            if tokens / cfg.block_size + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
                 if not self.running:  # can never fit, even alone: vLLM rejects it
                     waiting.popleft()
                     self.resume_generated.pop(rid, None)
@@ -238,7 +241,9 @@ class Replica:
         if self.accepting or self.waiting:
             budget = self._admit(now_s, budget, chunks)
         if chunks:
-            self._start_busy(now_s, _STEP)
+            if self.state == _IDLE:  # _start_busy, inlined
+                self.busy_since_s = now_s
+            self.state = _STEP
             self.step_start_s = now_s
             self.step_chunks = chunks
             self.step_budget = budget
@@ -255,7 +260,7 @@ class Replica:
     def _schedule_step(self) -> None:
         chunks = self.step_chunks
         duration = self.cost.step_s(self.n_decode, self.decode_base + self.n_decode * self.G,
-                                    tuple((c, p) for _, c, p in chunks))
+                                    [(c, p) for _, c, p in chunks])
         self.version += 1
         self.sim.schedule(self.step_start_s + duration, Priority.ENGINE, self._end_step,
                           self.version, chunks)
