@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -16,33 +15,23 @@ from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.engine.basic_layers import FirstFitScheduler, NodePool
 from gpuscale.engine.fleet import Fleet
+from gpuscale.engine.result import RunResult, build_result
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.store import MetricsStore, PodSample
-from gpuscale.metrics.summary import request_summary, time_weighted_mean
 from gpuscale.provisioning import build_node_provider
 from gpuscale.scheduling import build_scheduler
 from gpuscale.scenario.models import Duration, Scenario, Strategy
-from gpuscale.metrics.oracle import oracle_summary
 from gpuscale.serving.cold_start import cold_start_components, draw_seconds
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
-from gpuscale.serving.requests_table import RequestColumns, RequestTable
+from gpuscale.serving.requests_table import RequestTable
 from gpuscale.serving.router import ROUTERS
 from gpuscale.units import MIB, SECONDS_PER_HOUR
 from gpuscale.workloads import build_requests
 from gpuscale.workloads.base import Requests
 
 Progress = Callable[[float], None]
-
-
-@dataclass
-class RunResult:
-    name: str
-    summary: dict
-    requests: RequestColumns
-    series: dict[str, np.ndarray]
-    extra: dict = field(default_factory=dict)
 
 
 def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardware:
@@ -387,97 +376,7 @@ class _Run:
                            self._controller_tick(controller, fleets, role, state_box),
                            start_s=controller.period_s, until_s=self.end_s)
         self.sim.run(until_s=self.end_s)
-        return self._result()
-
-    def _pool_nodes_summary(self, series: dict) -> dict:
-        waits = np.asarray(self.pool.launch_waits_s)
-        out = _nodes_common(self, series)
-        out["provisioning_wait_s"] = {
-            "p50": round(float(np.percentile(waits, 50)), 3) if len(waits) else None,
-            "p99": round(float(np.percentile(waits, 99)), 3) if len(waits) else None,
-        }
-        return out
-
-    def _provider_nodes_summary(self, series: dict) -> dict:
-        out = _nodes_common(self, series)
-        out.update(self.pool.summary())
-        out["provider"] = self.pool.kind
-        return out
-
-    def _result(self) -> RunResult:
-        scenario = self.scenario
-        end_s = self.end_s
-        cols = self.table.columns()
-        series = self.store.series()
-        summary = {"name": self.strategy.name}
-        summary.update(request_summary(cols, ttft_slo_s=scenario.slo.ttft_s,
-                                       tpot_slo_s=scenario.slo.tpot_s,
-                                       window_s=scenario.duration_s))
-        ready = series["replicas_ready"]
-        gpu_s = self._gpu_s(end_s)
-        fleets = self.fleets
-        busy_gpu_s = sum(f.busy_gpu_s(end_s) for f in fleets.values())
-        initial = (scenario.initial_replicas if scenario.disaggregation is None else
-                   scenario.disaggregation.prefill.initial_replicas
-                   + scenario.disaggregation.decode.initial_replicas)
-        summary["replicas"] = {
-            "initial": initial,
-            "peak": int(sum(f.peak_replicas for f in fleets.values())),
-            "mean": round(time_weighted_mean(series["time_s"], ready, end_s), 4),
-        }
-        if scenario.disaggregation is not None:
-            summary["roles"] = {
-                role: {"peak": int(fleets[role].peak_replicas),
-                       "mean": round(time_weighted_mean(series["time_s"],
-                                                        series[f"{role}_ready"], end_s), 4),
-                       "scale_events": int(fleets[role].scale_events)}
-                for role in ("prefill", "decode")}
-        summary["scale_events"] = int(sum(f.scale_events for f in fleets.values()))
-        # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice).
-        breach = series["ttft_p99_s"] > scenario.slo.ttft_s
-        summary["slo_breach_minutes"] = round(
-            float(breach.sum()) * scenario.metrics.scrape_interval_s / 60.0, 3)
-        summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
-        summary["cost_usd"] = round(self._cost_usd(end_s), 4)
-        summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)
-        if not isinstance(self.pool, NodePool):
-            summary["nodes"] = self._provider_nodes_summary(series)
-        else:
-            summary["nodes"] = self._pool_nodes_summary(series)
-        if not isinstance(self.scheduler, FirstFitScheduler):
-            summary["scheduling"] = self.scheduler.summary()
-        summary["drops_by_reason"] = dict(sorted(self.table.drop_reasons.items()))
-        summary["preemptions"] = int(cols.num_preemptions.sum())
-        summary.update(oracle_summary(self.hw, self.cfg, cols, scenario.slo, scenario.duration_s,
-                                      summary["gpu_hours"], seed=scenario.seed))
-        summary["cold_start_s"] = {k: round(float(np.mean([p.get(k, 0.0) for p in
-                                                          self.cold_starts])), 3)
-                                   for k in sorted({k for p in self.cold_starts for k in p})}
-        extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
-                 "num_events": self.sim.num_events, "markers": _markers_of(self.fleets)}
-        return RunResult(self.strategy.name, summary, cols, series, extra)
-
-
-def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
-    """Scale events and evictions of every pool, in time order (role-tagged when split)."""
-    tag = len(fleets) > 1
-    out = [(t, kind, f"{role}: {detail}" if tag else detail)
-           for role, fleet in fleets.items() for t, kind, detail in fleet.markers]
-    return sorted(out, key=lambda m: m[0])
-
-
-def _nodes_common(run: "_Run", series: dict) -> dict:
-    """Node facts every provider reports the same way, from the engine's own view."""
-    evicted = run.table.num_retries
-    return {
-        "peak": int((series["nodes_ready"] + series["nodes_launching"]).max())
-        if len(series["time_s"]) else 0,
-        "launched": len(run._all_nodes()) - run.initial_node_count,
-        "evictions": dict(sorted(run.cluster.evictions_by_cause.items())),
-        "requests_retried_after_eviction": int(sum(evicted)),
-        "requests_failed_by_eviction": int(run.table.drop_reasons.get("evicted", 0)),
-    }
-
+        return build_result(self)
 
 def run_strategy(scenario: Scenario, strategy: Strategy, requests: Requests,
                  progress: Progress | None = None) -> RunResult:
