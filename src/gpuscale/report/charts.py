@@ -6,7 +6,7 @@ nothing of pixels. Builders turn RunViews (report/timeline.py) and sweep rows in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
