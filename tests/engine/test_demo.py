@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import yaml
@@ -11,7 +12,9 @@ from gpuscale.engine import simulate_scenario
 from gpuscale.scenario import scenario_from_dict
 
 
+@functools.lru_cache(maxsize=1)
 def _demo():
+    """Run once per test session: the demo's five strategies take a few seconds."""
     scenario = scenario_from_dict(yaml.safe_load(demo_scenario_text()), source="demo.yaml")
     result, walls = simulate_scenario(scenario, Path("."))
     return {run.name: run for run in result.runs}, result.to_json(walls)
@@ -30,14 +33,12 @@ def test_demo_compares_the_required_strategies_and_shows_the_duty_cycle_trap():
     # until the traffic stops.
     util70 = runs["hpa-gpu-util-70"]
     assert util70.summary["replicas"]["peak"] == 12
-    arrivals_end = data_end = None
     series = util70.series
     busy = series["time_s"] < 2400
     assert series["replicas_desired"][busy][-1] == 12
     # Queue-depth scaling reacts to the queue (it scales up during the burst).
     keda = runs["keda-queue-depth"]
     assert keda.summary["replicas"]["peak"] > 2
-    del arrivals_end, data_end
 
 
 def test_duty_cycle_reads_saturated_at_low_and_high_load_while_queue_tells_them_apart():
