@@ -82,3 +82,18 @@ def test_run_id_ignores_the_order_overrides_are_written_in(overrides, rnd):
     rnd.shuffle(shuffled)
     assert run_id_of("s", tuple(items)) == run_id_of("s", tuple(shuffled))
     assert run_id_of("s", tuple(items)) != run_id_of("t", tuple(items))
+
+
+def test_the_warm_pool_example_grid_expands_and_validates():
+    from pathlib import Path
+
+    import yaml
+
+    from gpuscale.sweep import expand_grid
+
+    folder = Path(__file__).resolve().parents[2] / "examples" / "warm-pool-sweep"
+    scenario = yaml.safe_load((folder / "scenario.yaml").read_text())
+    grid = yaml.safe_load((folder / "grid.yaml").read_text())
+    runs = expand_grid(grid, scenario, source=str(folder / "grid.yaml"))
+    assert len(runs) == 18
+    assert len({run.run_id for run in runs}) == 18
