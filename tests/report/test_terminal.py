@@ -34,7 +34,28 @@ def test_piped_output_is_plain_ascii_with_every_run():
     assert "\x1b" not in text and text.isascii()
     for run in tiny_json(series=False)["runs"]:
         assert run["name"] in text
-    # Columns line up: every table row has its separators at the same positions.
-    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    # Columns line up: every row of the summary table has its separators at the same
+    # positions (a second table, "nodes and evictions", follows when nodes moved).
+    summary = text.split("nodes and evictions")[0]
+    rows = [line for line in summary.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + len(tiny_json(series=False)["runs"])
     assert len({tuple(m.start() for m in re.finditer(r"\|", r)) for r in rows}) == 1
+
+
+def test_nodes_table_shows_provisioning_wait_and_evictions_only_when_nodes_moved():
+    from rich.console import Console
+
+    from gpuscale.report.terminal import nodes_table
+
+    base = {"scenario": "s", "seed": 1}
+    quiet = dict(base, runs=[{"name": "a", "nodes": {"launched": 0, "evictions": {}}}])
+    assert nodes_table(quiet) is None
+    busy = dict(base, runs=[{"name": "trap", "slo_breach_minutes": 2.25, "nodes": {
+        "provider": "karpenter", "launched": 3, "evictions": {"consolidation": 3},
+        "provisioning_wait_s": {"p50": 284.1, "p99": 393.0},
+        "requests_retried_after_eviction": 0, "requests_failed_by_eviction": 74}}])
+    console = Console(width=200, record=True)
+    console.print(nodes_table(busy, plain=True))
+    text = console.export_text()
+    for expected in ("karpenter", "284s", "393s", "consolidation 3", "74", "2.2"):
+        assert expected in text, expected

@@ -73,9 +73,42 @@ def summary_table(result_json: dict, *, plain: bool = False) -> Table:
     return table
 
 
+def _wait(nodes: dict, key: str) -> str:
+    value = (nodes.get("provisioning_wait_s") or {}).get(key)
+    return "-" if value is None else f"{value:.0f}s"
+
+
+def nodes_table(result_json: dict, *, plain: bool = False) -> Table | None:
+    """Layer 1 and 2 per run, when any run launched nodes or evicted pods: the provisioning
+    wait (pod unschedulable -> GPUs allocatable), evictions and what they cost in requests."""
+    runs = result_json["runs"]
+    if not any(r.get("nodes", {}).get("launched") or r.get("nodes", {}).get("evictions")
+               for r in runs):
+        return None
+    table = Table(title="nodes and evictions", title_justify="left",
+                  box=box.ASCII if plain else box.HEAVY_HEAD)
+    for header in ("strategy", "provider", "launched", "wait p50", "wait p99", "evictions",
+                   "requests retried", "requests failed", "SLO-breach min"):
+        table.add_column(header, justify="left" if header in ("strategy", "provider",
+                                                              "evictions") else "right")
+    for run in runs:
+        nodes = run.get("nodes", {})
+        evictions = ", ".join(f"{k} {v}" for k, v in nodes.get("evictions", {}).items()) or "-"
+        table.add_row(run["name"], nodes.get("provider", "pool"), str(nodes.get("launched", 0)),
+                      _wait(nodes, "p50"), _wait(nodes, "p99"), evictions,
+                      str(nodes.get("requests_retried_after_eviction", 0)),
+                      str(nodes.get("requests_failed_by_eviction", 0)),
+                      _fmt(run.get("slo_breach_minutes"), 1))
+    return table
+
+
 def print_summary(result_json: dict, console: Console | None = None) -> None:
     console = console or make_console()
-    console.print(summary_table(result_json, plain=not console.is_terminal))
+    plain = not console.is_terminal
+    console.print(summary_table(result_json, plain=plain))
+    extra = nodes_table(result_json, plain=plain)
+    if extra is not None:
+        console.print(extra)
 
 
 def make_console(stderr: bool = False) -> Console:
