@@ -81,3 +81,24 @@ def test_simulated_warm_pool_does_not_shrink_when_cold_start_grows():
         f = next(r for r in fast.evidence if r.min_replicas == m)
         s = next(r for r in slow.evidence if r.min_replicas == m)
         assert s.ttft_p99_s > f.ttft_p99_s
+
+
+def test_disaggregated_floors_are_checked_on_a_pd_simulation():
+    data = example_dict("disaggregated-prefill-decode")
+    plan = make_plan(plan_input_from_dict(data), Path("."))
+    decision = next(d for d in plan.decisions if d.subject.endswith("prefill/decode floors, simulated"))
+    roles = {r.role: r for r in plan.roles}
+    assert decision.choice == f"prefill {roles['prefill'].min_replicas}, decode {roles['decode'].min_replicas}"
+    assert "P99 TTFT" in decision.reason and "(meets)" in decision.reason
+
+
+def test_pd_verification_raises_the_prefill_floor_until_the_slo_holds():
+    from gpuscale.plan.warm_pool import verify_pd_floors
+
+    def evaluate(prefill, decode):  # meets from 3 prefill replicas on
+        return EvidenceRow(prefill + decode, 1.0 if prefill >= 3 else 9.0, 0.05, 1.0, 0,
+                           float(prefill + decode), prefill >= 3)
+
+    assert verify_pd_floors(evaluate, 1, 2, 5)[:2] == (3, 2)
+    prefill, decode, rows = verify_pd_floors(evaluate, 1, 2, 2)  # budget runs out
+    assert (prefill, decode, len(rows)) == (2, 2, 2) and not rows[-1].meets_slo

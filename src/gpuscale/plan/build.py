@@ -19,7 +19,8 @@ from gpuscale.plan.sizing import (TARGET_LOAD_FRAC, KV_TARGET_FRAC, Capacity, ch
                                   cold_start_estimate_s, queue_threshold, replica_capacity,
                                   replica_hardware, replicas_for, traffic_stats)
 from gpuscale.plan.warm_pool import (SIGNAL_LAG_S, CandidateSetup, analytic_warm_pool,
-                                     candidate_scenario_dict, search_min_replicas, simulate_candidate)
+                                     candidate_scenario_dict, pd_candidate_scenario_dict,
+                                     search_min_replicas, simulate_candidate, verify_pd_floors)
 from gpuscale.units import format_duration
 
 # Prefill share of a replica's busy time above which it is prefill-bound (queue depth), below
@@ -138,6 +139,24 @@ def _warm_pool(plan: PlanInput, w: WorkloadInput, stats, setup: CandidateSetup, 
                     tuple(rows), estimate)
 
 
+def _fmt_s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _verify_pd(plan: PlanInput, w: WorkloadInput, stats, setup: CandidateSetup,
+               floors: dict[str, int], queue_thr: float, base_dir: Path):
+    """Simulate the prefill/decode floors split from the aggregated search; raise the prefill
+    floor until P99 TTFT meets the SLO (a few simulations at most)."""
+    def evaluate(prefill_min: int, decode_min: int):
+        data = pd_candidate_scenario_dict(plan, w, stats, setup, prefill_min, decode_min,
+                                          queue_thr, KV_TARGET_FRAC)
+        return simulate_candidate(data, base_dir, setup.ttft_slo_s)
+
+    prefill_min, decode_min, rows = verify_pd_floors(
+        evaluate, floors["prefill"], floors["decode"], max(1, plan.simulation.max_candidates // 2))
+    return {"prefill": prefill_min, "decode": decode_min}, rows
+
+
 def _workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: bool,
                     decisions: list[Decision], refusals: list[Refusal],
                     warm_pools: dict[str, WarmPool], costs: dict[str, CostEstimate]) -> list[Role]:
@@ -205,14 +224,27 @@ def _workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate:
             "replicas", f"{w.name}: prefill/decode", "two Deployments with separate ScaledObjects: prefill on "
             "queue depth, decode on KV-cache use", "prefill is compute-bound and drives TTFT, decode is "
             f"bandwidth-bound and drives ITL; the warm pool is split {prefill_frac:.0%}/{1 - prefill_frac:.0%} "
-            "by each phase's share of a replica's time (aggregated simulation, an approximation)"))
+            "by each phase's share of a replica's time, then checked on a disaggregated "
+            "simulation when simulation is on"))
     else:
         split = {"serve": 1.0}
+    floors = {role: max(1, math.ceil(pool.min_replicas * share)) for role, share in split.items()}
+    if w.disaggregated and pool.simulated:
+        floors, pd_rows = _verify_pd(plan, w, stats, setup, floors, queue_thr, base_dir)
+        last = pd_rows[-1]
+        decisions.append(Decision(
+            "warm-pool", f"{w.name}: prefill/decode floors, simulated",
+            f"prefill {floors['prefill']}, decode {floors['decode']}",
+            "the split floors were simulated as a disaggregated deployment (two pools, KV "
+            "transfer, prefill on queue depth, decode on KV-cache use): "
+            + "; ".join(f"{r.min_replicas} replicas -> P99 TTFT {_fmt_s(r.ttft_p99_s)}"
+                        f"{' (meets)' if r.meets_slo else ''}" for r in pd_rows)
+            + ("" if last.meets_slo else "; the last floor tried still misses the SLO")))
     roles = []
     for role, share in split.items():
         name = w.name if role == "serve" else f"{w.name}-{role}"
         role_signal = {"serve": signal, "prefill": "queue_depth", "decode": "kv_cache"}[role]
-        role_min = max(1, math.ceil(pool.min_replicas * share))
+        role_min = floors[role]
         role_max = max(role_min + 1, math.ceil(max_repl * share))
         warm_pools[name] = WarmPool(role_min, pool.simulated, pool.method, pool.evidence, pool.analytic_estimate)
         roles.append(Role(

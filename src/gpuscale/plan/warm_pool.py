@@ -162,3 +162,42 @@ def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float) -
         min_replicas=scenario.initial_replicas, ttft_p99_s=p99, itl_p99_s=s["tpot_s"]["p99"],
         slo_attainment=s["slo_attainment"], dropped=dropped, gpu_hours=s["gpu_hours"],
         meets_slo=p99 is not None and p99 <= ttft_slo_s and dropped == 0)
+
+
+def pd_candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: TrafficStats,
+                               setup: CandidateSetup, prefill_min: int, decode_min: int,
+                               queue_threshold: float, kv_target_frac: float) -> dict:
+    """The disaggregated version of `candidate_scenario_dict`: two pools with the planned
+    floors, prefill scaled on its queue depth, decode on its KV-cache use, as rendered."""
+    data = candidate_scenario_dict(plan, workload, stats, setup, prefill_min + decode_min)
+    keda = data["strategies"][0]["autoscaler"]
+
+    def scaler(minimum: int, trigger: dict) -> dict:
+        return dict(keda, min_replica_count=minimum,
+                    max_replica_count=max(keda["max_replica_count"], minimum),
+                    triggers=[trigger])
+
+    data["name"] = f"{plan.name}-{workload.name}-pd-{prefill_min}-{decode_min}"
+    data["disaggregation"] = {"prefill": {"initial_replicas": prefill_min},
+                              "decode": {"initial_replicas": decode_min}}
+    data["strategies"] = [{
+        "name": f"pd-{prefill_min}-{decode_min}",
+        "prefill": scaler(prefill_min, {"query": {"metric": "vllm:num_requests_waiting",
+                                                  "aggregation": "sum"},
+                                        "threshold": queue_threshold}),
+        "decode": scaler(decode_min, {"query": {"metric": "vllm:kv_cache_usage_perc",
+                                                "aggregation": "sum"},
+                                      "threshold": kv_target_frac}),
+    }]
+    return data
+
+
+def verify_pd_floors(evaluate_pd: Callable[[int, int], EvidenceRow], prefill_min: int,
+                     decode_min: int, max_candidates: int) -> tuple[int, int, list[EvidenceRow]]:
+    """Simulate the split floors; while P99 TTFT misses the SLO, add a prefill replica (TTFT is
+    the prefill pool's job), up to `max_candidates` simulations. Returns the floors and rows."""
+    rows = [evaluate_pd(prefill_min, decode_min)]
+    while not rows[-1].meets_slo and len(rows) < max_candidates:
+        prefill_min += 1
+        rows.append(evaluate_pd(prefill_min, decode_min))
+    return prefill_min, decode_min, rows  # the last floors simulated, met or not
