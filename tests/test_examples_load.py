@@ -1,0 +1,34 @@
+"""Every example file stays valid for the command that reads it (examples must not rot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuscale.plan import load_plan_input
+from gpuscale.scenario import load_scenario
+from gpuscale.scenario.schedule import load_schedule_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+FILES = sorted(p for p in EXAMPLES.rglob("*.yaml") if p.name != "grid.yaml")
+
+
+def _reader(path: Path):
+    if path.parent.name == "plans":
+        return load_plan_input
+    data = yaml.safe_load(path.read_text())
+    # Scheduling-only scenarios describe jobs and queues, not a served model.
+    return load_schedule_scenario if "model" not in data else load_scenario
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_example_validates(path):
+    assert _reader(path)(path) is not None
+
+
+def test_every_example_folder_is_covered():
+    assert {p.parent.name for p in FILES} >= {
+        "consolidation-trap", "midnight-spike", "pd-split", "scale-from-zero", "seven-of-eight",
+        "two-teams", "gang-partial-launch", "plans", "warm-pool-sweep"}
