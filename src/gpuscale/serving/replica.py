@@ -53,14 +53,12 @@ class Replica:
         "name", "hw", "cfg", "sim", "table", "waiting", "running", "prefilling", "decoding",
         "heap", "resume_generated", "G", "decode_base", "n_decode", "prefill_reserved",
         "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
-        "busy_accum_s", "accepting", "on_drained", "on_complete", "num_steps",
-        "ttft_observations", "num_preemptions", "generated_tokens", "cost", "step_start_s",
+        "busy_accum_s", "accepting", "on_drained", "ttft_observations", "cost", "step_start_s",
         "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
-                 table: RequestTable, on_complete: Callable[[int], None] | None = None,
-                 cost: StepCost | None = None, role: str = "serve",
+                 table: RequestTable, cost: StepCost | None = None, role: str = "serve",
                  on_prefilled: Callable[[int, float], None] | None = None) -> None:
         self.name = name
         self.hw = hw
@@ -88,8 +86,6 @@ class Replica:
         self.busy_accum_s = 0.0
         self.accepting = True
         self.on_drained: Callable[[Replica], None] | None = None
-        self.on_complete = on_complete
-        self.num_steps = 0
         self.step_start_s = 0.0  # a planned step may start in the future (after a cut)
         self.step_chunks: list[tuple[int, int, int]] = []
         self.step_budget = 0
@@ -100,8 +96,6 @@ class Replica:
         self.on_prefilled = on_prefilled
         self.kv_ready: set[int] = set()
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
-        self.num_preemptions = 0
-        self.generated_tokens = 0
 
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
@@ -316,8 +310,6 @@ class Replica:
             return  # the stretch ends at that step anyway
         boundary_s = self.seg_start_s + self.seg.duration_s(boundary)
         self.G += boundary
-        self.num_steps += boundary
-        self.generated_tokens += boundary * self.n_decode
         self.seg = None
         self._plan(boundary_s)
 
@@ -326,8 +318,6 @@ class Replica:
             return
         now_s = self.sim.now_s
         self.G += steps
-        self.num_steps += steps
-        self.generated_tokens += steps * self.n_decode
         self._finish_due(now_s)
         self._relieve_kv_pressure()
         self._plan(now_s)
@@ -338,8 +328,6 @@ class Replica:
         now_s = self.sim.now_s
         table = self.table
         self.G += 1
-        self.num_steps += 1
-        self.generated_tokens += self.n_decode
         heap = self.heap
         if heap and heap[0][0] <= self.G:
             self._finish_due(now_s)
@@ -355,7 +343,6 @@ class Replica:
             generated = self.resume_generated.pop(rid, 0) + 1
             prompt = table.prompt_tokens[rid]
             self.prefill_reserved -= prompt + generated - 1
-            self.generated_tokens += 1
             if self.role != "prefill" and table.first_token_s[rid] != table.first_token_s[rid]:
                 # NaN: the first token is out now (a prefill replica's leaves with its KV)
                 table.first_token_s[rid] = now_s
@@ -397,8 +384,6 @@ class Replica:
     def _complete(self, rid: int, now_s: float) -> None:
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
-        if self.on_complete is not None:
-            self.on_complete(rid)
 
     def _relieve_kv_pressure(self) -> None:
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
@@ -408,7 +393,6 @@ class Replica:
             return  # the common case: no pressure
         while self.running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
             rid, _ = self.running.popitem()
-            self.num_preemptions += 1
             self.table.num_preemptions[rid] += 1
             prompt = self.table.prompt_tokens[rid]
             if rid in self.prefilling:
