@@ -79,6 +79,10 @@ def main() -> int:
         first = elapsed if first is None else first
         best = min(best, elapsed)
     summary = result.summary
+    import gpuscale.serving.replica as replica_module
+
+    compiled = replica_module.__file__.endswith(".so")
+    print(f"hot path: {'compiled (mypyc, make compile)' if compiled else 'pure Python'}")
     print(f"requests: {len(requests)}  trace load: {load_s:.3f} s  "
           f"layers: {'karpenter + kube-scheduler' if args.karpenter else 'simple pool + first fit'}")
     print(f"first run (includes the one-off oracle capacity probe): {first:.3f} s")
