@@ -150,7 +150,7 @@ class WorkloadInput(Strict):
 
 
 class SimulationSettings(Strict):
-    seed: int = Field(0, description="Seed of the sizing simulations.")
+    seed: int = Field(0, ge=0, description="Seed of the sizing simulations (non-negative, as numpy requires).")
     max_candidates: int = Field(8, ge=1, le=32, description="Most warm-pool sizes simulated per "
                                 "workload (each is one short run).")
     quiet_before_burst_s: float = Field(600.0, ge=0, description="Trough load before the burst, s.")
