@@ -51,6 +51,10 @@ def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key (check the spelling; see docs/scenario.md)"
+    elif error["type"] == "value_error":
+        # Our own validators' messages already say what was wrong; pydantic's prefix and a
+        # repeated input only lengthen the line.
+        message = message.removeprefix("Value error, ")
     elif "input" in error and error["type"] not in ("missing",):
         shown = repr(error["input"])
         if len(shown) <= 60:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
-from gpuscale.catalog.specs import Precision
+from gpuscale.catalog.specs import Precision, get_instance_type, get_model
+from gpuscale.errors import UserInputError
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
 from gpuscale.workloads import WorkloadSpec
@@ -19,6 +20,16 @@ from gpuscale.workloads import WorkloadSpec
 
 class Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _in_catalog(lookup, name: str) -> str:
+    """Check a catalog name at load time, so a typo is reported with its file and field
+    (the lookup's own error carries the "did you mean" hint) rather than mid-run."""
+    try:
+        lookup(name)
+    except UserInputError as exc:
+        raise ValueError(str(exc)) from None
+    return name
 
 
 class FixedSeconds(Strict):
@@ -37,10 +48,15 @@ Duration = Annotated[Union[FixedSeconds, LognormalSeconds], Field(discriminator=
 
 
 class ModelDeployment(Strict):
-    name: str = Field(description="Model from the catalog (`gpuscale catalog`), e.g. Llama-3.3-70B.")
+    name: str = Field(description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B.")
     precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
     kv_precision: Precision | None = Field(None, description="KV-cache precision; default = weights'.")
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
+
+    @field_validator("name")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        return _in_catalog(get_model, name)
 
 
 class EngineSettings(Strict):
@@ -109,6 +125,11 @@ class ClusterSettings(Strict):
                      "images and drivers are pre-baked (row A18); 5 min median."))
     empty_node_ttl_s: float = Field(float("inf"), ge=0, description=(
         "Remove a node empty this long (inf = never). Layer-1 providers model this fully."))
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_instance_type(cls, name: str) -> str:
+        return _in_catalog(get_instance_type, name)
 
     @model_validator(mode="after")
     def _bounds(self) -> "ClusterSettings":
