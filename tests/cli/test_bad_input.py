@@ -76,3 +76,34 @@ def test_click_usage_errors_are_one_line_too(tmp_path):
     _fails_cleanly(["schedule", str(tmp_path / "missing.yaml")], "does not exist", "--help")
     _fails_cleanly(["simulate", "x.yaml", "--bogus"], "--bogus")
     _fails_cleanly(["simulate"], "Missing argument")
+
+
+def test_report_refuses_a_csv_that_is_not_a_sweep_table(tmp_path):
+    table = tmp_path / "x.csv"
+    table.write_text("a,b\n1,2\n")
+    out = tmp_path / "r.html"
+    _fails_cleanly(["report", str(table), "--out", str(out)], "not a gpuscale sweep table")
+    assert not out.exists()
+    folder = tmp_path / "d.csv"
+    folder.mkdir()
+    _fails_cleanly(["report", str(folder), "--out", str(out)], "is a directory")
+
+
+def test_png_charts_without_matplotlib_write_nothing(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    scenario = _scenario_file(tmp_path)
+    result = tmp_path / "result.json"
+    assert CliRunner().invoke(cli, ["simulate", str(scenario), "--out", str(result)]).exit_code == 0
+    out = tmp_path / "r.html"
+    _fails_cleanly(["report", str(result), "--out", str(out), "--chart-format", "png",
+                    "--charts-dir", str(tmp_path / "charts")], "matplotlib")
+    assert not out.exists() and not (tmp_path / "charts").exists()

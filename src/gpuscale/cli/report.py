@@ -14,7 +14,7 @@ import click
 
 from gpuscale.cli.run_common import check_result_path, write_result
 from gpuscale.errors import UserInputError
-from gpuscale.report.export import EXPORT_FORMATS, export_charts
+from gpuscale.report.export import EXPORT_FORMATS, export_charts, require_format
 from gpuscale.report.html import ReportInputs, render_html, report_charts
 
 SWEEP_SUFFIXES = (".csv", ".parquet")
@@ -78,6 +78,8 @@ def command(inputs: tuple[Path, ...], out: Path, force: bool, title: str | None,
     offline HTML report: summary, aligned timelines, TTFT/TPOT CDFs, cost vs SLO, Pareto."""
     # Output checks first: loading a SCENARIO.yaml input simulates it, which can take minutes.
     check_result_path(out, force=force)
+    if charts_dir is not None:
+        require_format(chart_format)  # before the HTML is written: no half-done output
     if charts_dir is not None and charts_dir.exists() and any(charts_dir.iterdir()) and not force:
         raise UserInputError(f"{charts_dir} is not empty; pass --force to write into it")
     loaded = load_inputs(list(inputs), title)
