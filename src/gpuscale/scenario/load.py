@@ -38,7 +38,9 @@ def _user_path(loc: tuple, data: Any) -> tuple:
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             out.append(part)
             node = node[part]
-        elif index == len(loc) - 1:
+        elif index == len(loc) - 1 and isinstance(node, (dict, list)):
+            # A missing key or item is the error itself; past a scalar the user wrote, the
+            # remaining steps are union tags ("tp.int"), not places in the file.
             out.append(part)
     return tuple(out)
 

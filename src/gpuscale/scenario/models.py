@@ -11,8 +11,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
-from gpuscale.catalog.specs import Precision, get_instance_type, get_model
-from gpuscale.errors import UserInputError
+from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
 from gpuscale.workloads import WorkloadSpec
@@ -20,16 +19,6 @@ from gpuscale.workloads import WorkloadSpec
 
 class Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _in_catalog(lookup, name: str) -> str:
-    """Check a catalog name at load time, so a typo is reported with its file and field
-    (the lookup's own error carries the "did you mean" hint) rather than mid-run."""
-    try:
-        lookup(name)
-    except UserInputError as exc:
-        raise ValueError(str(exc)) from None
-    return name
 
 
 class FixedSeconds(Strict):
@@ -56,7 +45,7 @@ class ModelDeployment(Strict):
     @field_validator("name")
     @classmethod
     def _known_model(cls, name: str) -> str:
-        return _in_catalog(get_model, name)
+        return known_name(get_model, name)
 
 
 class EngineSettings(Strict):
@@ -129,7 +118,7 @@ class ClusterSettings(Strict):
     @field_validator("instance_type")
     @classmethod
     def _known_instance_type(cls, name: str) -> str:
-        return _in_catalog(get_instance_type, name)
+        return known_name(get_instance_type, name)
 
     @model_validator(mode="after")
     def _bounds(self) -> "ClusterSettings":
