@@ -28,7 +28,7 @@ def _fails_cleanly(args: list[str], *expected: str) -> str:
 
 @pytest.mark.parametrize("command", ["simulate", "compare", "schedule", "plan"])
 def test_a_directory_or_binary_file_as_input_is_one_line(tmp_path, command):
-    _fails_cleanly([command, str(tmp_path)], str(tmp_path)) if command != "schedule" else None
+    _fails_cleanly([command, str(tmp_path)], str(tmp_path), "directory")
     binary = tmp_path / "x.yaml"
     binary.write_bytes(b"\xcd\xff\x00name: x\n")
     _fails_cleanly([command, str(binary)], str(binary), "UTF-8")
