@@ -105,3 +105,17 @@ def test_alias_bomb_on_stdin_exit_2():
 
 def test_no_input_is_usage_error():
     assert run().exit_code == 2
+
+
+def test_summary_line_counts_agree_in_number():
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from gpuscale.cli import cli
+
+    fixture = Path(__file__).parent / "fixtures" / "GPU001" / "fires.yaml"
+    one = CliRunner().invoke(cli, ["audit", str(fixture), "--enable", "GPU001"])
+    assert one.output.rstrip().endswith("2 objects, 1 finding (1 error)"), one.output
+    two = CliRunner().invoke(cli, ["audit", str(fixture)])
+    assert two.output.rstrip().endswith("2 objects, 2 findings (1 error, 1 warning)"), two.output

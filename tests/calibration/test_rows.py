@@ -64,3 +64,14 @@ def test_cli_prints_table_and_json():
     out = runner.invoke(cli, ["calibrate", "--row", "A18", "--format", "json"])
     data = json.loads(out.output)
     assert {d["row"] for d in data} == {"A18"} and all(d["passed"] for d in data)
+
+
+def test_row_selection_is_exact_and_unknown_rows_are_refused():
+    from gpuscale.errors import UserInputError
+
+    # "A1" once also selected A10-A18 (prefix match) and "A2", inside "A1-A3", selected nothing.
+    assert rows._row_ids("A1-A3") == {"A1", "A2", "A3"} and rows._row_ids("A10") == {"A10"}
+    selected = {c.row for c in rows.calibrate(["A2"])}
+    assert selected and selected <= {"A1", "A2", "A3"}
+    with pytest.raises(UserInputError, match="unknown calibration row.*A99"):
+        rows.calibrate(["A99"])

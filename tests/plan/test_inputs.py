@@ -40,3 +40,24 @@ def test_unknown_model_suggests_a_close_name():
     data["workloads"][0]["model"] = "Llama-3.3-70b"
     with pytest.raises(UserInputError, match="did you mean"):
         plan_input_from_dict(data)
+
+
+@pytest.mark.parametrize(("mutate", "field"), [
+    (lambda d: d["workloads"][0].update(model="Llama-3.3-71B"), "workloads[0].model"),
+    (lambda d: d["cluster"].update(instance_types=["p5.49xlarge"]), "cluster.instance_types"),
+])
+def test_unknown_catalog_names_name_their_field(mutate, field):
+    data = example_dict("llama70b-fp8-h100-chat")
+    mutate(data)
+    with pytest.raises(UserInputError) as err:
+        plan_input_from_dict(data, source="x.yaml")
+    assert str(err.value).startswith(f"x.yaml: {field}: unknown "), str(err.value)
+    assert "did you mean" in str(err.value)
+
+
+def test_a_bad_scalar_is_reported_at_its_own_field_not_a_union_tag():
+    data = example_dict("llama70b-fp8-h100-chat")
+    data["workloads"][0]["tp"] = "chose"  # `int | "choose"`: pydantic's loc ends in "int"
+    with pytest.raises(UserInputError) as err:
+        plan_input_from_dict(data, source="x.yaml")
+    assert "x.yaml: workloads[0].tp: " in str(err.value) and "tp.int" not in str(err.value)

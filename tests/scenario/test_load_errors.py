@@ -59,11 +59,28 @@ def test_errors_name_the_field(tmp_path, mutate, field, expected):
 def test_unknown_model_suggests_close_names():
     data = _valid()
     data["model"]["name"] = "Llama-3.1-8b"
-    scenario = scenario_from_dict(data)
-    from gpuscale.engine.run import replica_hardware
+    # Refused at load time with its field, not mid-run without one.
+    with pytest.raises(UserInputError, match="model.name: unknown model .*did you mean Llama-3.1-8B"):
+        scenario_from_dict(data, source="s.yaml")
 
-    with pytest.raises(UserInputError, match="did you mean Llama-3.1-8B"):
-        replica_hardware(scenario)
+
+def test_unknown_instance_type_names_the_field_and_suggests():
+    data = _valid()
+    data["cluster"]["instance_type"] = "g6.25xlarge"
+    with pytest.raises(UserInputError) as info:
+        scenario_from_dict(data, source="s.yaml")
+    message = str(info.value)
+    assert message.startswith("s.yaml: cluster.instance_type: unknown instance type"), message
+    assert "did you mean" in message and "Value error" not in message
+
+
+@pytest.mark.parametrize(("limit", "expected"), [("abc", "not a Kubernetes quantity"),
+                                                 (-3, "must be >= 0")])
+def test_bad_nodepool_limit_is_refused_at_load(limit, expected):
+    from gpuscale.provisioning.karpenter.nodepool import NodePoolParams
+
+    with pytest.raises(ValueError, match=expected):
+        NodePoolParams(name="gpu", limits={"nvidia.com/gpu": limit})
 
 
 def test_yaml_syntax_error_gives_line_and_column(tmp_path):

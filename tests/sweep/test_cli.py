@@ -48,3 +48,11 @@ def test_ray_backend_without_ray_or_address_misuse(tmp_path):
     result = CliRunner().invoke(cli, ["sweep", scenario, "--grid", grid, "--out",
                                       str(tmp_path / "t.csv"), "--address", "x:1"])
     assert result.exit_code == 2 and "--address only applies" in result.output
+
+
+def test_out_must_be_a_table_path_report_can_read(tmp_path):
+    scenario, grid = _files(tmp_path)
+    result = CliRunner().invoke(cli, ["sweep", scenario, "--grid", grid, "--out",
+                                      str(tmp_path / "t.txt"), "--dry-run"])
+    assert result.exit_code == 2 and ".csv or .parquet" in result.output
+    assert not (tmp_path / "t.txt").exists()

@@ -29,8 +29,10 @@ def render_text(findings: list[Finding], num_objects: int) -> str:
             lines.append(f"      at {f.yaml_path or '(object)'}: {f.message}")
         lines.append("")
     counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
-    summary = ", ".join(f"{n} {s.label}" for s, n in sorted(counts.items(), reverse=True) if n)
-    lines.append(f"gpuscale audit: {num_objects} objects, {len(findings)} findings ({summary})")
+    summary = ", ".join(f"{n} {s.label}{'s' if n != 1 else ''}"
+                        for s, n in sorted(counts.items(), reverse=True) if n)
+    noun = "finding" if len(findings) == 1 else "findings"
+    lines.append(f"gpuscale audit: {num_objects} objects, {len(findings)} {noun} ({summary})")
     return "\n".join(lines) + "\n"
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuscale.catalog import get_gpu, get_model
 from gpuscale.catalog.specs import GpuSpec, Precision
+from gpuscale.errors import UserInputError
 from gpuscale.serving.bench import BenchResult, offline_requests, poisson_requests, run_benchmark
 from gpuscale.serving.cold_start import (
     cold_start_medians,
@@ -265,11 +266,28 @@ ROWS: dict[str, Callable[[], list[CheckResult]]] = {
 }
 
 
+def _row_ids(key: str) -> set[str]:
+    """Row ids a ROWS key covers: "A6-A7" -> {A6, A7}, "A1-A3" -> {A1, A2, A3}."""
+    first, _, last = key.partition("-")
+    if not last:
+        return {key}
+    prefix = first.rstrip("0123456789")
+    return {f"{prefix}{n}" for n in range(int(first[len(prefix):]), int(last[len(prefix):]) + 1)}
+
+
 def calibrate(only: list[str] | None = None) -> list[CheckResult]:
-    """Run every row (or those whose key or row id is in `only`) and return all checks."""
+    """Run every row (or those whose key or row id is in `only`) and return all checks.
+
+    An id is matched exactly ("A1" is not "A10"); one that names no row is an error."""
+    wanted = {o.strip().upper() for o in only or ()}
+    known = {key: _row_ids(key) | {key} for key in ROWS}
+    unknown = wanted - set().union(*known.values())
+    if unknown:
+        raise UserInputError(f"unknown calibration row(s) {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(ROWS)}", field="--row")
     out: list[CheckResult] = []
     for key, fn in ROWS.items():
-        if only and not any(o == key or o in key.split("-") or o == key[:2] for o in only):
+        if wanted and not wanted & known[key]:
             continue
         out.extend(fn())
     return out

@@ -6,6 +6,7 @@ import difflib
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
+from typing import Callable
 from importlib import resources
 
 import yaml
@@ -194,6 +195,16 @@ def _lookup(kind: str, table: dict, name: str):
     close = difflib.get_close_matches(name, list(table), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(table)}"
     raise UserInputError(f"unknown {kind} {name!r}{hint}")
+
+
+def known_name(lookup: Callable[[str], object], name: str) -> str:
+    """For pydantic validators: check a catalog name at load time, so a typo is reported with
+    its file and field (the lookup's "did you mean" hint kept) rather than later without them."""
+    try:
+        lookup(name)
+    except UserInputError as exc:
+        raise ValueError(str(exc)) from None
+    return name
 
 
 def get_gpu(name: str) -> GpuSpec:

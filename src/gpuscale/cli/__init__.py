@@ -51,6 +51,12 @@ class LazyGroup(click.Group):
             # One clear line, no traceback; the exit code lives on the exception class.
             click.echo(f"gpuscale: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            # A subcommand's bad option or argument: the same one-line shape (click's own
+            # three-line usage block buries the message), exit code 2 as click gives it.
+            where = exc.ctx.command_path if exc.ctx else ctx.command_path
+            click.echo(f"gpuscale: error: {exc.format_message()} (see `{where} --help`)", err=True)
+            ctx.exit(exc.exit_code)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,7 +12,7 @@ from gpuscale.scenario import load_scenario
 
 @click.command("compare")
 @click.argument("scenario_file", type=click.Path(path_type=Path))
-@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the scenario's seed.")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here.")
 @report_options

@@ -17,7 +17,7 @@ def demo_scenario_text() -> str:
 
 
 @click.command("demo")
-@click.option("--seed", type=int, default=None, help="Override the demo's seed.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the demo's seed.")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("gpuscale-demo.json"),
               show_default=True, help="Where the JSON summary goes.")

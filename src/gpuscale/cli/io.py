@@ -8,12 +8,19 @@ from pathlib import Path
 from gpuscale.errors import UserInputError
 
 
-def write_new_file(path: Path, text: str, *, force: bool = False) -> None:
-    """Write `text` to `path`, refusing to replace an existing file unless `force`."""
+def check_output_path(path: Path, *, force: bool = False) -> None:
+    """Refuse an output path we could not or should not write, before any work is done."""
+    if path.is_dir():
+        raise UserInputError(f"{path} is a directory; expected a file path")
     if path.exists() and not force:
         raise UserInputError(f"{path} exists; pass --force to overwrite it")
-    if path.parent and not path.parent.exists():
+    if path.parent and not path.parent.is_dir():
         raise UserInputError(f"directory {path.parent} does not exist")
+
+
+def write_new_file(path: Path, text: str, *, force: bool = False) -> None:
+    """Write `text` to `path`, refusing to replace an existing file unless `force`."""
+    check_output_path(path, force=force)
     path.write_text(text)
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from gpuscale.cli.run_common import write_result
+from gpuscale.cli.run_common import check_result_path, write_result
 from gpuscale.errors import UserInputError
-from gpuscale.report.export import EXPORT_FORMATS, export_charts
+from gpuscale.report.export import EXPORT_FORMATS, export_charts, require_format
 from gpuscale.report.html import ReportInputs, render_html, report_charts
 
 SWEEP_SUFFIXES = (".csv", ".parquet")
@@ -34,9 +34,11 @@ def _result_from_scenario(path: Path) -> dict:
 def _read_result(path: Path) -> dict:
     if not path.exists():
         raise UserInputError("file not found", source=str(path))
+    if path.is_dir():
+        raise UserInputError("is a directory, expected a result JSON file", source=str(path))
     try:
         data = json.loads(path.read_text())
-    except ValueError as exc:
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
         raise UserInputError(f"not JSON: {exc}", source=str(path)) from None
     if not (isinstance(data, dict) and isinstance(data.get("runs"), list)):
         raise UserInputError("not a gpuscale result (expected keys scenario, seed, runs)",
@@ -74,11 +76,13 @@ def command(inputs: tuple[Path, ...], out: Path, force: bool, title: str | None,
             charts_dir: Path | None, chart_format: str) -> None:
     """Draw RESULT.json, SCENARIO.yaml or SWEEP.csv/.parquet (several may be combined) into one
     offline HTML report: summary, aligned timelines, TTFT/TPOT CDFs, cost vs SLO, Pareto."""
-    loaded = load_inputs(list(inputs), title)
-    if out.exists() and not force:
-        raise UserInputError(f"{out} exists; pass --force to overwrite it")
+    # Output checks first: loading a SCENARIO.yaml input simulates it, which can take minutes.
+    check_result_path(out, force=force)
+    if charts_dir is not None:
+        require_format(chart_format)  # before the HTML is written: no half-done output
     if charts_dir is not None and charts_dir.exists() and any(charts_dir.iterdir()) and not force:
         raise UserInputError(f"{charts_dir} is not empty; pass --force to write into it")
+    loaded = load_inputs(list(inputs), title)
     write_result(out, render_html(loaded), force=force)
     click.echo(f"HTML report written to {out}")
     if charts_dir is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.io import check_output_path
 from gpuscale.engine import simulate_scenario
 from gpuscale.errors import UserInputError
 from gpuscale.report.terminal import make_console, print_summary
@@ -34,18 +35,26 @@ def _looks_like_our_output(path: Path) -> bool:
     return isinstance(data, dict) and {"scenario", "seed", "runs"} <= set(data)
 
 
-def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = False) -> None:
+def check_result_path(path: Path, *, force: bool, overwrite_own: bool = False) -> None:
     """Refuse to replace a file unless --force (or it is a previous gpuscale result, for demo)."""
-    if path.exists() and not force and not (overwrite_own and _looks_like_our_output(path)):
-        raise UserInputError(f"{path} exists; pass --force to overwrite it")
-    if not path.parent.exists():
-        raise UserInputError(f"directory {path.parent} does not exist")
+    own = overwrite_own and path.is_file() and _looks_like_our_output(path)
+    check_output_path(path, force=force or own)
+
+
+def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = False) -> None:
+    check_result_path(path, force=force, overwrite_own=overwrite_own)
     path.write_text(text)
 
 
 def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
                    fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
                    series: bool = False, report: Path | None = None) -> dict:
+    # Check every output path before the (possibly long) run, so a typo costs nothing and
+    # no file is half-written when a later one is refused.
+    if out is not None:
+        check_result_path(out, force=force, overwrite_own=overwrite_own)
+    if report is not None:
+        check_result_path(report, force=force)
     console = make_console(stderr=True)
     show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:

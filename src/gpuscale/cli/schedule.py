@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from gpuscale.cli.io import dump_json, write_new_file
+from gpuscale.cli.io import check_output_path, dump_json, write_new_file
 
 
 def _text(result: dict) -> str:
@@ -56,6 +56,8 @@ def command(scenario: Path, fmt: str, out: Path | None, force: bool) -> None:
     from gpuscale.engine.schedule import run_scenario
     from gpuscale.scenario.schedule import load_schedule_scenario
 
+    if out is not None:
+        check_output_path(out, force=force)
     result = run_scenario(load_schedule_scenario(scenario))
     text = dump_json(result) if fmt == "json" else _text(result)
     if out is None:

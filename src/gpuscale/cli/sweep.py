@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.errors import UserInputError
 from gpuscale.report.terminal import make_console
 from gpuscale.scenario.load import load_yaml
 from gpuscale.sweep import BACKENDS, expand_grid, load_grid, run_sweep
@@ -33,6 +34,10 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
     """Run SCENARIO_FILE once per point of the grid and strategy; resume an interrupted sweep."""
     if address and backend != "ray":
         raise click.UsageError("--address only applies to --backend ray")
+    if out.suffix.lower() not in (".csv", ".parquet"):
+        # `report` picks its reader by suffix: a table written as sweep.txt could not be read back.
+        raise UserInputError(f"{out}: expected a .csv or .parquet path for the results table",
+                             field="--out")
     scenario_data = load_yaml(scenario_file)
     runs = expand_grid(load_grid(grid_file), scenario_data, source=str(grid_file))
     if dry_run:

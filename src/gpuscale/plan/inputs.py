@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.catalog import get_instance_type, get_model
-from gpuscale.catalog.specs import Precision
+from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.scenario.load import load_yaml, validate_mapping
 from gpuscale.workloads.distributions import (DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS,
                                               TokenDistribution)
@@ -30,11 +30,21 @@ class NodeGroup(Strict):
 
     name: str
     instance_type: str = Field(description="Catalog instance type of every node in the group.")
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return known_name(get_instance_type, name)
     nodes: int = Field(ge=0, description="Node count.")
 
 
 class ReservedCapacity(Strict):
     instance_type: str = Field(description="Instance type the reservation holds.")
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return known_name(get_instance_type, name)
     nodes: int = Field(ge=1, description="Reserved instances.")
     reservation_id: str | None = Field(None, description="EC2 capacity reservation id (cr-...); "
                                        "None = select reservations by the cluster discovery tag.")
@@ -66,6 +76,11 @@ class ClusterInput(Strict):
                                   "KarpenterNodeRole-<name>.")
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = Field(
         None, description="Requested policy; WhenEmptyOrUnderutilized is refused for GPU pools.")
+
+    @field_validator("instance_types")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        return [known_name(get_instance_type, name) for name in names]
 
     @property
     def nodes_fixed(self) -> int:
@@ -128,6 +143,11 @@ class WorkloadInput(Strict):
     tp: int | Literal["choose"] = Field("choose", description="Tensor-parallel size or 'choose'.")
     pp: int = Field(1, ge=1, le=16, description="Pipeline-parallel size.")
     traffic: Traffic
+
+    @field_validator("model")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return known_name(get_model, name)
     disaggregated: bool = Field(False, description="Separate prefill and decode workers.")
     critical: bool = Field(True, description="SLO-critical: never scaled to zero, on-demand only.")
     cold_start_s: float | None = Field(None, gt=0, description="Pod bound -> serving, s; None = "
@@ -150,7 +170,7 @@ class WorkloadInput(Strict):
 
 
 class SimulationSettings(Strict):
-    seed: int = Field(0, description="Seed of the sizing simulations.")
+    seed: int = Field(0, ge=0, description="Seed of the sizing simulations (non-negative, as numpy requires).")
     max_candidates: int = Field(8, ge=1, le=32, description="Most warm-pool sizes simulated per "
                                 "workload (each is one short run).")
     quiet_before_burst_s: float = Field(600.0, ge=0, description="Trough load before the burst, s.")
@@ -174,12 +194,9 @@ class PlanInput(Strict):
             if w.tenant not in tenants:
                 raise ValueError(f"workload {w.name}: unknown tenant {w.tenant!r}; known: "
                                  f"{', '.join(sorted(tenants))}")
-            get_model(w.model)
         names = [w.name for w in self.workloads]
         if len(set(names)) != len(names):
             raise ValueError("workload names must be unique")
-        for name in self.cluster.instance_types + [g.instance_type for g in self.cluster.node_groups]:
-            get_instance_type(name)
         return self
 
     @property

@@ -17,13 +17,23 @@ from gpuscale.report.svg import render_svg
 EXPORT_FORMATS = ("svg", "png")
 
 
+def require_format(fmt: str) -> None:
+    """Refuse a chart format this install cannot write; the CLI calls it before any output."""
+    if fmt not in EXPORT_FORMATS:
+        raise UserInputError(f"unknown chart format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
+    if fmt == "png":
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UserInputError("PNG export needs matplotlib: pip install 'gpuscale[report]', "
+                                 "or use --chart-format svg") from None
+
+
 def _png_bytes(chart: Chart) -> bytes:
-    try:
-        import matplotlib
-    except ImportError:
-        raise UserInputError("PNG export needs matplotlib: pip install 'gpuscale[report]', "
-                             "or use --chart-format svg") from None
+    require_format("png")
     import io
+
+    import matplotlib
 
     matplotlib.use("Agg")  # no display; safe in CI and worker processes
     from matplotlib.figure import Figure
@@ -70,8 +80,7 @@ def _png_bytes(chart: Chart) -> bytes:
 
 def export_charts(charts: list[Chart], directory: Path, fmt: str = "svg") -> list[Path]:
     """Write `<chart_id>.<fmt>` per chart into `directory` (created if missing)."""
-    if fmt not in EXPORT_FORMATS:
-        raise UserInputError(f"unknown chart format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
+    require_format(fmt)
     if not directory.parent.exists():
         raise UserInputError(f"directory {directory.parent} does not exist")
     directory.mkdir(exist_ok=True)

@@ -38,7 +38,9 @@ def _user_path(loc: tuple, data: Any) -> tuple:
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             out.append(part)
             node = node[part]
-        elif index == len(loc) - 1:
+        elif index == len(loc) - 1 and isinstance(node, (dict, list)):
+            # A missing key or item is the error itself; past a scalar the user wrote, the
+            # remaining steps are union tags ("tp.int"), not places in the file.
             out.append(part)
     return tuple(out)
 
@@ -51,6 +53,10 @@ def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key (check the spelling; see docs/scenario.md)"
+    elif error["type"] == "value_error":
+        # Our own validators' messages already say what was wrong; pydantic's prefix and a
+        # repeated input only lengthen the line.
+        message = message.removeprefix("Value error, ")
     elif "input" in error and error["type"] not in ("missing",):
         shown = repr(error["input"])
         if len(shown) <= 60:
@@ -82,8 +88,17 @@ def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
 def load_yaml(path: Path) -> Any:
     if not path.exists():
         raise UserInputError("file not found", source=str(path))
+    if path.is_dir():
+        raise UserInputError("is a directory, expected a YAML file", source=str(path))
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserInputError(f"byte {exc.start}: not UTF-8 text (expected a YAML file)",
+                             source=str(path)) from None
+    except OSError as exc:
+        raise UserInputError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -91,5 +106,14 @@ def load_yaml(path: Path) -> Any:
         raise UserInputError(f"{where}invalid YAML: {problem}", source=str(path)) from None
 
 
+# Keys only a scheduling-only scenario (scenario/schedule.py) has: such a file given to
+# `simulate` gets a pointer to `schedule` instead of "model: Field required".
+_SCHEDULE_ONLY_KEYS = frozenset({"jobs", "replicas", "schedulers", "initial_nodes"})
+
+
 def load_scenario(path: Path) -> Scenario:
-    return scenario_from_dict(load_yaml(path), source=str(path))
+    data = load_yaml(path)
+    if isinstance(data, dict) and "model" not in data and _SCHEDULE_ONLY_KEYS & set(data):
+        raise UserInputError("no `model`: this is a scheduling-only scenario; run "
+                             "`gpuscale schedule` on it", source=str(path), field="model")
+    return scenario_from_dict(data, source=str(path))

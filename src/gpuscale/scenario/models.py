@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
-from gpuscale.catalog.specs import Precision
+from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
 from gpuscale.workloads import WorkloadSpec
@@ -37,10 +37,15 @@ Duration = Annotated[Union[FixedSeconds, LognormalSeconds], Field(discriminator=
 
 
 class ModelDeployment(Strict):
-    name: str = Field(description="Model from the catalog (`gpuscale catalog`), e.g. Llama-3.3-70B.")
+    name: str = Field(description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B.")
     precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
     kv_precision: Precision | None = Field(None, description="KV-cache precision; default = weights'.")
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
+
+    @field_validator("name")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        return known_name(get_model, name)
 
 
 class EngineSettings(Strict):
@@ -110,6 +115,11 @@ class ClusterSettings(Strict):
     empty_node_ttl_s: float = Field(float("inf"), ge=0, description=(
         "Remove a node empty this long (inf = never). Layer-1 providers model this fully."))
 
+    @field_validator("instance_type")
+    @classmethod
+    def _known_instance_type(cls, name: str) -> str:
+        return known_name(get_instance_type, name)
+
     @model_validator(mode="after")
     def _bounds(self) -> "ClusterSettings":
         if self.ready_nodes > self.max_nodes:
@@ -178,7 +188,7 @@ class Scenario(Strict):
 
     name: str = Field(description="Label in reports and the JSON summary.")
     description: str = Field("", description="Free text for people.")
-    seed: int = Field(0, description="Seeds every named random stream.")
+    seed: int = Field(0, ge=0, description="Seeds every named random stream (numpy seeds are non-negative).")
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(600.0, ge=0, description="Extra time after duration_s for in-flight work.")
     model: ModelDeployment = Field(description="What is served and how it is split.")

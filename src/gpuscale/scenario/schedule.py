@@ -53,7 +53,7 @@ class ScheduleScenario(BaseModel):
 
     name: str
     description: str = ""
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="Seeds the random streams (non-negative).")
     duration_s: float = Field(3600.0, gt=0, description="Simulated time, s.")
     initial_nodes: list[NodeGroupSpec] = Field(default_factory=list, description="Nodes Ready "
                                                "at t=0 (with their busy GPUs).")
@@ -90,13 +90,12 @@ class ScheduleScenario(BaseModel):
 
 
 def load_schedule_scenario(path: Path) -> ScheduleScenario:
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserInputError(str(exc), source=str(path)) from None
-    try:
-        return ScheduleScenario.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise UserInputError(err["msg"], source=str(path), field=field) from None
+    # The same reader and error shape as `simulate` (file, field, what was expected).
+    from gpuscale.scenario.load import load_yaml, validate_mapping
+
+    path = Path(path)
+    data = load_yaml(path)
+    if isinstance(data, dict) and "model" in data:
+        raise UserInputError("a serving scenario (it has `model`); run `gpuscale simulate` or "
+                             "`gpuscale compare` on it", source=str(path), field="model")
+    return validate_mapping(ScheduleScenario, data, source=str(path))

@@ -166,6 +166,8 @@ def read_table(path: Path) -> list[dict]:
     """Rows of a sweep table (CSV or Parquet) as dicts of Python values."""
     if not path.exists():
         raise UserInputError("file not found", source=str(path))
+    if path.is_dir():
+        raise UserInputError("is a directory, expected a sweep table file", source=str(path))
     if path.suffix == ".parquet":
         _require_pyarrow()
         import pyarrow.parquet as pq
@@ -176,5 +178,9 @@ def read_table(path: Path) -> list[dict]:
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]  # a partial last line is not a row
     reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in ("run_id", "strategy") if c not in (reader.fieldnames or ())]
+    if missing:
+        raise UserInputError(f"not a gpuscale sweep table: no column(s) {', '.join(missing)}",
+                             source=str(path))
     return [{k: decode_cell(v) if k not in ("run_id", "strategy", "scenario_hash") else v
              for k, v in row.items()} for row in reader]

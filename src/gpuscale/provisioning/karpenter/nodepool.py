@@ -152,6 +152,15 @@ class NodePoolParams(BaseModel):
     node_latencies: NodeLatencies | None = Field(None, description="Per-pool phase latencies "
                                                  "(e.g. pre-baked images); None = provider's.")
 
+    @field_validator("limits")
+    @classmethod
+    def _quantities(cls, limits: dict[str, int | str]) -> dict[str, int | str]:
+        # Checked at load time: a bad quantity would otherwise surface mid-run as a traceback.
+        for key, value in limits.items():
+            if parse_quantity(value) < 0:  # raises ValueError on a malformed quantity
+                raise ValueError(f"limits.{key} must be >= 0, got {value!r}")
+        return limits
+
     @property
     def expire_after_s(self) -> float:
         return _seconds(self.expire_after)
