@@ -33,8 +33,14 @@ def test_never_overwrites_without_force(tmp_path):
     result = _run(str(EXAMPLES / "llama70b-fp8-h100-chat.yaml"), "--out", str(out), "--no-simulate")
     assert result.exit_code == 2 and "--force" in result.output
     assert (out / "keep.txt").read_text() == "mine"
+    (out / "manifests").mkdir()
+    (out / "manifests" / "stale.yaml").write_text("old plan output")
     result = _run(str(EXAMPLES / "llama70b-fp8-h100-chat.yaml"), "--out", str(out), "--no-simulate", "--force")
     assert result.exit_code == 0 and (out / "plan.md").exists()
+    # --force replaces the plan's own outputs, never a file the user keeps there.
+    assert (out / "keep.txt").read_text() == "mine"
+    assert not (out / "manifests" / "stale.yaml").exists()
+    assert (out / "manifests" / "chat.yaml").exists()
 
 
 def test_json_format_is_the_plan_as_data():

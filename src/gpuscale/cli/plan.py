@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import click
@@ -27,13 +26,23 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
 
     if out is not None and out.exists() and not force:
         raise UserInputError(f"{out} exists; pass --force to overwrite it")
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserInputError(f"{out} is a file, not a directory; give --out a directory")
+    if out is not None and not out.exists() and not out.parent.exists():
+        raise UserInputError(f"directory {out.parent} does not exist")
     plan = make_plan(load_plan_input(input_file), input_file.parent, simulate=not no_simulate)
     files = render_plan_manifests(plan)
     text = render_plan_md(plan, sorted(files))
     if out is not None:
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        (out / "manifests").mkdir(parents=True) if files else out.mkdir(parents=True)
+        # --force replaces what a plan writes (plan.md, manifests/*.yaml) and nothing else:
+        # other files a user keeps in the directory are never deleted.
+        out.mkdir(exist_ok=True)
+        old_manifests = out / "manifests"
+        if old_manifests.is_dir():
+            for stale in old_manifests.glob("*.yaml"):
+                stale.unlink()
+        if files:
+            old_manifests.mkdir(exist_ok=True)
         (out / "plan.md").write_text(text)
         for name, objects in sorted(files.items()):
             (out / "manifests" / name).write_text(to_yaml(objects))
