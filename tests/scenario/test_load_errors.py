@@ -103,3 +103,36 @@ def test_cli_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
 def test_cli_missing_file_exits_2(tmp_path):
     result = CliRunner().invoke(cli, ["simulate", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 2 and "file not found" in result.output
+
+
+def test_a_misspelled_scaler_metric_fails_at_load_with_a_suggestion():
+    data = _valid()
+    data["strategies"][1]["autoscaler"]["triggers"][0]["query"]["metric"] = (
+        "vllm:num_request_waiting")
+    with pytest.raises(UserInputError) as info:
+        scenario_from_dict(data, source="s.yaml")
+    message = str(info.value)
+    assert "strategies[1].autoscaler" in message
+    assert "did you mean 'vllm:num_requests_waiting'" in message
+
+
+def test_signal_queries_are_checked_against_the_fleet_signals():
+    data = _valid()
+    data["strategies"][1]["autoscaler"]["triggers"][0]["query"] = {
+        "metric": "gateway_queue", "source": "signal"}
+    assert scenario_from_dict(data) is not None
+    data["strategies"][1]["autoscaler"]["triggers"][0]["query"]["metric"] = "router_queue"
+    with pytest.raises(UserInputError, match="known: request_rate_per_s"):
+        scenario_from_dict(data)
+
+
+def test_engine_publishes_exactly_the_documented_fleet_signals():
+    from pathlib import Path
+
+    from gpuscale.engine.run import _Run, scenario_requests
+    from gpuscale.metrics.store import FLEET_SIGNALS
+
+    scenario = small_scenario(duration_s=60.0)
+    run = _Run(scenario, scenario.strategies[0], scenario_requests(scenario, Path(".")), None)
+    run.run()
+    assert tuple(run.signals) == FLEET_SIGNALS

@@ -29,6 +29,13 @@ GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"
 TTFT_P99_WINDOW = "ttft_p99_s"
 
+# What a scaler can read: the per-pod series above, and the fleet signals the engine publishes
+# at each scrape (`AutoscalerView.signals`). Scenario validation rejects any other name, so a
+# typo fails at load instead of silently never scaling.
+POD_SERIES = (WAITING, RUNNING, KV_USAGE, GPU_UTIL, FB_USED)
+FLEET_SIGNALS = ("request_rate_per_s", "prompt_tokens_mean", "output_tokens_mean", "ttft_p99_s",
+                 "tpot_mean_s", "gateway_queue", "ready_replicas")
+
 # vLLM's TTFT histogram buckets (serving-engine-metrics.md 1.3), seconds.
 TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
                   5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)

@@ -6,12 +6,14 @@ generated from these models.
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
+from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
 from gpuscale.workloads import WorkloadSpec
@@ -183,6 +185,36 @@ class Strategy(Strict):
         return self
 
 
+def _check_metric_names(node: object, where: str) -> None:
+    """Every `metric` a scaler reads must be a series the simulated pods export (or, with
+    `source: signal`, a fleet signal the engine publishes); HPA Resource metrics (cpu,
+    memory) are not simulated for GPU pods."""
+    if isinstance(node, dict):
+        name = node.get("metric")
+        # A PromQL-like query (`aggregation`/`source`) or an HPA metric spec (`type` + `target`);
+        # other params named `metric` (KPA's concurrency|rps) are choices, not series.
+        is_query = "aggregation" in node or ("type" in node and "target" in node)
+        if isinstance(name, str) and is_query:
+            if node.get("source") == "signal":
+                known = FLEET_SIGNALS
+            else:
+                known = POD_SERIES
+            if name not in known and not (node.get("type") == "Resource"):
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ValueError(f"{where}: metric {name!r} is not a series the simulation "
+                                 f"provides; {hint}known: {', '.join(known)}")
+            if node.get("type") == "Resource":
+                raise ValueError(f"{where}: Resource metric {name!r} (CPU/memory of the pod) "
+                                 "is not simulated for GPU serving pods; scale on a vLLM "
+                                 "series instead (see gpuscale audit rule GPU003)")
+        for value in node.values():
+            _check_metric_names(value, where)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            _check_metric_names(value, where)
+
+
 class Scenario(Strict):
     """A cluster, a model deployment, a workload and the strategies to compare on it."""
 
@@ -223,6 +255,15 @@ class Scenario(Strict):
     disaggregation: Disaggregation | None = Field(None, description=(
         "Split prefill and decode into separate pools (None = aggregated serving)."))
     strategies: list[Strategy] = Field(min_length=1, description="Strategies to compare.")
+
+    @model_validator(mode="after")
+    def _known_metric_names(self) -> "Scenario":
+        for index, strategy in enumerate(self.strategies):
+            for role in ("autoscaler", "prefill", "decode"):
+                spec = getattr(strategy, role)
+                if spec is not None:
+                    _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Scenario":

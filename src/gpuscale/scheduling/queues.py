@@ -42,7 +42,9 @@ def divide(amount: float, queues: list[Queue], requested: dict[str, float]) -> d
             total_w = sum(q.over_quota_weight for q in hungry)
             given = 0.0
             for q in hungry:
-                give = min(left * q.over_quota_weight / total_w, want[q.name] - share[q.name])
+                # Weight fraction first: left * w / total underflows for tiny weights
+                # (hypothesis found 0.75 * 5e-324 / 5e-324 == 1.0 > 0.75).
+                give = min(left * (q.over_quota_weight / total_w), want[q.name] - share[q.name])
                 share[q.name] += give
                 given += give
             left -= given
