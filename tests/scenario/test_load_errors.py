@@ -136,3 +136,10 @@ def test_engine_publishes_exactly_the_documented_fleet_signals():
     run = _Run(scenario, scenario.strategies[0], scenario_requests(scenario, Path(".")), None)
     run.run()
     assert tuple(run.signals) == FLEET_SIGNALS
+
+
+def test_tp_that_cannot_split_the_attention_heads_is_refused():
+    data = _valid()
+    data["model"]["tp"] = 3
+    with pytest.raises(UserInputError, match="tp=3 does not divide the 32 attention heads"):
+        scenario_from_dict(data)

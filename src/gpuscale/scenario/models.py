@@ -49,6 +49,16 @@ class ModelDeployment(Strict):
     def _known_model(cls, name: str) -> str:
         return known_name(get_model, name)
 
+    @model_validator(mode="after")
+    def _tp_splits_the_heads(self) -> "ModelDeployment":
+        """vLLM shards attention heads across the TP group: tp must divide them."""
+        heads = get_model(self.name).q_heads
+        if heads % self.tp:
+            fits = [t for t in (1, 2, 4, 8, 16, 32, 64) if heads % t == 0]
+            raise ValueError(f"tp={self.tp} does not divide the {heads} attention heads of "
+                             f"{self.name}; use one of {', '.join(map(str, fits))}")
+        return self
+
 
 class EngineSettings(Strict):
     """vLLM engine arguments (serving-engine-metrics.md 1.4 gives the defaults)."""
