@@ -80,3 +80,16 @@ def test_pods_deleted_while_pending_are_forgotten():
     h.delete_pods(300, "p1")
     h.sim.run(320)
     assert h.provider.metrics.unschedulable_since_s == {}
+
+
+def test_a_nodepool_whose_requirements_match_no_instance_type_is_refused():
+    import pytest
+    from pydantic import TypeAdapter, ValidationError
+
+    from gpuscale.provisioning import NodeProviderSpec
+
+    spec = {"kind": "karpenter", "node_pools": [{"name": "gpu", "requirements": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In",
+         "values": ["g6e.99xlarge"]}]}]}
+    with pytest.raises(ValidationError, match="NodePool gpu: requirements match no instance"):
+        TypeAdapter(NodeProviderSpec).validate_python(spec)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gpuscale.provisioning.karpenter.nodepool import NodePoolParams
+from gpuscale.provisioning.karpenter.nodepool import NodePoolParams, pool_offerings
 from gpuscale.provisioning.latency import NodeLatencies
 from gpuscale.provisioning.nodes import CapacityType, check_unique
 from gpuscale.provisioning.spot import SpotParams
@@ -68,6 +68,10 @@ class KarpenterParams(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> KarpenterParams:
         check_unique([x.name for x in self.node_pools], "NodePool")
+        empty = [p.name for p in self.node_pools if not pool_offerings(p)]
+        if empty:  # such a pool can never launch a node: say so instead of a silent no-op
+            raise ValueError(f"NodePool {', '.join(empty)}: requirements match no instance "
+                             "type, zone and capacity type in the catalog")
         if self.batch_max_s < self.batch_idle_s:
             raise ValueError("batch_max_s must be >= batch_idle_s")
         if self.start_utc.tzinfo is None:
