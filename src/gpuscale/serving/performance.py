@@ -246,13 +246,6 @@ class StepCost:
                                 + self._per_seq_s * num_seqs)
 
     def segment(self, num_seqs: int, context_tokens: float) -> DecodeSegment:
-        """`DecodeSegment` of a pure-decode stretch (the body of `decode_step_s`, inlined:
-        this is built at every batch change)."""
-        compute = self._linear_flop_s * num_seqs
-        weights = self._weight_s if not self._moe else self._weights_s(num_seqs)
-        linear = compute if compute > weights else weights
-        allreduce = self._ar_fixed_s + self._ar_token_s * num_seqs if self._ar_fixed_s else 0.0
-        factor = self._factor
-        first = factor * (linear + context_tokens * self._kv_s + allreduce + self._fixed_s
-                          + self._per_seq_s * num_seqs)
-        return DecodeSegment(first, factor * num_seqs * self._kv_s)
+        """`DecodeSegment` of a pure-decode stretch starting at `context_tokens`."""
+        return DecodeSegment(self.decode_step_s(num_seqs, context_tokens),
+                             self._factor * num_seqs * self._kv_s)

@@ -235,9 +235,7 @@ class Replica:
         if self.accepting or self.waiting:
             budget = self._admit(now_s, budget, chunks)
         if chunks:
-            if self.state == _IDLE:  # _start_busy, inlined
-                self.busy_since_s = now_s
-            self.state = _STEP
+            self._start_busy(now_s, _STEP)
             self.step_start_s = now_s
             self.step_chunks = chunks
             self.step_budget = budget
@@ -288,13 +286,10 @@ class Replica:
         self.seg_start_s = now_s
         self.seg_G0 = G
         self.seg_steps = steps
-        if self.state == _IDLE:  # _start_busy, inlined: this runs at every batch change
-            self.busy_since_s = now_s
-        self.state = _SEGMENT
+        self._start_busy(now_s, _SEGMENT)
         self.version += 1
-        duration = steps * seg.first_step_s + seg.slope_s * steps * (steps - 1) / 2.0
-        self.sim.schedule(now_s + duration, Priority.ENGINE, self._end_segment, self.version,
-                          steps)
+        self.sim.schedule(now_s + seg.duration_s(steps), Priority.ENGINE, self._end_segment,
+                          self.version, steps)
 
     def _cut_segment(self, now_s: float) -> None:
         """End the decode stretch at the end of the step in progress, where the newcomer joins.
