@@ -16,6 +16,7 @@ from typing import Callable
 from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
+from gpuscale.metrics.store import FB_USED, GPU_UTIL, KV_USAGE, RUNNING, WAITING
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import RequestTable
@@ -225,17 +226,21 @@ class Fleet:
             values: dict[str, float] = {}
             if slot.pod.node_name is not None:
                 replica = slot.replica
-                busy = replica.busy_s(now_s) if replica is not None else 0.0
-                previous = prev_busy.get(slot.pod.name, busy if replica is None else 0.0)
-                window = min(window_s, now_s - (slot.ready_s if slot.ready_s is not None else now_s)) \
-                    if replica is not None else window_s
-                util = 100.0 * (busy - previous) / window if window > 0 else 0.0
-                prev_busy[slot.pod.name] = busy
-                values["DCGM_FI_DEV_GPU_UTIL"] = min(100.0, max(0.0, util))
-                values["DCGM_FI_DEV_FB_USED"] = fb_used_mib if replica is not None else 0.0
-                if replica is not None:
-                    values["vllm:num_requests_waiting"] = float(len(replica.waiting))
-                    values["vllm:num_requests_running"] = float(len(replica.running))
-                    values["vllm:kv_cache_usage_perc"] = replica.kv_usage_frac(now_s)
+                if replica is None:  # loading: GPUs held, no step executed, no /metrics yet
+                    prev_busy[slot.pod.name] = 0.0
+                    values[GPU_UTIL] = 0.0
+                    values[FB_USED] = 0.0
+                else:
+                    busy = replica.busy_s(now_s)
+                    # A replica that became ready within the window is judged on its part.
+                    window = min(window_s, now_s - (slot.ready_s or 0.0))
+                    util = 100.0 * (busy - prev_busy.get(slot.pod.name, 0.0)) / window \
+                        if window > 0 else 0.0
+                    prev_busy[slot.pod.name] = busy
+                    values[GPU_UTIL] = min(100.0, max(0.0, util))
+                    values[FB_USED] = fb_used_mib
+                    values[WAITING] = float(len(replica.waiting))
+                    values[RUNNING] = float(len(replica.running))
+                    values[KV_USAGE] = replica.kv_usage_frac(now_s)
             out.append((slot, values))
         return out

@@ -17,7 +17,8 @@ from gpuscale.engine.basic_layers import FirstFitScheduler, NodePool
 from gpuscale.engine.fleet import Fleet
 from gpuscale.engine.result import RunResult, build_result
 from gpuscale.errors import UserInputError
-from gpuscale.metrics.store import MetricsStore, PodSample
+from gpuscale.metrics.store import (GPU_UTIL, KV_USAGE, RUNNING, WAITING, MetricsStore,
+                                    PodSample)
 from gpuscale.provisioning import build_node_provider
 from gpuscale.scheduling import build_scheduler
 from gpuscale.scenario.models import Duration, Scenario, Strategy
@@ -275,11 +276,11 @@ class _Run:
                 starting += bound and slot.replica is None
                 sample = PodSample(slot.pod.name, "Running" if bound else "Pending", ready, values)
                 role_samples.append(sample)
-                if "vllm:num_requests_waiting" in values:
-                    role_waiting += values["vllm:num_requests_waiting"]
-                    running += values["vllm:num_requests_running"]
-                    role_kv.append(values["vllm:kv_cache_usage_perc"])
-                    util.append(values["DCGM_FI_DEV_GPU_UTIL"])
+                if WAITING in values:
+                    role_waiting += values[WAITING]
+                    running += values[RUNNING]
+                    role_kv.append(values[KV_USAGE])
+                    util.append(values[GPU_UTIL])
             samples.extend(role_samples)
             waiting += role_waiting
             kv.extend(role_kv)
