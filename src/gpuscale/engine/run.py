@@ -132,6 +132,12 @@ class _Run:
         self.fb_used_mib = scenario.engine.gpu_memory_utilization * self.hw.gpu.memory_bytes / MIB
         self.fleets = self._build_fleets()
         self.entry = self.fleets.get("serve") or self.fleets["prefill"]
+        split = scenario.disaggregation
+        # KV transfer seconds per prompt token (prefill pool's KV bytes over its links), once:
+        # _on_prefilled runs for every request of a disaggregated run.
+        self._kv_transfer_s_per_token = 0.0 if split is None else (
+            self.fleets["prefill"].hw.kv_bytes_per_token
+            / (split.kv_transfer_gbps_per_gpu * 1e9 * self.fleets["prefill"].hw.tp))
         self._pd_ttft: list[float] = []
         self.latest_by_role: dict[str, list[PodSample]] = {}
         # (controller, fleets it scales, role whose pods it sees or None for all)
@@ -181,10 +187,7 @@ class _Run:
 
     def _on_prefilled(self, rid: int, now_s: float) -> None:
         """A prefill replica is done: ship the KV cache, then the decode pool takes over."""
-        split = self.scenario.disaggregation
-        prefill_hw = self.fleets["prefill"].hw
-        bytes_ = self.table.prompt_tokens[rid] * prefill_hw.kv_bytes_per_token
-        transfer_s = bytes_ / (split.kv_transfer_gbps_per_gpu * 1e9 * prefill_hw.tp)
+        transfer_s = self.table.prompt_tokens[rid] * self._kv_transfer_s_per_token
         self.sim.schedule(now_s + transfer_s, Priority.ENGINE, self._kv_arrived, rid)
 
     def _kv_arrived(self, rid: int) -> None:
