@@ -2,6 +2,7 @@
 
     python bench/bench_scale.py azure10x   # 10 x Azure conv rate-scaled (~194k requests in 1 h),
                                            # P/D split, SLA planner per role, Karpenter
+    python bench/bench_scale.py azure10x-strategies  # the same workload, four strategies (table)
     python bench/bench_scale.py day        # a 10-million-request synthetic day: peak memory
 
 Prints requests simulated per wall second and the peak resident memory of the process.
@@ -50,6 +51,33 @@ def azure10x() -> dict:
     }
 
 
+def azure10x_strategies() -> dict:
+    """The azure10x workload under four strategies (docs/planners.md: throughput sizing on bursts)."""
+    scenario = azure10x()
+    scenario["strategies"] = [
+        {"name": "sla-planner per role, no floor", "prefill": PLANNER, "decode": PLANNER},
+        {"name": "sla-planner per role, prefill min_endpoint 6",
+         "prefill": {**PLANNER, "min_endpoint": 6}, "decode": PLANNER},
+        {"name": "fixed 6 prefill + 3 decode", "prefill": {"kind": "fixed", "replicas": 6},
+         "decode": {"kind": "fixed", "replicas": 3}},
+        {"name": "fixed 7 prefill + 3 decode", "prefill": {"kind": "fixed", "replicas": 7},
+         "decode": {"kind": "fixed", "replicas": 3}},
+    ]
+    return scenario
+
+
+def print_strategies(scenario) -> None:
+    requests = scenario_requests(scenario, Path("."))
+    print("| strategy | SLO attainment | TTFT p50 / p99 (s) | prefill replicas (mean) | decode (mean) | GPU-h | $ |")
+    print("|---|---|---|---|---|---|---|")
+    for strategy in scenario.strategies:
+        s = run_strategy(scenario, strategy, requests).summary
+        roles = s["roles"]
+        print(f"| {strategy.name} | {s['slo_attainment']:.3f} | {s['ttft_s']['p50']:.2f} / "
+              f"{s['ttft_s']['p99']:.1f} | {roles['prefill']['mean']:.2f} | {roles['decode']['mean']:.2f} "
+              f"| {s['gpu_hours']:.1f} | {s['cost_usd']:.0f} |")
+
+
 def day() -> dict:
     return {
         "name": "bench-10M-day", "seed": 1, "duration_s": 86_400.0, "drain_s": 600.0,
@@ -67,13 +95,16 @@ def day() -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", choices=["azure10x", "day"])
+    parser.add_argument("which", choices=["azure10x", "azure10x-strategies", "day"])
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs of the same scenario; prints best and median (shared hosts are noisy)")
     args = parser.parse_args()
-    if args.which == "azure10x" and not TRACE.exists():
+    if args.which.startswith("azure10x") and not TRACE.exists():
         print(f"trace not found: {TRACE} (needs ../shared/traces)", file=sys.stderr)
         return 2
+    if args.which == "azure10x-strategies":
+        print_strategies(scenario_from_dict(azure10x_strategies(), source=args.which))
+        return 0
     scenario = scenario_from_dict(azure10x() if args.which == "azure10x" else day(),
                                   source=args.which)
     t0 = time.perf_counter()
