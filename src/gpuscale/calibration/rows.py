@@ -125,9 +125,17 @@ def row_a5() -> list[CheckResult]:
     hw = _hw(rtx3090, "Llama-3.1-8B", 1, BF16, BF16)
     blocks = num_kv_blocks(hw, gpu_memory_utilization=0.90, block_size=16,
                            activation_reserve_gib=1.72, non_torch_gib=0.35)
-    why = ("usable = 0.9 x 23.58 - 14.99 - 1.72 - 0.35 = 4.16 GiB, but the log reports 3.81 "
-           "GiB: exactly one more 0.35 GiB non-torch term. vLLM 0.6.4's profiler appears to "
-           "count the non-torch baseline twice (reworked in vLLM PR #10511); not modelled")
+    # vLLM 0.6.4's worker computes kv = util x total - peak_torch - non_torch, where peak_torch
+    # is the torch allocator's peak *including the weights* (vLLM PR #10511 review, 2024-12-14),
+    # and prints all three from the same variables, so a 0.6.4 log always adds up (e.g. the
+    # v0.6.4.post1 log in github.com/xlisp/jimw-vllm README: 0.9 x 7.92 - 3.12 - 0.47 = 3.54,
+    # as printed). Here 3.81 needs peak_torch = 21.22 - 3.81 - 0.35 = 17.06 GiB, i.e. an
+    # activation peak of 2.07 GiB; the row's 1.72 is 17.06 - 14.99 - 0.35, as if the non-torch
+    # term had been taken out of the torch peak, which does not contain it.
+    why = ("the row's terms do not add up under vLLM 0.6.4's own arithmetic: 0.9 x 23.58 - 14.99 "
+           "- 1.72 - 0.35 = 4.16 GiB, not the logged 3.81; the log implies an activation peak of "
+           "2.07 GiB (1.72 = 17.06 - 14.99 - 0.35 subtracts non-torch twice). Reference to be "
+           "checked against the #10517 log; not tuned")
     return [CheckResult("A5", "KV blocks (16 tokens) on RTX 3090, 8B BF16", 1952, blocks,
                         0.05, "blocks", known_miss=why)]
 

@@ -1,0 +1,6 @@
+"""`python -m gpuscale ...` runs the same CLI as the `gpuscale` command."""
+
+from gpuscale.cli import main
+
+if __name__ == "__main__":
+    main()
