@@ -59,6 +59,17 @@ def test_cli_text_and_bad_snapshot(tmp_path):
     assert result.exit_code == 2 and str(bad) in result.output
 
 
+def test_a_manifest_is_not_taken_for_a_healthy_snapshot(tmp_path):
+    """A file without Pods is refused (exit 2, naming it), not reported as 'no Pending pods'."""
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\n"
+                        "spec: {template: {spec: {containers: []}}}\n")
+    result = CliRunner().invoke(cli, ["diagnose", str(manifest)])
+    assert result.exit_code == 2
+    assert str(manifest) in result.output and "Deployment" in result.output
+    assert "no Pending GPU pods" not in result.output
+
+
 def _snapshot(free: list[int], want: int) -> str:
     items = []
     for i, f in enumerate(free):

@@ -105,6 +105,26 @@ def test_cli_missing_file_exits_2(tmp_path):
     assert result.exit_code == 2 and "file not found" in result.output
 
 
+def test_a_misspelled_kind_names_the_kind_field_and_the_nearest_kind():
+    data = _valid()
+    data["strategies"][1]["autoscaler"]["kind"] = "kedda"
+    with pytest.raises(UserInputError) as info:
+        scenario_from_dict(data, source="s.yaml")
+    message = str(info.value)
+    assert "strategies[1].autoscaler.kind: unknown kind 'kedda'; did you mean 'keda'?" in message
+    assert "sla_planner" in message  # the valid kinds are listed
+
+
+def test_a_kind_with_no_near_match_lists_the_kinds_without_guessing():
+    data = _valid()
+    data["workload"] = {"kind": "zzz"}
+    with pytest.raises(UserInputError) as info:
+        scenario_from_dict(data, source="s.yaml")
+    message = str(info.value)
+    assert "workload.kind: unknown kind 'zzz'" in message and "did you mean" not in message
+    assert "poisson" in message and "trace" in message
+
+
 def test_a_misspelled_scaler_metric_fails_at_load_with_a_suggestion():
     data = _valid()
     data["strategies"][1]["autoscaler"]["triggers"][0]["query"]["metric"] = (

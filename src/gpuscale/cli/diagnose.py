@@ -37,6 +37,14 @@ def command(snapshot, cluster, kube_context, pod_name, fmt, max_bytes):
     if not snapshot and not cluster:
         raise UserInputError("give a snapshot file (or -), or --cluster")
     objects = load_inputs([snapshot], max_bytes=max_bytes) if snapshot else []
+    if snapshot and not any(o.kind == "Pod" for o in objects):
+        # A manifest directory or a single Deployment has no Pods: saying "no Pending GPU pods"
+        # would read as a clean bill of health for a file that was never a snapshot.
+        found = sorted({o.kind for o in objects}) or ["nothing"]
+        raise UserInputError(
+            f"no Pod objects (found: {', '.join(found)}); expected a cluster snapshot from "
+            "`kubectl get nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json`; "
+            "to check manifests use `gpuscale audit`", source=snapshot)
     if cluster:
         from gpuscale.audit.cluster import read_cluster
         objects += read_cluster(SNAPSHOT_KINDS, context=kube_context)

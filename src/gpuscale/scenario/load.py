@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,6 +54,16 @@ def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key (check the spelling; see docs/scenario.md)"
+    elif error["type"] == "union_tag_invalid":
+        # pydantic's "Input tag 'kedda' found using 'kind' does not match any of the expected
+        # tags: ..." names neither the field the user wrote nor the nearest valid value.
+        ctx = error.get("ctx", {})
+        tag, field = ctx.get("tag"), str(ctx.get("discriminator", "kind")).strip("'")
+        expected = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",")]
+        close = difflib.get_close_matches(str(tag), expected, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        loc = loc + (field,)
+        message = f"unknown {field} {tag!r}{hint} (expected one of: {', '.join(expected)})"
     elif error["type"] == "value_error":
         # Our own validators' messages already say what was wrong; pydantic's prefix and a
         # repeated input only lengthen the line.
