@@ -34,6 +34,8 @@ FP8, BF16 = Precision.FP8, Precision.BF16
 MLPERF_OUTPUT_MEAN_TOKENS = 294.45
 # Assumed (not in the reference): mean prompt ~300 tokens. A 1000-token mean would need 95% of
 # the H100's dense FP8 peak to reach A6's 84.5 samples/s, so the mean must be well below that.
+# A sample of a public per-sample length table of the dataset says ~225; kept at 300 for now
+# (A6 would read +18%; docs/calibration.md, Assumptions, says why).
 MLPERF_PROMPT_MEAN_TOKENS = 300.0
 MLPERF_MAX_TOKENS = 1024
 # Assumed ShareGPT mix of vLLM's benchmark_serving (A13): ~220 prompt / ~200 output tokens,
