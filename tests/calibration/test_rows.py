@@ -37,11 +37,40 @@ def test_a5_is_a_documented_miss_by_one_non_torch_term():
 
 
 def test_a8_throughput_passes_and_latency_misses_low_with_a_reason():
-    tput, ttft, tpot = rows.row_a8(duration_s=120.0)
+    tput, ttft, tpot, in_flight = rows.row_a8(duration_s=120.0)
     assert tput.passed
-    for check in (ttft, tpot):
+    for check in (ttft, tpot, in_flight):
         assert not check.passed and check.known_miss
         assert check.predicted < check.measured  # the model is under-loaded at 75 QPS, not over
+
+
+def test_a8_measured_in_flight_is_littles_law_on_the_mlperf_log():
+    # 74.4245 completed/s x 44.95 s mean latency = 3,346 in the system over 4 TP2 instances:
+    # close to the engine's batch limit (1,024 in NVIDIA's server config), far above ~140.
+    assert rows.A8_MEASURED_IN_FLIGHT == pytest.approx(836.4, abs=0.5)
+    # Cross-check with the other columns of the row: output tok/s per replica x latency per
+    # token must give the same count within the spread of the output lengths (TTFT + ~290 x TPOT).
+    tokens_per_req = 21_606 / rows.A8_COMPLETED_PER_S
+    assert 0.276 + (tokens_per_req - 1) * 0.155 == pytest.approx(rows.A8_MEAN_LATENCY_S, rel=0.02)
+
+
+def test_a8_diagnosis_model_keeps_few_requests_in_flight_even_at_measured_capacity():
+    """The documented reason for the miss: not A6's +6% capacity error but the step-time shape.
+
+    Stretching every step until the model's offline throughput equals A6's measurement leaves
+    the server run far below the ~836 requests per replica the submission kept in flight; if a
+    model change ever makes matched capacity reproduce the measured load, this fails and the
+    known-miss text in docs/calibration.md must be revisited.
+    """
+    import dataclasses
+
+    a6_error = rows._a6().output_tokens_per_s / 24_525
+    base = rows._hw("H100-SXM", "Llama-2-70B", 2, rows.FP8, rows.FP8, "trtllm")
+    matched = dataclasses.replace(base, step_time_factor=base.step_time_factor * a6_error)
+    result = rows._a8(duration_s=120.0, hw=matched)
+    assert result.num_completed == result.num_requests  # stable: below saturation
+    assert result.mean_in_system / rows.A8_INSTANCES < 0.35 * rows.A8_MEASURED_IN_FLIGHT
+    assert result.mean_tpot_s < 0.5 * 0.155
 
 
 def test_h200_beats_h100_per_gpu_offline():

@@ -34,6 +34,8 @@ FP8, BF16 = Precision.FP8, Precision.BF16
 MLPERF_OUTPUT_MEAN_TOKENS = 294.45
 # Assumed (not in the reference): mean prompt ~300 tokens. A 1000-token mean would need 95% of
 # the H100's dense FP8 peak to reach A6's 84.5 samples/s, so the mean must be well below that.
+# A sample of a public per-sample length table of the dataset says ~225; kept at 300 for now
+# (A6 would read +18%; docs/calibration.md, Assumptions, says why).
 MLPERF_PROMPT_MEAN_TOKENS = 300.0
 MLPERF_MAX_TOKENS = 1024
 # Assumed ShareGPT mix of vLLM's benchmark_serving (A13): ~220 prompt / ~200 output tokens,
@@ -162,24 +164,47 @@ def rows_a6_a7() -> list[CheckResult]:
             CheckResult("A7", "H200 / H100 offline ratio", 31_303 / 24_525, a7 / a6, 0.10, "x")]
 
 
-A8_MISS = ("MLPerf picks the server QPS at the latency limit, i.e. next to saturation (75 QPS "
-           "= 89% of offline). Our offline capacity is ~6% higher, so at 75 QPS the model runs "
-           "at ~85% load where batches stay small; near saturation TPOT is ill-conditioned "
-           "(a 6% throughput error moves it by several x). See docs/calibration.md")
+# MLPerf v4.1 DGX-H100 llama2-70b-99 Server, performance/run_1/mlperf_log_detail.txt [S5]:
+# result_completed_samples_per_sec 74.4245 and result_mean_latency_ns 44,954,547,225 (arrival
+# to last token). Little's law: 74.42 x 44.95 s = 3,346 requests in the system, 836 per TP2
+# replica, i.e. the submission ran almost at its engine's batch limit (gpu_batch_size 1024 in
+# NVIDIA's v4.1 configs/llama2-70b/Server; 896 offline).
+A8_COMPLETED_PER_S = 74.4245
+A8_MEAN_LATENCY_S = 44.954547225
+A8_INSTANCES = 4
+A8_MEASURED_IN_FLIGHT = A8_COMPLETED_PER_S * A8_MEAN_LATENCY_S / A8_INSTANCES
+
+A8_MISS = ("the submission runs ~836 requests per TP2 replica (Little's law on its log: 74.4/s x "
+           "45.0 s / 4) at 155 ms per token; the model runs ~130 at 25 ms. Not a 6% capacity "
+           "error: with steps stretched until A6 is exact, TPOT is still 28 ms. The measured "
+           "server is also >= 6% slower per token than the measured offline run at a smaller "
+           "batch (155 ms at 836 vs <= 146 ms at <= 896), so no step-time curve shared by A6 "
+           "and A8 reproduces both. See docs/calibration.md")
 
 
-def row_a8(duration_s: float = 240.0) -> list[CheckResult]:
-    hw = _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
+def _a8(duration_s: float = 240.0, hw: ReplicaHardware | None = None) -> BenchResult:
+    """MLPerf Server: Poisson arrivals at 75 QPS on 4 x TP2 (`hw` overrides the replica)."""
+    hw = hw or _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
     n = int(75 * duration_s)
     prompts, outputs = mlperf_lengths(n, seed=1)
     rng = np.random.default_rng(8)
-    result = run_benchmark(hw, _engine(hw, 896, TRTLLM_MAX_NUM_TOKENS),
-                           poisson_requests(rng, 75.0, prompts, outputs), num_replicas=4)
+    return run_benchmark(hw, _engine(hw, 896, TRTLLM_MAX_NUM_TOKENS),
+                         poisson_requests(rng, 75.0, prompts, outputs),
+                         num_replicas=A8_INSTANCES)
+
+
+def row_a8(duration_s: float = 240.0) -> list[CheckResult]:
+    result = _a8(duration_s)
     return [CheckResult("A8", "server 75 QPS tok/s", 21_606, result.output_tokens_per_s, 0.20,
                         "tok/s"),
             CheckResult("A8", "server 75 QPS mean TTFT", 0.276, result.mean_ttft_s, 0.50, "s",
                         known_miss=A8_MISS),
             CheckResult("A8", "server 75 QPS mean TPOT", 0.155, result.mean_tpot_s, 0.25, "s",
+                        known_miss=A8_MISS),
+            # Derived from the same log (not a column of the reference row): the diagnosis.
+            # Tolerance as TPOT's: at a fixed throughput the in-flight count scales with it.
+            CheckResult("A8", "server in flight per replica (Little)", A8_MEASURED_IN_FLIGHT,
+                        result.mean_in_system / A8_INSTANCES, 0.25, "req",
                         known_miss=A8_MISS)]
 
 

@@ -34,6 +34,10 @@ class BenchResult:
     makespan_s: float
     num_completed: int
     num_requests: int
+    # Little's law over the run: completed requests per second x mean latency (arrival to last
+    # token), i.e. the time-averaged number of requests in the system, all replicas together.
+    # MLPerf's log gives both factors, so a server row's measured in-flight count is comparable.
+    mean_in_system: float = float("nan")
 
 
 def run_benchmark(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
@@ -87,6 +91,7 @@ def _summarise(table: RequestTable, requests: Requests) -> BenchResult:
     ttft = cols.first_token_s[done] - cols.arrival_s[done]
     multi = done & (cols.output_tokens > 1)
     tpot = (cols.finish_s[multi] - cols.first_token_s[multi]) / (cols.output_tokens[multi] - 1)
+    latency_s = cols.finish_s[done] - cols.arrival_s[done]
     return BenchResult(
         output_tokens_per_s=tokens / makespan,
         mean_ttft_s=float(ttft.mean()) if len(ttft) else float("nan"),
@@ -96,6 +101,7 @@ def _summarise(table: RequestTable, requests: Requests) -> BenchResult:
         makespan_s=makespan,
         num_completed=int(done.sum()),
         num_requests=len(requests),
+        mean_in_system=float(latency_s.sum()) / makespan,
     )
 
 
