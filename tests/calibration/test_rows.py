@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from gpuscale.calibration import rows
 from gpuscale.cli import cli
 
-PASSING_ROWS = ["rows_a1_a3", "row_a4", "rows_a6_a7", "row_a10", "row_a11", "row_a13",
+PASSING_ROWS = ["rows_a1_a3", "row_a4", "row_a10", "row_a11", "row_a13",
                 "row_a15", "row_a16", "row_a17", "row_a18"]
 
 
@@ -73,9 +73,33 @@ def test_a8_diagnosis_model_keeps_few_requests_in_flight_even_at_measured_capaci
     assert result.mean_tpot_s < 0.5 * 0.155
 
 
-def test_h200_beats_h100_per_gpu_offline():
+def test_a6_a7_pass_at_steady_state_and_the_ratio_is_a_documented_miss_on_the_low_side():
     a6, a7, ratio = rows.rows_a6_a7()
-    assert a7.predicted > a6.predicted and ratio.predicted > 1.0
+    assert a6.passed and a7.passed and not a6.known_miss and not a7.known_miss
+    assert a7.predicted > a6.predicted and ratio.predicted > 1.0  # H200 still beats H100
+    # The miss the steady-state runs expose: the model's H200 TP1 gain over H100 TP2 is too
+    # small, as in row A11's fixed-length pair. If a change closes it, revisit the docs entry.
+    assert not ratio.passed and ratio.known_miss and ratio.predicted < ratio.measured
+
+
+def test_mlperf_offline_sample_count_is_loadgens():
+    # LoadGen: max(min_query_count, 1.1 x min_duration x offline_expected_qps); NVIDIA's v4.1
+    # Offline configs: 2,400 s, 80 QPS (8xH100, 4 x TP2) and 104 QPS (8xH200).
+    assert rows.mlperf_offline_samples(80.0) == 211_200
+    assert rows.mlperf_offline_samples(104.0) == 274_560
+    assert rows.mlperf_offline_samples(1.0) == 24_576  # never below the dataset size
+
+
+def test_short_offline_runs_read_low_because_of_ramp_and_tail():
+    """Why A6/A7 replay LoadGen's full count: a 90 s run under-reads steady throughput."""
+    from gpuscale.serving.bench import offline_requests, run_benchmark
+
+    hw = rows._hw("H100-SXM", "Llama-2-70B", 2, rows.FP8, rows.FP8, "trtllm")
+    cfg = rows._engine(hw, 896, rows.TRTLLM_MAX_NUM_TOKENS)
+    short = run_benchmark(hw, cfg, offline_requests(*rows.mlperf_lengths(2_000)))
+    long = run_benchmark(hw, cfg, offline_requests(*rows.mlperf_lengths(16_000)))
+    assert long.makespan_s > 600.0  # MLPerf's minimum duration
+    assert short.output_tokens_per_s < 0.93 * long.output_tokens_per_s  # ~9% low
 
 
 def test_engine_profile_changes_only_the_engine_row():

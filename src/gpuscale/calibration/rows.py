@@ -143,25 +143,53 @@ def row_a5() -> list[CheckResult]:
 
 
 # -- end-to-end serving (A6-A13) -----------------------------------------------------------------
+# MLPerf Offline is one query of every sample; the score is samples / (last completion - start).
+# LoadGen sizes that query as max(min_query_count, kSlack x min_duration x offline_expected_qps)
+# with kSlack = 1.1 (mlcommons/inference loadgen/test_settings_internal.cc) so that the run lasts
+# at least min_duration. NVIDIA's v4.1 configs/llama2-70b/Offline set min_duration 2,400,000 ms
+# and offline_expected_qps 80 (H100_SXM_80GB_TP2x4) / 104 (H200_SXM_141GBx8): a ~2,400 s run,
+# i.e. steady state, where ramp-up and the draining tail are ~1% of the time. An 8,000-sample run
+# (~90 s) is a quarter ramp and tail and reads ~12% low; the row simulates the real count.
+MLPERF_MIN_QUERY_COUNT = 24_576  # mlperf.conf llama2-70b Offline min_query_count (dataset size)
+LOADGEN_OFFLINE_SLACK = 1.1
+NVIDIA_OFFLINE_MIN_DURATION_S = 2400.0
+A6_EXPECTED_QPS, A7_EXPECTED_QPS = 80.0, 104.0
+
+
+def mlperf_offline_samples(expected_qps: float) -> int:
+    """Samples LoadGen puts in the one Offline query (see the comment above)."""
+    return max(MLPERF_MIN_QUERY_COUNT,
+               int(LOADGEN_OFFLINE_SLACK * NVIDIA_OFFLINE_MIN_DURATION_S * expected_qps))
+
+
 def _a6() -> BenchResult:
     hw = _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
-    prompts, outputs = mlperf_lengths(8000)
+    prompts, outputs = mlperf_lengths(mlperf_offline_samples(A6_EXPECTED_QPS))
     return run_benchmark(hw, _engine(hw, 896, TRTLLM_MAX_NUM_TOKENS),
                          offline_requests(prompts, outputs), num_replicas=4)
 
 
 def _a7() -> BenchResult:
     hw = _hw("H200", "Llama-2-70B", 1, FP8, FP8, "trtllm")
-    prompts, outputs = mlperf_lengths(8000)
+    prompts, outputs = mlperf_lengths(mlperf_offline_samples(A7_EXPECTED_QPS))
     return run_benchmark(hw, _engine(hw, 806, TRTLLM_MAX_NUM_TOKENS),
                          offline_requests(prompts, outputs), num_replicas=8)
+
+
+A7_RATIO_MISS = (
+    "at steady state (LoadGen's 2,400 s runs) the model's H200 TP1 / H100 TP2 per-GPU ratio is "
+    "~12% low; the fixed-length pair of row A11 (same source family, no length-mix assumption) "
+    "is ~11% low in the same direction. An FP8 GEMM factor moves it further out (both sides "
+    "lose compute); the TP2 side's all-reduce is the candidate (halving its bandwidth gives A6 "
+    "+9%, A11 H100 -1%). Not tuned; see docs/calibration.md")
 
 
 def rows_a6_a7() -> list[CheckResult]:
     a6, a7 = _a6().output_tokens_per_s, _a7().output_tokens_per_s
     return [CheckResult("A6", "8xH100 offline, 4 x TP2 FP8", 24_525, a6, 0.20, "tok/s"),
             CheckResult("A7", "8xH200 offline, 8 x TP1 FP8", 31_303, a7, 0.20, "tok/s"),
-            CheckResult("A7", "H200 / H100 offline ratio", 31_303 / 24_525, a7 / a6, 0.10, "x")]
+            CheckResult("A7", "H200 / H100 offline ratio", 31_303 / 24_525, a7 / a6, 0.10, "x",
+                        known_miss=A7_RATIO_MISS)]
 
 
 # MLPerf v4.1 DGX-H100 llama2-70b-99 Server, performance/run_1/mlperf_log_detail.txt [S5]:
@@ -208,6 +236,14 @@ def row_a8(duration_s: float = 240.0) -> list[CheckResult]:
                         known_miss=A8_MISS)]
 
 
+# trtllm-bench prints total output tokens / total latency (first request sent to last one done)
+# for a fixed number of requests; the perf-overview page [S7] (revision 00f3768, "Preparing a
+# Dataset") lists the count per ISL/OSL, chosen by NVIDIA "to guarantee that the system hit a
+# steady state": 30,000 for 128/128, 3,000 for 1000/1000 and 2048/128. The rows replay the same
+# counts and read the same statistic.
+TRTLLM_BENCH_REQUESTS = {(128, 128): 30_000, (1000, 1000): 3_000, (2048, 128): 3_000}
+
+
 def _a10(isl: int, osl: int, n: int) -> float:
     hw = _hw("H100-SXM", "Llama-3.1-8B", 1, FP8, FP8, "trtllm")
     cfg = _engine(hw, TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS)
@@ -215,7 +251,8 @@ def _a10(isl: int, osl: int, n: int) -> float:
 
 
 def row_a10() -> list[CheckResult]:
-    long_out, short, long_in = _a10(1000, 1000, 3000), _a10(128, 128, 20_000), _a10(2048, 128, 4000)
+    long_out, short, long_in = (_a10(isl, osl, TRTLLM_BENCH_REQUESTS[isl, osl])
+                                for isl, osl in ((1000, 1000), (128, 128), (2048, 128)))
     return [CheckResult("A10", "8B FP8 H100 1000/1000", 15_220, long_out, 0.25, "tok/s"),
             CheckResult("A10", "8B FP8 H100 128/128", 28_312, short, 0.25, "tok/s"),
             CheckResult("A10", "8B FP8 H100 2048/128", 3_450, long_in, 0.25, "tok/s"),
@@ -228,13 +265,17 @@ def row_a11() -> list[CheckResult]:
     for gpu, tp, measured in (("H100-SXM", 2, 4_205), ("H200", 1, 2_909)):
         hw = _hw(gpu, "Llama-3.3-70B", tp, FP8, FP8, "trtllm")
         cfg = _engine(hw, TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS)
-        tput = run_benchmark(hw, cfg, offline_requests(*_fixed(2000, 1000, 1000)))
+        n = TRTLLM_BENCH_REQUESTS[1000, 1000]
+        tput = run_benchmark(hw, cfg, offline_requests(*_fixed(n, 1000, 1000)))
         out.append(CheckResult("A11", f"70B FP8 {gpu} TP{tp} 1000/1000", measured,
                                tput.output_tokens_per_s, 0.25, "tok/s"))
     return out
 
 
 def row_a13() -> list[CheckResult]:
+    # vLLM's benchmark_serving at rps=inf reports output tokens / benchmark duration (first
+    # request sent to last response) over the row's 5,000 prompts: the makespan of the same
+    # count is the same statistic, so this row needs no longer run.
     hw = _hw("H100-SXM", "Llama-3.1-70B", 4, FP8, BF16, "vllm-v0.6")
     rng = np.random.default_rng(13)
     prompts = _lognormal(rng, 5000, SHAREGPT_PROMPT_MEAN, 4, 1024)
