@@ -48,6 +48,12 @@ def test_a_file_given_to_the_wrong_command_says_which_command(tmp_path):
     _fails_cleanly(["simulate", str(EXAMPLES / "two-teams" / "scenario.yaml")], "gpuscale schedule")
     _fails_cleanly(["schedule", str(EXAMPLES / "midnight-spike" / "scenario.yaml")],
                    "gpuscale simulate")
+    plan_input = EXAMPLES / "plans" / "llama70b-fp8-h100-chat.yaml"
+    _fails_cleanly(["simulate", str(plan_input)], "a plan input", "gpuscale plan")
+    _fails_cleanly(["compare", str(plan_input)], "gpuscale plan")
+    _fails_cleanly(["plan", str(EXAMPLES / "pd-split" / "scenario.yaml"), "--out",
+                    str(tmp_path / "plan")], "a serving scenario", "gpuscale simulate")
+    assert not (tmp_path / "plan").exists()
 
 
 def test_negative_seed_is_refused(tmp_path):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
+from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import load_yaml, validate_mapping
 from gpuscale.workloads.distributions import (DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS,
                                               TokenDistribution)
@@ -215,4 +216,11 @@ def plan_input_from_dict(data: Any, *, source: str = "<plan input>") -> PlanInpu
 
 
 def load_plan_input(path: Path) -> PlanInput:
-    return plan_input_from_dict(load_yaml(path), source=str(path))
+    data = load_yaml(path)
+    if isinstance(data, dict) and "workloads" not in data and ("strategies" in data or "model" in data):
+        # A scenario would otherwise fail on `cluster.instance_type`, which says nothing useful.
+        key = "strategies" if "strategies" in data else "model"
+        raise UserInputError(f"a serving scenario (it has `{key}`); run `gpuscale simulate` or "
+                             "`gpuscale compare` on it; `gpuscale plan` takes a plan input "
+                             "(docs/plan.md)", source=str(path), field=key)
+    return plan_input_from_dict(data, source=str(path))

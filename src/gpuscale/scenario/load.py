@@ -127,4 +127,8 @@ def load_scenario(path: Path) -> Scenario:
     if isinstance(data, dict) and "model" not in data and _SCHEDULE_ONLY_KEYS & set(data):
         raise UserInputError("no `model`: this is a scheduling-only scenario; run "
                              "`gpuscale schedule` on it", source=str(path), field="model")
+    if isinstance(data, dict) and "workloads" in data and "strategies" not in data:
+        # A plan input (plan/inputs.py) would otherwise fail on its first field that differs.
+        raise UserInputError("a plan input (it has `workloads`); run `gpuscale plan` on it",
+                             source=str(path), field="workloads")
     return scenario_from_dict(data, source=str(path))
