@@ -130,3 +130,18 @@ def test_row_selection_is_exact_and_unknown_rows_are_refused():
     assert selected and selected <= {"A1", "A2", "A3"}
     with pytest.raises(UserInputError, match="unknown calibration row.*A99"):
         rows.calibrate(["A99"])
+
+
+def test_fp8_factor_is_fixed_by_a10_2048_128_and_leaves_bf16_alone():
+    """The one FP8 GEMM factor is fixed by A10 2048/128 (it makes that row exact); the BF16
+    GEMM rows A1-A3 do not see it, and A100 (no FP8 tensor cores) ignores it."""
+    from gpuscale.catalog.specs import get_gpu, Precision
+
+    long_in = rows.row_a10()[2]
+    assert long_in.label == "8B FP8 H100 2048/128"
+    assert abs(long_in.error_frac) < 0.01
+    h100 = get_gpu("H100-SXM")
+    assert h100.sustained_flops(Precision.BF16) == h100.peak_flops(Precision.BF16) * 0.70
+    assert h100.sustained_flops(Precision.FP8) < 0.61 * h100.peak_flops(Precision.FP8)
+    a100 = get_gpu("A100-80GB")
+    assert a100.sustained_flops(Precision.FP8) == a100.sustained_flops(Precision.BF16)

@@ -46,6 +46,10 @@ class GpuSpec:
     allreduce_bus_frac: tuple[tuple[int, float], ...] = ()
     allreduce_latency_us: tuple[tuple[int, float], ...] = ()
     allreduce_source: str = "datasheet link bandwidth, aiconfigurator p2p latency"
+    # FP8 GEMMs reach this fraction of the BF16 `compute_efficiency` (per-tensor scaling and
+    # smaller tiles keep them further from their dense peak; gpus.yaml gives the source and the
+    # row that fixes it). 1.0 = no FP8 penalty.
+    fp8_efficiency_factor: float = 1.0
 
     @property
     def memory_bytes(self) -> float:
@@ -63,6 +67,13 @@ class GpuSpec:
         frac = _at_tp(self.allreduce_bus_frac, tp)
         latency_us = _at_tp(self.allreduce_latency_us, tp)
         return frac * link, latency_us * 1e-6
+
+    def sustained_flops(self, precision: Precision) -> float:
+        """Peak x compute efficiency, with the FP8 factor on GPUs that run FP8 natively."""
+        flops = self.peak_flops(precision) * self.compute_efficiency
+        if precision is Precision.FP8 and self.fp8_tflops:
+            flops *= self.fp8_efficiency_factor
+        return flops
 
     def peak_flops(self, precision: Precision) -> float:
         """Dense peak FLOP/s; FP8 falls back to BF16 on GPUs without FP8 tensor cores."""

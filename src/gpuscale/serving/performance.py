@@ -1,7 +1,8 @@
 """Roofline step-time model for one tensor-parallel replica.
 
 A forward step's time is the sum of
-- linear layers: max(FLOPs / (peak x compute_efficiency), weight bytes / (HBM BW x hbm_efficiency)),
+- linear layers: max(FLOPs / (peak x compute_efficiency [x fp8_efficiency_factor for FP8]),
+  weight bytes / (HBM BW x hbm_efficiency)),
 - attention: prefill FLOPs (compute bound) and decode KV reads (memory bound),
 - tensor-parallel all-reduce: two per layer, ring bus bytes over the measured effective bus
   bandwidth plus a per-collective latency (catalog, per GPU and TP degree: Vidur's H100 DGX
@@ -46,7 +47,7 @@ class ReplicaHardware:
     @property
     def flops_per_s(self) -> float:
         """Sustained FLOP/s of the whole TP group at the weight precision."""
-        return self.gpu.peak_flops(self.weight_precision) * self.gpu.compute_efficiency * self.tp
+        return self.gpu.sustained_flops(self.weight_precision) * self.tp
 
     @property
     def bytes_per_s(self) -> float:
