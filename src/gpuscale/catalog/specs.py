@@ -39,16 +39,52 @@ class GpuSpec:
     compute_efficiency: float
     efficiency_source: str
     source: str
+    # Measured all-reduce per TP degree, as (tp, value) pairs sorted by tp (gpus.yaml gives maps):
+    # the effective bus bandwidth as a fraction of `link_gbps_per_direction` and the per-collective
+    # latency of an affine fit (time = latency + ring bus bytes / (frac x link)). Empty = the
+    # datasheet link at 100% and aiconfigurator's 10 us p2p latency (the model before the fit).
+    allreduce_bus_frac: tuple[tuple[int, float], ...] = ()
+    allreduce_latency_us: tuple[tuple[int, float], ...] = ()
+    allreduce_source: str = "datasheet link bandwidth, aiconfigurator p2p latency"
+    # FP8 GEMMs reach this fraction of the BF16 `compute_efficiency` (per-tensor scaling and
+    # smaller tiles keep them further from their dense peak; gpus.yaml gives the source and the
+    # row that fixes it). 1.0 = no FP8 penalty.
+    fp8_efficiency_factor: float = 1.0
 
     @property
     def memory_bytes(self) -> float:
         return self.memory_gib * GIB
+
+    def allreduce_bus_bytes_per_s_and_latency_s(self, tp: int) -> tuple[float, float]:
+        """(effective bus bandwidth in bytes/s, latency in s) of one all-reduce over `tp` GPUs.
+
+        Takes the entry of the largest measured TP degree <= tp (the smallest one below it), so
+        a TP degree between two profiled ones gets the nearer-below, slower-fabric value.
+        """
+        link = self.link_gbps_per_direction * 1e9
+        if not self.allreduce_bus_frac:
+            return link, 10e-6
+        frac = _at_tp(self.allreduce_bus_frac, tp)
+        latency_us = _at_tp(self.allreduce_latency_us, tp)
+        return frac * link, latency_us * 1e-6
+
+    def sustained_flops(self, precision: Precision) -> float:
+        """Peak x compute efficiency, with the FP8 factor on GPUs that run FP8 natively."""
+        flops = self.peak_flops(precision) * self.compute_efficiency
+        if precision is Precision.FP8 and self.fp8_tflops:
+            flops *= self.fp8_efficiency_factor
+        return flops
 
     def peak_flops(self, precision: Precision) -> float:
         """Dense peak FLOP/s; FP8 falls back to BF16 on GPUs without FP8 tensor cores."""
         if precision is Precision.FP8 and self.fp8_tflops:
             return self.fp8_tflops * 1e12
         return self.bf16_tflops * 1e12
+
+
+def _at_tp(pairs: tuple[tuple[int, float], ...], tp: int) -> float:
+    below = [v for k, v in pairs if k <= tp]
+    return below[-1] if below else pairs[0][1]
 
 
 @dataclass(frozen=True)
@@ -172,7 +208,13 @@ def _load(filename: str) -> dict:
 
 @cache
 def gpus() -> dict[str, GpuSpec]:
-    return {name: GpuSpec(name=name, **spec) for name, spec in _load("gpus.yaml").items()}
+    out = {}
+    for name, spec in _load("gpus.yaml").items():
+        for key in ("allreduce_bus_frac", "allreduce_latency_us"):
+            if key in spec:
+                spec[key] = tuple(sorted((int(k), float(v)) for k, v in spec[key].items()))
+        out[name] = GpuSpec(name=name, **spec)
+    return out
 
 
 @cache

@@ -1,9 +1,12 @@
 """Roofline step-time model for one tensor-parallel replica.
 
 A forward step's time is the sum of
-- linear layers: max(FLOPs / (peak x compute_efficiency), weight bytes / (HBM BW x hbm_efficiency)),
+- linear layers: max(FLOPs / (peak x compute_efficiency [x fp8_efficiency_factor for FP8]),
+  weight bytes / (HBM BW x hbm_efficiency)),
 - attention: prefill FLOPs (compute bound) and decode KV reads (memory bound),
-- tensor-parallel all-reduce: two per layer, ring algorithm over NVLink, plus a fixed latency,
+- tensor-parallel all-reduce: two per layer, ring bus bytes over the measured effective bus
+  bandwidth plus a per-collective latency (catalog, per GPU and TP degree: Vidur's H100 DGX
+  NCCL profile, see gpus.yaml),
 - a fixed per-step and per-layer overhead (kernel launch gaps, scheduler CPU time).
 
 Efficiency factors are per GPU in the catalog (fixed by calibration rows A1-A3); the overhead
@@ -24,8 +27,6 @@ from gpuscale.catalog.specs import GpuSpec, ModelSpec, Precision
 STEP_OVERHEAD_S = 126e-6  # per engine step
 LAYER_OVERHEAD_S = 32e-6  # per transformer layer per step (kernel launch gaps)
 SEQ_OVERHEAD_S = 4e-6  # per sequence in the batch (sampling, bookkeeping)
-# aiconfigurator's p2p latency per collective [S1] (hardware-and-models.md 1.2).
-ALLREDUCE_LATENCY_S = 10e-6
 ACTIVATION_BYTES = 2  # activations stay BF16 even with FP8 weights
 
 
@@ -46,7 +47,7 @@ class ReplicaHardware:
     @property
     def flops_per_s(self) -> float:
         """Sustained FLOP/s of the whole TP group at the weight precision."""
-        return self.gpu.peak_flops(self.weight_precision) * self.gpu.compute_efficiency * self.tp
+        return self.gpu.sustained_flops(self.weight_precision) * self.tp
 
     @property
     def bytes_per_s(self) -> float:
@@ -108,12 +109,17 @@ def decode_attention_time_s(hw: ReplicaHardware, context_tokens: float) -> float
 
 
 def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
-    """Two ring all-reduces per layer over the TP group (attention out and MLP out)."""
+    """Two all-reduces per layer over the TP group (attention out and MLP out).
+
+    Each: latency + 2 (tp-1)/tp x payload / bus bandwidth, both from the catalog's measured
+    profile for this GPU and TP degree. Depends on the tokens in the step only, never on the
+    context, so a pure-decode stretch keeps a constant all-reduce term.
+    """
     if hw.tp <= 1:
         return 0.0
     payload = num_tokens * hw.model.hidden * ACTIVATION_BYTES
-    link_bytes_per_s = hw.gpu.link_gbps_per_direction * 1e9
-    per_op = ALLREDUCE_LATENCY_S + 2.0 * (hw.tp - 1) / hw.tp * payload / link_bytes_per_s
+    bus_bytes_per_s, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(hw.tp)
+    per_op = latency_s + 2.0 * (hw.tp - 1) / hw.tp * payload / bus_bytes_per_s
     return 2 * hw.model.layers * per_op
 
 
@@ -196,9 +202,9 @@ class StepCost:
         q_dim = hw.model.q_heads * hw.model.head_dim
         self._attn_prefill_s = 4.0 * hw.model.layers * q_dim / hw.flops_per_s
         if hw.tp > 1:
-            link = hw.gpu.link_gbps_per_direction * 1e9
-            per_token = 2.0 * (hw.tp - 1) / hw.tp * hw.model.hidden * ACTIVATION_BYTES / link
-            self._ar_fixed_s = 2 * hw.model.layers * ALLREDUCE_LATENCY_S
+            bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(hw.tp)
+            per_token = 2.0 * (hw.tp - 1) / hw.tp * hw.model.hidden * ACTIVATION_BYTES / bus
+            self._ar_fixed_s = 2 * hw.model.layers * latency_s
             self._ar_token_s = 2 * hw.model.layers * per_token
         else:
             self._ar_fixed_s = self._ar_token_s = 0.0
