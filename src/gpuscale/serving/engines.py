@@ -6,8 +6,8 @@ factor per engine, each fixed by a measurement that is not itself a calibration 
 checked on a row (docs/calibration.md):
 
 - `default` / `trtllm` / `vllm-v1`: factor 1.0. TensorRT-LLM rows A6, A7, A10, A11 pass with
-  the roofline plus BLIS's fitted per-step/per-layer/per-sequence overheads and nothing else
-  (docs/calibration.md).
+  the roofline (its catalog FP8 GEMM factor and measured all-reduce included) plus BLIS's
+  fitted per-step/per-layer/per-sequence overheads and nothing else (docs/calibration.md).
 - `vllm-v0.6`: vLLM 0.6.0 with `num-scheduler-steps 10` ran Llama-3.1-8B FP8 on one H100 at
   8,088 output tok/s (Lambda benchmark_v0, hardware-and-models.md 3.4 [S9]); the roofline
   engine gives 17,502 tok/s on the same setup (ShareGPT-like lengths, max-num-seqs 256; FP8
