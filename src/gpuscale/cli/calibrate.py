@@ -12,7 +12,7 @@ from gpuscale.errors import GpuscaleError
 
 def _status(check) -> str:
     if check.passed:
-        return "pass"
+        return "pass*" if check.input_note else "pass"
     return "known miss" if check.known_miss else "FAIL"
 
 
@@ -31,6 +31,9 @@ def command(rows: tuple[str, ...], fmt: str) -> None:
         for c in checks:
             click.echo(f"{c.row:5} {c.label:46} {c.measured:>11.4g} {c.predicted:>11.4g} "
                        f"{c.error_frac:>+8.1%} {c.tolerance_frac:>6.0%}  {_status(c)}")
+        for c in checks:
+            if c.input_note:
+                click.echo(f"\n* {c.row} {c.label}, input read as: {c.input_note}")
         misses = [c for c in checks if not c.passed and c.known_miss]
         for c in misses:
             click.echo(f"\n{c.row} {c.label}: {c.known_miss}")

@@ -74,8 +74,9 @@ class EngineSettings(Strict):
         "main). Pinned explicitly because the default moved."))
     block_size: int = Field(16, ge=1, description="KV-cache block size, tokens (vLLM CUDA default).")
     activation_reserve_gib: float = Field(2.0, ge=0, description=(
-        "Per-GPU activation peak vLLM profiles at start-up; 1.72 GiB measured for an 8B model "
-        "at 20k max_model_len (calibration row A5); 2 GiB is a round default."))
+        "Per-GPU torch activation peak vLLM profiles at start-up; 2.07 GiB for an 8B model at "
+        "20k max_model_len (calibration row A5, read from vLLM 0.6.4's log); 2 GiB is a round "
+        "default."))
     non_torch_gib: float = Field(0.5, ge=0, description=(
         "Per-GPU memory outside PyTorch (CUDA context, NCCL buffers ~0.34-0.39 GiB [S1])."))
     max_model_len: int | None = Field(None, ge=16, description="None = the model's context length.")
