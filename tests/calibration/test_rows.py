@@ -56,6 +56,24 @@ def test_a8_throughput_passes_and_latency_misses_low_with_a_reason():
         assert check.predicted < check.measured  # the model is under-loaded at 75 QPS, not over
 
 
+def test_a8_model_runs_the_submissions_regime_at_15_percent_more_load():
+    """The quantified miss: the model's server saturates ~15 % above the submission's.
+
+    At the row's 75 QPS the model is far from saturation; at 86 QPS (inside the row's 20 %
+    throughput tolerance) the same model, unchanged, runs what the submission ran at 75:
+    hundreds of requests in flight per replica, TPOT near the measured 155 ms, TTFT sub-second.
+    If the model's server capacity ever comes down to the submission's, the 75 QPS checks pass
+    and this test, with the known-miss text, must be revisited.
+    """
+    at_row = rows._a8(900.0)
+    at_model_point = rows._a8(900.0, qps=rows.A8_MODEL_OPERATING_QPS)
+    assert rows.A8_MODEL_OPERATING_QPS / 75.0 - 1 <= 0.20
+    assert at_row.mean_tpot_s < 0.05 and at_row.mean_in_system / 4 < 250
+    assert at_model_point.mean_in_system / 4 == pytest.approx(rows.A8_MEASURED_IN_FLIGHT, rel=0.3)
+    assert at_model_point.mean_tpot_s == pytest.approx(0.155, rel=0.35)
+    assert at_model_point.mean_ttft_s == pytest.approx(0.276, rel=0.5)
+
+
 def test_a8_measured_in_flight_is_littles_law_on_the_mlperf_log():
     # 74.4245 completed/s x 44.95 s mean latency = 3,346 in the system over 4 TP2 instances:
     # close to the engine's batch limit (1,024 in NVIDIA's server config), far above ~140.

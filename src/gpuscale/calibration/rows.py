@@ -218,22 +218,28 @@ A8_MEAN_LATENCY_S = 44.954547225
 A8_INSTANCES = 4
 A8_MEASURED_IN_FLIGHT = A8_COMPLETED_PER_S * A8_MEAN_LATENCY_S / A8_INSTANCES
 
-A8_MISS = ("the submission runs ~836 requests per TP2 replica (Little's law on its log: 74.4/s x "
-           "45.0 s / 4) at 155 ms per token; the model runs ~170 at 34 ms with A6 (offline, same "
-           "hardware) within 2%, so it is not a capacity error. The measured "
-           "server is also >= 6% slower per token than the measured offline run at a smaller "
-           "batch (155 ms at 836 vs <= 146 ms at <= 896), so no step-time curve shared by A6 "
-           "and A8 reproduces both. See docs/calibration.md")
+A8_MISS = ("the submission ran ~836 requests per TP2 replica (Little's law on its log: 74.4/s x "
+           "45.0 s / 4) at 155 ms per token, near saturation at 89% of the offline run's sample "
+           "rate; the model, within 2% of that offline run (A6), saturates at ~87 QPS, so at 75 "
+           "it runs ~170 in flight at 34 ms. At 86 QPS (+15%, inside the row's 20% throughput "
+           "tolerance) it runs the submission's regime (~700 in flight, TPOT 113 ms, TTFT 0.21 "
+           "s). The measured server is >= 6% slower per token than the measured offline run at "
+           "a smaller batch (155 ms at 836 vs <= 146 ms at <= 896), so no step-time curve "
+           "shared by A6 and A8 reproduces both. See docs/calibration.md")
+# Where the model runs the submission's regime (docs/calibration.md, A8 load sweep).
+A8_MODEL_OPERATING_QPS = 86.0
 
 
-def _a8(duration_s: float = 240.0, hw: ReplicaHardware | None = None) -> BenchResult:
-    """MLPerf Server: Poisson arrivals at 75 QPS on 4 x TP2 (`hw` overrides the replica)."""
+def _a8(duration_s: float = 240.0, hw: ReplicaHardware | None = None,
+        qps: float = 75.0) -> BenchResult:
+    """MLPerf Server: Poisson arrivals at `qps` (the row's 75) on 4 x TP2 (`hw` overrides the
+    replica)."""
     hw = hw or _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
-    n = int(75 * duration_s)
+    n = int(qps * duration_s)
     prompts, outputs = mlperf_lengths(n, seed=1)
     rng = np.random.default_rng(8)
     return run_benchmark(hw, _engine(hw, 896, TRTLLM_MAX_NUM_TOKENS),
-                         poisson_requests(rng, 75.0, prompts, outputs),
+                         poisson_requests(rng, qps, prompts, outputs),
                          num_replicas=A8_INSTANCES)
 
 
