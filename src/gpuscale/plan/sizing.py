@@ -31,7 +31,9 @@ MAX_WEIGHT_SHARE = 0.5
 IMAGE_PULL_S = 120.0
 STORAGE_GBPS = 1.05
 ENGINE_INIT_S = 120.0
-# Replicas are sized to run at this share of their capacity (headroom for variance).
+# Replicas are sized to run at this share of their capacity: headroom for variance, and more
+# than covers the model's server-mode optimism (the one measured server, calibration row A8,
+# saturated at ~0.87 of the load at which the model does; docs/calibration.md, A8 load sweep).
 TARGET_LOAD_FRAC = 0.7
 # KV-cache share a replica may fill before vLLM starts preempting (WVA saturates at 0.8,
 # layer3-replica-autoscaling.md 6.3); the scaler targets a bit below it.
