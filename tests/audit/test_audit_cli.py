@@ -35,6 +35,36 @@ def test_clean_input_exits_0(tmp_path):
     assert "no findings" in result.output
 
 
+@pytest.mark.parametrize("text, expect", [
+    ("", "no Kubernetes objects"),
+    ("replicaCount: 2\n", "no Kubernetes objects"),
+    ("name: s\nduration_s: 60\nstrategies: []\n", "gpuscale simulate"),
+    ("workloads: []\n", "gpuscale plan"),
+])
+def test_a_file_without_kubernetes_objects_is_refused_not_passed(tmp_path, text, expect):
+    """'0 objects, no findings' (exit 0) would read as a clean audit of the wrong file."""
+    path = tmp_path / "input.yaml"
+    path.write_text(text)
+    result = run(str(path))
+    assert result.exit_code == 2, result.output
+    assert str(path) in result.output and expect in result.output
+    assert "no findings" not in result.output
+
+
+def test_an_empty_kubernetes_list_is_a_clean_audit(tmp_path):
+    # `kubectl get deploy -o yaml` on an empty namespace: a Kubernetes document, zero objects.
+    path = tmp_path / "list.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    result = run(str(path))
+    assert result.exit_code == 0 and "0 objects, no findings" in result.output
+
+
+def test_a_directory_without_manifests_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("kind: Deployment\n")
+    result = run(str(tmp_path))
+    assert result.exit_code == 2 and ".yaml" in result.output
+
+
 def test_fail_on_threshold():
     path = str(FIXTURES / "GPU051" / "fires.yaml")  # warnings only
     assert run(path, "--fail-on", "warning").exit_code == 1

@@ -70,6 +70,14 @@ def test_a_manifest_is_not_taken_for_a_healthy_snapshot(tmp_path):
     assert "no Pending GPU pods" not in result.output
 
 
+def test_a_scenario_given_to_diagnose_is_named_for_what_it_is(tmp_path):
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("name: s\nmodel: {name: Llama-3.1-8B}\nworkload: {kind: poisson}\n")
+    result = CliRunner().invoke(cli, ["diagnose", str(scenario)])
+    assert result.exit_code == 2
+    assert "no Kubernetes objects" in result.output and "gpuscale simulate" in result.output
+
+
 def _snapshot(free: list[int], want: int) -> str:
     items = []
     for i, f in enumerate(free):

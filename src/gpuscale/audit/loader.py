@@ -237,6 +237,45 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
     return out
 
 
+# Top-level keys that mark gpuscale's own input files, so a file given to the wrong command is
+# named for what it is rather than audited as "0 objects, no findings".
+_GPUSCALE_INPUTS = (
+    (("workloads",), "this is a gpuscale plan input: run `gpuscale plan` on it"),
+    (("strategies", "workload"), "this is a gpuscale scenario: run `gpuscale simulate` or "
+                                 "`gpuscale compare` on it"),
+    (("jobs", "schedulers"), "this is a scheduling-only scenario: run `gpuscale schedule` on it"),
+)
+
+
+def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
+    """(source, reason, hint) when the inputs hold no Kubernetes document at all, else None.
+
+    `hint` names the command for a gpuscale input file given by mistake ("" otherwise).
+
+    An empty `List` from `kubectl get -o yaml` is a Kubernetes document with no objects, a
+    legitimate "nothing to audit"; a scenario, a values file or an empty file is not.
+    """
+    items = list(inputs)
+    files = expand_inputs(items)
+    if "-" in files:
+        return None  # stdin is read once; an empty stream is the caller's choice
+    if not files:
+        return items[0], f"no {', '.join(MANIFEST_SUFFIXES)} files to read", ""
+    hint = ""
+    for path in files:
+        try:
+            docs = list(yaml.load_all(Path(path).read_text(encoding="utf-8"), Loader=_Loader))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            return None  # load_inputs reports those with their line
+        for doc in docs:
+            if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
+                return None
+            if isinstance(doc, dict) and not hint:
+                hint = next((what for keys, what in _GPUSCALE_INPUTS if set(keys) & set(doc)), "")
+    source = files[0] if len(files) == 1 else items[0]
+    return source, "no Kubernetes objects (a document needs `apiVersion` and `kind`)", hint
+
+
 def load_inputs(inputs: Iterable[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
                 max_nodes: int = DEFAULT_MAX_NODES, stdin=None) -> list[Manifest]:
     """Every object in every input, in input order."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from gpuscale.audit import DEFAULT_MAX_BYTES, Severity, audit_objects, exit_code, load_inputs, select_rules
+from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.output import render_json, render_sarif, render_text
 from gpuscale.errors import UserInputError
 
@@ -53,6 +54,10 @@ def command(inputs, cluster, kube_context, fmt, fail_on, enable, disable, max_by
     except KeyError as exc:
         raise UserInputError(str(exc.args[0])) from None
     objects = load_inputs(inputs, max_bytes=max_bytes) if inputs else []
+    if inputs and not objects and (why := why_no_objects(inputs)) is not None:
+        # "0 objects, no findings" would read as a clean audit of a file that held no manifest.
+        source, reason, hint = why
+        raise UserInputError(f"{reason}; {hint}" if hint else reason, source=source)
     if cluster:
         from gpuscale.audit.cluster import read_cluster
         objects += read_cluster(AUDIT_KINDS, context=kube_context)

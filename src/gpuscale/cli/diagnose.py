@@ -7,10 +7,13 @@ import json
 import click
 
 from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
+from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.diagnose import diagnose
 from gpuscale.errors import UserInputError
 
 SNAPSHOT_KINDS = ("Node", "Pod", "Event", "NodePool", "NodeClaim", "Queue", "PodGroup")
+SNAPSHOT_HELP = ("a cluster snapshot from "
+                 "`kubectl get nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json`")
 
 
 def render_text(diagnoses) -> str:
@@ -37,13 +40,16 @@ def command(snapshot, cluster, kube_context, pod_name, fmt, max_bytes):
     if not snapshot and not cluster:
         raise UserInputError("give a snapshot file (or -), or --cluster")
     objects = load_inputs([snapshot], max_bytes=max_bytes) if snapshot else []
+    if snapshot and not objects and (why := why_no_objects([snapshot])) is not None:
+        source, reason, hint = why
+        raise UserInputError(f"{reason}; expected {SNAPSHOT_HELP}" + (f"; {hint}" if hint else ""),
+                             source=source)
     if snapshot and not any(o.kind == "Pod" for o in objects):
         # A manifest directory or a single Deployment has no Pods: saying "no Pending GPU pods"
         # would read as a clean bill of health for a file that was never a snapshot.
         found = sorted({o.kind for o in objects}) or ["nothing"]
         raise UserInputError(
-            f"no Pod objects (found: {', '.join(found)}); expected a cluster snapshot from "
-            "`kubectl get nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json`; "
+            f"no Pod objects (found: {', '.join(found)}); expected {SNAPSHOT_HELP}; "
             "to check manifests use `gpuscale audit`", source=snapshot)
     if cluster:
         from gpuscale.audit.cluster import read_cluster
