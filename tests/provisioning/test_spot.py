@@ -6,7 +6,7 @@ import pytest
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import NodeState
-from gpuscale.provisioning.testing import h100_pool, karpenter, make_harness
+from gpuscale.provisioning.testing import cluster_autoscaler_spec, h100_pool, karpenter, make_harness
 
 SPOT = [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]
@@ -63,3 +63,28 @@ def test_cost_by_capacity_type_uses_spot_price():
     price = get_instance_type("p5.48xlarge").spot_usd_per_hour
     assert summary["cost_usd_by_capacity_type"]["spot"] == pytest.approx(price, rel=1e-6)
     assert summary["gpu_hours_by_capacity_type"] == {"spot": pytest.approx(8.0)}
+
+
+def test_warm_spot_nodes_are_interrupted_like_launched_ones():
+    """Nodes that exist at t=0 (Karpenter's adopted warm floor, a CA group's min_size) are spot
+    instances too; they once never drew an interruption, which made a spot floor look safe."""
+    rate = {"interruptions": {"*": {"rate_per_node_hour": 6.0}}}
+    h = make_harness(karpenter(h100_pool(requirements=SPOT), spot=rate))
+    warm = h.provider.adopt_ready_nodes(3, get_instance_type("p5.48xlarge"), "spot")
+    h.add_pods(0, "p", 3, gpus=8)  # busy, so emptiness does not remove them first
+    ca = make_harness(cluster_autoscaler_spec(spot=rate, node_groups=[
+        {"name": "h100", "instance_type": "p5.48xlarge", "capacity_type": "spot",
+         "min_size": 3, "max_size": 3}]))
+    ca_warm = list(ca.cluster.nodes.values())
+    for harness in (h, ca):
+        harness.sim.run(3 * 3600)
+        assert harness.provider.summary()["events"]["spot_interruption_notices"] >= 3
+    # Every warm node is gone within 3 h at 6 per node-hour (each survives with p ~ 1e-8).
+    assert all(n.deleted_s is not None for n in warm)
+    assert all(n.deleted_s is not None for n in ca_warm)
+    # On-demand warm nodes are never drawn.
+    od = make_harness(karpenter(h100_pool(), spot=rate))
+    od_warm = od.provider.adopt_ready_nodes(2, get_instance_type("p5.48xlarge"), "on-demand")
+    od.add_pods(0, "p", 2, gpus=8)
+    od.sim.run(3 * 3600)
+    assert all(n.deleted_s is None for n in od_warm)

@@ -67,7 +67,9 @@ class ClusterAutoscalerProvider:
         self.spot = SpotInterrupter(self.params.spot, sim, cluster, self.metrics, streams)
         for group in self.params.node_groups:
             for _ in range(group.min_size):
-                self.launcher.add_ready(self._new_node(group))
+                node = self._new_node(group)
+                self.launcher.add_ready(node)
+                self.spot.node_launched(node)  # warm spot nodes are interrupted too
         sim.every(self.params.scan_interval_s, Priority.CONTROLLER, self.scan)
 
     def notify_unschedulable(self, pods: list[Pod], now_s: float) -> None:

@@ -83,6 +83,9 @@ class KarpenterProvider:
             node = make_node(f"{pool.name}-warm-{self._seq}", instance_type, zone, capacity_type,
                              pool.name, pool.labels, pool_taints(pool))
             self.launcher.add_ready(node)
+            # A warm spot node is as exposed as a launched one: the time to interruption is
+            # memoryless, so drawing it from t=0 is exact for a node of unknown age.
+            self.spot.node_launched(node)
             nodes.append(node)
         return nodes
 
