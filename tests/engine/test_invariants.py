@@ -95,3 +95,67 @@ def test_scale_up_waits_for_a_node_and_the_cold_start():
     lag_s = series["time_s"][ready_up] - series["time_s"][desired_up]
     # Engine init alone has a 120 s median; weights of an 8B model load in ~15 s.
     assert lag_s >= 60
+
+
+def _pd_karpenter_scenario(rate: float, seed: int, policy: str, evicted: str,
+                           notice_handled: bool = True, interruptions_per_node_hour: float = 2.0):
+    """P/D pools with a scaler per role on Karpenter spot nodes: consolidation and spot
+    interruptions evict pods of both roles while requests are in flight."""
+    keda = {"kind": "keda", "min_replica_count": 1, "max_replica_count": 6,
+            "triggers": [{"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
+                          "threshold": 2}]}
+    planner = {"kind": "sla_planner", "adjustment_interval_s": 30,
+               "predictor": {"kind": "moving_average"}, "max_gpu_budget": 8}
+    return small_scenario(
+        rate_per_s=rate, seed=seed, duration_s=1500.0, initial_replicas=1,
+        evicted_requests=evicted,
+        cluster={"instance_type": "g6e.24xlarge", "ready_nodes": 2, "max_nodes": 4,
+                 "capacity_type": "spot"},
+        disaggregation={"prefill": {"initial_replicas": 1}, "decode": {"initial_replicas": 1}},
+        scheduler={"kind": "kube-scheduler"},
+        nodes={"kind": "karpenter",
+               "spot": {"interruptions": {"*": {"rate_per_node_hour": interruptions_per_node_hour}},
+                        "notice_handled": notice_handled},
+               "node_pools": [{
+                   "name": "gpu",
+                   "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                     "values": ["g6e.24xlarge"]},
+                                    {"key": "karpenter.sh/capacity-type", "operator": "In",
+                                     "values": ["spot"]}],
+                   "limits": {"nvidia.com/gpu": 12},
+                   "disruption": {"consolidationPolicy": policy, "consolidateAfter": "0s"}}]},
+        strategies=[{"name": "per-role", "prefill": keda, "decode": planner}])
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rate=st.floats(1.0, 16.0), seed=st.integers(0, 10_000),
+       policy=st.sampled_from(["WhenEmpty", "WhenEmptyOrUnderutilized"]),
+       evicted=st.sampled_from(["fail", "retry"]), notice_handled=st.booleans(),
+       interruptions=st.sampled_from([0.0, 2.0, 8.0]))
+def test_disaggregated_runs_on_karpenter_keep_every_invariant(rate, seed, policy, evicted,
+                                                              notice_handled, interruptions):
+    """The busiest path: two pools, a KV hand-off, per-role scalers, nodes that come and go."""
+    result, data = _run(_pd_karpenter_scenario(rate, seed, policy, evicted, notice_handled,
+                                               interruptions))
+    (run,), (summary,) = result.runs, data["runs"]
+    cols, counts = run.requests, summary["requests"]
+    n = cols.num_arrived
+    status = cols.status[:n]
+    assert counts["completed"] + counts["dropped"] + counts["in_flight"] == counts["total"]
+    assert counts["completed"] == int((status == COMPLETED).sum())
+    assert counts["dropped"] == int((status == DROPPED).sum())
+    assert sum(summary["drops_by_reason"].values()) == counts["dropped"]
+    done = status == COMPLETED
+    assert np.all(cols.first_token_s[:n][done] >= cols.arrival_s[:n][done])
+    assert np.all(cols.finish_s[:n][done] >= cols.first_token_s[:n][done])
+    nodes = summary["nodes"]
+    if evicted == "retry":
+        assert "evicted" not in summary["drops_by_reason"]
+        assert nodes["requests_failed_by_eviction"] == 0
+    else:
+        assert nodes["requests_retried_after_eviction"] == 0
+        assert nodes["requests_failed_by_eviction"] == summary["drops_by_reason"].get("evicted", 0)
+    gpu_s, busy = run.extra["gpu_seconds"], run.extra["busy_gpu_seconds"]
+    assert 0 <= busy <= gpu_s + 1e-6
+    assert summary["gpu_hours"] == pytest.approx(gpu_s / 3600, abs=1e-5)
+    assert np.all(run.series["gpus_allocated"] <= run.series["gpus_billed"])
