@@ -97,46 +97,57 @@ def test_scale_up_waits_for_a_node_and_the_cold_start():
     assert lag_s >= 60
 
 
-def _pd_karpenter_scenario(rate: float, seed: int, policy: str, evicted: str,
-                           notice_handled: bool = True, interruptions_per_node_hour: float = 2.0):
-    """P/D pools with a scaler per role on Karpenter spot nodes: consolidation and spot
-    interruptions evict pods of both roles while requests are in flight."""
+def _pd_scenario(rate: float, seed: int, *, provider: str = "karpenter",
+                 scheduler: str = "kube-scheduler", policy: str = "WhenEmptyOrUnderutilized",
+                 evicted: str = "retry", notice_handled: bool = True,
+                 interruptions_per_node_hour: float = 2.0):
+    """P/D pools with a scaler per role on spot nodes that come and go: Karpenter
+    consolidation or Cluster Autoscaler scale-down, spot interruptions, KAI's own
+    consolidation, all evicting pods of both roles while requests are in flight."""
     keda = {"kind": "keda", "min_replica_count": 1, "max_replica_count": 6,
             "triggers": [{"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
                           "threshold": 2}]}
     planner = {"kind": "sla_planner", "adjustment_interval_s": 30,
                "predictor": {"kind": "moving_average"}, "max_gpu_budget": 8}
+    spot = {"interruptions": {"*": {"rate_per_node_hour": interruptions_per_node_hour}},
+            "notice_handled": notice_handled}
+    if provider == "karpenter":
+        nodes = {"kind": "karpenter", "spot": spot, "node_pools": [{
+            "name": "gpu",
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                              "values": ["g6e.24xlarge"]},
+                             {"key": "karpenter.sh/capacity-type", "operator": "In",
+                              "values": ["spot"]}],
+            "limits": {"nvidia.com/gpu": 12},
+            "disruption": {"consolidationPolicy": policy, "consolidateAfter": "0s"}}]}
+    else:
+        nodes = {"kind": "cluster_autoscaler", "spot": spot, "node_groups": [{
+            "name": "gpu", "instance_type": "g6e.24xlarge", "capacity_type": "spot",
+            "min_size": 2, "max_size": 4}]}
     return small_scenario(
         rate_per_s=rate, seed=seed, duration_s=1500.0, initial_replicas=1,
         evicted_requests=evicted,
         cluster={"instance_type": "g6e.24xlarge", "ready_nodes": 2, "max_nodes": 4,
                  "capacity_type": "spot"},
         disaggregation={"prefill": {"initial_replicas": 1}, "decode": {"initial_replicas": 1}},
-        scheduler={"kind": "kube-scheduler"},
-        nodes={"kind": "karpenter",
-               "spot": {"interruptions": {"*": {"rate_per_node_hour": interruptions_per_node_hour}},
-                        "notice_handled": notice_handled},
-               "node_pools": [{
-                   "name": "gpu",
-                   "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
-                                     "values": ["g6e.24xlarge"]},
-                                    {"key": "karpenter.sh/capacity-type", "operator": "In",
-                                     "values": ["spot"]}],
-                   "limits": {"nvidia.com/gpu": 12},
-                   "disruption": {"consolidationPolicy": policy, "consolidateAfter": "0s"}}]},
+        scheduler={"kind": scheduler}, nodes=nodes,
         strategies=[{"name": "per-role", "prefill": keda, "decode": planner}])
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rate=st.floats(1.0, 16.0), seed=st.integers(0, 10_000),
+       provider=st.sampled_from(["karpenter", "cluster_autoscaler"]),
+       scheduler=st.sampled_from(["kube-scheduler", "kai"]),
        policy=st.sampled_from(["WhenEmpty", "WhenEmptyOrUnderutilized"]),
        evicted=st.sampled_from(["fail", "retry"]), notice_handled=st.booleans(),
        interruptions=st.sampled_from([0.0, 2.0, 8.0]))
-def test_disaggregated_runs_on_karpenter_keep_every_invariant(rate, seed, policy, evicted,
-                                                              notice_handled, interruptions):
+def test_disaggregated_runs_keep_every_invariant(rate, seed, provider, scheduler, policy, evicted,
+                                                 notice_handled, interruptions):
     """The busiest path: two pools, a KV hand-off, per-role scalers, nodes that come and go."""
-    result, data = _run(_pd_karpenter_scenario(rate, seed, policy, evicted, notice_handled,
-                                               interruptions))
+    result, data = _run(_pd_scenario(rate, seed, provider=provider, scheduler=scheduler,
+                                     policy=policy, evicted=evicted,
+                                     notice_handled=notice_handled,
+                                     interruptions_per_node_hour=interruptions))
     (run,), (summary,) = result.runs, data["runs"]
     cols, counts = run.requests, summary["requests"]
     n = cols.num_arrived
