@@ -97,3 +97,40 @@ def test_consolidate_after_is_bounded_and_grows_with_restart_time(node_ready, co
     short, _ = consolidate_after_s(plan_in, [replace(r, cold_start_s=cold) for r in roles])
     long, _ = consolidate_after_s(plan_in, [replace(r, cold_start_s=cold + 600) for r in roles])
     assert 600 <= short <= long <= 3600
+
+
+def _one_workload(instance_types, **workload):
+    return {"name": "x", "cluster": {"instance_types": instance_types},
+            "workloads": [{"name": "w", "model": "Llama-3.1-8B", "precision": "fp8",
+                           "traffic": {"kind": "shape", "mean_rate_per_s": 2.0}, **workload}]}
+
+
+def test_a_given_tp_wider_than_every_node_is_a_clear_input_error():
+    """Found by fuzzing the plan: TP2 on 1-GPU nodes rendered pods that could never schedule."""
+    import pytest
+    from gpuscale.errors import UserInputError
+    with pytest.raises(UserInputError, match=r"tp 2 needs 2 GPUs in one node.*g6e\.2xlarge \(1\)"):
+        _plan(_one_workload(["g6e.2xlarge"], tp=2))
+
+
+def test_a_given_tp_goes_to_a_type_where_it_stays_inside_one_nvlink_domain():
+    # g6e.24xlarge has 4 PCIe L40S (NVLink domain 1), p5.48xlarge 8 NVLink H100s.
+    mixed = _plan(_one_workload(["g6e.24xlarge", "p5.48xlarge"], tp=4))
+    assert mixed.roles[0].instance_type == "p5.48xlarge"
+    # With PCIe only, the input is honoured and the hardware decision says what it costs.
+    pcie = _plan(_one_workload(["g6e.24xlarge"], tp=4))
+    assert pcie.roles[0].instance_type == "g6e.24xlarge" and pcie.roles[0].tp == 4
+    hardware = next(d for d in pcie.decisions if d.subject == "w: hardware")
+    assert "NVLink domain" in hardware.reason and "GPU033" in hardware.reason
+
+
+def test_serving_in_a_training_tenant_gets_a_quota_for_its_replicas():
+    """Found by fuzzing the plan: a serving workload in a training tenant got the training
+    quota (0), and its non-preemptible replicas beyond it could never start."""
+    data = _one_workload(["p5.48xlarge"], tenant="lab")
+    data["tenants"] = [{"name": "lab", "kind": "training", "gpu_quota": 0}]
+    plan = _plan(data)
+    lab = next(q for q in plan.queues if q.name == "lab")
+    peak = sum(r.max_replicas * r.gpus_per_replica for r in plan.roles if r.tenant == "lab")
+    assert lab.gpu_quota == peak > 0
+    assert any("lab (kind training)" in r.requested for r in plan.refusals)

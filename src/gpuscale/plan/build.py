@@ -21,7 +21,7 @@ from gpuscale.plan.sizing import (TARGET_LOAD_FRAC, KV_TARGET_FRAC, Capacity, ch
 from gpuscale.plan.warm_pool import (SIGNAL_LAG_S, CandidateSetup, analytic_warm_pool,
                                      candidate_scenario_dict, pd_candidate_scenario_dict,
                                      search_min_replicas, simulate_candidate, verify_pd_floors)
-from gpuscale.units import format_duration
+from gpuscale.units import GIB, format_duration
 
 # Prefill share of a replica's busy time above which it is prefill-bound (queue depth), below
 # which decode-bound (KV cache); in between the signal is a composite (our rule, docs/plan.md).
@@ -58,26 +58,44 @@ def _refusal_plan(plan: PlanInput) -> Plan:
 
 def _choose_hardware(plan: PlanInput, w: WorkloadInput, stats, slo):
     """Cheapest served request among the allowed instance types (price per GPU-h x GPUs /
-    requests/s of one replica)."""
+    requests/s of one replica). A TP size given in the input must fit one node (a TP group is
+    one pod), and one NVLink domain where any allowed type offers that."""
     model = get_model(w.model)
     names = plan.cluster.instance_types or sorted({g.instance_type for g in plan.cluster.node_groups})
-    best = None
+    candidates, too_small = [], []
     for name in names:
         it = get_instance_type(name)
         domain = plan.cluster.nvlink_domain_gpus or it.nvlink_domain_gpus
         par = choose_parallelism(model, w.precision, it, domain)
         if isinstance(w.tp, int):
-            par = type(par)(w.tp, w.pp, f"TP{w.tp} x PP{w.pp} as given in the input")
+            if w.tp > it.num_gpus:
+                too_small.append(f"{name} ({it.num_gpus})")
+                continue
+            reason = f"TP{w.tp} x PP{w.pp} as given in the input"
+            if w.tp > domain:
+                reason += (f"; TP{w.tp} is wider than the {domain}-GPU NVLink domain of {name}, so "
+                           "every layer's all-reduce crosses PCIe or the network (audit GPU033)")
+            par = type(par)(w.tp, w.pp, reason)
         elif w.pp > 1:
             par = type(par)(par.tp, max(par.pp, w.pp), par.reason + f"; PP{w.pp} as given")
         hw = replica_hardware(model, w.precision, it, par.tp * par.pp)
         cap = replica_capacity(hw, stats.mean_prompt_tokens, stats.mean_output_tokens, slo.itl_p99_s)
-        usd_per_request = it.on_demand_usd_per_hour / it.num_gpus * par.tp * par.pp / cap.requests_per_s
-        if cap.kv_tokens > 0 and (best is None or usd_per_request < best[0]):
-            best = (usd_per_request, it, par, cap)
-    if best is None:
+        if cap.kv_tokens > 0:
+            usd_per_request = it.on_demand_usd_per_hour / it.num_gpus * par.tp * par.pp / cap.requests_per_s
+            # An explicit TP inside an NVLink domain beats any type where it is not.
+            candidates.append(((par.tp > domain, usd_per_request), it, par, cap))
+    if not candidates:
         from gpuscale.errors import UserInputError
-        raise UserInputError(f"workload {w.name}: {w.model} fits none of {', '.join(names)}")
+        if too_small and len(too_small) == len(names):
+            raise UserInputError(f"workload {w.name}: tp {w.tp} needs {w.tp} GPUs in one node (a TP "
+                                 f"group is one pod); GPUs per node: {', '.join(too_small)}; use "
+                                 "tp: choose or an instance type with more GPUs")
+        weights_gib = model.weight_bytes(w.precision) / GIB
+        raise UserInputError(
+            f"workload {w.name}: {w.model} fits none of {', '.join(names)}: its {weights_gib:.0f} GiB "
+            f"of {w.precision.value} weights leave no KV cache"
+            + (f" at TP{w.tp} x PP{w.pp}; use tp: choose" if isinstance(w.tp, int) else ""))
+    best = min(candidates, key=lambda c: c[0])
     return best
 
 

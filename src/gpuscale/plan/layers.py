@@ -140,6 +140,17 @@ def queues(plan: PlanInput, roles: list[Role]) -> tuple[list[QueuePlan], list[De
                 quota = peak
         else:
             quota = tenant.gpu_quota or 0
+            if peak > quota:
+                # Serving replicas run non-preemptible wherever they are queued; in a training
+                # tenant they would get only its (training-sized) quota and the rest never start.
+                served = sorted({r.workload for r in roles if r.tenant == tenant.name})
+                refusals.append(Refusal(
+                    f"queue {tenant.name} (kind training): gpu quota {quota}",
+                    f"quota {peak}, the peak of the serving replicas it hosts ({', '.join(served)})",
+                    "serving pods run non-preemptible (priority class inference, 125), and KAI lets "
+                    "non-preemptible pods use only in-quota GPUs: beyond the quota they would never "
+                    "start (layer2 2.3, audit GPU041); or move the workloads to an inference tenant"))
+                quota = peak
         leaves.append(QueuePlan(tenant.name, parent, tenant.priority, quota, tenant.gpu_limit,
                                 tenant.over_quota_weight, tenant.kind))
     limit = plan.cluster.max_gpus or -1
