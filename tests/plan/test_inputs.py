@@ -61,3 +61,30 @@ def test_a_bad_scalar_is_reported_at_its_own_field_not_a_union_tag():
     with pytest.raises(UserInputError) as err:
         plan_input_from_dict(data, source="x.yaml")
     assert "x.yaml: workloads[0].tp: " in str(err.value) and "tp.int" not in str(err.value)
+
+
+def test_a_given_tp_that_does_not_split_the_heads_is_refused_up_front():
+    """Found by fuzzing: with --no-simulate such a plan rendered a Deployment vLLM cannot start
+    (Qwen2.5-7B has 28 heads); with simulation it failed inside a warm-pool candidate."""
+    data = example_dict("llama70b-fp8-h100-chat")
+    data["workloads"][0].update(model="Qwen2.5-7B", tp=8)
+    with pytest.raises(UserInputError, match=r"workloads\[0\].*tp=8 does not divide the 28 "
+                                             r"attention heads.*1, 2, 4"):
+        plan_input_from_dict(data, source="in.yaml")
+
+
+def test_chosen_tp_always_splits_the_heads():
+    """`tp: choose` skips TP sizes that do not divide the heads (a 72B model given 28 heads
+    would otherwise get TP8 on an 8-GPU node), down to the pipeline fallback."""
+    import dataclasses
+
+    from gpuscale.catalog import get_instance_type, get_model
+    from gpuscale.catalog.specs import Precision
+    from gpuscale.plan.sizing import choose_parallelism
+    p5 = get_instance_type("p5.48xlarge")
+    for base, precision in (("Qwen2.5-72B", Precision.BF16), ("Llama-3.1-405B", Precision.BF16)):
+        odd = dataclasses.replace(get_model(base), q_heads=28)
+        par = choose_parallelism(odd, precision, p5, 8)
+        assert 28 % par.tp == 0 and par.tp == 4, (base, par)
+    # The 405B needs pipeline stages once TP stops at 4.
+    assert par.pp > 1

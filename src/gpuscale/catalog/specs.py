@@ -114,6 +114,15 @@ class ModelSpec:
     def is_moe(self) -> bool:
         return self.num_experts > 0
 
+    def tp_error(self, tp: int) -> str:
+        """Why vLLM cannot shard this model over `tp` GPUs ("" if it can): the attention heads
+        are split across the TP group, so tp must divide them."""
+        if self.q_heads % tp == 0:
+            return ""
+        fits = [t for t in (1, 2, 4, 8, 16, 32, 64) if self.q_heads % t == 0]
+        return (f"tp={tp} does not divide the {self.q_heads} attention heads of {self.name}; "
+                f"use one of {', '.join(map(str, fits))}")
+
     @property
     def attention_params(self) -> int:
         """Q, K, V and O projection parameters of one layer (plus biases where present)."""

@@ -167,6 +167,8 @@ class WorkloadInput(Strict):
     def _tp(self) -> "WorkloadInput":
         if isinstance(self.tp, int) and not 1 <= self.tp <= 64:
             raise ValueError("tp must be 1-64 or 'choose'")
+        if isinstance(self.tp, int) and (error := get_model(self.model).tp_error(self.tp)):
+            raise ValueError(error)
         return self
 
 

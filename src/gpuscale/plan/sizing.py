@@ -61,12 +61,14 @@ def choose_parallelism(model: ModelSpec, precision: Precision, instance: Instanc
     widest = min(domain_gpus, instance.num_gpus) if instance.num_gpus else domain_gpus
     tp = 1
     while tp <= widest:
-        if weights_gib / tp <= budget:
+        if weights_gib / tp <= budget and not model.tp_error(tp):
             return Parallelism(tp, 1, f"{weights_gib:.0f} GiB of {precision.value} weights over TP{tp} "
                                f"use {weights_gib / tp:.0f} GiB per GPU, at most half of the "
                                f"{usable_gib(instance):.0f} GiB vLLM may use, leaving the rest for KV cache")
         tp *= 2
     tp = max(1, 2 ** int(math.log2(widest)))
+    while model.tp_error(tp):  # the widest power of two that splits the heads
+        tp //= 2
     pp = math.ceil(weights_gib / (tp * budget))
     return Parallelism(tp, pp, f"{weights_gib:.0f} GiB of weights do not fit one {widest}-GPU NVLink "
                        f"domain with KV headroom: TP{tp} inside a domain, PP{pp} stages across domains")

@@ -52,11 +52,8 @@ class ModelDeployment(Strict):
     @model_validator(mode="after")
     def _tp_splits_the_heads(self) -> "ModelDeployment":
         """vLLM shards attention heads across the TP group: tp must divide them."""
-        heads = get_model(self.name).q_heads
-        if heads % self.tp:
-            fits = [t for t in (1, 2, 4, 8, 16, 32, 64) if heads % t == 0]
-            raise ValueError(f"tp={self.tp} does not divide the {heads} attention heads of "
-                             f"{self.name}; use one of {', '.join(map(str, fits))}")
+        if error := get_model(self.name).tp_error(self.tp):
+            raise ValueError(error)
         return self
 
 
