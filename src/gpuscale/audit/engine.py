@@ -8,6 +8,8 @@ from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Finding, Rule, Severity
 from gpuscale.audit.rules import RULES, resolve
+from gpuscale.audit.structure import check_shape
+from gpuscale.errors import UserInputError
 
 IGNORE_ANNOTATION = "gpuscale.io/ignore"  # comma-separated ids or names, or "all"
 
@@ -40,16 +42,30 @@ def audit_objects(objects: list[Manifest], rules: list[Rule] | None = None,
                   min_severity: Severity = Severity.INFO) -> list[Finding]:
     """Every finding of `rules` (default: all) on `objects`, sorted by file, line, rule."""
     rules = list(RULES.values()) if rules is None else rules
-    ctx = AuditContext(objects)
     findings: set[Finding] = set()
+    read_kinds = {kind for rule in rules for kind in rule.kinds}
+    for obj in objects:
+        if obj.kind in read_kinds:
+            check_shape(obj)  # a misshapen field is bad input, not a rule's traceback
+    ctx = AuditContext(objects)
     for obj in objects:
         off = suppressed_ids(obj)
         if "*" in off:
             continue
         for rule in rules:
             if obj.kind in rule.kinds and rule.id not in off and rule.severity >= min_severity:
-                findings.update(rule.run(obj, ctx))
+                findings.update(_run_rule(rule, obj, ctx))
     return sorted(findings)
+
+
+def _run_rule(rule: Rule, obj: Manifest, ctx: AuditContext) -> list[Finding]:
+    """One rule on one object; a value no rule can read (a field of the right shape holding a
+    wrong value, e.g. a budget of "" or a quantity of "10%") is bad input, said in one line."""
+    try:
+        return list(rule.run(obj, ctx))
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+        raise UserInputError(f"line {obj.line}: {obj.ref}: {rule.id} ({rule.name}) cannot read "
+                             f"this object: {exc}", source=obj.source) from None
 
 
 def exit_code(findings: list[Finding], fail_on: Severity) -> int:

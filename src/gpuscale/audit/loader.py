@@ -68,11 +68,13 @@ class Manifest:
 
     @property
     def annotations(self) -> dict:
-        return (self.data.get("metadata") or {}).get("annotations") or {}
+        value = self.get("metadata", "annotations")
+        return value if isinstance(value, dict) else {}  # any kind, misshapen or not
 
     @property
     def labels(self) -> dict:
-        return (self.data.get("metadata") or {}).get("labels") or {}
+        value = self.get("metadata", "labels")
+        return value if isinstance(value, dict) else {}
 
     def position(self, path: PathKey) -> tuple[int, int]:
         """Line and column of `path`, or of its nearest existing parent (a missing field)."""

@@ -8,10 +8,9 @@ import click
 
 from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
 from gpuscale.audit.loader import why_no_objects
-from gpuscale.audit.diagnose import diagnose
+from gpuscale.audit.diagnose.causes import SNAPSHOT_KINDS, diagnose
 from gpuscale.errors import UserInputError
 
-SNAPSHOT_KINDS = ("Node", "Pod", "Event", "NodePool", "NodeClaim", "Queue", "PodGroup")
 SNAPSHOT_HELP = ("a cluster snapshot from "
                  "`kubectl get nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json`")
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from gpuscale.audit.diagnose.placement import node_fit, pool_verdicts
 from gpuscale.audit.diagnose.snapshot import TERMINAL_PHASES, PodView, Snapshot
 from gpuscale.audit.loader import Manifest
+from gpuscale.audit.structure import check_shape
+from gpuscale.errors import UserInputError
 from gpuscale.units import parse_quantity
 
 QUEUE_LABEL = "kai.scheduler/queue"  # layer2-scheduling.md 2.1
@@ -161,10 +163,38 @@ def diagnose_pod(snap: Snapshot, pod: PodView) -> Diagnosis:
     return Diagnosis(pod.ref, pod.gpus, cause, summary, tuple(evidence + events))
 
 
+# What a snapshot is made of (`kubectl get` kinds; the CLI lists the same from a cluster).
+SNAPSHOT_KINDS = ("Node", "Pod", "Event", "NodePool", "NodeClaim", "Queue", "PodGroup")
+# A field of the right shape holding a value no cluster would (a quantity "10%", a count "abc").
+_UNREADABLE = (AttributeError, KeyError, IndexError, TypeError, ValueError)
+
+
 def diagnose(objects: list[Manifest], pod_name: str | None = None) -> list[Diagnosis]:
-    """One diagnosis per Pending GPU pod (or only `pod_name`, as `name` or `ns/name`)."""
-    snap = Snapshot.from_objects(objects)
-    pods = snap.pending_gpu_pods()
+    """One diagnosis per Pending GPU pod (or only `pod_name`, as `name` or `ns/name`).
+
+    A misshapen snapshot is bad input (one line naming the file and field or object), never a
+    traceback: the shapes are checked first, and a value no view can read is named after it."""
+    for obj in objects:
+        if obj.kind in SNAPSHOT_KINDS:
+            check_shape(obj)
+    try:
+        snap = Snapshot.from_objects(objects)
+        pods = snap.pending_gpu_pods()
+    except _UNREADABLE as exc:
+        source = objects[0].source if objects else None
+        raise UserInputError(f"a snapshot object holds a value no cluster would: {exc}",
+                             source=source) from None
     if pod_name:
         pods = [p for p in pods if pod_name in (p.name, p.ref)]
-    return [diagnose_pod(snap, p) for p in pods]
+    out = []
+    for pod in pods:
+        try:
+            out.append(diagnose_pod(snap, pod))
+        except _UNREADABLE as exc:
+            raise UserInputError(f"{pod.ref}: an object it depends on holds a value no cluster "
+                                 f"would: {exc}", source=source_of(objects, pod.ref)) from None
+    return out
+
+
+def source_of(objects: list[Manifest], ref: str) -> str | None:
+    return next((o.source for o in objects if o.ref == ref), objects[0].source if objects else None)

@@ -1,0 +1,132 @@
+"""Misshapen manifests and snapshots are bad input (exit 2, one line), never a traceback.
+
+Fuzzing the audit with the fixtures' own objects, one to three fields replaced by a value of
+another type, once raised AttributeError/TypeError/ValueError from ~20 places in the rules and
+the diagnosis. These tests keep every such input on the one-line path.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuscale.audit import audit_objects, parse_text
+from gpuscale.audit.diagnose.causes import diagnose
+from gpuscale.audit.structure import shape_error
+from gpuscale.cli import cli
+from gpuscale.errors import UserInputError
+
+HERE = Path(__file__).resolve().parent
+MANIFESTS = [doc for path in sorted((HERE / "fixtures").rglob("*.yaml"))
+             for doc in yaml.safe_load_all(path.read_text()) if isinstance(doc, dict)]
+SNAPSHOTS = [json.loads(p.read_text()) for p in sorted((HERE / "diagnose").glob("*.json"))]
+ODD_VALUES = [None, 0, -1, 3.5, "", "abc", "10%", "5m", [], {}, [1, "x"], {"a": 1}, True, "1Gi"]
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, path + (key,))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _paths(value, path + (index,))
+
+
+def _mutate(doc, data):
+    """Replace one to three fields (anywhere below the top) with a value of another type."""
+    doc = copy.deepcopy(doc)
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if len(p) >= 1]
+        if not paths:
+            break
+        path = data.draw(st.sampled_from(paths))
+        parent = doc
+        for part in path[:-1]:
+            parent = parent[part]
+        parent[path[-1]] = copy.deepcopy(data.draw(st.sampled_from(ODD_VALUES)))
+    return doc
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_mutated_manifest_is_audited_or_refused_in_one_line(data):
+    docs = [_mutate(d, data) for d in data.draw(st.lists(st.sampled_from(MANIFESTS), min_size=1,
+                                                         max_size=3))]
+    try:
+        audit_objects(parse_text(yaml.safe_dump_all(docs), "m.yaml"))
+    except UserInputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("m.yaml")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_mutated_snapshot_is_diagnosed_or_refused_in_one_line(data):
+    snapshot = _mutate(data.draw(st.sampled_from(SNAPSHOTS)), data)
+    try:
+        diagnose(parse_text(json.dumps(snapshot), "s.json"))
+    except UserInputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("s.json")
+
+
+def test_the_first_misshapen_field_is_named_with_its_expectation():
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a"},
+              "spec": {"replicas": "3", "template": {"spec": {"containers": [{"name": "c"}]}}}}
+    assert shape_error(deploy) == (("spec", "replicas"), "expected an integer, got '3'")
+    deploy["spec"]["replicas"] = 3
+    assert shape_error(deploy) is None
+    deploy["spec"]["template"]["spec"]["containers"] = {"name": "c"}
+    assert shape_error(deploy) == (("spec", "template", "spec", "containers"),
+                                   "expected a list, got a mapping")
+    # A label value must be a string; a KEDA trigger's metadata keys are the scaler's own.
+    assert shape_error({"metadata": {"labels": {"team": {"a": 1}}}})[0] == \
+        ("metadata", "labels", "team")
+    keda = {"spec": {"triggers": [{"type": "prometheus", "metadata": {"labels": "x"}}]}}
+    assert shape_error(keda) is None
+
+
+def test_cli_names_file_line_object_and_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+                    "spec:\n  template: 5\n")
+    result = CliRunner().invoke(cli, ["audit", str(path)])
+    assert result.exit_code == 2
+    assert f"{path}: line 5, column 3: Deployment/web: spec.template: expected a mapping, got 5" \
+        in result.output
+
+
+def test_a_value_a_rule_cannot_read_names_the_rule(tmp_path):
+    path = tmp_path / "pool.yaml"
+    pool = next(d for d in MANIFESTS if d.get("kind") == "NodePool"
+                and d.get("spec", {}).get("disruption"))
+    pool = copy.deepcopy(pool)
+    pool["spec"]["disruption"]["budgets"] = [{"nodes": "many"}]
+    path.write_text(yaml.safe_dump(pool))
+    result = CliRunner().invoke(cli, ["audit", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "GPU024" in result.output and "'many'" in result.output
+
+
+def test_a_misshapen_snapshot_is_refused_by_diagnose(tmp_path):
+    snapshot = copy.deepcopy(SNAPSHOTS[0])
+    node = next(o for o in snapshot["items"] if o["kind"] == "Node")
+    node["status"] = "Ready"
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snapshot))
+    result = CliRunner().invoke(cli, ["diagnose", str(path)])
+    assert result.exit_code == 2 and "status: expected a mapping" in result.output
+
+
+def test_every_fixture_and_snapshot_object_is_well_shaped():
+    # The shape table must not refuse real objects (the fixtures mirror upstream manifests and
+    # `kubectl get -o json` output).
+    objects = [d for d in MANIFESTS if d.get("kind")]
+    objects += [item for snap in SNAPSHOTS for item in snap["items"]]
+    assert len(objects) > 100
+    assert [o for o in objects if shape_error(o) is not None] == []
