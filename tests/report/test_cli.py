@@ -65,3 +65,26 @@ def test_report_rejects_a_file_that_is_not_a_result(tmp_path):
     bad.write_text('{"hello": 1}')
     result = CliRunner().invoke(cli, ["report", str(bad), "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 2 and "not a gpuscale result" in result.output
+
+
+def test_a_hand_edited_result_or_table_is_refused_in_one_line(tmp_path):
+    """Found by fuzzing: a result JSON whose series held strings, or whose summary numbers were
+    lists, raised from the middle of the report."""
+    scenario = _scenario_file(tmp_path)
+    out = tmp_path / "r.json"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["simulate", str(scenario), "--series", "--out", str(out),
+                               "--format", "json"]).exit_code == 0
+    data = json.loads(out.read_text())
+    columns = data["runs"][0][SERIES_KEY]["columns"]
+    columns["time_s"] = ["a"] * len(columns["time_s"])
+    out.write_text(json.dumps(data))
+    result = runner.invoke(cli, ["report", str(out), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{out}: a value in it is not what gpuscale writes" in result.output
+    assert not (tmp_path / "r.html").exists()
+    table = tmp_path / "sweep.csv"
+    table.write_text("run_id,strategy,scenario_hash,set:seed,cost_usd,slo_attainment\n"
+                     "a,s,h,1,[1],0.9\nb,s,h,2,1.0,0.95\n")
+    result = runner.invoke(cli, ["report", str(table), "--out", str(tmp_path / "s.html")])
+    assert result.exit_code == 2 and "gpuscale sweep" in result.output

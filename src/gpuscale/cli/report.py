@@ -43,7 +43,22 @@ def _read_result(path: Path) -> dict:
     if not (isinstance(data, dict) and isinstance(data.get("runs"), list)):
         raise UserInputError("not a gpuscale result (expected keys scenario, seed, runs)",
                              source=str(path))
+    _check_drawable(path, results=[data])
     return data
+
+
+def _check_drawable(path: Path, *, results: list[dict] = (), sweep_rows: list[dict] = ()) -> None:
+    """Draw one input alone once: a hand-edited or foreign file whose values the report
+    cannot read (a series of strings, a cost that is a list) is bad input, named after its
+    file, not a traceback from the middle of the report."""
+    from gpuscale.report.html import ReportInputs, render_html
+
+    try:
+        render_html(ReportInputs(results=list(results), sweep_rows=list(sweep_rows)))
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+        again = "`gpuscale sweep`" if sweep_rows else "`gpuscale simulate --out`"
+        raise UserInputError(f"a value in it is not what gpuscale writes ({exc}); regenerate it "
+                             f"with {again}", source=str(path)) from None
 
 
 def load_inputs(paths: list[Path], title: str | None) -> ReportInputs:
@@ -53,7 +68,9 @@ def load_inputs(paths: list[Path], title: str | None) -> ReportInputs:
     for path in paths:
         suffix = path.suffix.lower()
         if suffix in SWEEP_SUFFIXES:
-            inputs.sweep_rows += read_table(path)
+            rows = read_table(path)
+            _check_drawable(path, sweep_rows=rows)
+            inputs.sweep_rows += rows
         elif suffix in SCENARIO_SUFFIXES:
             inputs.results.append(_result_from_scenario(path))
         else:
