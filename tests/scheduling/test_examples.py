@@ -93,6 +93,18 @@ def test_cli_bad_scheduler_kind_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "schedulers" in result.output
 
 
+def test_busy_gpus_beyond_the_node_is_bad_input_not_a_traceback(tmp_path):
+    """Found by fuzzing: busy_gpus of 8 on a 4-GPU node raised ValueError from the cluster."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ninitial_nodes:\n  - {name_prefix: l4, instance_type: g6.24xlarge, "
+                   "count: 2, busy_gpus: [1, 8]}\njobs: [{name: j, num_pods: 1, gpus_per_pod: 1, "
+                   "duration_s: 60}]\nschedulers: [{kind: kai}]\n")
+    result = CliRunner().invoke(cli, ["schedule", str(bad)])
+    assert result.exit_code == 2, result.output
+    assert "initial_nodes[0]: busy_gpus entries must be 0-4 (g6.24xlarge has 4 GPUs), got 8" \
+        in result.output
+
+
 def test_same_seed_same_bytes():
     path = EXAMPLES / "two-teams" / "scenario.yaml"
     first = json.dumps(run_scenario(load_scenario(path)), sort_keys=True)

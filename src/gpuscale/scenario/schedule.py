@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gpuscale.catalog import get_instance_type
+from gpuscale.catalog.specs import known_name
 from gpuscale.errors import UserInputError
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import KaiParams, KubeSchedulerParams, SchedulerSpec
@@ -41,10 +43,20 @@ class NodeGroupSpec(BaseModel):
                                   "Karpenter counts and may disrupt them like its own. Other "
                                   "providers leave initial nodes unmanaged.")
 
+    @field_validator("instance_type")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return known_name(get_instance_type, name)
+
     @model_validator(mode="after")
     def _check(self) -> "NodeGroupSpec":
         if self.busy_gpus and len(self.busy_gpus) != self.count:
             raise ValueError(f"busy_gpus has {len(self.busy_gpus)} entries for {self.count} nodes")
+        gpus = get_instance_type(self.instance_type).num_gpus
+        wrong = [b for b in self.busy_gpus if not 0 <= b <= gpus]
+        if wrong:
+            raise ValueError(f"busy_gpus entries must be 0-{gpus} ({self.instance_type} has {gpus} "
+                             f"GPUs), got {wrong[0]}")
         return self
 
 
