@@ -192,9 +192,9 @@ def diagnose(objects: list[Manifest], pod_name: str | None = None) -> list[Diagn
             out.append(diagnose_pod(snap, pod))
         except _UNREADABLE as exc:
             raise UserInputError(f"{pod.ref}: an object it depends on holds a value no cluster "
-                                 f"would: {exc}", source=source_of(objects, pod.ref)) from None
+                                 f"would: {exc}", source=_source_of(objects, pod.ref)) from None
     return out
 
 
-def source_of(objects: list[Manifest], ref: str) -> str | None:
+def _source_of(objects: list[Manifest], ref: str) -> str | None:
     return next((o.source for o in objects if o.ref == ref), objects[0].source if objects else None)
