@@ -19,3 +19,8 @@ class UserInputError(GpuscaleError):
         self.field = field
         where = ": ".join(p for p in (source, field) if p)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+# What reading a value of the wrong type raises (a string where a mapping was, "10%" as a count):
+# caught where user data is read past its schema, and turned into a UserInputError.
+WRONG_VALUE_ERRORS = (AttributeError, KeyError, IndexError, TypeError, ValueError)

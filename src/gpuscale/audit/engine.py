@@ -9,7 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Finding, Rule, Severity
 from gpuscale.audit.rules import RULES, resolve
 from gpuscale.audit.structure import check_shape
-from gpuscale.errors import UserInputError
+from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
 
 IGNORE_ANNOTATION = "gpuscale.io/ignore"  # comma-separated ids or names, or "all"
 
@@ -63,7 +63,7 @@ def _run_rule(rule: Rule, obj: Manifest, ctx: AuditContext) -> list[Finding]:
     wrong value, e.g. a budget of "" or a quantity of "10%") is bad input, said in one line."""
     try:
         return list(rule.run(obj, ctx))
-    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+    except WRONG_VALUE_ERRORS as exc:
         raise UserInputError(f"line {obj.line}: {obj.ref}: {rule.id} ({rule.name}) cannot read "
                              f"this object: {exc}", source=obj.source) from None
 

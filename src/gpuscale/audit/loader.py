@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from gpuscale.errors import UserInputError
+from gpuscale.scenario.load import input_kind
 
 DEFAULT_MAX_BYTES = 16 * 2**20  # 16 MiB per input: far above any real manifest bundle
 DEFAULT_MAX_NODES = 500_000  # expanded YAML nodes per document; a 16 MiB manifest has fewer
@@ -239,14 +240,12 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
     return out
 
 
-# Top-level keys that mark gpuscale's own input files, so a file given to the wrong command is
-# named for what it is rather than audited as "0 objects, no findings".
-_GPUSCALE_INPUTS = (
-    (("workloads",), "this is a gpuscale plan input: run `gpuscale plan` on it"),
-    (("strategies", "workload"), "this is a gpuscale scenario: run `gpuscale simulate` or "
-                                 "`gpuscale compare` on it"),
-    (("jobs", "schedulers"), "this is a scheduling-only scenario: run `gpuscale schedule` on it"),
-)
+# What to say when a file given to audit/diagnose is one of gpuscale's own inputs.
+_WRONG_COMMAND = {
+    "plan": "this is a gpuscale plan input: run `gpuscale plan` on it",
+    "scenario": "this is a gpuscale scenario: run `gpuscale simulate` or `gpuscale compare` on it",
+    "schedule": "this is a scheduling-only scenario: run `gpuscale schedule` on it",
+}
 
 
 def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
@@ -272,8 +271,8 @@ def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
         for doc in docs:
             if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
                 return None
-            if isinstance(doc, dict) and not hint:
-                hint = next((what for keys, what in _GPUSCALE_INPUTS if set(keys) & set(doc)), "")
+            if not hint:
+                hint = _WRONG_COMMAND.get(input_kind(doc), "")
     source = files[0] if len(files) == 1 else items[0]
     return source, "no Kubernetes objects (a document needs `apiVersion` and `kind`)", hint
 

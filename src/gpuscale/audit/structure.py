@@ -12,7 +12,7 @@ are the user's own. IntOrString fields (`maxUnavailable`, `minAvailable`) are le
 
 from __future__ import annotations
 
-from gpuscale.audit.loader import Manifest, format_path
+from gpuscale.audit.loader import Manifest, PathKey, format_path
 from gpuscale.errors import UserInputError
 
 MAPPING_KEYS = frozenset({
@@ -40,11 +40,8 @@ INT_KEYS = frozenset({
 FREE_FORM_KEYS = frozenset({"labels", "annotations", "matchLabels", "nodeSelector",
                             "rayStartParams", "data", "stringData"})
 
-# `status` is a mapping at the top of an object (a condition's `status` is a string).
 # Free-form maps whose values Kubernetes requires to be strings.
 STRING_VALUED_KEYS = frozenset({"labels", "annotations", "matchLabels", "nodeSelector"})
-
-PathKey = tuple
 
 
 def _kind_of(value) -> str:
@@ -69,6 +66,7 @@ def shape_error(data: dict) -> tuple[PathKey, str] | None:
                     if path[-1] in STRING_VALUED_KEYS and isinstance(value, (dict, list)):
                         return here, f"expected a string, got {_kind_of(value)}"
                     continue
+                # `status` is a mapping at the top of an object (a condition's is a string).
                 mapping = key in MAPPING_KEYS or (not path and key == "status")
                 if mapping and value is not None and not isinstance(value, dict):
                     return here, f"expected a mapping, got {_kind_of(value)}"

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.run_common import check_result_path, write_result
-from gpuscale.errors import UserInputError
+from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
 from gpuscale.report.export import EXPORT_FORMATS, export_charts, require_format
 from gpuscale.report.html import ReportInputs, render_html, report_charts
 
@@ -51,11 +51,9 @@ def _check_drawable(path: Path, *, results: list[dict] = (), sweep_rows: list[di
     """Draw one input alone once: a hand-edited or foreign file whose values the report
     cannot read (a series of strings, a cost that is a list) is bad input, named after its
     file, not a traceback from the middle of the report."""
-    from gpuscale.report.html import ReportInputs, render_html
-
     try:
         render_html(ReportInputs(results=list(results), sweep_rows=list(sweep_rows)))
-    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+    except WRONG_VALUE_ERRORS as exc:
         again = "`gpuscale sweep`" if sweep_rows else "`gpuscale simulate --out`"
         raise UserInputError(f"a value in it is not what gpuscale writes ({exc}); regenerate it "
                              f"with {again}", source=str(path)) from None

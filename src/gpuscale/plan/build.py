@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from gpuscale.catalog import get_instance_type, get_model
+from gpuscale.errors import UserInputError
 from gpuscale.plan import layers
 from gpuscale.plan.inputs import PlanInput, WorkloadInput
 from gpuscale.plan.model import CostEstimate, Decision, Plan, Refusal, Role, WarmPool
@@ -85,7 +86,6 @@ def _choose_hardware(plan: PlanInput, w: WorkloadInput, stats, slo):
             # An explicit TP inside an NVLink domain beats any type where it is not.
             candidates.append(((par.tp > domain, usd_per_request), it, par, cap))
     if not candidates:
-        from gpuscale.errors import UserInputError
         if too_small and len(too_small) == len(names):
             raise UserInputError(f"workload {w.name}: tp {w.tp} needs {w.tp} GPUs in one node (a TP "
                                  f"group is one pod); GPUs per node: {', '.join(too_small)}; use "
@@ -95,8 +95,7 @@ def _choose_hardware(plan: PlanInput, w: WorkloadInput, stats, slo):
             f"workload {w.name}: {w.model} fits none of {', '.join(names)}: its {weights_gib:.0f} GiB "
             f"of {w.precision.value} weights leave no KV cache"
             + (f" at TP{w.tp} x PP{w.pp}; use tp: choose" if isinstance(w.tp, int) else ""))
-    best = min(candidates, key=lambda c: c[0])
-    return best
+    return min(candidates, key=lambda c: c[0])
 
 
 def _signal(w: WorkloadInput, cap: Capacity, refusals: list[Refusal]) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
-from gpuscale.scenario.load import load_yaml, validate_mapping
+from gpuscale.scenario.load import input_kind, load_yaml, validate_mapping
 from gpuscale.workloads.distributions import (DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS,
                                               TokenDistribution)
 from gpuscale.workloads.replay import TraceWorkload
@@ -219,7 +219,7 @@ def plan_input_from_dict(data: Any, *, source: str = "<plan input>") -> PlanInpu
 
 def load_plan_input(path: Path) -> PlanInput:
     data = load_yaml(path)
-    if isinstance(data, dict) and "workloads" not in data and ("strategies" in data or "model" in data):
+    if input_kind(data) == "scenario":
         # A scenario would otherwise fail on `cluster.instance_type`, which says nothing useful.
         key = "strategies" if "strategies" in data else "model"
         raise UserInputError(f"a serving scenario (it has `{key}`); run `gpuscale simulate` or "

@@ -117,17 +117,33 @@ def load_yaml(path: Path) -> Any:
         raise UserInputError(f"{where}invalid YAML: {problem}", source=str(path)) from None
 
 
-# Keys only a scheduling-only scenario (scenario/schedule.py) has: such a file given to
-# `simulate` gets a pointer to `schedule` instead of "model: Field required".
+# Keys only a scheduling-only scenario (scenario/schedule.py) has.
 _SCHEDULE_ONLY_KEYS = frozenset({"jobs", "replicas", "schedulers", "initial_nodes"})
+
+
+def input_kind(data: Any) -> str | None:
+    """Which gpuscale input a parsed YAML document is, by its top-level keys: "plan" (a plan
+    input), "schedule" (a scheduling-only scenario), "scenario" (a serving scenario) or None.
+    Each command uses it to point a file given to the wrong command at the right one."""
+    if not isinstance(data, dict):
+        return None
+    keys = set(data)
+    if "workloads" in keys and "strategies" not in keys:
+        return "plan"
+    if "model" not in keys and _SCHEDULE_ONLY_KEYS & keys:
+        return "schedule"
+    if "workloads" not in keys and keys & {"strategies", "model"}:
+        return "scenario"
+    return None
 
 
 def load_scenario(path: Path) -> Scenario:
     data = load_yaml(path)
-    if isinstance(data, dict) and "model" not in data and _SCHEDULE_ONLY_KEYS & set(data):
+    kind = input_kind(data)
+    if kind == "schedule":
         raise UserInputError("no `model`: this is a scheduling-only scenario; run "
                              "`gpuscale schedule` on it", source=str(path), field="model")
-    if isinstance(data, dict) and "workloads" in data and "strategies" not in data:
+    if kind == "plan":
         # A plan input (plan/inputs.py) would otherwise fail on its first field that differs.
         raise UserInputError("a plan input (it has `workloads`); run `gpuscale plan` on it",
                              source=str(path), field="workloads")

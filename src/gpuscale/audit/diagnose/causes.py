@@ -15,7 +15,7 @@ from gpuscale.audit.diagnose.placement import node_fit, pool_verdicts
 from gpuscale.audit.diagnose.snapshot import TERMINAL_PHASES, PodView, Snapshot
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.structure import check_shape
-from gpuscale.errors import UserInputError
+from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
 from gpuscale.units import parse_quantity
 
 QUEUE_LABEL = "kai.scheduler/queue"  # layer2-scheduling.md 2.1
@@ -165,8 +165,6 @@ def diagnose_pod(snap: Snapshot, pod: PodView) -> Diagnosis:
 
 # What a snapshot is made of (`kubectl get` kinds; the CLI lists the same from a cluster).
 SNAPSHOT_KINDS = ("Node", "Pod", "Event", "NodePool", "NodeClaim", "Queue", "PodGroup")
-# A field of the right shape holding a value no cluster would (a quantity "10%", a count "abc").
-_UNREADABLE = (AttributeError, KeyError, IndexError, TypeError, ValueError)
 
 
 def diagnose(objects: list[Manifest], pod_name: str | None = None) -> list[Diagnosis]:
@@ -180,17 +178,16 @@ def diagnose(objects: list[Manifest], pod_name: str | None = None) -> list[Diagn
     try:
         snap = Snapshot.from_objects(objects)
         pods = snap.pending_gpu_pods()
-    except _UNREADABLE as exc:
-        source = objects[0].source if objects else None
+    except WRONG_VALUE_ERRORS as exc:
         raise UserInputError(f"a snapshot object holds a value no cluster would: {exc}",
-                             source=source) from None
+                             source=_source_of(objects, "")) from None
     if pod_name:
         pods = [p for p in pods if pod_name in (p.name, p.ref)]
     out = []
     for pod in pods:
         try:
             out.append(diagnose_pod(snap, pod))
-        except _UNREADABLE as exc:
+        except WRONG_VALUE_ERRORS as exc:
             raise UserInputError(f"{pod.ref}: an object it depends on holds a value no cluster "
                                  f"would: {exc}", source=_source_of(objects, pod.ref)) from None
     return out
