@@ -4,7 +4,7 @@ Every function mirrors one function of kubernetes/kubernetes
 `pkg/controller/podautoscaler/horizontal.go` (named in its docstring) so the timing edge cases match:
 a recommendation exactly at a window's cutoff counts on the legacy path (`!Before(cutoff)`) but
 not on the behavior path (`After(cutoff)`); a scale event exactly `periodSeconds` old no longer
-counts. Reference: /work/shared/reference/layer3-replica-autoscaling.md section 1.8.
+counts. Reference: ../shared/reference/layer3-replica-autoscaling.md section 1.8.
 
 The controller's memory (recommendations, scale events) is kept as tuples of `Stamped` and
 updated the way the controller does it: the last entry that has aged out is overwritten,

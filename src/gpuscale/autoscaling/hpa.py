@@ -4,7 +4,7 @@ One `decide` is one `reconcileAutoscaler` pass of kubernetes/kubernetes
 `pkg/controller/podautoscaler/horizontal.go`: ScalingDisabled at 0 replicas, clamp when outside
 [min, max], otherwise per-metric proposals (replica_calc.py) combined by max with the
 invalid-metric rules, then the behavior path or the legacy path (behavior.py).
-Reference: /work/shared/reference/layer3-replica-autoscaling.md section 1.
+Reference: ../shared/reference/layer3-replica-autoscaling.md section 1.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """KEDA ScaledObject with Prometheus triggers: the operator's 0<->1 loop plus the HPA it generates.
 
-Reference: /work/shared/reference/layer3-replica-autoscaling.md section 2 (kedacore/keda
+Reference: ../shared/reference/layer3-replica-autoscaling.md section 2 (kedacore/keda
 `pkg/scaling/executor/scale_scaledobjects.go`, `controllers/keda/hpa.go`,
 `pkg/scalers/prometheus_scaler.go`, `pkg/fallback/fallback.go`). `build` returns two controllers:
 `KedaOperator` (every pollingInterval: activation and cooldown) and an `HpaController` named

@@ -1,6 +1,6 @@
 """Per-metric replica proposals of the HPA, after kubernetes/kubernetes `replica_calculator.go`.
 
-Reference: /work/shared/reference/layer3-replica-autoscaling.md sections 1.3 (formula per metric
+Reference: ../shared/reference/layer3-replica-autoscaling.md sections 1.3 (formula per metric
 and target type) and 1.4 (which pods count). Values are handled as the controller handles them:
 integer milli-units (`Quantity.MilliValue`), with Go's truncating integer division for the
 per-pod average, so a ratio that lands exactly on the tolerance edge behaves as in a cluster.
