@@ -155,7 +155,7 @@ def test_engine_publishes_exactly_the_documented_fleet_signals():
     scenario = small_scenario(duration_s=60.0)
     run = _Run(scenario, scenario.strategies[0], scenario_requests(scenario, Path(".")), None)
     run.run()
-    assert tuple(run.signals) == FLEET_SIGNALS
+    assert tuple(run.scraper.signals) == FLEET_SIGNALS
 
 
 def test_tp_that_cannot_split_the_attention_heads_is_refused():

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.cli import cli
-from gpuscale.engine.schedule import all_nodes, build_run, run_scenario
+from gpuscale.engine.schedule import build_run, run_scenario
+from gpuscale.metrics.billing import all_nodes
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.schedule import ScheduleScenario, load_schedule_scenario
 

@@ -11,27 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
-
-@dataclass(frozen=True)
-class PodMetrics:
-    """One pod of the scale target as a metrics pipeline sees it.
-
-    `values` holds the latest scraped value of each per-pod series (e.g.
-    "vllm:num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL"); a series the pod does not export yet
-    (engine still loading) is absent, which the HPA treats as a *missing* metric.
-    """
-
-    name: str
-    phase: str  # "Pending", "Running" or "Failed" (Failed pods are dropped by the HPA)
-    ready: bool
-    values: Mapping[str, float] = field(default_factory=dict)
-    # Resource requests per resource name ("cpu" in cores, "memory" in bytes); only the HPA's
-    # Resource/Utilization metrics read them (utilization = usage / request).
-    requests: Mapping[str, float] = field(default_factory=dict)
-    # When the pod started running and when its Ready condition last changed (seconds on the
-    # simulation clock). Only the HPA's CPU readiness rules read them; None = unknown.
-    started_s: float | None = None
-    ready_changed_s: float | None = None
+# The one per-pod metrics type: the scrape (metrics/) writes it, every policy reads it.
+from gpuscale.metrics.store import PodMetrics
 
 
 @dataclass(frozen=True)

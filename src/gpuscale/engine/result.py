@@ -1,25 +1,33 @@
 """Turn a finished run into its summary: requests, latency, replicas, nodes, cost, oracle.
 
 Split from `engine/run.py` so the loop-wiring module stays small; everything here reads the
-run's state after `Simulation.run` returned and changes nothing.
+parts of a run (`RunParts`, handed over by the runner) after `Simulation.run` returned and
+changes nothing. Each component reports its own block (the provider's `summary()`, the
+scheduler's, the start-ups' means); this module assembles them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuscale.engine.basic_layers import FirstFitScheduler, NodePool
+from gpuscale.cluster.state import ClusterState
+from gpuscale.core import Simulation
 from gpuscale.engine.fleet import Fleet
+from gpuscale.metrics import billing
 from gpuscale.metrics.oracle import oracle_summary
+from gpuscale.metrics.store import MetricsStore
 from gpuscale.metrics.summary import request_summary, time_weighted_mean
-from gpuscale.serving.requests_table import RequestColumns
+from gpuscale.provisioning import NodeProvider
+from gpuscale.provisioning.pool import KIND as DEFAULT_POOL_KIND
+from gpuscale.scenario.models import Scenario
+from gpuscale.scheduling import PodScheduler
+from gpuscale.serving.performance import ReplicaHardware
+from gpuscale.serving.replica import EngineConfig
+from gpuscale.serving.requests_table import RequestColumns, RequestTable
+from gpuscale.serving.startup import Startups
 from gpuscale.units import SECONDS_PER_HOUR
-
-if TYPE_CHECKING:
-    from gpuscale.engine.run import _Run
 
 
 @dataclass
@@ -31,6 +39,25 @@ class RunResult:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class RunParts:
+    """The finished run's components, as the runner wired them."""
+
+    name: str
+    scenario: Scenario
+    sim: Simulation
+    table: RequestTable
+    store: MetricsStore
+    fleets: dict[str, Fleet]
+    cluster: ClusterState
+    provider: NodeProvider
+    scheduler: PodScheduler
+    startups: Startups
+    initial_node_count: int
+    hw: ReplicaHardware
+    cfg: EngineConfig
+
+
 def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
     """Scale events and evictions of every pool, in time order (role-tagged when split)."""
     tag = len(fleets) > 1
@@ -39,46 +66,35 @@ def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
     return sorted(out, key=lambda m: m[0])
 
 
-def _nodes_common(run: "_Run", series: dict) -> dict:
-    """Node facts every provider reports the same way, from the engine's own view."""
+def _nodes_summary(run: RunParts, series: dict) -> dict:
+    """Node facts every provider reports the same way, then the provider's own block."""
     evicted = run.table.num_retries
-    return {
+    out = {
         "peak": int((series["nodes_ready"] + series["nodes_launching"]).max())
         if len(series["time_s"]) else 0,
-        "launched": len(run._all_nodes()) - run.initial_node_count,
+        "launched": len(billing.all_nodes(run.cluster)) - run.initial_node_count,
         "evictions": dict(sorted(run.cluster.evictions_by_cause.items())),
         "requests_retried_after_eviction": int(sum(evicted)),
         "requests_failed_by_eviction": int(run.table.drop_reasons.get("evicted", 0)),
     }
-
-
-def _pool_nodes_summary(run: "_Run", series: dict) -> dict:
-    waits = np.asarray(run.pool.launch_waits_s)
-    out = _nodes_common(run, series)
-    out["provisioning_wait_s"] = {
-        "p50": round(float(np.percentile(waits, 50)), 3) if len(waits) else None,
-        "p99": round(float(np.percentile(waits, 99)), 3) if len(waits) else None,
-    }
+    out.update(run.provider.summary())
+    if run.provider.kind != DEFAULT_POOL_KIND:  # the default pool's block predates the key
+        out["provider"] = run.provider.kind
     return out
 
-def _provider_nodes_summary(run: "_Run", series: dict) -> dict:
-    out = _nodes_common(run, series)
-    out.update(run.pool.summary())
-    out["provider"] = run.pool.kind
-    return out
 
-def build_result(run: "_Run") -> RunResult:
+def build_result(run: RunParts) -> RunResult:
     """The run's summary (the public JSON keys), request columns, series and extras."""
     scenario = run.scenario
-    end_s = run.end_s
+    end_s = scenario.duration_s + scenario.drain_s
     cols = run.table.columns()
     series = run.store.series()
-    summary = {"name": run.strategy.name}
+    summary = {"name": run.name}
     summary.update(request_summary(cols, ttft_slo_s=scenario.slo.ttft_s,
                                    tpot_slo_s=scenario.slo.tpot_s,
                                    window_s=scenario.duration_s))
     ready = series["replicas_ready"]
-    gpu_s = run._gpu_s(end_s)
+    gpu_s = billing.gpu_s(run.cluster, end_s)
     fleets = run.fleets
     busy_gpu_s = sum(f.busy_gpu_s(end_s) for f in fleets.values())
     initial = (scenario.initial_replicas if scenario.disaggregation is None else
@@ -102,21 +118,17 @@ def build_result(run: "_Run") -> RunResult:
     summary["slo_breach_minutes"] = round(
         float(breach.sum()) * scenario.metrics.scrape_interval_s / 60.0, 3)
     summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
-    summary["cost_usd"] = round(run._cost_usd(end_s), 4)
+    summary["cost_usd"] = round(billing.cost_usd(run.cluster, end_s), 4)
     summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)
-    if not isinstance(run.pool, NodePool):
-        summary["nodes"] = _provider_nodes_summary(run, series)
-    else:
-        summary["nodes"] = _pool_nodes_summary(run, series)
-    if not isinstance(run.scheduler, FirstFitScheduler):
-        summary["scheduling"] = run.scheduler.summary()
+    summary["nodes"] = _nodes_summary(run, series)
+    scheduling = run.scheduler.summary()
+    if scheduling is not None:
+        summary["scheduling"] = scheduling
     summary["drops_by_reason"] = dict(sorted(run.table.drop_reasons.items()))
     summary["preemptions"] = int(cols.num_preemptions.sum())
     summary.update(oracle_summary(run.hw, run.cfg, cols, scenario.slo, scenario.duration_s,
                                   summary["gpu_hours"], seed=scenario.seed))
-    summary["cold_start_s"] = {k: round(float(np.mean([p.get(k, 0.0) for p in
-                                                      run.cold_starts])), 3)
-                               for k in sorted({k for p in run.cold_starts for k in p})}
+    summary["cold_start_s"] = run.startups.mean_components_s()
     extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
              "num_events": run.sim.num_events, "markers": _markers_of(run.fleets)}
-    return RunResult(run.strategy.name, summary, cols, series, extra)
+    return RunResult(run.name, summary, cols, series, extra)

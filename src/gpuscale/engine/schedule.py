@@ -15,7 +15,8 @@ from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Node, Pod, Taint
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import RandomStreams, Simulation
-from gpuscale.provisioning import build_node_provider
+from gpuscale.metrics import billing
+from gpuscale.provisioning import NodeProvider, build_node_provider
 from gpuscale.scenario.schedule import NodeGroupSpec, ScheduleScenario
 from gpuscale.scheduling import build_scheduler, ignore_unschedulable
 from gpuscale.scheduling.jobs import JobController
@@ -34,7 +35,7 @@ class ScheduleRun:
     sim: Simulation
     cluster: ClusterState
     scheduler: Any
-    provider: Any  # a NodeProvider, the StandInProvider, or None
+    provider: NodeProvider | None  # None: a fixed cluster
     jobs: JobController
     initial_nodes: frozenset[str]
 
@@ -62,9 +63,10 @@ def _add_unmanaged(cluster: ClusterState, group: NodeGroupSpec) -> list[Node]:
     return nodes
 
 
-def _adopt(provider, group: NodeGroupSpec) -> list[Node]:
-    """Karpenter-owned nodes at t=0, with the group's zone, labels and taints on top of the
-    NodePool's (the pool launched them earlier, as it would have)."""
+def _adopt(provider: NodeProvider, group: NodeGroupSpec) -> list[Node]:
+    """Provider-owned nodes at t=0 (Karpenter's: none for a provider that adopts none), with
+    the group's zone, labels and taints on top of the NodePool's (the pool launched them
+    earlier, as it would have)."""
     nodes = provider.adopt_ready_nodes(group.count, get_instance_type(group.instance_type),
                                        "on-demand", group.node_pool)
     for node in nodes:
@@ -77,12 +79,14 @@ def _adopt(provider, group: NodeGroupSpec) -> list[Node]:
 
 
 def build_cluster(scenario: ScheduleScenario, cluster: ClusterState | None = None,
-                  provider=None) -> ClusterState:
-    """The cluster at t=0: initial nodes (adopted by `provider` when it can) and busy pods."""
+                  provider: NodeProvider | None = None) -> ClusterState:
+    """The cluster at t=0: initial nodes (adopted by `provider` when it can, unmanaged
+    otherwise) and busy pods."""
     cluster = cluster if cluster is not None else ClusterState()
     for group in scenario.initial_nodes:
-        adopt = provider is not None and hasattr(provider, "adopt_ready_nodes")
-        nodes = _adopt(provider, group) if adopt else _add_unmanaged(cluster, group)
+        nodes = _adopt(provider, group) if provider is not None else []
+        if not nodes:
+            nodes = _add_unmanaged(cluster, group)
         for i, node in enumerate(nodes):
             _occupy(cluster, node, group.busy_gpus[i] if group.busy_gpus else 0)
     return cluster
@@ -96,15 +100,15 @@ def scheduler_label(spec) -> str:
 
 def build_run(scenario: ScheduleScenario, spec) -> ScheduleRun:
     sim, streams = Simulation(), RandomStreams(scenario.seed)
-    provider = None
+    provider: NodeProvider | None = None
+    cluster = ClusterState()
     if scenario.nodes is not None:
-        provider, cluster = build_node_provider(scenario.nodes), ClusterState()
+        provider = build_node_provider(scenario.nodes)
+    elif scenario.provider is not None:
+        provider = StandInProvider(scenario.provider)
+    if provider is not None:
         provider.attach(sim, cluster, streams)
-        build_cluster(scenario, cluster, provider)
-    else:
-        cluster = build_cluster(scenario)
-        if scenario.provider is not None:
-            provider = StandInProvider(scenario.provider, sim, cluster)
+    build_cluster(scenario, cluster, provider)
     initial = frozenset(cluster.nodes)
     scheduler = build_scheduler(spec)
     jobs = JobController(sim, cluster, expand_jobs([*scenario.jobs, *scenario.replicas]),
@@ -114,32 +118,24 @@ def build_run(scenario: ScheduleScenario, spec) -> ScheduleRun:
     return ScheduleRun(sim, cluster, scheduler, provider, jobs, initial)
 
 
-def all_nodes(cluster: ClusterState) -> list[Node]:
-    """Every node the run ever had, deleted ones included (they were billed)."""
-    seen: dict[int, Node] = {id(n): n for n in cluster.gone_nodes}
-    seen.update((id(n), n) for n in cluster.nodes.values())
-    return list(seen.values())
-
-
 def node_summary(run: ScheduleRun) -> dict[str, Any]:
     now_s = run.sim.now_s
-    nodes = all_nodes(run.cluster)
+    nodes = billing.all_nodes(run.cluster)
     launched = sorted((n for n in nodes if n.name not in run.initial_nodes),
                       key=lambda n: (n.created_s, n.name))
     out: dict[str, Any] = {
         "launched_by_provider": len(launched),
-        "gpu_hours_billed": round(sum(n.num_gpus * n.billed_s(now_s) for n in nodes)
-                                  / SECONDS_PER_HOUR, 4),
-        "usd_billed": round(sum(n.price_usd_per_hour * n.billed_s(now_s) for n in nodes)
-                            / SECONDS_PER_HOUR, 4),
+        "gpu_hours_billed": round(billing.gpu_s(run.cluster, now_s) / SECONDS_PER_HOUR, 4),
+        "usd_billed": round(billing.cost_usd(run.cluster, now_s), 4),
         "launched": [{"name": n.name, "instance_type": n.instance_type.name,
                       "zone": n.zone, "created_s": round(n.created_s, 3),
                       "ready_s": None if n.ready_s is None else round(n.ready_s, 3),
                       "deleted_s": None if n.deleted_s is None else round(n.deleted_s, 3)}
                      for n in launched],
     }
-    if run.provider is not None and hasattr(run.provider, "summary"):
-        out["provider"] = run.provider.summary()
+    provider = run.provider.summary() if run.provider is not None else {}
+    if provider:
+        out["provider"] = provider
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -40,15 +41,40 @@ FLEET_SIGNALS = ("request_rate_per_s", "prompt_tokens_mean", "output_tokens_mean
 TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
                   5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
 
-SERIES_COLUMNS = (
-    "time_s", "arrivals", "completions", "drops", "queue_waiting", "running", "gateway_queue",
-    "kv_usage_mean", "gpu_util_mean", "ttft_p99_s", "replicas_desired", "replicas_ready",
-    "replicas_starting", "pods_pending", "nodes_ready", "nodes_launching", "gpus_billed",
-    "gpus_allocated", "gpus_busy", "cost_usd",
+class SeriesRow(NamedTuple):
+    """One scrape's fleet-level row of the series (reports and charts read these columns)."""
+
+    time_s: float
+    arrivals: int
+    completions: int
+    drops: int
+    queue_waiting: float
+    running: float
+    gateway_queue: int
+    kv_usage_mean: float
+    gpu_util_mean: float
+    ttft_p99_s: float
+    replicas_desired: int
+    replicas_ready: int
+    replicas_starting: int
+    pods_pending: int
+    nodes_ready: int
+    nodes_launching: int
+    gpus_billed: int
+    gpus_allocated: int
+    gpus_busy: int
+    cost_usd: float
     # Disaggregated runs only (0 otherwise): each pool's replicas, queue and KV use.
-    "prefill_desired", "prefill_ready", "prefill_waiting", "decode_desired", "decode_ready",
-    "decode_waiting", "decode_kv_usage_mean",
-)
+    prefill_desired: float = 0.0
+    prefill_ready: float = 0.0
+    prefill_waiting: float = 0.0
+    decode_desired: float = 0.0
+    decode_ready: float = 0.0
+    decode_waiting: float = 0.0
+    decode_kv_usage_mean: float = 0.0
+
+
+SERIES_COLUMNS = SeriesRow._fields
 
 
 def percentile_sorted(values: list[float], q: float) -> float:
@@ -60,22 +86,35 @@ def percentile_sorted(values: list[float], q: float) -> float:
     return values[low] + (values[high] - values[low]) * (position - low)
 
 
-@dataclass
-class PodSample:
-    """The latest scraped values of one pod."""
+@dataclass(frozen=True)
+class PodMetrics:
+    """One pod of a scale target as the metrics pipeline sees it (the scrape writes these,
+    autoscalers read them through `AutoscalerView.pods`).
+
+    `values` holds the latest scraped value of each per-pod series (e.g.
+    "vllm:num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL"); a series the pod does not export yet
+    (engine still loading) is absent, which the HPA treats as a *missing* metric.
+    """
 
     name: str
-    phase: str
+    phase: str  # "Pending", "Running" or "Failed" (Failed pods are dropped by the HPA)
     ready: bool
-    values: dict[str, float]
+    values: Mapping[str, float] = field(default_factory=dict)
+    # Resource requests per resource name ("cpu" in cores, "memory" in bytes); only the HPA's
+    # Resource/Utilization metrics read them (utilization = usage / request).
+    requests: Mapping[str, float] = field(default_factory=dict)
+    # When the pod started running and when its Ready condition last changed (seconds on the
+    # simulation clock). Only the HPA's CPU readiness rules read them; None = unknown.
+    started_s: float | None = None
+    ready_changed_s: float | None = None
 
 
 @dataclass
 class MetricsStore:
     scrape_interval_s: float
     ttft_window_s: float = 60.0
-    latest: list[PodSample] = field(default_factory=list)
-    rows: list[tuple] = field(default_factory=list)
+    latest: list[PodMetrics] = field(default_factory=list)
+    rows: list[SeriesRow] = field(default_factory=list)
     ttft_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(TTFT_BUCKETS_S) + 1))
     _recent_ttft: list[tuple[float, list[float]]] = field(default_factory=list)
     ttft_p99_s: float = 0.0  # P99 TTFT over the last `ttft_window_s`, as of the last scrape
@@ -93,7 +132,7 @@ class MetricsStore:
         window = sorted(v for _, batch in self._recent_ttft for v in batch)
         self.ttft_p99_s = percentile_sorted(window, 99.0) if window else 0.0
 
-    def record_row(self, row: tuple) -> None:
+    def record_row(self, row: SeriesRow) -> None:
         self.rows.append(row)
 
     def series(self) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Protocol, TypeVar
 
-from gpuscale.cluster.objects import Pod
+from gpuscale.cluster.objects import Node, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import RandomStreams, Simulation
 
@@ -30,9 +30,27 @@ class NodeProvider(Protocol):
         """Called by the scheduler each time it marks pods PodScheduled=False/Unschedulable."""
         ...
 
+    def adopt_ready_nodes(self, count: int, instance_type: Any,
+                          capacity_type: str = "on-demand",
+                          pool_name: str | None = None) -> list[Node]:
+        """Take `count` nodes that already run at t=0 (a cluster at its warm floor) as the
+        provider's own, so its loops treat them like nodes it launched. A provider whose t=0
+        nodes are all its own (static groups, node groups at min size) adopts none and
+        returns []; the caller then adds unmanaged nodes if it needs them."""
+        ...
+
     def summary(self) -> dict[str, Any]:
         """The `nodes` key of the JSON run summary (see provisioning/metrics.py)."""
         ...
+
+
+class AdoptsNoNodes:
+    """`adopt_ready_nodes` for providers whose t=0 nodes are all their own."""
+
+    def adopt_ready_nodes(self, count: int, instance_type: Any,
+                          capacity_type: str = "on-demand",
+                          pool_name: str | None = None) -> list[Node]:
+        return []
 
 
 P = TypeVar("P")

@@ -14,6 +14,7 @@ from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import RandomStreams, Simulation
+from gpuscale.provisioning.base import AdoptsNoNodes
 from gpuscale.provisioning.latency import NodeLatencies, fixed
 from gpuscale.provisioning.lifecycle import NodeLauncher
 from gpuscale.provisioning.metrics import NodeMetrics
@@ -41,7 +42,7 @@ class StaticParams(BaseModel):
     nodes: list[StaticNodes] = Field(default_factory=list, description="Groups of fixed nodes.")
 
 
-class StaticProvider:
+class StaticProvider(AdoptsNoNodes):
     kind = "static"
 
     def __init__(self, params: StaticParams) -> None:

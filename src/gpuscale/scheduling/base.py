@@ -33,8 +33,9 @@ class PodScheduler(Protocol):
         no delete listener, so whoever deletes pods calls this to requeue pending pods."""
         ...
 
-    def summary(self) -> dict:
-        """The `scheduling` key of a run's JSON summary (see docs/scheduling.md)."""
+    def summary(self) -> dict | None:
+        """The `scheduling` key of a run's JSON summary (see docs/scheduling.md); None for a
+        scheduler that keeps no metrics (first fit), whose runs have no such key."""
         ...
 
 

@@ -11,14 +11,14 @@ through the same `notify_unschedulable(pods, now_s)` call.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Node, Pod
 from gpuscale.cluster.state import ClusterState
-from gpuscale.core import Priority, Simulation
+from gpuscale.core import Priority, RandomStreams, Simulation
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -39,12 +39,27 @@ class StandInProviderParams(BaseModel):
 
 
 class StandInProvider:
-    def __init__(self, params: StandInProviderParams, sim: Simulation, cluster: ClusterState):
-        self.params, self.sim, self.cluster = params, sim, cluster
+    """A `NodeProvider` (provisioning/base.py) without metrics of its own."""
+
+    kind = "stand-in"
+
+    def __init__(self, params: StandInProviderParams) -> None:
+        self.params = params
         self.instance_type = get_instance_type(params.instance_type)
         self.covered: dict[str, str] = {}  # pod -> node launched for it
         self.claims: dict[str, int] = {}  # launching node -> GPUs not yet promised
         self.launched = 0
+
+    def attach(self, sim: Simulation, cluster: ClusterState, streams: RandomStreams) -> None:
+        self.sim, self.cluster = sim, cluster
+
+    def adopt_ready_nodes(self, count: int, instance_type: Any,
+                          capacity_type: str = "on-demand",
+                          pool_name: str | None = None) -> list[Node]:
+        return []  # initial nodes stay unmanaged: the stand-in only adds nodes
+
+    def summary(self) -> dict[str, Any]:
+        return {}  # keeps no metrics: the run's `nodes` block has no `provider` key
 
     def notify_unschedulable(self, pods: list[Pod], now_s: float) -> None:
         todo = sorted((p for p in pods if p.name not in self.covered and p.node_name is None),

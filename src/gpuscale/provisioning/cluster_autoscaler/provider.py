@@ -23,6 +23,7 @@ from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
+from gpuscale.provisioning.base import AdoptsNoNodes
 from gpuscale.provisioning.cluster_autoscaler.expanders import Option, choose
 from gpuscale.provisioning.cluster_autoscaler.params import (ClusterAutoscalerParams,
                                                              NodeGroupParams)
@@ -40,7 +41,7 @@ SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 CAUSE = "scale_down"
 
 
-class ClusterAutoscalerProvider:
+class ClusterAutoscalerProvider(AdoptsNoNodes):
     kind = "cluster_autoscaler"
 
     def __init__(self, params: ClusterAutoscalerParams) -> None:

@@ -1,81 +1,60 @@
-"""The simplest layer 1 and layer 2 that make scale-up cost time.
+"""`pool`: the default node provider of a `simulate` scenario without `nodes:`.
 
-`FirstFitScheduler`: binds pending pods, oldest first, to the first ready node (by name) with
-enough free GPUs; what does not fit is reported unschedulable. `NodePool`: ready nodes at t=0
-plus nodes launched on demand that become ready after a drawn launch delay, removed after an
-optional empty TTL. Karpenter, Cluster Autoscaler, kube-scheduler and KAI models plug into the
-same seams (`cluster.state.ClusterState` listeners and `notify_unschedulable`).
+A warm floor of ready nodes (adopted at t=0) plus nodes of one instance type launched on
+demand: pods reported unschedulable make enough nodes appear to cover their GPUs (minus the
+GPUs already launching), each ready after a drawn launch delay, removed after an optional
+empty TTL. It is what a scenario's `cluster:` block describes; Karpenter, Cluster Autoscaler
+and `static` plug into the same `NodeProvider` seam.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
+
+import numpy as np
 
 from gpuscale.catalog import InstanceType
 from gpuscale.cluster.objects import Node, NodeState, Pod
 from gpuscale.cluster.state import ClusterState
-from gpuscale.core import Priority, Simulation
+from gpuscale.core import Priority, RandomStreams, Simulation
 
-
-class FirstFitScheduler:
-    def __init__(self, sim: Simulation, cluster: ClusterState,
-                 on_unschedulable: Callable[[list[Pod], float], None]) -> None:
-        self.sim = sim
-        self.cluster = cluster
-        self.on_unschedulable = on_unschedulable
-        self._pending_cycle = False
-        cluster.on_pod_pending.append(lambda pod: self.request_cycle())
-        cluster.on_node_ready.append(lambda node: self.request_cycle())
-        cluster.on_pod_evicted.append(lambda pod, cause: self.request_cycle())
-        cluster.on_pod_deleted.append(lambda pod: self.request_cycle())
-
-    def request_cycle(self) -> None:
-        """Batch all changes of one instant into one scheduling cycle."""
-        if not self._pending_cycle:
-            self._pending_cycle = True
-            self.sim.schedule(self.sim.now_s, Priority.LIFECYCLE + 1, self.cycle)
-
-    def cycle(self) -> None:
-        self._pending_cycle = False
-        now_s = self.sim.now_s
-        pending = sorted(self.cluster.pending_pods(), key=lambda p: (p.created_s, p.name))
-        if not pending:
-            return
-        nodes = sorted(self.cluster.ready_nodes(), key=lambda n: n.name)
-        unschedulable = []
-        for pod in pending:
-            node = next((n for n in nodes if n.gpus_free >= pod.gpus), None)
-            if node is None:
-                unschedulable.append(pod)
-            else:
-                self.cluster.bind(pod, node, now_s)
-        if unschedulable:
-            self.on_unschedulable(unschedulable, now_s)
+KIND = "pool"
 
 
 class NodePool:
     """A fixed warm floor plus on-demand nodes of one instance type."""
 
-    def __init__(self, sim: Simulation, cluster: ClusterState, instance_type: InstanceType, *,
-                 capacity_type: str, max_nodes: int, launch_delay_s: Callable[[], float],
+    kind = KIND
+
+    def __init__(self, instance_type: InstanceType, *, capacity_type: str, max_nodes: int,
+                 launch_delay_s: Callable[[np.random.Generator], float],
                  empty_node_ttl_s: float = math.inf) -> None:
-        self.sim = sim
-        self.cluster = cluster
         self.instance_type = instance_type
         self.capacity_type = capacity_type
         self.max_nodes = max_nodes
-        self.launch_delay_s = launch_delay_s
+        self.draw_launch_delay_s = launch_delay_s
         self.empty_node_ttl_s = empty_node_ttl_s
         self._seq = 0
         self.launch_waits_s: list[float] = []
         self._first_unschedulable_s: dict[str, float] = {}
+
+    def attach(self, sim: Simulation, cluster: ClusterState, streams: RandomStreams) -> None:
+        self.sim = sim
+        self.cluster = cluster
+        self.rng = streams.get("provisioning.node_launch")
         cluster.on_pod_bound.append(self._on_pod_bound)
 
-    def add_ready_node(self, now_s: float) -> Node:
-        node = self._new_node(now_s)
-        self.cluster.mark_node_ready(node, now_s)
-        return node
+    def adopt_ready_nodes(self, count: int, instance_type: InstanceType | None = None,
+                          capacity_type: str | None = None,
+                          pool_name: str | None = None) -> list[Node]:
+        """The warm floor: `count` nodes of the pool's own type, Ready at t=0."""
+        nodes = []
+        for _ in range(count):
+            node = self._new_node(0.0)
+            self.cluster.mark_node_ready(node, 0.0)
+            nodes.append(node)
+        return nodes
 
     def _new_node(self, now_s: float) -> Node:
         self._seq += 1
@@ -98,8 +77,17 @@ class NodePool:
         per_node = self.instance_type.num_gpus
         while needed_gpus > 0 and len(self.cluster.nodes) < self.max_nodes:
             node = self._new_node(now_s)
-            self.sim.schedule(now_s + self.launch_delay_s(), Priority.LIFECYCLE, self._ready, node)
+            self.sim.schedule(now_s + self.draw_launch_delay_s(self.rng), Priority.LIFECYCLE,
+                              self._ready, node)
             needed_gpus -= per_node
+
+    def summary(self) -> dict[str, Any]:
+        """Unschedulable-to-bound wait of the pods that waited for a node, seconds."""
+        waits = np.asarray(self.launch_waits_s)
+        return {"provisioning_wait_s": {
+            "p50": round(float(np.percentile(waits, 50)), 3) if len(waits) else None,
+            "p99": round(float(np.percentile(waits, 99)), 3) if len(waits) else None,
+        }}
 
     def _ready(self, node: Node) -> None:
         if node.name in self.cluster.nodes:

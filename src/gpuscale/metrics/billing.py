@@ -1,0 +1,31 @@
+"""What the nodes of a run cost: GPU-seconds and dollars billed, deleted nodes included.
+
+The one place billing is summed; `simulate` (the series' `cost_usd`, the summary's `gpu_hours`
+and `cost_usd`) and `schedule` (`gpu_hours_billed`, `usd_billed`) both read it. A node bills
+from its launch request to its deletion (`Node.billed_s`: clouds bill a booting VM).
+"""
+
+from __future__ import annotations
+
+from gpuscale.cluster.objects import Node
+from gpuscale.cluster.state import ClusterState
+from gpuscale.units import SECONDS_PER_HOUR
+
+
+def all_nodes(cluster: ClusterState) -> list[Node]:
+    """Every node the run ever had: live ones, then deleted ones (they were billed too)."""
+    seen: dict[int, Node] = {id(n): n for n in cluster.nodes.values()}
+    for node in cluster.gone_nodes:
+        seen.setdefault(id(node), node)
+    return list(seen.values())
+
+
+def gpu_s(cluster: ClusterState, now_s: float) -> float:
+    """GPU-seconds billed up to `now_s`."""
+    return sum(n.billed_s(now_s) * n.num_gpus for n in all_nodes(cluster))
+
+
+def cost_usd(cluster: ClusterState, now_s: float) -> float:
+    """Dollars billed up to `now_s` at each node's own price (spot or on-demand)."""
+    return sum(n.billed_s(now_s) * n.price_usd_per_hour for n in all_nodes(cluster)) \
+        / SECONDS_PER_HOUR

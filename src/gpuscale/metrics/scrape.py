@@ -1,0 +1,171 @@
+"""The metrics scrape: every `scrape_interval_s`, read each pod, publish the fleet signals and
+record one series row.
+
+What the scrape reads it reads through small protocols (a deployment's pods and replicas, the
+request table, the cluster), so the engine that owns those objects only wires them here.
+Per pod it writes one `PodMetrics` (the type every autoscaler reads); per role the latest
+pods (a per-role scaler sees only its pool); fleet-wide the signals a planner reads
+(`FLEET_SIGNALS`) and one `SeriesRow`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, Sequence, Sized
+
+from gpuscale.cluster.state import ClusterState
+from gpuscale.metrics.billing import cost_usd
+from gpuscale.metrics.store import (GPU_UTIL, KV_USAGE, RUNNING, WAITING, MetricsStore,
+                                    PodMetrics, SeriesRow)
+from gpuscale.serving.requests_table import RequestTable
+
+
+class ScrapedReplica(Protocol):
+    state: int
+    ttft_observations: list[float]
+
+
+class ScrapedSlot(Protocol):
+    pod: Any  # cluster.objects.Pod
+    replica: Any  # a serving Replica, None while loading
+    state: str
+
+
+class ScrapedPool(Protocol):
+    """What the scrape needs of a deployment (engine.fleet.Fleet)."""
+
+    desired: int
+    gateway: Sized
+    ready: Sequence[Any]
+    hw: Any  # serving.performance.ReplicaHardware (its `tp` GPUs per replica)
+
+    def num_ready(self) -> int: ...
+
+    def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
+                        fb_used_mib: float) -> list[tuple[Any, dict[str, float]]]: ...
+
+
+class TtftSource(Protocol):
+    ttft_observations: list[float]
+
+
+class Scraper:
+    """One run's metrics pipeline; `scrape(now_s)` is the periodic scrape."""
+
+    def __init__(self, store: MetricsStore, pools: Mapping[str, ScrapedPool],
+                 table: RequestTable, cluster: ClusterState, fb_used_mib: float,
+                 ttft_sources: Sequence[TtftSource] = ()) -> None:
+        self.store = store
+        self.pools = pools
+        self.table = table
+        self.cluster = cluster
+        self.fb_used_mib = fb_used_mib
+        self.ttft_sources = ttft_sources  # TTFTs seen outside the replicas (the KV transfer)
+        self.interval_s = store.scrape_interval_s
+        self.latest_by_role: dict[str, list[PodMetrics]] = {}
+        self.signals: dict[str, float] = {}
+        self._prev_busy: dict[str, float] = {}
+        self._last_counts = (0, 0, 0)
+
+    def pods(self, role: str | None) -> tuple[PodMetrics, ...]:
+        """The latest scrape's pods: every pool's (role None) or one role's."""
+        return tuple(self.store.latest if role is None else self.latest_by_role.get(role, []))
+
+    def scrape(self, now_s: float) -> None:
+        samples: list[PodMetrics] = []
+        by_role: dict[str, list[PodMetrics]] = {}
+        pending = starting = 0
+        waiting = running = 0.0
+        kv: list[float] = []
+        util: list[float] = []
+        role_rows: dict[str, tuple[float, float, float, float]] = {}
+        observed: list[float] = []
+        for source in self.ttft_sources:
+            observed.extend(source.ttft_observations)
+            source.ttft_observations = []
+        for role, pool in self.pools.items():
+            role_samples = by_role.setdefault(role, [])
+            role_waiting = 0.0
+            role_kv: list[float] = []
+            for slot, values in pool.replica_samples(now_s, self.interval_s, self._prev_busy,
+                                                     self.fb_used_mib):
+                bound = slot.pod.node_name is not None
+                pending += not bound
+                ready = slot.replica is not None and slot.state == "ready"
+                starting += bound and slot.replica is None
+                role_samples.append(PodMetrics(slot.pod.name, "Running" if bound else "Pending",
+                                               ready, values))
+                if WAITING in values:
+                    role_waiting += values[WAITING]
+                    running += values[RUNNING]
+                    role_kv.append(values[KV_USAGE])
+                    util.append(values[GPU_UTIL])
+            samples.extend(role_samples)
+            waiting += role_waiting
+            kv.extend(role_kv)
+            role_rows[role] = (float(pool.desired), float(pool.num_ready()), role_waiting,
+                               sum(role_kv) / len(role_kv) if role_kv else 0.0)
+            for replica in pool.ready:
+                if replica.ttft_observations:
+                    observed.extend(replica.ttft_observations)
+                    replica.ttft_observations = []
+        self.store.latest = samples
+        self.latest_by_role = by_role
+        self.store.observe_ttft(now_s, observed)
+        arrived = self.table.num_arrived
+        self.signals = self._signals(arrived)
+        self.store.record_row(self._row(now_s, arrived, waiting, running, kv, util, starting,
+                                        pending, role_rows))
+
+    def _row(self, now_s: float, arrived: int, waiting: float, running: float,
+             kv: list[float], util: list[float], starting: int, pending: int,
+             role_rows: dict[str, tuple[float, float, float, float]]) -> SeriesRow:
+        done = self.table.num_completed
+        drops = self.table.num_dropped
+        prev_arrived, prev_done, prev_drops = self._last_counts
+        self._last_counts = (arrived, done, drops)
+        nodes = list(self.cluster.nodes.values())
+        nodes_ready = sum(1 for n in nodes if n.state.value == "ready")
+        pools = self.pools.values()
+        prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
+        decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
+        return SeriesRow(
+            time_s=now_s, arrivals=arrived - prev_arrived, completions=done - prev_done,
+            drops=drops - prev_drops, queue_waiting=waiting, running=running,
+            gateway_queue=sum(len(p.gateway) for p in pools),
+            kv_usage_mean=sum(kv) / len(kv) if kv else 0.0,
+            gpu_util_mean=sum(util) / len(util) if util else 0.0,
+            ttft_p99_s=self.store.ttft_p99_s,
+            replicas_desired=sum(p.desired for p in pools),
+            replicas_ready=sum(p.num_ready() for p in pools),
+            replicas_starting=starting, pods_pending=pending, nodes_ready=nodes_ready,
+            nodes_launching=len(nodes) - nodes_ready,
+            gpus_billed=sum(n.num_gpus for n in nodes),
+            gpus_allocated=self.cluster.gpus_allocated(),
+            gpus_busy=sum(p.hw.tp for p in pools for r in p.ready if r.state != 0),
+            cost_usd=cost_usd(self.cluster, now_s),
+            prefill_desired=prefill[0], prefill_ready=prefill[1], prefill_waiting=prefill[2],
+            decode_desired=decode[0], decode_ready=decode[1], decode_waiting=decode[2],
+            decode_kv_usage_mean=decode[3])
+
+    def _signals(self, arrived: int) -> dict[str, float]:
+        """Fleet-level signals a planner reads (a gateway or frontend would export these)."""
+        table = self.table
+        first = self._last_counts[0]
+        count = arrived - first
+        completed = table.recently_completed
+        table.recently_completed = []
+        tpots = [(table.finish_s[r] - table.first_token_s[r]) / (table.output_tokens[r] - 1)
+                 for r in completed if table.output_tokens[r] > 1]
+        pools = self.pools.values()
+        return {
+            "request_rate_per_s": count / self.interval_s,
+            "prompt_tokens_mean": (sum(table.prompt_tokens[first:arrived]) / count) if count else 0.0,
+            "output_tokens_mean": (sum(table.output_tokens[first:arrived]) / count) if count else 0.0,
+            "ttft_p99_s": self.store.ttft_p99_s,
+            "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
+            "gateway_queue": float(sum(len(p.gateway) for p in pools)),
+            "ready_replicas": float(sum(p.num_ready() for p in pools)),
+        }
+
+
+__all__ = ["ScrapedPool", "Scraper"]
