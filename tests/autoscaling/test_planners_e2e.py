@@ -34,6 +34,6 @@ def test_each_kind_completes_and_scales_up_in_the_burst_then_back_down(name, run
     assert len(run.requests.arrival_s) > 3000  # 450 s at 4 / 16 / 8 req/s
     desired = run.series["replicas_desired"]
     t = run.series["time_s"]
-    assert run.summary["replicas"]["peak"] > 1  # scaled out for the burst (150-300 s)
-    assert desired[t > 700].max() < run.summary["replicas"]["peak"]  # and back in once idle
+    assert run.summary.replicas.peak > 1  # scaled out for the burst (150-300 s)
+    assert desired[t > 700].max() < run.summary.replicas.peak  # and back in once idle
     assert (run.requests.status == COMPLETED).mean() > 0.9  # the run drained

@@ -27,18 +27,18 @@ def test_demo_compares_the_required_strategies_and_shows_the_duty_cycle_trap():
     util95 = runs["hpa-gpu-util-95"]
     # Target 95: the duty cycle never exceeds 100, so the ratio 100/95 stays inside the 10 %
     # tolerance and the HPA never scales up, whatever the queue does.
-    assert util95.summary["replicas"]["peak"] <= util95.summary["replicas"]["initial"]
+    assert util95.summary.replicas.peak <= util95.summary.replicas.initial
     assert util95.series["queue_waiting"].max() > 50  # ...while requests pile up
     # Target 70: any traffic reads ~100 % busy, so it scales out to the maximum and stays there
     # until the traffic stops.
     util70 = runs["hpa-gpu-util-70"]
-    assert util70.summary["replicas"]["peak"] == 12
+    assert util70.summary.replicas.peak == 12
     series = util70.series
     busy = series["time_s"] < 2400
     assert series["replicas_desired"][busy][-1] == 12
     # Queue-depth scaling reacts to the queue (it scales up during the burst).
     keda = runs["keda-queue-depth"]
-    assert keda.summary["replicas"]["peak"] > 2
+    assert keda.summary.replicas.peak > 2
 
 
 def test_duty_cycle_reads_saturated_at_low_and_high_load_while_queue_tells_them_apart():

@@ -23,4 +23,4 @@ def test_replicas_scheduled_by_a_real_scheduler_serve_every_request(scheduler):
     keda = next(r for r in result.runs if r.name == "keda-queue")
     # Scale-up still goes through layer 2 and layer 1: replicas beyond the warm node's four
     # GPUs need a launched node.
-    assert keda.summary["replicas"]["peak"] > 1
+    assert keda.summary.replicas.peak > 1

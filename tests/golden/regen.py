@@ -1,7 +1,8 @@
 """Golden outputs: the demo and every example scenario, summarised to compact JSON.
 
 `python tests/golden/regen.py` (with PYTHONPATH=src) rewrites `tests/golden/*.json`;
-`test_golden.py` re-runs the same cases and compares. Regenerate only for a deliberate change
+`test_golden.py` re-runs the same cases and compares. It also rewrites
+`docs/result.schema.json` from the typed summary (metrics/run_summary.py). Regenerate only for a deliberate change
 of results, and say why in the commit message.
 
 A case's JSON holds each run's public summary (what `simulate --format json` writes, less
@@ -94,7 +95,18 @@ def run_case(name: str) -> dict[str, Any]:
     return _plain(_simulate(scenario, path.parent))
 
 
+SCHEMA = ROOT / "docs" / "result.schema.json"
+
+
+def schema_text() -> str:
+    from gpuscale.metrics.run_summary import result_schema
+
+    return json.dumps(result_schema(), indent=2, sort_keys=True) + "\n"
+
+
 def main(names: list[str]) -> None:
+    SCHEMA.write_text(schema_text())
+    print(f"wrote {SCHEMA.relative_to(ROOT)}")
     for name in names or case_names():
         golden_path(name).write_text(json.dumps(run_case(name), indent=1, sort_keys=True) + "\n")
         print(f"wrote {golden_path(name).relative_to(ROOT)}")

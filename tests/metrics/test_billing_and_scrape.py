@@ -51,5 +51,5 @@ def test_series_columns_are_the_row_fields_by_name():
     series = result.runs[0].series
     assert tuple(series) == SERIES_COLUMNS
     # The last row's cost is the summary's money, read from the same billing.
-    assert series["cost_usd"][-1] <= result.runs[0].summary["cost_usd"] + 1e-4
+    assert series["cost_usd"][-1] <= result.runs[0].summary.cost_usd + 1e-4
     assert not any(math.isnan(v) for v in series["gpus_billed"])

@@ -8,6 +8,7 @@ from typing import Callable
 
 from gpuscale.engine.run import RunResult, run_strategy, scenario_requests
 from gpuscale.errors import UserInputError
+from gpuscale.metrics.run_summary import ResultFile
 from gpuscale.scenario.models import Scenario
 
 # Called with (strategy index, number of strategies, fraction of that run done).
@@ -19,14 +20,16 @@ class ScenarioResult:
     scenario: Scenario
     runs: list[RunResult]
 
+    def typed(self, wall_s: list[float]) -> ResultFile:
+        """The public summary as types (metrics/run_summary.py)."""
+        runs = [run.summary.model_copy(update={"wall_s": round(wall, 4)})
+                for run, wall in zip(self.runs, wall_s)]
+        return ResultFile(scenario=self.scenario.name, seed=self.scenario.seed, runs=runs)
+
     def to_json(self, wall_s: list[float]) -> dict:
-        """The public summary: {"scenario", "seed", "runs": [...]} (see docs/metrics.md)."""
-        runs = []
-        for run, wall in zip(self.runs, wall_s):
-            entry = dict(run.summary)
-            entry["wall_s"] = round(wall, 4)
-            runs.append(entry)
-        return {"scenario": self.scenario.name, "seed": self.scenario.seed, "runs": runs}
+        """The public summary: {"version", "scenario", "seed", "runs": [...]}
+        (docs/metrics.md, docs/result.schema.json)."""
+        return self.typed(wall_s).to_json()
 
 
 def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None = None,

@@ -17,6 +17,8 @@ from gpuscale.core import Simulation
 from gpuscale.engine.fleet import Fleet
 from gpuscale.metrics import billing
 from gpuscale.metrics.oracle import oracle_summary
+from gpuscale.metrics.run_summary import (NodesSummary, ReplicaStats, RoleStats, RunSummary,
+                                          run_summary)
 from gpuscale.metrics.store import MetricsStore
 from gpuscale.metrics.summary import request_summary, time_weighted_mean
 from gpuscale.provisioning import NodeProvider
@@ -33,7 +35,7 @@ from gpuscale.units import SECONDS_PER_HOUR
 @dataclass
 class RunResult:
     name: str
-    summary: dict
+    summary: RunSummary
     requests: RequestColumns
     series: dict[str, np.ndarray]
     extra: dict = field(default_factory=dict)
@@ -66,7 +68,7 @@ def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
     return sorted(out, key=lambda m: m[0])
 
 
-def _nodes_summary(run: RunParts, series: dict) -> dict:
+def _nodes_summary(run: RunParts, series: dict) -> NodesSummary:
     """Node facts every provider reports the same way, then the provider's own block."""
     evicted = run.table.num_retries
     out = {
@@ -80,7 +82,7 @@ def _nodes_summary(run: RunParts, series: dict) -> dict:
     out.update(run.provider.summary())
     if run.provider.kind != DEFAULT_POOL_KIND:  # the default pool's block predates the key
         out["provider"] = run.provider.kind
-    return out
+    return NodesSummary.model_validate(out)
 
 
 def build_result(run: RunParts) -> RunResult:
@@ -89,7 +91,7 @@ def build_result(run: RunParts) -> RunResult:
     end_s = scenario.duration_s + scenario.drain_s
     cols = run.table.columns()
     series = run.store.series()
-    summary = {"name": run.name}
+    summary: dict = {"name": run.name}
     summary.update(request_summary(cols, ttft_slo_s=scenario.slo.ttft_s,
                                    tpot_slo_s=scenario.slo.tpot_s,
                                    window_s=scenario.duration_s))
@@ -100,17 +102,15 @@ def build_result(run: RunParts) -> RunResult:
     initial = (scenario.initial_replicas if scenario.disaggregation is None else
                scenario.disaggregation.prefill.initial_replicas
                + scenario.disaggregation.decode.initial_replicas)
-    summary["replicas"] = {
-        "initial": initial,
-        "peak": int(sum(f.peak_replicas for f in fleets.values())),
-        "mean": round(time_weighted_mean(series["time_s"], ready, end_s), 4),
-    }
+    summary["replicas"] = ReplicaStats(
+        initial=initial, peak=int(sum(f.peak_replicas for f in fleets.values())),
+        mean=round(time_weighted_mean(series["time_s"], ready, end_s), 4))
     if scenario.disaggregation is not None:
         summary["roles"] = {
-            role: {"peak": int(fleets[role].peak_replicas),
-                   "mean": round(time_weighted_mean(series["time_s"],
-                                                    series[f"{role}_ready"], end_s), 4),
-                   "scale_events": int(fleets[role].scale_events)}
+            role: RoleStats(peak=int(fleets[role].peak_replicas),
+                            mean=round(time_weighted_mean(series["time_s"],
+                                                          series[f"{role}_ready"], end_s), 4),
+                            scale_events=int(fleets[role].scale_events))
             for role in ("prefill", "decode")}
     summary["scale_events"] = int(sum(f.scale_events for f in fleets.values()))
     # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice).
@@ -131,4 +131,4 @@ def build_result(run: RunParts) -> RunResult:
     summary["cold_start_s"] = run.startups.mean_components_s()
     extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
              "num_events": run.sim.num_events, "markers": _markers_of(run.fleets)}
-    return RunResult(run.name, summary, cols, series, extra)
+    return RunResult(run.name, run_summary(summary), cols, series, extra)

@@ -155,12 +155,12 @@ def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float) -
 
     scenario = scenario_from_dict(scenario_dict, source="<warm-pool candidate>")
     result, _ = simulate_scenario(scenario, base_dir)
-    s = result.runs[0].summary
-    p99 = s["ttft_s"]["p99"]
-    dropped = s["requests"]["dropped"] + s["requests"]["in_flight"]
+    s = result.runs[0].summary  # typed: metrics/run_summary.py
+    p99 = s.ttft_s.p99
+    dropped = s.requests.dropped + s.requests.in_flight
     return EvidenceRow(
-        min_replicas=scenario.initial_replicas, ttft_p99_s=p99, itl_p99_s=s["tpot_s"]["p99"],
-        slo_attainment=s["slo_attainment"], dropped=dropped, gpu_hours=s["gpu_hours"],
+        min_replicas=scenario.initial_replicas, ttft_p99_s=p99, itl_p99_s=s.tpot_s.p99,
+        slo_attainment=s.slo_attainment, dropped=dropped, gpu_hours=s.gpu_hours,
         meets_slo=p99 is not None and p99 <= ttft_slo_s and dropped == 0)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuscale.metrics.run_summary import load_run
 from gpuscale.report.timeline import RunView
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
@@ -150,11 +151,10 @@ def cdf_charts(views: list[RunView]) -> list[Chart]:
 def oracle_cost_usd(summary: dict) -> float | None:
     """The oracle's GPU-hours priced at this run's own $/GPU-hour (metrics/oracle.py): no
     policy that completes the workload on this hardware can spend less."""
-    oracle, gpu_hours, cost = (summary.get("oracle_gpu_hours"), summary.get("gpu_hours"),
-                               summary.get("cost_usd"))
-    if oracle is None or not gpu_hours or cost is None:
+    s = load_run(summary)
+    if not s.gpu_hours:
         return None
-    return float(oracle) * float(cost) / float(gpu_hours)
+    return s.oracle_gpu_hours * s.cost_usd / s.gpu_hours
 
 
 def cost_slo_chart(views: list[RunView]) -> Chart | None:
@@ -162,9 +162,10 @@ def cost_slo_chart(views: list[RunView]) -> Chart | None:
     if not views:
         return None
     colours = run_colours([v.name for v in views])
-    lines = tuple(Line(v.name, np.array([float(v.summary["cost_usd"])]),
-                       np.array([float(v.summary["slo_attainment"])]), colours[v.name], points=True,
-                       group=v.name, labels=(v.name,)) for v in views)
+    typed = [load_run(v.summary) for v in views]
+    lines = tuple(Line(v.name, np.array([s.cost_usd]), np.array([s.slo_attainment]),
+                       colours[v.name], points=True, group=v.name, labels=(v.name,))
+                  for v, s in zip(views, typed))
     bounds = [b for b in (oracle_cost_usd(v.summary) for v in views) if b is not None]
     vlines = ((min(bounds), "oracle bound: least cost of any policy that serves the workload"),) \
         if bounds else ()

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpuscale.metrics.run_summary import load_run
+
 
 def _fmt(value, digits: int = 2, suffix: str = "") -> str:
     if value is None:
@@ -29,21 +31,22 @@ SUMMARY_COLUMNS = (("strategy", "left"), ("SLO met", "right"), ("goodput/s", "ri
 
 
 def summary_cells(run: dict) -> list[str]:
-    """One run's row of the comparison table, as text (shared by the terminal and HTML)."""
-    req = run["requests"]
+    """One run's row of the comparison table, as text (shared by the terminal and HTML).
+    Read through the typed summary: a key gpuscale does not write fails here, loudly."""
+    s = load_run(run)
     return [
-        run["name"],
-        f"{100 * run['slo_attainment']:.1f}%",
-        _fmt(run["goodput_rps"]),
-        _fmt(run["ttft_s"]["p50"], 2, "s"),
-        _fmt(run["ttft_s"]["p99"], 2, "s"),
-        _fmt(run["tpot_s"]["p99"], 3, "s"),
-        f"{req['dropped']}/{req['total']}",
-        f"{run['replicas']['mean']:.1f}/{run['replicas']['peak']}",
-        str(run["scale_events"]),
-        _fmt(run["gpu_hours"], 1),
-        _fmt(run["cost_usd"], 0 if (run["cost_usd"] or 0) >= 100 else 2),
-        _fmt(run["idle_gpu_minutes"], 0),
+        s.name,
+        f"{100 * s.slo_attainment:.1f}%",
+        _fmt(s.goodput_rps),
+        _fmt(s.ttft_s.p50, 2, "s"),
+        _fmt(s.ttft_s.p99, 2, "s"),
+        _fmt(s.tpot_s.p99, 3, "s"),
+        f"{s.requests.dropped}/{s.requests.total}",
+        f"{s.replicas.mean:.1f}/{s.replicas.peak}",
+        str(s.scale_events),
+        _fmt(s.gpu_hours, 1),
+        _fmt(s.cost_usd, 0 if s.cost_usd >= 100 else 2),
+        _fmt(s.idle_gpu_minutes, 0),
     ]
 
 
@@ -59,15 +62,15 @@ def summary_table(result_json: dict, *, plain: bool = False) -> Table:
                   title_justify="left", box=box.ASCII if plain else box.HEAVY_HEAD)
     for header, justify in SUMMARY_COLUMNS:
         table.add_column(header, justify=justify)
-    runs = result_json["runs"]
-    best_slo = max((r["slo_attainment"] for r in runs), default=None)
-    least_cost = min((r["cost_usd"] for r in runs), default=None)
-    for run in runs:
-        cells: list = summary_cells(run)
+    runs = [load_run(r) for r in result_json["runs"]]
+    best_slo = max((r.slo_attainment for r in runs), default=None)
+    least_cost = min((r.cost_usd for r in runs), default=None)
+    for run, entry in zip(runs, result_json["runs"]):
+        cells: list = summary_cells(entry)
         if not plain:
-            bold = " bold" if run["slo_attainment"] == best_slo and len(runs) > 1 else ""
-            cells[1] = Text(cells[1], style=slo_style(run["slo_attainment"]) + bold)
-            if run["cost_usd"] == least_cost and len(runs) > 1:
+            bold = " bold" if run.slo_attainment == best_slo and len(runs) > 1 else ""
+            cells[1] = Text(cells[1], style=slo_style(run.slo_attainment) + bold)
+            if run.cost_usd == least_cost and len(runs) > 1:
                 cells[10] = Text(cells[10], style="bold")
         table.add_row(*cells)
     return table

@@ -18,46 +18,41 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from gpuscale.errors import UserInputError
+from gpuscale.metrics.run_summary import RunSummary
 
 KEY_COLUMNS = ("run_id", "strategy", "scenario_hash")
-# (column, path into the run summary)
-METRICS = (
-    ("slo_attainment", ("slo_attainment",)),
-    ("goodput_rps", ("goodput_rps",)),
-    ("ttft_p50_s", ("ttft_s", "p50")),
-    ("ttft_p99_s", ("ttft_s", "p99")),
-    ("tpot_p50_s", ("tpot_s", "p50")),
-    ("tpot_p99_s", ("tpot_s", "p99")),
-    ("requests_total", ("requests", "total")),
-    ("requests_completed", ("requests", "completed")),
-    ("requests_dropped", ("requests", "dropped")),
-    ("replicas_mean", ("replicas", "mean")),
-    ("replicas_peak", ("replicas", "peak")),
-    ("scale_events", ("scale_events",)),
-    ("nodes_peak", ("nodes", "peak")),
-    ("nodes_launched", ("nodes", "launched")),
-    ("gpu_hours", ("gpu_hours",)),
-    ("cost_usd", ("cost_usd",)),
-    ("idle_gpu_minutes", ("idle_gpu_minutes",)),
-    ("preemptions", ("preemptions",)),
-    ("slo_breach_minutes", ("slo_breach_minutes",)),
-    ("oracle_gpu_hours", ("oracle_gpu_hours",)),
-    ("efficiency", ("efficiency",)),
+# (column, field of the typed run summary); a renamed field fails here, at import, not as None.
+METRICS: tuple[tuple[str, Callable[[RunSummary], Any]], ...] = (
+    ("slo_attainment", lambda s: s.slo_attainment),
+    ("goodput_rps", lambda s: s.goodput_rps),
+    ("ttft_p50_s", lambda s: s.ttft_s.p50),
+    ("ttft_p99_s", lambda s: s.ttft_s.p99),
+    ("tpot_p50_s", lambda s: s.tpot_s.p50),
+    ("tpot_p99_s", lambda s: s.tpot_s.p99),
+    ("requests_total", lambda s: s.requests.total),
+    ("requests_completed", lambda s: s.requests.completed),
+    ("requests_dropped", lambda s: s.requests.dropped),
+    ("replicas_mean", lambda s: s.replicas.mean),
+    ("replicas_peak", lambda s: s.replicas.peak),
+    ("scale_events", lambda s: s.scale_events),
+    ("nodes_peak", lambda s: s.nodes.peak),
+    ("nodes_launched", lambda s: s.nodes.launched),
+    ("gpu_hours", lambda s: s.gpu_hours),
+    ("cost_usd", lambda s: s.cost_usd),
+    ("idle_gpu_minutes", lambda s: s.idle_gpu_minutes),
+    ("preemptions", lambda s: s.preemptions),
+    ("slo_breach_minutes", lambda s: s.slo_breach_minutes),
+    ("oracle_gpu_hours", lambda s: s.oracle_gpu_hours),
+    ("efficiency", lambda s: s.efficiency),
 )
 METRIC_COLUMNS = tuple(name for name, _ in METRICS)
 
 
-def metrics_of(summary: dict) -> dict[str, Any]:
-    out = {}
-    for name, path in METRICS:
-        value: Any = summary
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        out[name] = value
-    return out
+def metrics_of(summary: RunSummary) -> dict[str, Any]:
+    return {name: read(summary) for name, read in METRICS}
 
 
 def encode_cell(value: Any) -> str:
