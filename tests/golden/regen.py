@@ -2,8 +2,8 @@
 
 `python tests/golden/regen.py` (with PYTHONPATH=src) rewrites `tests/golden/*.json`;
 `test_golden.py` re-runs the same cases and compares. It also rewrites
-`docs/result.schema.json` from the typed summary (metrics/run_summary.py). Regenerate only for a deliberate change
-of results, and say why in the commit message.
+`docs/result.schema.json` from the typed summary (metrics/run_summary.py). Regenerate only
+for a deliberate change of results, and say why in the commit message.
 
 A case's JSON holds each run's public summary (what `simulate --format json` writes, less
 `wall_s`), the scale/eviction markers, and per-column sums and last values of the scrape

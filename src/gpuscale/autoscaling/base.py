@@ -51,6 +51,18 @@ class ReplicaAutoscaler(Protocol):
         """Desired replicas (None = leave as is) and the controller's next state."""
         ...
 
+    def explain(self, view: AutoscalerView, state: Any) -> dict[str, Any]:
+        """Why `decide(view, ...)` returned `state`: {"reason": ..., inputs...} for the
+        decision log (core/decisions.py). Called only when a log is on."""
+        ...
+
+
+class NoExplanation:
+    """`explain` for a controller whose state says nothing beyond its decision."""
+
+    def explain(self, view: AutoscalerView, state: Any) -> dict[str, Any]:
+        return {}
+
 
 P = TypeVar("P")
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import AutoscalerView, PolicySpec
+from .base import AutoscalerView, NoExplanation, PolicySpec
 
 
 class FixedParams(BaseModel):
@@ -21,7 +21,7 @@ class FixedParams(BaseModel):
     )
 
 
-class FixedReplicas:
+class FixedReplicas(NoExplanation):
     """Returns the fixed count whenever the target drifts from it."""
 
     def __init__(self, params: FixedParams):

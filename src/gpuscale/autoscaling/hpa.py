@@ -10,7 +10,7 @@ Reference: ../shared/reference/layer3-replica-autoscaling.md section 1.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -169,6 +169,9 @@ class HpaState:
     failures: tuple[int, ...] = ()  # consecutive failed reads per metric (used by KEDA fallback)
     condition: str = ""  # last reason: ScalingDisabled, FailedGetMetrics, ValidMetricFound, ...
     last_proposal: int | None = None  # max over metrics before stabilization, for reports
+    # Per metric of the last sync: (label, usage ratio to target or None, replicas proposed);
+    # read only by the decision log.
+    readings: tuple[tuple[str, float | None, int], ...] = ()
 
 
 # Reads one External/Object scalar; None = the query failed (KEDA swaps in its own reader).
@@ -202,6 +205,9 @@ class HpaController:
             down_tol = self._down.tolerance_frac if self._down.tolerance_frac is not None else down_tol
         self._tol = Tolerances(down=down_tol, up=up_tol)
         self._cpu = CpuReadiness(params.cpu_initialization_period_s, params.initial_readiness_delay_s)
+        # Scratch of the sync in progress, moved into HpaState.readings by `decide`.
+        self._last_ratio: float | None = None
+        self._readings: tuple[tuple[str, float | None, int], ...] = ()
 
     def initial_state(self) -> HpaState:
         return HpaState(failures=(0,) * len(self.params.metrics))
@@ -218,7 +224,8 @@ class HpaController:
             desired, state = p.min_replicas, replace(state, condition="TooFewReplicas")
         else:
             proposal, failures, error = self._proposal(view, state)
-            state = replace(state, failures=failures, last_proposal=proposal)
+            state = replace(state, failures=failures, last_proposal=proposal,
+                            readings=self._readings)
             if proposal is None:
                 return None, replace(state, condition=f"FailedGetMetrics: {error}")
             desired, state = self._normalize(now, current, max(proposal, 0), state)
@@ -245,10 +252,18 @@ class HpaController:
             return replace(state, up_events=store_scale_event(state.up_events, now, desired - current, self._up.longest_period_s))
         return replace(state, down_events=store_scale_event(state.down_events, now, current - desired, self._down.longest_period_s))
 
+    def explain(self, view: AutoscalerView, state: HpaState) -> dict[str, Any]:
+        """Condition, the max proposal, each metric's usage ratio and the tolerance band."""
+        return {"reason": state.condition, "proposal": state.last_proposal,
+                "tolerance": {"down": self._tol.down, "up": self._tol.up},
+                "metrics": [{"metric": label, "usage_ratio": ratio, "replicas": replicas}
+                            for label, ratio, replicas in state.readings]}
+
     def _proposal(self, view: AutoscalerView, state: HpaState) -> tuple[int | None, tuple[int, ...], str]:
         """`computeReplicasForMetrics`: max over metrics; None when all fail or a failure blocks scale-down."""
         failures = list(state.failures) or [0] * len(self.params.metrics)
         replicas, invalid, first_error = 0, 0, ""
+        readings: list[tuple[str, float | None, int]] = []
         for i, spec in enumerate(self.params.metrics):
             try:
                 proposal = self._metric_proposal(view, spec, i, failures)
@@ -256,8 +271,10 @@ class HpaController:
                 invalid += 1
                 first_error = first_error or f"{spec.label}: {exc}"
                 continue
+            readings.append((spec.label, self._last_ratio, proposal))
             if replicas == 0 or proposal > replicas:
                 replicas = proposal
+        self._readings = tuple(readings)
         if invalid >= len(self.params.metrics) or (invalid > 0 and replicas < view.current_replicas):
             return None, tuple(failures), first_error
         return replicas, tuple(failures), first_error
@@ -266,18 +283,27 @@ class HpaController:
         current = view.current_replicas
         pods = [p for p in view.pods if p.phase != "Failed"]
         target = spec.target
+        self._last_ratio = None
         if spec.type in ("Pods", "Resource"):
             if not pods:
                 raise MetricError("no pods returned by selector while calculating replica count")
             cpu = self._cpu if spec.type == "Resource" and spec.metric == "cpu" else None
             groups = group_pods(view.pods, str(spec.metric), view.now_s, cpu)
+            if groups.samples and target.type != "Utilization":
+                # The usage ratio the HPA compares with its tolerance (before the missing and
+                # unready pods are filled in): mean of the ready pods' values / target.
+                self._last_ratio = sum(groups.samples.values()) / len(groups.samples) \
+                    / to_milli(target.value)
             if target.type == "Utilization":
                 return resource_utilization_replicas(current, groups, self._requests(view, str(spec.metric)),
                                                      int(target.value), self._tol)
             return plain_metric_replicas(current, groups, to_milli(target.value), self._tol)
         usage = to_milli(self._read(view, spec, index, failures))
         if target.type == "AverageValue":  # status.replicas: pods that exist
+            if pods:
+                self._last_ratio = usage / (to_milli(target.value) * len(pods))
             return average_value_replicas(len(pods), usage, to_milli(target.value), self._tol)
+        self._last_ratio = usage / to_milli(target.value)
         ready = sum(1 for p in view.pods if p.phase == "Running" and p.ready) if view.pods else None
         return value_replicas(current, usage, to_milli(target.value), ready, self._tol)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -134,6 +134,17 @@ class KedaOperator:
         if current < min_count and idle is None:
             return min_count, replace(state, condition="BelowMin")
         return None, replace(state, condition="Inactive")
+
+    def explain(self, view: AutoscalerView, state: KedaState) -> dict[str, Any]:
+        """Activation: each trigger's value against its activation threshold (re-read from
+        the same view `decide` saw; only the decision log calls this)."""
+        triggers = [{"query": t.query.label, "value": trigger_value(view, t.query, t.ignore_null_values),
+                     "activation_threshold": t.activation_threshold} for t in self.params.triggers]
+        return {"reason": state.condition, "triggers": triggers,
+                "active": any(x["value"] is not None and x["value"] > x["activation_threshold"]
+                              for x in triggers),
+                "last_active_s": state.last_active_s,
+                "cooldown_period_s": self.params.cooldown_period_s}
 
     def _cooled_down(self, now: float, state: KedaState) -> bool:
         """scaleToZeroOrIdle: strictly more than the cooldown since the last active poll."""

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import AutoscalerView, PolicySpec
+from .base import AutoscalerView, NoExplanation, PolicySpec
 from .behavior import clamp
 from .cadence import Stamp, push_window, ready_pods, window_mean
 
@@ -97,7 +97,7 @@ def scale_bounds(ready: int, max_up_rate: float, max_down_rate: float) -> tuple[
     return math.floor(n / max_down_rate), math.ceil(max_up_rate * n)
 
 
-class KpaController:
+class KpaController(NoExplanation):
     """Knative's decider plus the scaler's scale-to-zero grace, on 2-s ticks."""
 
     def __init__(self, params: KpaParams):

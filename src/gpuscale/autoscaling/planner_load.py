@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.errors import UserInputError
 
-from .base import AutoscalerContext, AutoscalerView, PolicySpec
+from .base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
 from .behavior import clamp
 from .cadence import Sums, pods_in_flight, ready_pods, ticks_per_interval
 
@@ -112,7 +112,7 @@ def queue_trend_falls_below(last: float | None, now: float, threshold: float) ->
     return now + COOLDOWN_INTERVALS * (now - last) < threshold
 
 
-class LoadPlanner:
+class LoadPlanner(NoExplanation):
     """+-1 per adjustment interval on the prefill queue (prefill) or KV utilisation (decode/serve)."""
 
     def __init__(self, params: LoadPlannerParams, context: AutoscalerContext):

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gpuscale.errors import UserInputError
 from gpuscale.serving.performance import StepCost
 
-from .base import AutoscalerContext, AutoscalerView, PolicySpec
+from .base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
 from .behavior import clamp
 from .cadence import Sums, ticks_per_interval
 from .capacity import ReplicaCapacity, prefill_capacity_tokens_per_s, prefill_time_s, replica_capacity, replicas_for
@@ -119,7 +119,7 @@ def observe(view: AutoscalerView) -> dict[str, float | None]:
     }
 
 
-class SlaPlanner:
+class SlaPlanner(NoExplanation):
     """Sizes one role (serve, prefill or decode) from predicted load and the performance model."""
 
     def __init__(self, params: SlaPlannerParams, context: AutoscalerContext):

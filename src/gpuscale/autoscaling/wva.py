@@ -24,7 +24,7 @@ from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import AutoscalerView, PolicySpec
+from .base import AutoscalerView, NoExplanation, PolicySpec
 from .behavior import clamp
 from .cadence import Stamp, pods_in_flight, push_window, ticks_per_interval
 
@@ -132,7 +132,7 @@ def _push(series: tuple[tuple[str, tuple[Stamp, ...]], ...], now_s: float, value
     return tuple((name, push_window(old.get(name, ()), Stamp(now_s, v), lookback_s)) for name, v in sorted(values.items()))
 
 
-class WvaController:
+class WvaController(NoExplanation):
     """Saturation analyzer for the one variant of this run, actuated directly."""
 
     def __init__(self, params: WvaParams):

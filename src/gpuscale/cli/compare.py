@@ -18,10 +18,12 @@ from gpuscale.scenario import load_scenario
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario_file: Path, seed: int | None, fmt: str, out: Path | None, force: bool,
-            series: bool, report: Path | None) -> None:
+            series: bool, report: Path | None,
+            decisions: Path | None) -> None:
     """Run every strategy in SCENARIO_FILE on one workload draw and compare them."""
     scenario = load_scenario(scenario_file)
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
     run_and_report(scenario, scenario_file.parent, strategies=None, fmt=fmt, out=out, force=force,
-                   series=series, report=report)
+                   series=series, report=report,
+                   decisions=decisions)

@@ -25,7 +25,8 @@ def demo_scenario_text() -> str:
 @click.option("--force", is_flag=True, help="Overwrite --out even if it is not a gpuscale result.")
 @click.option("--print-scenario", is_flag=True, help="Print the embedded scenario YAML and exit.")
 def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: bool,
-            series: bool, report: Path | None) -> None:
+            series: bool, report: Path | None,
+            decisions: Path | None) -> None:
     """Llama-3.3-70B FP8 on H100 nodes under bursty traffic: fixed replicas vs HPA on GPU duty
     cycle (target 70 and 95) vs KEDA on queue depth vs HPA on KV-cache usage."""
     text = demo_scenario_text()
@@ -36,4 +37,5 @@ def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: 
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
     run_and_report(scenario, Path("."), strategies=None, fmt=fmt, out=out, force=force,
-                   overwrite_own=True, series=series, report=report)
+                   overwrite_own=True, series=series, report=report,
+                   decisions=decisions)

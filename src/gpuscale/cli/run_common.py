@@ -20,7 +20,10 @@ FORMATS = click.Choice(["table", "json"])
 
 
 def report_options(fn):
-    """`--series` and `--report FILE`, shared by simulate, compare and demo."""
+    """`--series`, `--report FILE` and `--decisions FILE`, shared by simulate, compare, demo."""
+    fn = click.option("--decisions", "decisions", type=click.Path(path_type=Path), default=None,
+                      help="Also write every controller decision (time, inputs, reason) here, "
+                           "one JSON object per line (docs/decision-log.md).")(fn)
     fn = click.option("--report", "report", type=click.Path(path_type=Path), default=None,
                       help="Also write the HTML report (timelines, CDFs, cost vs SLO) here.")(fn)
     return click.option("--series", is_flag=True,
@@ -48,13 +51,17 @@ def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = Fa
 
 def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
                    fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
-                   series: bool = False, report: Path | None = None) -> dict:
+                   series: bool = False, report: Path | None = None,
+                   decisions: Path | None = None) -> dict:
     # Check every output path before the (possibly long) run, so a typo costs nothing and
     # no file is half-written when a later one is refused.
     if out is not None:
         check_result_path(out, force=force, overwrite_own=overwrite_own)
     if report is not None:
         check_result_path(report, force=force)
+    if decisions is not None:
+        check_output_path(decisions, force=force)
+    log = decisions is not None
     console = make_console(stderr=True)
     show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:
@@ -70,10 +77,11 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
 
         with bar:
             result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
-                                              progress=progress, clock=time.perf_counter)
+                                              progress=progress, clock=time.perf_counter,
+                                              decisions=log)
     else:
         result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
-                                          clock=time.perf_counter)
+                                          clock=time.perf_counter, decisions=log)
     data = result.to_json(walls)
     if series or report is not None:
         from gpuscale.report.timeline import attach_series
@@ -87,6 +95,9 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
 
         html = render_html(ReportInputs(results=[data], title=f"gpuscale: {scenario.name}"))
         write_result(report, html, force=force)
+    if decisions is not None:
+        lines = [json.dumps(record) for run in result.runs for record in run.decisions]
+        decisions.write_text("".join(line + "\n" for line in lines))
     if fmt == "json":
         click.echo(text, nl=False)
     else:
@@ -95,4 +106,6 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
             click.echo(f"JSON summary written to {out}")
         if report is not None:
             click.echo(f"HTML report written to {report}")
+        if decisions is not None:
+            click.echo(f"decision log written to {decisions}")
     return data

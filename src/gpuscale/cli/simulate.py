@@ -20,10 +20,12 @@ from gpuscale.scenario import load_scenario
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario_file: Path, seed: int | None, strategies: tuple[str, ...], fmt: str,
             out: Path | None, force: bool,
-            series: bool, report: Path | None) -> None:
+            series: bool, report: Path | None,
+            decisions: Path | None) -> None:
     """Simulate SCENARIO_FILE and print SLO attainment, goodput, GPU-hours and cost."""
     scenario = load_scenario(scenario_file)
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
     run_and_report(scenario, scenario_file.parent, strategies=list(strategies) or None, fmt=fmt,
-                   out=out, force=force, series=series, report=report)
+                   out=out, force=force, series=series, report=report,
+                   decisions=decisions)

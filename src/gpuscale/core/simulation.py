@@ -9,7 +9,10 @@ from __future__ import annotations
 import heapq
 import math
 from enum import IntEnum
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from gpuscale.core.decisions import DecisionLog
 
 
 class Priority(IntEnum):
@@ -33,7 +36,7 @@ Handler = Callable[..., Any]
 class Simulation:
     """Owns the clock and the event heap."""
 
-    __slots__ = ("now_s", "_heap", "_seq", "_stopped", "num_events")
+    __slots__ = ("now_s", "_heap", "_seq", "_stopped", "num_events", "decisions")
 
     def __init__(self) -> None:
         self.now_s: float = 0.0
@@ -41,6 +44,9 @@ class Simulation:
         self._seq = 0
         self._stopped = False
         self.num_events = 0
+        # The opt-in decision log (core/decisions.py); None = off. Controllers that decide
+        # check it once per decision, never per event.
+        self.decisions: DecisionLog | None = None
 
     def schedule(self, time_s: float, priority: int, handler: Handler, *args: Any) -> None:
         """Run `handler(*args)` at `time_s`; scheduling into the past is a bug and raises."""

@@ -17,8 +17,13 @@ from gpuscale.core import Simulation
 from gpuscale.engine.fleet import Fleet
 from gpuscale.metrics import billing
 from gpuscale.metrics.oracle import oracle_summary
-from gpuscale.metrics.run_summary import (NodesSummary, ReplicaStats, RoleStats, RunSummary,
-                                          run_summary)
+from gpuscale.metrics.run_summary import (
+    NodesSummary,
+    ReplicaStats,
+    RoleStats,
+    RunSummary,
+    run_summary,
+)
 from gpuscale.metrics.store import MetricsStore
 from gpuscale.metrics.summary import request_summary, time_weighted_mean
 from gpuscale.provisioning import NodeProvider
@@ -39,6 +44,7 @@ class RunResult:
     requests: RequestColumns
     series: dict[str, np.ndarray]
     extra: dict = field(default_factory=dict)
+    decisions: list[dict] = field(default_factory=list)  # the decision log, when asked for
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ class RunParts:
     initial_node_count: int
     hw: ReplicaHardware
     cfg: EngineConfig
+    decisions: list[dict]
 
 
 def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
@@ -131,4 +138,4 @@ def build_result(run: RunParts) -> RunResult:
     summary["cold_start_s"] = run.startups.mean_components_s()
     extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
              "num_events": run.sim.num_events, "markers": _markers_of(run.fleets)}
-    return RunResult(run.name, run_summary(summary), cols, series, extra)
+    return RunResult(run.name, run_summary(summary), cols, series, extra, run.decisions)

@@ -16,9 +16,11 @@ import numpy as np
 
 from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
 from gpuscale.autoscaling.base import AutoscalerView, ReplicaAutoscaler
+from gpuscale.autoscaling.explain import log_replica_decision
 from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
+from gpuscale.core.decisions import DecisionLog
 from gpuscale.engine.fleet import Fleet
 from gpuscale.engine.result import RunParts, RunResult, build_result
 from gpuscale.errors import UserInputError
@@ -26,9 +28,9 @@ from gpuscale.metrics.scrape import Scraper
 from gpuscale.metrics.store import MetricsStore
 from gpuscale.provisioning import NodeProvider, build_node_provider
 from gpuscale.provisioning.pool import NodePool
+from gpuscale.scenario.models import Duration, Scenario, Strategy
 from gpuscale.scheduling import PodScheduler, build_scheduler
 from gpuscale.scheduling.first_fit import FirstFitScheduler
-from gpuscale.scenario.models import Duration, Scenario, Strategy
 from gpuscale.serving.cold_start import draw_seconds
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.kv_transfer import KvTransfer
@@ -118,11 +120,13 @@ class _Run:
     """One strategy's simulation: builds the parts, connects them, runs the loop."""
 
     def __init__(self, scenario: Scenario, strategy: Strategy, requests: Requests,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, decisions: bool = False) -> None:
         self.scenario = scenario
         self.strategy = strategy
         self.progress = progress
         self.sim = Simulation()
+        if decisions:  # every layer's controllers find the log on the simulation
+            self.sim.decisions = DecisionLog(strategy.name)
         self.streams = RandomStreams(scenario.seed)
         self.cluster = ClusterState()
         self.hw = replica_hardware(scenario)
@@ -245,11 +249,14 @@ class _Run:
                          role: str | None, state_box: list) -> Callable[[float], None]:
         lead = fleets[0]
         scraper = self.scraper
+        log = self.sim.decisions
 
         def tick(now_s: float) -> None:
             view = AutoscalerView(now_s=now_s, current_replicas=lead.desired,
                                   pods=scraper.pods(role), signals=scraper.signals)
             desired, state_box[0] = controller.decide(view, state_box[0])
+            if log is not None:
+                log_replica_decision(log, controller, view, state_box[0], desired, role)
             if desired is not None:
                 for fleet in fleets:
                     if desired != fleet.desired:
@@ -273,9 +280,11 @@ class _Run:
             name=self.strategy.name, scenario=scenario, sim=self.sim, table=self.table,
             store=self.scraper.store, fleets=self.fleets, cluster=self.cluster,
             provider=self.provider, scheduler=self.scheduler, startups=self.startups,
-            initial_node_count=self.initial_node_count, hw=self.hw, cfg=self.cfg))
+            initial_node_count=self.initial_node_count, hw=self.hw, cfg=self.cfg,
+            decisions=self.sim.decisions.records if self.sim.decisions else []))
 
 
 def run_strategy(scenario: Scenario, strategy: Strategy, requests: Requests,
-                 progress: Progress | None = None) -> RunResult:
-    return _Run(scenario, strategy, requests, progress).run()
+                 progress: Progress | None = None, decisions: bool = False) -> RunResult:
+    """One strategy's run; `decisions` keeps its decision log (RunResult.decisions)."""
+    return _Run(scenario, strategy, requests, progress, decisions).run()

@@ -14,8 +14,15 @@ from typing import Any, Mapping, Protocol, Sequence, Sized
 
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
-from gpuscale.metrics.store import (GPU_UTIL, KV_USAGE, RUNNING, WAITING, MetricsStore,
-                                    PodMetrics, SeriesRow)
+from gpuscale.metrics.store import (
+    GPU_UTIL,
+    KV_USAGE,
+    RUNNING,
+    WAITING,
+    MetricsStore,
+    PodMetrics,
+    SeriesRow,
+)
 from gpuscale.serving.requests_table import RequestTable
 
 
@@ -157,10 +164,12 @@ class Scraper:
         tpots = [(table.finish_s[r] - table.first_token_s[r]) / (table.output_tokens[r] - 1)
                  for r in completed if table.output_tokens[r] > 1]
         pools = self.pools.values()
+        prompt = sum(table.prompt_tokens[first:arrived])
+        output = sum(table.output_tokens[first:arrived])
         return {
             "request_rate_per_s": count / self.interval_s,
-            "prompt_tokens_mean": (sum(table.prompt_tokens[first:arrived]) / count) if count else 0.0,
-            "output_tokens_mean": (sum(table.output_tokens[first:arrived]) / count) if count else 0.0,
+            "prompt_tokens_mean": (prompt / count) if count else 0.0,
+            "output_tokens_mean": (output / count) if count else 0.0,
             "ttft_p99_s": self.store.ttft_p99_s,
             "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
             "gateway_queue": float(sum(len(p.gateway) for p in pools)),

@@ -85,8 +85,30 @@ class DisruptionController:
             command = self._consolidation(candidates, now_s)
         if command is not None:
             self.pending = command
+            if self.p.sim.decisions is not None:
+                self._log(command, len(candidates), now_s)
             self.p.sim.schedule(now_s + self.p.params.command_validation_delay_s,
                                 Priority.CONTROLLER, self._validate_and_execute)
+
+    def _log(self, command: Command, num_candidates: int, now_s: float) -> None:
+        """The decision log's entry: which method found the command (emptiness, then
+        multi-node, then single-node consolidation: multi-node tries 2+ nodes) and what it
+        would do; it executes after the validation delay if still valid."""
+        if command.reason == "Empty":
+            method = "emptiness"
+        else:
+            kind = "multi-node" if len(command.candidates) > 1 else "single-node"
+            method = f"{kind} consolidation"
+        replacement = command.replacement
+        self.p.sim.decisions.record(
+            now_s, "nodes", "karpenter.disruption",
+            f"{'replace' if replacement is not None else 'delete'} "
+            f"{', '.join(n.name for n in command.candidates)}",
+            f"{method} ({command.reason})", method=method, budget_reason=command.reason,
+            candidates_considered=num_candidates,
+            nodes=[n.name for n in command.candidates],
+            replacement=None if replacement is None else replacement.pool.name,
+            validation_delay_s=self.p.params.command_validation_delay_s)
 
     def _consolidation(self, candidates: list[Node], now_s: float) -> Command | None:
         """Multi-node, then single-node. Skipped while nothing changed since they last found

@@ -91,15 +91,30 @@ class KaiScheduler(CycleScheduler):
             gang = by_queue[leaf].pop(0)
             if not by_queue[leaf]:
                 del by_queue[leaf]
+            log = self.sim.decisions
             if not book.allows(gang, _need_gpus(gang)):
                 blocked.append(gang)  # over limit or non-preemptible over quota: nodes won't help
+                if log is not None:
+                    self._log(log, gang, "defer", "queue limit or quota", now_s)
                 continue
             placement = self.try_place(gang, snap, book)
             if placement is None:
                 failed.append(gang)
+                if log is not None:
+                    self._log(log, gang, "defer", "does not fit the free GPUs", now_s)
                 continue
             self.commit(gang, placement, book, now_s)
+            if log is not None:
+                self._log(log, gang, "allocate", "fits", now_s,
+                          nodes=sorted({nf.node.name for _, nf in placement}))
         return failed, blocked
+
+    def _log(self, log, gang: Gang, decision: str, reason: str, now_s: float,
+             **extra) -> None:
+        log.record(now_s, "scheduling", "kai", f"{decision} {gang.name}", reason,
+                   queue=gang.spec.queue, priority=gang.spec.priority,
+                   min_member=gang.min_member, bound=gang.num_bound,
+                   gpus_needed=_need_gpus(gang), **extra)
 
     def try_place(self, gang: Gang, snap: Snapshot, book: QueueBook) -> Placement | None:
         """All-or-nothing: minMember pods (counting those already bound) or nothing; pods
