@@ -150,31 +150,35 @@ class _Run:
                                ttft_sources=[self.kv_transfer] if self.kv_transfer else [])
         self.controllers = self._build_controllers()
 
+    def _fleet(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, role: str = "serve",
+               on_prefilled: Callable[[int, float], None] | None = None,
+               retry: Callable[[int, float], None] | None = None) -> Fleet:
+        scenario = self.scenario
+        return Fleet(name=name, hw=hw, engine_cfg=cfg, sim=self.sim, cluster=self.cluster,
+                     table=self.table, cold_start_s=self.startups.cold_start_s,
+                     router=ROUTERS[scenario.router](), evicted_requests=scenario.evicted_requests,
+                     role=role, on_prefilled=on_prefilled, retry=retry,
+                     pod_annotations=scenario.pod_annotations)
+
     def _build_fleets(self) -> dict[str, Fleet]:
         scenario = self.scenario
         base = scenario.model.name.lower()
-        common = dict(sim=self.sim, cluster=self.cluster, table=self.table,
-                      cold_start_s=self.startups.cold_start_s,
-                      evicted_requests=scenario.evicted_requests,
-                      pod_annotations=scenario.pod_annotations)
         split = scenario.disaggregation
         if split is None:
-            return {"serve": Fleet(name=base, hw=self.hw, engine_cfg=self.cfg,
-                                   router=ROUTERS[scenario.router](), **common)}
+            return {"serve": self._fleet(base, self.hw, self.cfg)}
         fleets: dict[str, Fleet] = {}
         prefill_hw = replica_hardware(scenario, split.prefill.tp)
         self.kv_transfer = KvTransfer(
             self.sim, self.table, prefill_hw, split.kv_transfer_gbps_per_gpu,
             deliver=lambda rid, now_s, kv_ready: fleets["decode"].route(rid, now_s, kv_ready))
         # Prefill first: each Fleet subscribes to the cluster, and listeners run in order.
-        for role in ("prefill", "decode"):
-            hw = prefill_hw if role == "prefill" else replica_hardware(scenario, split.decode.tp)
-            fleets[role] = Fleet(
-                name=f"{base}-{role}", hw=hw, engine_cfg=engine_config(scenario, hw),
-                router=ROUTERS[scenario.router](), role=role,
-                on_prefilled=self.kv_transfer.on_prefilled if role == "prefill" else None,
-                retry=(lambda rid, now_s: fleets["prefill"].route(rid, now_s))
-                if role == "decode" else None, **common)
+        fleets["prefill"] = self._fleet(f"{base}-prefill", prefill_hw,
+                                        engine_config(scenario, prefill_hw), role="prefill",
+                                        on_prefilled=self.kv_transfer.on_prefilled)
+        decode_hw = replica_hardware(scenario, split.decode.tp)
+        fleets["decode"] = self._fleet(
+            f"{base}-decode", decode_hw, engine_config(scenario, decode_hw), role="decode",
+            retry=lambda rid, now_s: fleets["prefill"].route(rid, now_s))
         return fleets
 
     def _build_controllers(self) -> list[Controller]:

@@ -26,24 +26,20 @@ from gpuscale.metrics.store import (
 from gpuscale.serving.requests_table import RequestTable
 
 
-class ScrapedReplica(Protocol):
-    state: int
-    ttft_observations: list[float]
-
-
-class ScrapedSlot(Protocol):
-    pod: Any  # cluster.objects.Pod
-    replica: Any  # a serving Replica, None while loading
-    state: str
-
-
 class ScrapedPool(Protocol):
-    """What the scrape needs of a deployment (engine.fleet.Fleet)."""
+    """What the scrape needs of a deployment (engine.fleet.Fleet); read-only."""
 
-    desired: int
-    gateway: Sized
-    ready: Sequence[Any]
-    hw: Any  # serving.performance.ReplicaHardware (its `tp` GPUs per replica)
+    @property
+    def desired(self) -> int: ...
+
+    @property
+    def gateway(self) -> Sized: ...
+
+    @property
+    def ready(self) -> Sequence[Any]: ...  # serving Replicas (state, ttft_observations)
+
+    @property
+    def hw(self) -> Any: ...  # serving.performance.ReplicaHardware (its `tp` GPUs per replica)
 
     def num_ready(self) -> int: ...
 
