@@ -198,3 +198,13 @@ def test_expiration_is_forceful_and_waits_for_protected_pods_up_to_grace_period(
     kept = [entry for entry in log if entry[1] == "kept0"]
     assert kept == [(4210.0, "kept0", "expiration")]  # first tick after 3601 + 600
     assert first.deleted_s == 4210.0
+
+
+def test_a_pod_deletion_restarts_consolidate_after_when_it_happens():
+    # ClusterState announces the deletion; the controller no longer finds it by comparing
+    # pod sets at its next 10 s tick, so consolidateAfter counts from the deletion itself.
+    h = _trap("WhenEmptyOrUnderutilized", "1h")
+    h.delete_pods(805, "p1")
+    h.sim.run(806)
+    (node,) = [n for n in h.nodes() if "p2" in n.pod_names]
+    assert h.provider.disruption.last_pod_event_s[node.name] == 805.0

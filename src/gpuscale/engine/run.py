@@ -128,7 +128,6 @@ class _Run:
             self.scheduler = build_scheduler(scheduler_spec)
             self.scheduler.attach(self.sim, self.cluster, self.streams,
                                   self.pool.notify_unschedulable)
-            self.cluster.on_pod_deleted.append(lambda pod: self.scheduler.kick(self.sim.now_s))
         self.fb_used_mib = scenario.engine.gpu_memory_utilization * self.hw.gpu.memory_bytes / MIB
         self.fleets = self._build_fleets()
         self.entry = self.fleets.get("serve") or self.fleets["prefill"]

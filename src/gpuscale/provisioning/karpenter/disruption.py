@@ -40,10 +40,8 @@ class DisruptionController:
     def __init__(self, provider) -> None:
         self.p = provider
         self.last_pod_event_s: dict[str, float] = {}
-        self.pods_seen: dict[str, frozenset[str]] = {}
         self.pod_node: dict[str, str] = {}
         self.pending: Command | None = None
-        self.version = 0  # bumped on every pod or node change the simulation could react to
         self._fruitless: tuple | None = None  # state in which consolidation last found nothing
 
     # -- pod events (consolidateAfter restarts on each) ----------------------------------------
@@ -52,25 +50,14 @@ class DisruptionController:
         if node is None:
             return
         self.last_pod_event_s[node.name] = now_s
-        self.version += 1
-        self.pods_seen[node.name] = frozenset(node.pod_names)
         for pod_name in node.pod_names:
             self.pod_node[pod_name] = node.name
 
     def pod_left(self, pod_name: str, now_s: float) -> None:
         self.node_event(self.pod_node.pop(pod_name, None), now_s)
 
-    def _observe_deletions(self, now_s: float) -> None:
-        # ClusterState announces binds and evictions but not deletions (a scaled-down
-        # replica): a changed pod set seen at a tick counts as a pod event at that tick.
-        for node in self.p.cluster.nodes.values():
-            seen = self.pods_seen.get(node.name)
-            if seen is not None and seen != frozenset(node.pod_names):
-                self.node_event(node.name, now_s)
-
     # -- the loop ------------------------------------------------------------------------------
     def tick(self, now_s: float) -> None:
-        self._observe_deletions(now_s)
         self.p.metrics.prune()
         self.p.expire_nominations(now_s)
         for name in list(self.p.draining):
@@ -95,7 +82,7 @@ class DisruptionController:
         nodes = self._within_budget(self._underutilized(candidates, now_s), "Underutilized",
                                     now_s)
         blocked = sum(1 for until_s in self.p.blocked_until_s.values() if until_s > now_s)
-        state = (self.version, tuple(n.name for n in nodes), blocked)
+        state = (self.p.cluster.stamp, tuple(n.name for n in nodes), blocked)
         if state == self._fruitless:
             return None
         command = self._multi_node(nodes, now_s) or self._single_node(nodes, now_s)
@@ -241,7 +228,6 @@ class DisruptionController:
     def _validate_and_execute(self) -> None:
         command, self.pending = self.pending, None
         now_s = self.p.sim.now_s
-        self._observe_deletions(now_s)
         alive = {n.name for n in self.candidates(now_s)}
         if any(n.name not in alive for n in command.candidates):
             self.p.metrics.events["disruption_commands_invalidated"] += 1
@@ -265,10 +251,9 @@ class DisruptionController:
             for node in command.candidates:
                 self.p.start_drain(node, cause)
             return
-        self.version += 1
         for node in command.candidates:  # taint karpenter.sh/disrupted:NoSchedule
-            node.state = NodeState.DRAINING
             self.p.deleting.add(node.name)
+            self.p.cluster.mark_for_deletion(node)
         self.p.metrics.sample()
         replacement = self.p.launch_claim(command.replacement, now_s)
         if replacement is None:
@@ -284,9 +269,8 @@ class DisruptionController:
     def replacement_failed(self, nodes: list[Node]) -> None:
         """Un-taint the candidates; consolidation will try again later."""
         self.p.metrics.events["replacements_failed"] += 1
-        self.version += 1
         for node in nodes:
             if self.p.cluster.nodes.get(node.name) is node:
-                node.state = NodeState.READY
                 self.p.deleting.discard(node.name)
+                self.p.cluster.unmark_for_deletion(node)
         self.p.metrics.sample()
