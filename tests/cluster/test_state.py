@@ -69,3 +69,20 @@ def test_removing_a_node_drops_the_nominations_to_it():
     cluster.remove_node(node, 6.0, "test")
     assert (cluster.nominated, cluster.nomination_of, cluster.nominated_at_s) == ({}, {}, {})
     assert node.state is NodeState.GONE
+
+
+def test_pods_deleted_together_are_all_free_before_any_listener_hears():
+    # A job's pods go at once; a listener (the scheduler's metrics) must not see the
+    # zero-length states in between.
+    cluster = ClusterState()
+    node = _node()
+    cluster.add_node(node)
+    cluster.mark_node_ready(node, 0.0)
+    pods = [Pod(f"p{i}", gpus=1) for i in range(3)]
+    for pod in pods:
+        cluster.add_pod(pod)
+        cluster.bind(pod, node, 0.0)
+    seen = []
+    cluster.on_pod_deleted.append(lambda p: seen.append((p.name, node.gpus_free, len(cluster.pods))))
+    cluster.delete_pods(pods)
+    assert seen == [(f"p{i}", node.num_gpus, 0) for i in range(3)]

@@ -160,13 +160,20 @@ class ClusterState:
             listener(pod, cause)
 
     def delete_pod(self, pod: Pod) -> None:
-        """Remove a pod for good (scale-down or job end); frees its GPUs."""
-        self._release(pod)
-        pod.phase = PodPhase.SUCCEEDED
-        self.pods.pop(pod.name, None)
+        """Remove a pod for good (scale-down); frees its GPUs."""
+        self.delete_pods([pod])
+
+    def delete_pods(self, pods: list[Pod]) -> None:
+        """Remove pods that go together (a job's pods at its end): all are freed before any
+        listener hears of one, so listeners see the state after the whole deletion."""
+        for pod in pods:
+            self._release(pod)
+            pod.phase = PodPhase.SUCCEEDED
+            self.pods.pop(pod.name, None)
         self.mark_changed()
-        for listener in self.on_pod_deleted:
-            listener(pod)
+        for pod in pods:
+            for listener in self.on_pod_deleted:
+                listener(pod)
 
     def pending_pods(self) -> list[Pod]:
         return [p for p in self.pods.values() if p.node_name is None and p.phase is PodPhase.PENDING]

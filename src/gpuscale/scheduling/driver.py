@@ -29,7 +29,6 @@ class CycleScheduler:
         self._next_cycle_s = math.inf
         self._complete: set[str] = set()
         self._last_stamp: int | None = None  # ClusterState.stamp when the last cycle ended
-        self._observe_due = False  # an observation after this instant's deletions is queued
         self.sim: Simulation | None = None
         self.cluster: ClusterState | None = None
 
@@ -66,18 +65,11 @@ class CycleScheduler:
 
     def _pod_deleted(self, pod: Pod) -> None:
         """Capacity was freed (scale-down, job end): kube-scheduler requeues unschedulable
-        pods on such events, so pending pods get a cycle at this instant. The metrics observe
-        once after the deletions of the instant (a job's pods go together), not per pod."""
+        pods on such events, so pending pods get a cycle at this instant."""
         now_s = self.sim.now_s
-        if not self._observe_due:
-            self._observe_due = True
-            self.sim.schedule(now_s, Priority.CONTROLLER, self._observe_deletions)
+        self.metrics.observe(now_s, self.cluster)
         if self.cluster.pending_pods():
             self.request_cycle(now_s)
-
-    def _observe_deletions(self) -> None:
-        self._observe_due = False
-        self.metrics.observe(self.sim.now_s, self.cluster)
 
     def request_cycle(self, at_s: float) -> None:
         if at_s >= self._next_cycle_s:

@@ -82,8 +82,7 @@ class JobController:
             return
         rec.running = False
         rec.finished_s = self.sim.now_s
-        for pod in rec.pods:
-            self.cluster.delete_pod(pod)  # the scheduler hears of it through on_pod_deleted
+        self.cluster.delete_pods(rec.pods)  # the scheduler hears of it through on_pod_deleted
 
     def summary(self) -> dict:
         waits = [r.started_s - r.job.arrival_s for r in self.records.values()
