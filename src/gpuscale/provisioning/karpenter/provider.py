@@ -84,7 +84,17 @@ class KarpenterProvider:
         cluster.on_pod_evicted.append(self._pod_evicted)
         cluster.on_pod_deleted.append(self._pod_deleted)
         cluster.on_node_gone.append(self._node_gone)
-        sim.every(self.params.disruption_period_s, Priority.CONTROLLER, self.disruption.tick)
+        sim.every(self.params.disruption_period_s, Priority.CONTROLLER, self._disruption_tick)
+
+    def _disruption_tick(self, now_s: float) -> None:
+        """The provider's own upkeep, then one pass of the disruption methods."""
+        self.metrics.prune()
+        self.expire_nominations(now_s)
+        for name in list(self.draining):
+            node = self.cluster.nodes.get(name)
+            if node is not None:
+                self.drain_step(node)
+        self.disruption.tick(now_s)
 
     def adopt_ready_nodes(self, count: int, instance_type, capacity_type: str = "on-demand",
                           pool_name: str | None = None) -> list[Node]:
@@ -182,6 +192,47 @@ class KarpenterProvider:
         for plan in result.new_claims:
             self.launch_claim(plan, now_s)
         self.metrics.events["pods_unplaceable"] += len(result.unplaceable)
+
+    # -- what the disruption controller uses (DisruptionHost) --------------------------------
+    def owns(self, node: Node) -> bool:
+        return node.name in self.metrics.node_names
+
+    def is_deleting(self, node_name: str) -> bool:
+        return node_name in self.deleting
+
+    def blocked_offerings(self, now_s: float) -> int:
+        return sum(1 for until_s in self.blocked_until_s.values() if until_s > now_s)
+
+    def launch_price_usd_per_hour(self, offerings: list[Offering], now_s: float) -> float:
+        """The price `launch_claim` would try first: the best capacity type, then the lowest
+        price. Ties at that price are broken at random only when launching; they all have
+        this price, so the check needs no draw and leaves the launch stream alone."""
+        usable = [o for o in offerings if self.blocked_until_s.get(o.key, -math.inf) <= now_s]
+        best = min(usable, key=lambda o: (CAPACITY_TYPE_RANK[o.capacity_type],
+                                          o.price_usd_per_hour))
+        return best.price_usd_per_hour
+
+    def mark_for_deletion(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.deleting.add(node.name)
+            self.cluster.mark_for_deletion(node)
+        self.metrics.sample()
+
+    def unmark_for_deletion(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.deleting.discard(node.name)
+            self.cluster.unmark_for_deletion(node)
+        self.metrics.sample()
+
+    def launch_replacement(self, plan: ClaimPlan, replaced: list[Node],
+                           now_s: float) -> Node | None:
+        node = self.launch_claim(plan, now_s)
+        if node is not None:
+            self.replacing[node.name] = replaced
+        return node
+
+    def count(self, event: str, n: int = 1) -> None:
+        self.metrics.events[event] += n
 
     def _pick(self, offerings: list[Offering], now_s: float) -> list[Offering]:
         """Offerings in launch order: capacity-type rank, then price, ties at random."""
