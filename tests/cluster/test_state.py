@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Node, NodeState, Pod
 from gpuscale.cluster.state import ClusterState
@@ -33,7 +35,7 @@ def test_every_mutator_advances_the_stamp_and_tells_the_change_listeners():
     for step in steps:
         step()
         stamps.append(cluster.stamp)
-    assert all(b > a for a, b in zip(stamps, stamps[1:]))  # monotonic, one step each
+    assert all(b > a for a, b in itertools.pairwise(stamps))  # monotonic, one step each
     assert heard == stamps[1:]
 
 

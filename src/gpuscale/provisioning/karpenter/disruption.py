@@ -88,6 +88,8 @@ class DisruptionController:
     # -- execution -----------------------------------------------------------------------------
     def _validate_and_execute(self) -> None:
         command, self.pending = self.pending, None
+        if command is None:
+            return
         now_s = self.host.sim.now_s
         alive = {n.name for n in self.candidates(now_s)}
         if any(n.name not in alive for n in command.candidates):

@@ -56,11 +56,11 @@ class KaiScheduler(CycleScheduler):
         cluster.on_changed.append(self._cluster_changed)
 
     # -- waking on a change ------------------------------------------------------------------
-    def _grid_at_or_after(self, time_s: float) -> float:
-        """The first periodic cycle after the last one, at or after `time_s`. Built by adding
-        the period as the every-second cycle did, so the instants are the same floats."""
+    def _grid_at_or_after(self, since_s: float, time_s: float) -> float:
+        """The first periodic cycle after the one at `since_s`, at or after `time_s`. Built by
+        adding the period as the every-second cycle did, so the instants are the same floats."""
         period = self.params.schedule_period_s
-        at_s = self._idle_since_s + period
+        at_s = since_s + period
         while at_s < time_s:
             at_s += period
         return at_s
@@ -69,7 +69,7 @@ class KaiScheduler(CycleScheduler):
         if self._idle_since_s is None or self._wake_requested:
             return
         self._wake_requested = True
-        self.request_cycle(self._grid_at_or_after(self.sim.now_s))
+        self.request_cycle(self._grid_at_or_after(self._idle_since_s, self.sim.now_s))
 
     # -- cycle -------------------------------------------------------------------------------
     def cycle(self, now_s: float, quiet: bool) -> float | None:
@@ -106,7 +106,7 @@ class KaiScheduler(CycleScheduler):
         self._idle_since_s = since_s
         if not math.isfinite(self._deadline_s):
             return math.inf
-        return self._grid_at_or_after(self._deadline_s)
+        return self._grid_at_or_after(since_s, self._deadline_s)
 
     def _next_deadline(self, failed: list[Gang], now_s: float) -> float:
         times = [self._pending_since(g) + g.spec.preemption_delay_s for g in failed]
