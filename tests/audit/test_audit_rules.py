@@ -90,7 +90,7 @@ def test_reference_files_cited_exist():
 
 
 def test_duplicate_rule_id_fails_at_build():
-    with pytest.raises(ValueError, match="duplicate rule id GPU001"):
+    with pytest.raises(ValueError, match="duplicate rule id .GPU001."):
         build_registry(("signals.gpu001_gpu_duty_cycle", "signals.gpu001_gpu_duty_cycle"))
 
 

@@ -11,6 +11,7 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -130,3 +131,49 @@ def test_every_fixture_and_snapshot_object_is_well_shaped():
     objects += [item for snap in SNAPSHOTS for item in snap["items"]]
     assert len(objects) > 100
     assert [o for o in objects if shape_error(o) is not None] == []
+
+
+def _deployment_rule(check):
+    from gpuscale.audit.model import Rule, Severity
+    return Rule(id="GPU999", name="test-rule", severity=Severity.WARNING, kinds=("Deployment",),
+                summary="s", message="m", why="w", fix="f", references=(), check=check)
+
+
+DEPLOYMENT = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+              "spec:\n  replicas: 2\n  template: {spec: {containers: [{name: c}]}}\n")
+
+
+def test_a_bug_in_a_rule_surfaces_as_a_bug_not_as_bad_input():
+    # A rule that indexes a key it never checked is a programming error: the audit must not
+    # turn it into "bad input, exit 2".
+    def buggy(obj, ctx):
+        yield obj.data["spec"]["no-such-field"]
+
+    with pytest.raises(KeyError, match="no-such-field"):
+        audit_objects(parse_text(DEPLOYMENT, "m.yaml"), rules=[_deployment_rule(buggy)])
+
+
+def test_a_value_a_reader_refuses_is_bad_input_naming_file_line_object_rule_and_field():
+    from gpuscale.audit.values import integer
+
+    def strict(obj, ctx):
+        integer("three", "spec.replicas")
+        yield from ()
+
+    with pytest.raises(UserInputError) as err:
+        audit_objects(parse_text(DEPLOYMENT, "m.yaml"), rules=[_deployment_rule(strict)])
+    assert str(err.value) == ("m.yaml: line 1: Deployment/web: GPU999 (test-rule) cannot read "
+                              "this object: spec.replicas: expected an integer, got 'three'")
+
+
+@pytest.mark.parametrize("reader, value, expected", [
+    ("number", "abc", "x: expected a number, got 'abc'"),
+    ("integer", {"a": 1}, "x: expected an integer, got {'a': 1}"),
+    ("quantity", "10%", "x: not a Kubernetes quantity"),
+    ("duration_s", "soon", "x: "),
+])
+def test_value_readers_raise_bad_value_naming_the_field(reader, value, expected):
+    from gpuscale.audit import values
+    with pytest.raises(values.BadValue) as err:
+        getattr(values, reader)(value, "x")
+    assert str(err.value).startswith(expected)

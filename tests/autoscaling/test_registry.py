@@ -9,7 +9,6 @@ import pytest
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-import gpuscale.autoscaling as autoscaling
 from gpuscale.autoscaling import AUTOSCALERS, AutoscalerSpec, build_autoscalers, get_policy
 from gpuscale.autoscaling.base import PolicySpec
 from gpuscale.autoscaling.hpa import HpaParams
@@ -53,7 +52,7 @@ def test_unknown_kind_lists_known_ones():
 
 def test_duplicate_kind_fails():
     with pytest.raises(ValueError, match="duplicate"):
-        autoscaling._index([AUTOSCALERS["hpa"], PolicySpec("hpa", HpaParams, lambda p: [], "again")])
+        AUTOSCALERS.register("hpa", PolicySpec("hpa", HpaParams, lambda p: [], "again"))
 
 
 @pytest.mark.parametrize("bad, message", [

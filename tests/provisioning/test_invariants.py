@@ -53,19 +53,30 @@ def test_cluster_autoscaler_invariants(pods):
 
 
 def test_skipping_unchanged_consolidation_changes_no_decision():
+    # Evaluating consolidation on every tick (no skip) must change nothing, down to which
+    # zone each launch picked: the price check draws no tie-break numbers from the launch
+    # stream (it did: every evaluation shifted later launches' zone ties).
     def run(skip: bool):
         h = make_harness(karpenter(h100_pool()), seed=5)
         if not skip:
-            controller = h.provider.disruption
-            original = controller._consolidation
-
-            def always(candidates, now_s):
-                controller._fruitless = None
-                return original(candidates, now_s)
-            controller._consolidation = always
+            h.provider.disruption.consolidation.is_consolidated = lambda state: False
         pods = [(g, 37.0 * i % 900, 300.0 + 53.0 * i % 1500) for i, g in
                 enumerate([1, 2, 4, 8, 1, 1, 2, 4, 1, 2, 8, 1, 1, 4, 2, 1] * 3)]
         _drive(h, pods)
         summary = h.provider.summary()
-        return summary["nodes_by_state"], summary["evictions_by_cause"], summary["events"]
+        launched = [(n.name, n.instance_type.name, n.zone, n.capacity_type)
+                    for n in h.provider.metrics.nodes]
+        return (summary["nodes_by_state"], summary["evictions_by_cause"], summary["events"],
+                launched)
     assert run(skip=True) == run(skip=False)
+
+
+def test_the_consolidation_price_check_draws_no_random_numbers():
+    h = make_harness(karpenter(h100_pool()), seed=5)
+    provider = h.provider
+    pool = provider.pools_by_weight[0]
+    offerings = provider.available_offerings(pool, 0.0)
+    before = provider.rng.bit_generator.state
+    price = provider.launch_price_usd_per_hour(offerings, 0.0)
+    assert provider.rng.bit_generator.state == before
+    assert price == provider._pick(offerings, 0.0)[0].price_usd_per_hour

@@ -198,3 +198,38 @@ def test_expiration_is_forceful_and_waits_for_protected_pods_up_to_grace_period(
     kept = [entry for entry in log if entry[1] == "kept0"]
     assert kept == [(4210.0, "kept0", "expiration")]  # first tick after 3601 + 600
     assert first.deleted_s == 4210.0
+
+
+def test_a_pod_deletion_restarts_consolidate_after_when_it_happens():
+    # ClusterState announces the deletion; the controller no longer finds it by comparing
+    # pod sets at its next 10 s tick, so consolidateAfter counts from the deletion itself.
+    h = _trap("WhenEmptyOrUnderutilized", "1h")
+    h.delete_pods(805, "p1")
+    h.sim.run(806)
+    (node,) = [n for n in h.nodes() if "p2" in n.pod_names]
+    assert h.provider.disruption.last_pod_event_s[node.name] == 805.0
+
+
+def test_evaluating_consolidation_does_not_shift_later_launch_choices():
+    # The replacement's price check used to shuffle tied offerings with the launch stream, so
+    # every evaluation moved the zone later launches picked (gpu-00002 went from us-east-1a to
+    # us-east-1b after five evaluations). It draws nothing now.
+    from gpuscale.catalog import get_instance_type
+
+    p5 = [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+           "values": ["p5.48xlarge", "p5.4xlarge"]}]
+
+    def launched(evaluations: int):
+        pool = h100_pool(requirements=p5, disruption={"consolidationPolicy": "WhenEmpty"})
+        h = make_harness(karpenter(pool), seed=3)
+        (node,) = h.provider.adopt_ready_nodes(1, get_instance_type("p5.48xlarge"))
+        h.add_pods(1.0, "small", 1, gpus=1)
+        h.sim.run(5.0)
+        for _ in range(evaluations):  # 1 GPU on an 8-GPU node: a p5.4xlarge would replace it
+            command = h.provider.disruption.consolidation.compute([node], 5.0)
+            assert command is not None and command.replacement is not None
+        h.add_pods(6.0, "big", 4, gpus=8)
+        h.sim.run(600.0)
+        return [(n.name, n.zone) for n in h.provider.metrics.nodes]
+
+    assert len(launched(0)) == 5 and launched(0) == launched(5)

@@ -51,7 +51,7 @@ def test_unknown_kind_is_a_validation_error_naming_the_known_ones():
 
     class Fake:
         kind = "karpentr"
-    with pytest.raises(UserInputError, match="did you mean karpenter"):
+    with pytest.raises(UserInputError, match="did you mean 'karpenter'"):
         build_node_provider(Fake())
 
 

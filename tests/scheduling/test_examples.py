@@ -59,7 +59,7 @@ def test_two_teams_fair_shares_and_reclaim_only_under_quota():
     spec = scenario.schedulers[1]
     sim, cluster = Simulation(), build_cluster(scenario)
     sched = build_scheduler(spec)
-    jobs = JobController(sim, cluster, expand_jobs([*scenario.jobs, *scenario.replicas]), sched.kick)
+    jobs = JobController(sim, cluster, expand_jobs([*scenario.jobs, *scenario.replicas]))
     sched.attach(sim, cluster, RandomStreams(0), lambda pods, now: None)
     expected = {300: (0, 32, 0), 1200: (16, 16, 4), 2400: (20, 12, 4)}  # a, b, reclaimed pods
     for t, (fair_a, fair_b, reclaimed) in expected.items():

@@ -183,3 +183,15 @@ def test_no_consolidation_under_spread(h):
     h.attach(kai(placement_strategy="spread"))
     h.run(1.0)
     assert bound(job) == []
+
+
+def test_a_deleted_pod_frees_room_for_a_waiting_gang_at_that_instant(h):
+    # The scheduler hears of deletions from ClusterState itself (no caller has to kick it),
+    # so the waiting gang binds when the room frees, not at the next 1 s cycle.
+    node = h.node("a")  # 4 GPUs
+    (first,) = h.gang("first", 1, 4)
+    second = h.gang("second", 2, 2, at_s=0.5)
+    h.attach(kai())
+    h.sim.schedule(10.25, 0, lambda: h.cluster.delete_pod(first))
+    h.run(30.0)
+    assert [(p.node_name, p.bound_s) for p in second] == [(node.name, 10.25)] * 2

@@ -98,3 +98,4 @@ def test_node_ready_requeues_at_once(h):
     h.sim.schedule(4.5, 0, h.cluster.mark_node_ready, node, 4.5)
     h.run(10.0)
     assert pod.node_name == "new" and pod.bound_s == 4.5
+

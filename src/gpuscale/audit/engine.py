@@ -9,7 +9,8 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Finding, Rule, Severity
 from gpuscale.audit.rules import RULES, resolve
 from gpuscale.audit.structure import check_shape
-from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
+from gpuscale.audit.values import BadValue
+from gpuscale.errors import UserInputError
 
 IGNORE_ANNOTATION = "gpuscale.io/ignore"  # comma-separated ids or names, or "all"
 
@@ -59,11 +60,13 @@ def audit_objects(objects: list[Manifest], rules: list[Rule] | None = None,
 
 
 def _run_rule(rule: Rule, obj: Manifest, ctx: AuditContext) -> list[Finding]:
-    """One rule on one object; a value no rule can read (a field of the right shape holding a
-    wrong value, e.g. a budget of "" or a quantity of "10%") is bad input, said in one line."""
+    """One rule on one object. A value the rule cannot read (a field of the right shape holding
+    a wrong value, e.g. a budget of "many" or a quantity of "10%") is bad input, said in one
+    line: the readers in audit/values.py raise `BadValue`. Anything else a rule raises is a bug
+    in the rule and propagates with its traceback."""
     try:
         return list(rule.run(obj, ctx))
-    except WRONG_VALUE_ERRORS as exc:
+    except BadValue as exc:
         raise UserInputError(f"line {obj.line}: {obj.ref}: {rule.id} ({rule.name}) cannot read "
                              f"this object: {exc}", source=obj.source) from None
 

@@ -6,7 +6,7 @@ import math
 
 from gpuscale.audit.loader import Manifest
 from gpuscale.catalog import InstanceType, instance_types
-from gpuscale.units import parse_quantity
+from gpuscale.audit.values import quantity
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_REQUIREMENT_KEYS = ("karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
@@ -77,9 +77,10 @@ def max_nodes(pool: Manifest) -> int | None:
     """Most nodes the pool can have, from `limits.nodes` or the GPU limit; None if unbounded."""
     limits = pool.get("spec", "limits") or {}
     if "nodes" in limits:
-        return int(parse_quantity(limits["nodes"]))
+        return int(quantity(limits["nodes"], "spec.limits.nodes"))
     if GPU_RESOURCE in limits:
         sizes = [it.num_gpus for it in allowed_instance_types(pool) if it.num_gpus > 0]
         if sizes:
-            return math.ceil(parse_quantity(limits[GPU_RESOURCE]) / min(sizes))
+            return math.ceil(quantity(limits[GPU_RESOURCE], f"spec.limits.{GPU_RESOURCE}")
+                             / min(sizes))
     return None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpuscale.audit.loader import Manifest, PathKey
 from gpuscale.audit.promql import metric_names
+from gpuscale.audit.values import integer
 
 # layer3-replica-autoscaling.md 2.1: KEDA defaults.
 KEDA_DEFAULT_MIN_REPLICAS = 0
@@ -88,10 +89,11 @@ def min_replicas(obj: Manifest) -> tuple[int, PathKey, bool]:
     """(floor, path, explicit?) of a scaler; KEDA's floor defaults to 0, the HPA's to 1."""
     if obj.kind == "ScaledObject":
         spec = obj.get("spec") or {}
-        if "idleReplicaCount" in spec and int(spec["idleReplicaCount"]) == 0:
+        if "idleReplicaCount" in spec and integer(spec["idleReplicaCount"], "spec.idleReplicaCount") == 0:
             return 0, ("spec", "idleReplicaCount"), True
         if "minReplicaCount" in spec:
-            return int(spec["minReplicaCount"]), ("spec", "minReplicaCount"), True
+            return (integer(spec["minReplicaCount"], "spec.minReplicaCount"), ("spec", "minReplicaCount"),
+                    True)
         return KEDA_DEFAULT_MIN_REPLICAS, ("spec",), False
     value = obj.get("spec", "minReplicas")
-    return (int(value), ("spec", "minReplicas"), True) if value is not None else (1, ("spec",), False)
+    return (integer(value, "spec.minReplicas"), ("spec", "minReplicas"), True) if value is not None else (1, ("spec",), False)

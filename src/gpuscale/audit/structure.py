@@ -22,15 +22,17 @@ MAPPING_KEYS = frozenset({
     "leaderWorkerTemplate", "leaderTemplate", "workerTemplate", "headGroupSpec", "advanced",
     "horizontalPodAutoscalerConfig", "kubelet", "target", "resource", "external", "pods",
     "object", "metric", "rayStartParams", "securityContext", "allocatable",
-    "capacity", "involvedObject",
+    "capacity", "involvedObject", "nodeClassRef", "ebs",
 })
 LIST_OF_MAPPINGS_KEYS = frozenset({
     "containers", "initContainers", "tolerations", "metrics", "triggers", "requirements",
     "budgets", "policies", "env", "volumes", "volumeMounts", "ports", "nodeSelectorTerms",
     "matchExpressions", "workerGroupSpecs", "groups", "rules", "taints", "startupTaints",
-    "conditions", "items",
+    "conditions", "items", "blockDeviceMappings",
 })
 LIST_OF_SCALARS_KEYS = frozenset({"args", "command", "values"})
+# Names and references: always strings (rules look objects up by them).
+STRING_KEYS = frozenset({"kind", "name", "namespace", "key", "operator", "apiVersion"})
 INT_KEYS = frozenset({
     "replicas", "minReplicas", "maxReplicas", "minReplicaCount", "maxReplicaCount",
     "idleReplicaCount", "pollingInterval", "cooldownPeriod", "stabilizationWindowSeconds",
@@ -82,6 +84,8 @@ def shape_error(data: dict) -> tuple[PathKey, str] | None:
                     for i, item in enumerate(value):
                         if isinstance(item, (dict, list)):
                             return here + (i,), f"expected a string, got {_kind_of(item)}"
+                if key in STRING_KEYS and isinstance(value, (dict, list)):
+                    return here, f"expected a string, got {_kind_of(value)}"
                 if key in INT_KEYS and value is not None and (
                         isinstance(value, bool) or not isinstance(value, int)):
                     return here, f"expected an integer, got {_kind_of(value)}"

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from gpuscale.audit.loader import Manifest, PathKey
-from gpuscale.units import parse_quantity
+from gpuscale.audit.values import quantity
 
 GPU_RESOURCE = "nvidia.com/gpu"
 WORKLOAD_ANNOTATION = "gpuscale.io/workload"
@@ -104,8 +104,8 @@ def containers(template: dict) -> list[dict]:
 
 def container_gpus(container: dict) -> int:
     resources = container.get("resources") or {}
-    counts = [parse_quantity((resources.get(part) or {}).get(GPU_RESOURCE, 0) or 0)
-              for part in ("limits", "requests")]
+    counts = [quantity((resources.get(part) or {}).get(GPU_RESOURCE, 0) or 0,
+                       f"resources.{part}.{GPU_RESOURCE}") for part in ("limits", "requests")]
     return int(max(counts))
 
 

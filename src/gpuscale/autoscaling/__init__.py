@@ -9,13 +9,9 @@ controllers the engine runs (KEDA gives two: its operator loop and the HPA it ge
 
 from __future__ import annotations
 
-import difflib
-from types import MappingProxyType
-from typing import Annotated, Any, Iterable, Mapping, Union
+from typing import Any
 
-from pydantic import Field
-
-from ..errors import UserInputError
+from ..registry import Registry, params_union
 from . import fixed, hpa, keda, kpa, planner_load, planner_sla, wva
 from .base import AutoscalerContext, AutoscalerView, PodMetrics, PolicySpec, ReplicaAutoscaler
 from .fixed import FixedParams
@@ -26,35 +22,18 @@ from .planner_load import LoadPlannerParams
 from .planner_sla import SlaPlannerParams
 from .wva import WvaParams
 
+AUTOSCALERS: Registry[PolicySpec[Any]] = Registry("autoscaler kind")
+for _spec in (hpa.SPEC, keda.SPEC, fixed.SPEC, kpa.SPEC, planner_sla.SPEC, planner_load.SPEC,
+              wva.SPEC):
+    AUTOSCALERS.register(_spec.name, _spec)
 
-def _index(specs: Iterable[PolicySpec[Any]]) -> Mapping[str, PolicySpec[Any]]:
-    """Key specs by name; a duplicate is a programming error and fails at import."""
-    out: dict[str, PolicySpec[Any]] = {}
-    for spec in specs:
-        if spec.name in out:
-            raise ValueError(f"duplicate autoscaler kind {spec.name!r}")
-        out[spec.name] = spec
-    return MappingProxyType(out)
-
-
-AUTOSCALERS: Mapping[str, PolicySpec[Any]] = _index(
-    [hpa.SPEC, keda.SPEC, fixed.SPEC, kpa.SPEC, planner_sla.SPEC, planner_load.SPEC, wva.SPEC])
-
-AutoscalerSpec = Annotated[
-    Union[HpaParams, KedaParams, FixedParams, KpaParams, SlaPlannerParams, LoadPlannerParams, WvaParams],
-    Field(discriminator="kind"),
-]
+# The scenario's `autoscaler:` union, derived from the registry (one list of kinds).
+AutoscalerSpec = params_union(AUTOSCALERS)
 
 
 def get_policy(kind: str) -> PolicySpec[Any]:
     """The registry entry for `kind`; an unknown name lists the known ones."""
-    try:
-        return AUTOSCALERS[kind]
-    except KeyError:
-        known = sorted(AUTOSCALERS)
-        close = difflib.get_close_matches(kind, known, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise UserInputError(f"unknown autoscaler kind {kind!r}; known: {', '.join(known)}.{hint}", field="kind") from None
+    return AUTOSCALERS.require(kind, field="kind")
 
 
 def build_autoscalers(spec: Any, context: AutoscalerContext | None = None) -> list[ReplicaAutoscaler]:

@@ -9,7 +9,9 @@ loop for 0<->1 and the HPA it generates for 1<->N), which is why `build` returns
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Mapping, Protocol, Sequence, TypeVar
+
+from ..registry import PolicySpec as RegistryPolicySpec
 
 # The one per-pod metrics type: the scrape (metrics/) writes it, every policy reads it.
 from gpuscale.metrics.store import PodMetrics
@@ -84,12 +86,9 @@ class AutoscalerContext:
 
 
 @dataclass(frozen=True)
-class PolicySpec(Generic[P]):
-    """One registry entry: the `kind:` written in scenario YAML and how to build it."""
+class PolicySpec(RegistryPolicySpec[P, Sequence[ReplicaAutoscaler]]):
+    """One registry entry: the `kind:` written in scenario YAML and how to build it; `build`
+    returns the periodic controllers it runs."""
 
-    name: str  # the `kind:` written in scenario YAML
-    params: type[P]  # pydantic model: frozen, extra="forbid"
-    build: Callable[[P], Sequence[ReplicaAutoscaler]]  # the periodic controllers it runs
-    summary: str  # one line, shown by `gpuscale policies`
     # Model-based policies take the context too: build(params, context).
     needs_context: bool = False

@@ -4,6 +4,14 @@ Layers never call each other directly: layer 3 asks for replicas (pods), layer 2
 pods to nodes, layer 1 adds and removes nodes; each change is announced to listeners, so the
 serving engine learns that its pod was bound (start the cold start) or evicted (fail or retry
 its in-flight requests) without knowing which layer did it.
+
+Every mutator also advances `stamp`, a monotonic "something changed" counter, as Karpenter's
+`state.Cluster` calls `MarkUnconsolidated()` from each of its mutators (pod bound or deleted,
+node added, initialized or marked for deletion; karpenter `pkg/controllers/state/cluster.go`,
+`MarkUnconsolidated` / `ConsolidationState`). A consumer that skips work while nothing changed
+keeps the stamp it last acted on and compares; nobody bumps a version by hand or polls the pod
+sets. Deletions are announced like every other change (`on_pod_deleted`), so "a pod was deleted"
+reaches the layers one way.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
 NodeListener = Callable[[Node], None]
 PodListener = Callable[[Pod], None]
 EvictionListener = Callable[[Pod, str], None]
+ChangeListener = Callable[[], None]
 
 
 @dataclass
@@ -33,17 +42,33 @@ class ClusterState:
     on_pod_bound: list[PodListener] = field(default_factory=list)
     on_pod_evicted: list[EvictionListener] = field(default_factory=list)
     on_pod_deleted: list[PodListener] = field(default_factory=list)
+    on_changed: list[ChangeListener] = field(default_factory=list)  # after every stamp advance
+    stamp: int = 0  # advanced by every mutator; compare, never set
+    # Karpenter's nominations (pod -> node it expects the pod on, and since when): kept here,
+    # as Karpenter's state.Cluster keeps them (NominateNodeForPod), so changing them advances
+    # the stamp like any other change the disruption controller must see.
+    nominated: dict[str, set[str]] = field(default_factory=dict)  # node -> pods
+    nomination_of: dict[str, str] = field(default_factory=dict)  # pod -> node
+    nominated_at_s: dict[str, float] = field(default_factory=dict)  # pod -> when
+
+    def mark_changed(self) -> None:
+        """Advance the stamp (Karpenter's MarkUnconsolidated); every mutator below calls it."""
+        self.stamp += 1
+        for listener in self.on_changed:
+            listener()
 
     # -- nodes -------------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
         if node.name in self.nodes:
             raise ValueError(f"node {node.name} already exists")
         self.nodes[node.name] = node
+        self.mark_changed()
 
     def mark_node_ready(self, node: Node, now_s: float) -> None:
         """GPUs are allocatable from now on (device plugin has advertised them)."""
         node.state = NodeState.READY
         node.ready_s = now_s
+        self.mark_changed()
         for listener in self.on_node_ready:
             listener(node)
 
@@ -59,15 +84,44 @@ class ClusterState:
         node.deleted_s = now_s
         del self.nodes[node.name]
         self.gone_nodes.append(node)
+        for pod_name in self.nominated.pop(node.name, set()):
+            self.nomination_of.pop(pod_name, None)
+            self.nominated_at_s.pop(pod_name, None)
+        self.mark_changed()
         for listener in self.on_node_gone:
             listener(node)
         return evicted
+
+    def mark_for_deletion(self, node: Node) -> None:
+        """Taint a node that is about to go (karpenter.sh/disrupted:NoSchedule): no new pods."""
+        node.state = NodeState.DRAINING
+        self.mark_changed()
+
+    def unmark_for_deletion(self, node: Node) -> None:
+        """Take the taint off again (a replacement failed to launch)."""
+        node.state = NodeState.READY
+        self.mark_changed()
+
+    # -- nominations (Karpenter) ---------------------------------------------------------------
+    def nominate(self, node_name: str, pod_name: str, now_s: float) -> None:
+        self.nominated.setdefault(node_name, set()).add(pod_name)
+        self.nomination_of[pod_name] = node_name
+        self.nominated_at_s[pod_name] = now_s
+        self.mark_changed()
+
+    def clear_nomination(self, pod_name: str) -> None:
+        node_name = self.nomination_of.pop(pod_name, None)
+        self.nominated_at_s.pop(pod_name, None)
+        if node_name is not None:
+            self.nominated.get(node_name, set()).discard(pod_name)
+            self.mark_changed()
 
     # -- pods --------------------------------------------------------------------------------
     def add_pod(self, pod: Pod) -> None:
         if pod.name in self.pods:
             raise ValueError(f"pod {pod.name} already exists")
         self.pods[pod.name] = pod
+        self.mark_changed()
         for listener in self.on_pod_pending:
             listener(pod)
 
@@ -81,6 +135,7 @@ class ClusterState:
         pod.node_name = node.name
         pod.phase = PodPhase.RUNNING
         pod.bound_s = now_s
+        self.mark_changed()
         for listener in self.on_pod_bound:
             listener(pod)
 
@@ -100,16 +155,25 @@ class ClusterState:
         pod.phase = PodPhase.PENDING
         pod.bound_s = None
         self.evictions_by_cause[cause] += 1
+        self.mark_changed()
         for listener in self.on_pod_evicted:
             listener(pod, cause)
 
     def delete_pod(self, pod: Pod) -> None:
-        """Remove a pod for good (scale-down or job end); frees its GPUs."""
-        self._release(pod)
-        pod.phase = PodPhase.SUCCEEDED
-        self.pods.pop(pod.name, None)
-        for listener in self.on_pod_deleted:
-            listener(pod)
+        """Remove a pod for good (scale-down); frees its GPUs."""
+        self.delete_pods([pod])
+
+    def delete_pods(self, pods: list[Pod]) -> None:
+        """Remove pods that go together (a job's pods at its end): all are freed before any
+        listener hears of one, so listeners see the state after the whole deletion."""
+        for pod in pods:
+            self._release(pod)
+            pod.phase = PodPhase.SUCCEEDED
+            self.pods.pop(pod.name, None)
+        self.mark_changed()
+        for pod in pods:
+            for listener in self.on_pod_deleted:
+                listener(pod)
 
     def pending_pods(self) -> list[Pod]:
         return [p for p in self.pods.values() if p.node_name is None and p.phase is PodPhase.PENDING]

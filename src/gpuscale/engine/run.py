@@ -140,7 +140,6 @@ class _Run:
         self.scheduler = _scheduler(scenario, strategy)
         self.scheduler.attach(self.sim, self.cluster, self.streams,
                               self.provider.notify_unschedulable)
-        self.cluster.on_pod_deleted.append(lambda pod: self.scheduler.kick(self.sim.now_s))
         self.kv_transfer: KvTransfer | None = None
         self.fleets = self._build_fleets()
         self.entry = self.fleets.get("serve") or self.fleets["prefill"]

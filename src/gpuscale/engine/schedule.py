@@ -111,8 +111,7 @@ def build_run(scenario: ScheduleScenario, spec) -> ScheduleRun:
     build_cluster(scenario, cluster, provider)
     initial = frozenset(cluster.nodes)
     scheduler = build_scheduler(spec)
-    jobs = JobController(sim, cluster, expand_jobs([*scenario.jobs, *scenario.replicas]),
-                         scheduler.kick)
+    jobs = JobController(sim, cluster, expand_jobs([*scenario.jobs, *scenario.replicas]))
     notify = provider.notify_unschedulable if provider is not None else ignore_unschedulable
     scheduler.attach(sim, cluster, streams, notify)
     return ScheduleRun(sim, cluster, scheduler, provider, jobs, initial)

@@ -9,12 +9,12 @@ setting `PodScheduled=False/Unschedulable` (reference layer1-node-provisioning.m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
 from gpuscale.cluster.objects import Node, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import RandomStreams, Simulation
+from gpuscale.registry import PolicySpec
 
 
 class NodeProvider(Protocol):
@@ -53,15 +53,7 @@ class AdoptsNoNodes:
         return []
 
 
-P = TypeVar("P")
-T = TypeVar("T")
 
-
-@dataclass(frozen=True)
-class ProviderSpec(Generic[P, T]):
-    """One registry entry: the `kind:` in YAML, its params model and its builder."""
-
-    name: str
-    params: type[P]
-    build: Callable[[P], T]
-    summary: str
+# One registry entry (`kind:` in YAML, params model, builder, summary): the shape every layer
+# registers (gpuscale/registry.py).
+ProviderSpec = PolicySpec

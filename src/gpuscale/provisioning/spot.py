@@ -88,7 +88,7 @@ class SpotInterrupter:
         self.on_interrupted(node)
         reclaim_s = self.params.notice_s
         if self.params.notice_handled:
-            node.state = NodeState.DRAINING  # cordon: nothing new lands here
+            self.cluster.mark_for_deletion(node)  # cordon: nothing new lands here
             self.metrics.sample()
             self._evict_all(node)
             reclaim_s = min(self.params.drain_s, self.params.notice_s)

@@ -5,38 +5,25 @@ with queues and topology), their metrics, and the placement rules the Alibaba re
 Must not launch or remove nodes (layer 1) or change replica counts (layer 3): pods that do not
 fit are reported through `on_unschedulable`.
 
-Registry: `kind` in scenario YAML -> params model and constructor, as STYLE.md section 2.
+Registry: `REGISTRY` (a `gpuscale.registry.Registry` of `PolicySpec`) maps the `kind` in
+scenario YAML to its params model and constructor, as STYLE.md section 2; `SchedulerSpec`, the
+pydantic union discriminated on `kind`, is derived from it.
 """
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from typing import Annotated, Callable, Union
+from pydantic import BaseModel
 
-from pydantic import BaseModel, Field
-
-from gpuscale.errors import UserInputError
+from gpuscale.registry import PolicySpec, Registry, params_union
 from gpuscale.scheduling.base import PodScheduler, UnschedulableCallback, ignore_unschedulable
 from gpuscale.scheduling.kai import KaiParams, KaiScheduler, QueueParams
 from gpuscale.scheduling.kube_scheduler import KubeScheduler, KubeSchedulerParams
 
-
-@dataclass(frozen=True)
-class PolicySpec:
-    name: str
-    params: type[BaseModel]
-    build: Callable[[BaseModel], PodScheduler]
-    summary: str
-
-
-REGISTRY: dict[str, PolicySpec] = {}
+REGISTRY: Registry[PolicySpec] = Registry("scheduler kind")
 
 
 def register(spec: PolicySpec) -> None:
-    if spec.name in REGISTRY:
-        raise ValueError(f"scheduler kind {spec.name!r} registered twice")
-    REGISTRY[spec.name] = spec
+    REGISTRY.register(spec.name, spec)
 
 
 register(PolicySpec("kube-scheduler", KubeSchedulerParams, KubeScheduler,
@@ -44,17 +31,12 @@ register(PolicySpec("kube-scheduler", KubeSchedulerParams, KubeScheduler,
 register(PolicySpec("kai", KaiParams, KaiScheduler,
                     "KAI-style: gangs all-or-nothing, hierarchical queues, reclaim, topology."))
 
-SchedulerSpec = Annotated[Union[KubeSchedulerParams, KaiParams], Field(discriminator="kind")]
+SchedulerSpec = params_union(REGISTRY)
 
 
 def build_scheduler(spec: BaseModel) -> PodScheduler:
     """A fresh scheduler for one run from its params (a member of `SchedulerSpec`)."""
-    kind = getattr(spec, "kind", None)
-    if kind not in REGISTRY:
-        close = difflib.get_close_matches(str(kind), list(REGISTRY), n=2)
-        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(REGISTRY)}"
-        raise UserInputError(f"unknown scheduler kind {kind!r}; {hint}")
-    return REGISTRY[kind].build(spec)
+    return REGISTRY.require(getattr(spec, "kind", None), field="scheduler.kind").build(spec)
 
 
 __all__ = ["REGISTRY", "KaiParams", "KubeSchedulerParams", "PodScheduler", "QueueParams",

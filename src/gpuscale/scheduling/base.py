@@ -25,12 +25,8 @@ class PodScheduler(Protocol):
 
     def attach(self, sim: Simulation, cluster: ClusterState, streams: RandomStreams,
                on_unschedulable: UnschedulableCallback) -> None:
-        """Subscribe to the cluster's events and start the periodic retry."""
-        ...
-
-    def kick(self, now_s: float) -> None:
-        """Capacity was freed outside the scheduler's sight (a pod deleted): ClusterState has
-        no delete listener, so whoever deletes pods calls this to requeue pending pods."""
+        """Subscribe to the cluster's events (pods pending, evicted and deleted, nodes ready)
+        and start the periodic retry."""
         ...
 
     def summary(self) -> dict | None:

@@ -28,8 +28,7 @@ class CycleScheduler:
         self.metrics = SchedulingMetrics(self.topology_levels)
         self._next_cycle_s = math.inf
         self._complete: set[str] = set()
-        self._changes = 0  # bumped by every event the scheduler hears of
-        self._last_fp: tuple | None = None
+        self._last_stamp: int | None = None  # ClusterState.stamp when the last cycle ended
         self.sim: Simulation | None = None
         self.cluster: ClusterState | None = None
 
@@ -42,6 +41,7 @@ class CycleScheduler:
         cluster.on_pod_pending.append(self._pod_pending)
         cluster.on_node_ready.append(self._node_ready)
         cluster.on_pod_evicted.append(self._pod_evicted)
+        cluster.on_pod_deleted.append(self._pod_deleted)
         for pod in cluster.pending_pods():
             self.metrics.pod_pending(pod, pod.created_s)
         self.metrics.observe(sim.now_s, cluster)
@@ -49,7 +49,6 @@ class CycleScheduler:
             self.request_cycle(sim.now_s)
 
     def _pod_pending(self, pod: Pod) -> None:
-        self._changes += 1
         self.metrics.pod_pending(pod, self.sim.now_s)
         # no observe here: the cycle this requests runs at this same instant and observes first
         self.request_cycle(self.sim.now_s)
@@ -58,17 +57,16 @@ class CycleScheduler:
         self._pod_pending(pod)
 
     def _node_ready(self, node: Node) -> None:
-        self._changes += 1
         self.node_added(node)
         self.request_cycle(self.sim.now_s)
 
     def node_added(self, node: Node) -> None:
         """Hook: kube-scheduler moves unschedulable pods back to the active queue."""
 
-    def kick(self, now_s: float) -> None:
-        """Tell the scheduler capacity was freed (a pod deleted): ClusterState has no delete
-        listener, and kube-scheduler requeues unschedulable pods on such events."""
-        self._changes += 1
+    def _pod_deleted(self, pod: Pod) -> None:
+        """Capacity was freed (scale-down, job end): kube-scheduler requeues unschedulable
+        pods on such events, so pending pods get a cycle at this instant."""
+        now_s = self.sim.now_s
         self.metrics.observe(now_s, self.cluster)
         if self.cluster.pending_pods():
             self.request_cycle(now_s)
@@ -84,22 +82,17 @@ class CycleScheduler:
             return  # superseded by an earlier request
         self._next_cycle_s = math.inf
         now_s = self.sim.now_s
-        before = self._fingerprint()
-        quiet = before == self._last_fp  # nothing happened since the last cycle ended
+        before = self.cluster.stamp
+        quiet = before == self._last_stamp  # nothing changed since the last cycle ended
         if not quiet:
             self.metrics.observe(now_s, self.cluster)
         retry_s = self.cycle(now_s, quiet)
-        self._last_fp = self._fingerprint()
-        if not quiet or self._last_fp != before:
+        self._last_stamp = self.cluster.stamp
+        if not quiet or self._last_stamp != before:
             self._record_completed_gangs()
             self.metrics.observe(now_s, self.cluster)
         if retry_s is not None and math.isfinite(retry_s):
             self.request_cycle(max(retry_s, now_s))
-
-    def _fingerprint(self) -> tuple:
-        """Changes the scheduler heard of, plus counts that catch unannounced deletions."""
-        cluster = self.cluster
-        return (self._changes, len(cluster.pods), len(cluster.nodes), cluster.gpus_allocated())
 
     def cycle(self, now_s: float, quiet: bool) -> float | None:
         """One cycle; `quiet` = the cluster is unchanged since the previous cycle ended, so a

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
 from gpuscale.cluster.objects import Pod
@@ -35,9 +33,8 @@ class JobRecord:
 
 
 class JobController:
-    def __init__(self, sim: Simulation, cluster: ClusterState, jobs: list[GpuJob],
-                 kick: Callable[[float], None]) -> None:
-        self.sim, self.cluster, self.kick = sim, cluster, kick
+    def __init__(self, sim: Simulation, cluster: ClusterState, jobs: list[GpuJob]) -> None:
+        self.sim, self.cluster = sim, cluster
         self.records: dict[str, JobRecord] = {}
         for job in jobs:
             sim.schedule(job.arrival_s, Priority.LIFECYCLE, self._submit, job)
@@ -85,9 +82,7 @@ class JobController:
             return
         rec.running = False
         rec.finished_s = self.sim.now_s
-        for pod in rec.pods:
-            self.cluster.delete_pod(pod)
-        self.kick(self.sim.now_s)
+        self.cluster.delete_pods(rec.pods)  # the scheduler hears of it through on_pod_deleted
 
     def summary(self) -> dict:
         waits = [r.started_s - r.job.arrival_s for r in self.records.values()

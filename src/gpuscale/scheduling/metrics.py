@@ -3,7 +3,7 @@
 Integrals are piecewise constant between observations: each `observe(now_s)` first adds
 rate x elapsed for the rates seen at the previous observation, then recomputes the rates from
 the cluster. Schedulers observe around every cycle (new pods and evictions always trigger one
-at the same instant) and on `kick`, so every change they cause or see is on a boundary. Definitions are in docs/scheduling.md ("Metrics").
+at the same instant) and on every pod deletion, so every change they cause or see is on a boundary. Definitions are in docs/scheduling.md ("Metrics").
 """
 
 from __future__ import annotations

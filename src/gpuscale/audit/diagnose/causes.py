@@ -15,6 +15,7 @@ from gpuscale.audit.diagnose.placement import node_fit, pool_verdicts
 from gpuscale.audit.diagnose.snapshot import TERMINAL_PHASES, PodView, Snapshot
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.structure import check_shape
+from gpuscale.audit.values import BadValue
 from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
 from gpuscale.units import parse_quantity
 
@@ -178,7 +179,7 @@ def diagnose(objects: list[Manifest], pod_name: str | None = None) -> list[Diagn
     try:
         snap = Snapshot.from_objects(objects)
         pods = snap.pending_gpu_pods()
-    except WRONG_VALUE_ERRORS as exc:
+    except (BadValue, *WRONG_VALUE_ERRORS) as exc:
         raise UserInputError(f"a snapshot object holds a value no cluster would: {exc}",
                              source=_source_of(objects, "")) from None
     if pod_name:
@@ -187,7 +188,7 @@ def diagnose(objects: list[Manifest], pod_name: str | None = None) -> list[Diagn
     for pod in pods:
         try:
             out.append(diagnose_pod(snap, pod))
-        except WRONG_VALUE_ERRORS as exc:
+        except (BadValue, *WRONG_VALUE_ERRORS) as exc:  # the readers' BadValue has no file
             raise UserInputError(f"{pod.ref}: an object it depends on holds a value no cluster "
                                  f"would: {exc}", source=_source_of(objects, pod.ref)) from None
     return out

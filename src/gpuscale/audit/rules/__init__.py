@@ -1,15 +1,18 @@
 """The rule registry: one module per rule under `rules/<family>/`, listed here in id order.
 
-A duplicate id or name fails at import (kube-linter's registry habit); ids are never reused,
-and a renamed id stays resolvable through `REDIRECTS` (ruff's rule_redirects).
+`RULES` is a `gpuscale.registry.Registry` keyed by id (the helper every layer uses): a
+duplicate id or name fails at import (kube-linter's registry habit); ids are never reused, and
+a renamed id stays resolvable through `REDIRECTS` (ruff's rule_redirects).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Mapping
 
 from gpuscale.audit.model import Rule
+from gpuscale.registry import Registry
 
 _MODULES = (
     "signals.gpu001_gpu_duty_cycle",
@@ -48,24 +51,22 @@ _MODULES = (
 REDIRECTS: dict[str, str] = {}
 
 
-def build_registry(modules: tuple[str, ...] = _MODULES) -> dict[str, Rule]:
-    registry: dict[str, Rule] = {}
-    names: set[str] = set()
+def build_registry(modules: tuple[str, ...] = _MODULES) -> Registry[Rule]:
+    registry: Registry[Rule] = Registry("rule id")
+    names: Registry[str] = Registry("rule name")
     for module in modules:
         rule = importlib.import_module(f"{__name__}.{module}").RULE
-        if rule.id in registry or rule.id in REDIRECTS:
-            raise ValueError(f"duplicate rule id {rule.id} in {module}")
-        if rule.name in names:
-            raise ValueError(f"duplicate rule name {rule.name} in {module}")
-        registry[rule.id] = rule
-        names.add(rule.name)
+        if rule.id in REDIRECTS:
+            raise ValueError(f"duplicate rule id {rule.id!r}: it is redirected ({module})")
+        registry.register(rule.id, rule)
+        names.register(rule.name, rule.id)
     return registry
 
 
-RULES: dict[str, Rule] = build_registry()
+RULES: Registry[Rule] = build_registry()
 
 
-def resolve(key: str, registry: dict[str, Rule] | None = None,
+def resolve(key: str, registry: Mapping[str, Rule] | None = None,
             redirects: dict[str, str] | None = None) -> Rule:
     """A rule by id, renamed id or name; an unknown key suggests close matches."""
     registry = RULES if registry is None else registry

@@ -244,7 +244,7 @@ class ClusterAutoscalerProvider(AdoptsNoNodes):
         self.last_delete_s = now_s
 
     def _drain(self, node: Node, now_s: float) -> None:
-        node.state = NodeState.DRAINING
+        self.cluster.mark_for_deletion(node)
         self.draining.add(node.name)
         self.unneeded_since_s.pop(node.name, None)
         pods = [self.cluster.pods[p] for p in list(node.pod_names) if p in self.cluster.pods]

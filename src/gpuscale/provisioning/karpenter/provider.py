@@ -40,9 +40,6 @@ class KarpenterProvider:
         self.pools_by_weight = order_by_weight(list(params.node_pools))
         self._offerings = {p.name: pool_offerings(p) for p in params.node_pools}
         self.metrics = NodeMetrics(self.kind)
-        self.nominated: dict[str, set[str]] = {}  # node -> pods Karpenter expects to land there
-        self.nomination_of: dict[str, str] = {}  # pod -> node
-        self.nominated_at_s: dict[str, float] = {}  # pod -> when it was nominated
         self.blocked_until_s: dict[tuple[str, str, str], float] = {}  # offering key -> time
         self.deleting: set[str] = set()  # nodes chosen for disruption
         self.draining: dict[str, tuple[str, float]] = {}  # node -> (cause, force deadline)
@@ -50,6 +47,23 @@ class KarpenterProvider:
         self._window: tuple[float, float] | None = None  # (opened_s, last_arrival_s)
         self._outage_launches: Counter = Counter()  # outage index -> launches inside it
         self._seq = 0
+
+    # Nominations live in ClusterState (as in Karpenter's state.Cluster), so that changing
+    # them advances its stamp; these read them.
+    @property
+    def nominated(self) -> dict[str, set[str]]:
+        """node -> pods Karpenter expects to land there."""
+        return self.cluster.nominated
+
+    @property
+    def nomination_of(self) -> dict[str, str]:
+        """pod -> the node it is nominated to."""
+        return self.cluster.nomination_of
+
+    @property
+    def nominated_at_s(self) -> dict[str, float]:
+        """pod -> when it was nominated."""
+        return self.cluster.nominated_at_s
 
     # -- wiring --------------------------------------------------------------------------------
     def attach(self, sim: Simulation, cluster: ClusterState, streams: RandomStreams) -> None:
@@ -68,8 +82,19 @@ class KarpenterProvider:
         self.disruption = DisruptionController(self)
         cluster.on_pod_bound.append(self._pod_bound)
         cluster.on_pod_evicted.append(self._pod_evicted)
+        cluster.on_pod_deleted.append(self._pod_deleted)
         cluster.on_node_gone.append(self._node_gone)
-        sim.every(self.params.disruption_period_s, Priority.CONTROLLER, self.disruption.tick)
+        sim.every(self.params.disruption_period_s, Priority.CONTROLLER, self._disruption_tick)
+
+    def _disruption_tick(self, now_s: float) -> None:
+        """The provider's own upkeep, then one pass of the disruption methods."""
+        self.metrics.prune()
+        self.expire_nominations(now_s)
+        for name in list(self.draining):
+            node = self.cluster.nodes.get(name)
+            if node is not None:
+                self.drain_step(node)
+        self.disruption.tick(now_s)
 
     def adopt_ready_nodes(self, count: int, instance_type, capacity_type: str = "on-demand",
                           pool_name: str | None = None) -> list[Node]:
@@ -168,6 +193,47 @@ class KarpenterProvider:
             self.launch_claim(plan, now_s)
         self.metrics.events["pods_unplaceable"] += len(result.unplaceable)
 
+    # -- what the disruption controller uses (DisruptionHost) --------------------------------
+    def owns(self, node: Node) -> bool:
+        return node.name in self.metrics.node_names
+
+    def is_deleting(self, node_name: str) -> bool:
+        return node_name in self.deleting
+
+    def blocked_offerings(self, now_s: float) -> int:
+        return sum(1 for until_s in self.blocked_until_s.values() if until_s > now_s)
+
+    def launch_price_usd_per_hour(self, offerings: list[Offering], now_s: float) -> float:
+        """The price `launch_claim` would try first: the best capacity type, then the lowest
+        price. Ties at that price are broken at random only when launching; they all have
+        this price, so the check needs no draw and leaves the launch stream alone."""
+        usable = [o for o in offerings if self.blocked_until_s.get(o.key, -math.inf) <= now_s]
+        best = min(usable, key=lambda o: (CAPACITY_TYPE_RANK[o.capacity_type],
+                                          o.price_usd_per_hour))
+        return best.price_usd_per_hour
+
+    def mark_for_deletion(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.deleting.add(node.name)
+            self.cluster.mark_for_deletion(node)
+        self.metrics.sample()
+
+    def unmark_for_deletion(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.deleting.discard(node.name)
+            self.cluster.unmark_for_deletion(node)
+        self.metrics.sample()
+
+    def launch_replacement(self, plan: ClaimPlan, replaced: list[Node],
+                           now_s: float) -> Node | None:
+        node = self.launch_claim(plan, now_s)
+        if node is not None:
+            self.replacing[node.name] = replaced
+        return node
+
+    def count(self, event: str, n: int = 1) -> None:
+        self.metrics.events[event] += n
+
     def _pick(self, offerings: list[Offering], now_s: float) -> list[Offering]:
         """Offerings in launch order: capacity-type rank, then price, ties at random."""
         usable = [o for o in offerings if self.blocked_until_s.get(o.key, -math.inf) <= now_s]
@@ -204,7 +270,6 @@ class KarpenterProvider:
                              offering.zone, offering.capacity_type, plan.pool.name,
                              plan.pool.node_labels(), pool_taints(plan.pool))
             self.launcher.launch(node, plan.pool.node_latencies or self.params.node_latencies)
-            self.disruption.version += 1  # new spare room consolidation may use
             self._nominate(node.name, plan.pods)
             self.spot.node_launched(node)
             expire_s = plan.pool.expire_after_s
@@ -222,11 +287,8 @@ class KarpenterProvider:
             self._trigger(self.sim.now_s)
 
     def _nominate(self, node_name: str, pods: list[Pod]) -> None:
-        self.disruption.version += 1  # reserved room changed
         for pod in pods:
-            self.nominated.setdefault(node_name, set()).add(pod.name)
-            self.nomination_of[pod.name] = node_name
-            self.nominated_at_s[pod.name] = self.sim.now_s
+            self.cluster.nominate(node_name, pod.name, self.sim.now_s)
 
     def expire_nominations(self, now_s: float) -> None:
         """Drop nominations that no longer hold: the pod is gone or bound, or the node has
@@ -238,20 +300,13 @@ class KarpenterProvider:
             pod = self.cluster.pods.get(pod_name)
             node = self.cluster.nodes.get(node_name)
             if pod is None or pod.node_name is not None:
-                self._clear_nomination(pod_name)
+                self.cluster.clear_nomination(pod_name)
             elif node is not None and node.ready_s is not None and now_s >= window_s + max(
                     node.ready_s, self.nominated_at_s.get(pod_name, now_s)):
-                self._clear_nomination(pod_name)
+                self.cluster.clear_nomination(pod_name)
                 freed = True
         if freed and self._waiting_pods():
             self._trigger(now_s)
-
-    def _clear_nomination(self, pod_name: str) -> None:
-        node_name = self.nomination_of.pop(pod_name, None)
-        self.nominated_at_s.pop(pod_name, None)
-        self.disruption.version += 1
-        if node_name is not None:
-            self.nominated.get(node_name, set()).discard(pod_name)
 
     # -- lifecycle callbacks ----------------------------------------------------------------
     def _node_ready(self, node: Node) -> None:
@@ -266,21 +321,22 @@ class KarpenterProvider:
             self.disruption.replacement_failed(replaced)
 
     def _node_gone(self, node: Node) -> None:
-        self.disruption.version += 1
-        for pod_name in self.nominated.pop(node.name, set()):
-            self.nomination_of.pop(pod_name, None)
-            self.nominated_at_s.pop(pod_name, None)
+        # ClusterState.remove_node has dropped the nominations to this node
         self.deleting.discard(node.name)
         self.draining.pop(node.name, None)
         if node.name in self.metrics.node_names and self._waiting_pods():
             self._trigger(self.sim.now_s)
 
     def _pod_bound(self, pod: Pod) -> None:
-        self._clear_nomination(pod.name)
+        self.cluster.clear_nomination(pod.name)
         self.disruption.node_event(pod.node_name, self.sim.now_s)
 
     def _pod_evicted(self, pod: Pod, cause: str) -> None:
-        self._clear_nomination(pod.name)
+        self.cluster.clear_nomination(pod.name)
+        self.disruption.pod_left(pod.name, self.sim.now_s)
+
+    def _pod_deleted(self, pod: Pod) -> None:
+        self.cluster.clear_nomination(pod.name)
         self.disruption.pod_left(pod.name, self.sim.now_s)
 
     # -- deletion ------------------------------------------------------------------------------
@@ -296,9 +352,8 @@ class KarpenterProvider:
         pool = self.pools.get(node.pool)
         grace = pool.termination_grace_period if pool is not None else None
         deadline_s = self.sim.now_s + parse_duration_s(grace) if grace else math.inf
-        node.state = NodeState.DRAINING
         self.deleting.add(node.name)
-        self.disruption.version += 1
+        self.cluster.mark_for_deletion(node)
         self.draining[node.name] = (cause, deadline_s)
         self.metrics.sample()
         self.drain_step(node)

@@ -4,12 +4,25 @@ Each job (PodGroup) is tried inside a transaction on the cycle's snapshot: pods 
 one by one and the whole attempt is rolled back unless minMember pods found a place, so a gang
 never holds GPUs it cannot use (layer2-scheduling.md 2.10). Evictions are tried first on the
 snapshot and committed only if the preemptor then fits; consolidation moves running pods
-only if every one of them finds a new place. The cycle runs every `schedule_period_s` while anything is pending.
+only if every one of them finds a new place.
+
+KAI's cycle runs every `schedule_period_s` (1 s) while anything is pending, but a cycle on an
+unchanged cluster makes the decisions of the one before: pods that could not fit still cannot.
+So when a cycle ends with pods waiting, the next one runs only when something changed
+(`ClusterState.stamp` advanced: pods, nodes, taints, nominations) or a timer expires (a gang's
+`preemption_delay_s`, a stale-gang grace), at the first point of the 1 s grid at or after that
+moment, where the periodic cycle would have seen it. Decisions are those of a cycle every
+second; only `unschedulable_reports`, which counts reports per cycle run, is smaller.
 """
 
 from __future__ import annotations
 
+import math
+
 from gpuscale.cluster.objects import Pod
+from gpuscale.cluster.state import ClusterState
+from gpuscale.core import RandomStreams, Simulation
+from gpuscale.scheduling.base import UnschedulableCallback
 from gpuscale.scheduling.driver import CycleScheduler
 from gpuscale.scheduling.gangs import Gang, form_gangs
 from gpuscale.scheduling.kai.book import QueueBook
@@ -34,14 +47,37 @@ class KaiScheduler(CycleScheduler):
         self.binpack = params.placement_strategy == "binpack"
         self._idle_report: list = []
         self._deadline_s = 0.0  # next preemption-delay or staleness expiry
+        self._idle_since_s: float | None = None  # last cycle, when it ended with pods waiting
+        self._wake_requested = False  # a change since then has asked for a cycle
+
+    def attach(self, sim: Simulation, cluster: ClusterState, streams: RandomStreams,
+               on_unschedulable: UnschedulableCallback) -> None:
+        super().attach(sim, cluster, streams, on_unschedulable)
+        cluster.on_changed.append(self._cluster_changed)
+
+    # -- waking on a change ------------------------------------------------------------------
+    def _grid_at_or_after(self, since_s: float, time_s: float) -> float:
+        """The first periodic cycle after the one at `since_s`, at or after `time_s`. Built by
+        adding the period as the every-second cycle did, so the instants are the same floats."""
+        period = self.params.schedule_period_s
+        at_s = since_s + period
+        while at_s < time_s:
+            at_s += period
+        return at_s
+
+    def _cluster_changed(self) -> None:
+        if self._idle_since_s is None or self._wake_requested:
+            return
+        self._wake_requested = True
+        self.request_cycle(self._grid_at_or_after(self._idle_since_s, self.sim.now_s))
 
     # -- cycle -------------------------------------------------------------------------------
     def cycle(self, now_s: float, quiet: bool) -> float | None:
-        period = self.params.schedule_period_s
-        if quiet and now_s < self._deadline_s:
+        idle_since_s, self._idle_since_s, self._wake_requested = self._idle_since_s, None, False
+        if quiet and now_s < self._deadline_s and idle_since_s is not None:
             # same snapshot as last cycle and no timer expired: same decisions, same reports
             self.report_unschedulable(self._idle_report, now_s)
-            return now_s + period
+            return self._wait(now_s)
         snap = Snapshot(self.cluster)
         gangs = form_gangs(self.cluster.pods.values())
         book = QueueBook(self.queues, gangs, sum(nf.node.num_gpus for nf in snap.nodes))
@@ -63,7 +99,14 @@ class KaiScheduler(CycleScheduler):
         self.report_unschedulable(self._idle_report, now_s)
         self._deadline_s = self._next_deadline(still_failed, now_s)
         waiting = still_failed or blocked_by_quota or self.stale_since
-        return now_s + period if waiting else None
+        return self._wait(now_s) if waiting else None
+
+    def _wait(self, since_s: float) -> float:
+        """Pods wait: the next cycle is due at the next timer, or earlier on a change."""
+        self._idle_since_s = since_s
+        if not math.isfinite(self._deadline_s):
+            return math.inf
+        return self._grid_at_or_after(since_s, self._deadline_s)
 
     def _next_deadline(self, failed: list[Gang], now_s: float) -> float:
         times = [self._pending_since(g) + g.spec.preemption_delay_s for g in failed]

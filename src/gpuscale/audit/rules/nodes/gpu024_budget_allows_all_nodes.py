@@ -9,17 +9,18 @@ from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.nodepools import is_gpu_nodepool, max_nodes
+from gpuscale.audit.values import number
 
 
 def _allowed(value, total: int | None) -> float | None:
     """Nodes a budget entry lets go at once (percentages round up); None if unknowable."""
     text = str(value).strip()
     if text.endswith("%"):
-        pct = float(text[:-1])
+        pct = number(text[:-1], "spec.disruption.budgets[].nodes")
         if pct >= 100:
             return math.inf
         return math.ceil(total * pct / 100) if total else None
-    return float(text)
+    return number(text, "spec.disruption.budgets[].nodes")
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:

@@ -8,6 +8,7 @@ from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.workloads import gpu_templates, gpus_per_pod
+from gpuscale.audit.values import integer
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 # Jobs with a deadline under this are short enough to rerun; the threshold is ours, stated in docs.
@@ -17,7 +18,7 @@ LONG_RUNNING_S = 3600
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     deadline = obj.get("spec", "activeDeadlineSeconds") if obj.kind == "Job" else \
         obj.get("spec", "jobTemplate", "spec", "activeDeadlineSeconds")
-    if deadline is not None and int(deadline) < LONG_RUNNING_S:
+    if deadline is not None and integer(deadline, "activeDeadlineSeconds") < LONG_RUNNING_S:
         return
     for tmpl in gpu_templates(obj):
         annotations = (tmpl.template.get("metadata") or {}).get("annotations") or {}

@@ -8,7 +8,8 @@ from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.nodepools import is_gpu_nodepool
-from gpuscale.units import GIB, parse_quantity
+from gpuscale.units import GIB
+from gpuscale.audit.values import quantity
 
 # hardware-and-models.md section 4: vLLM images are 12-28.6 GB uncompressed and filled 50 GB
 # node disks; pulling needs the compressed layers and the extracted copy at once, plus any
@@ -27,7 +28,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         size = (mapping.get("ebs") or {}).get("volumeSize")
         if size is None or not (mapping.get("rootVolume") or len(obj.get("spec", "blockDeviceMappings")) == 1):
             continue
-        gib = parse_quantity(size) / GIB
+        gib = quantity(size, f"spec.blockDeviceMappings[{i}].ebs.volumeSize") / GIB
         if gib < MIN_ROOT_VOLUME_GIB:
             yield Hit(("spec", "blockDeviceMappings", i, "ebs", "volumeSize"),
                       {"size": size, "gib": f"{gib:g}", "min": f"{MIN_ROOT_VOLUME_GIB:g}", "pools": ", ".join(users)})

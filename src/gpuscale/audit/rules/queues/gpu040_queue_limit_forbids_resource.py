@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
+from gpuscale.audit.values import number
 
 RESOURCES = ("gpu", "cpu", "memory")
 
@@ -24,7 +25,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         if limit is None:
             path = ("spec", "resources", name) if isinstance(block, dict) else ("spec", "resources")
             yield Hit(path, {"resource": name, "how": "unset"})
-        elif float(limit) == 0:
+        elif number(limit, f"spec.resources.{name}.limit") == 0:
             yield Hit(("spec", "resources", name, "limit"), {"resource": name, "how": "0"})
 
 

@@ -9,7 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.rules.scheduling.gangs import scheduler_name
 from gpuscale.audit.workloads import gpu_templates, gpus_per_pod, is_gpu_inference
-from gpuscale.units import parse_quantity
+from gpuscale.audit.values import integer, quantity
 
 QUEUE_LABEL = "kai.scheduler/queue"
 # layer2-scheduling.md 2.3: built-in PriorityClasses; >= 100 is non-preemptible.
@@ -36,7 +36,7 @@ def _priority_class(obj: Manifest) -> tuple[str, tuple]:
 def _value(name: str, ctx: AuditContext) -> int | None:
     for pc in ctx.of_kind("PriorityClass"):
         if pc.name == name and pc.get("value") is not None:
-            return int(pc.get("value"))
+            return integer(pc.get("value"), f"PriorityClass/{name}: value")
     return BUILTIN_PRIORITY.get(name)
 
 
@@ -55,7 +55,8 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     queue = next((q for q in ctx.of_kind("Queue") if q.name == queue_name), None)
     if queue is None:
         return
-    quota = float(parse_quantity(queue.get("spec", "resources", "gpu", "quota", default=0) or 0))
+    quota = float(quantity(queue.get("spec", "resources", "gpu", "quota", default=0) or 0,
+                           "Queue spec.resources.gpu.quota"))
     demand = sum(gpus_per_pod(t.template) * t.replicas for t in gpu_templates(obj))
     if 0 <= quota < demand and value is not None and value < NON_PREEMPTIBLE_FROM:
         yield Hit(path, {"what": f"queue {queue.name} guarantees {quota:g} GPUs for {demand} requested"})

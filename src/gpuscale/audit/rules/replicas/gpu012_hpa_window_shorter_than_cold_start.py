@@ -2,6 +2,7 @@
 
 from gpuscale.audit.rules.replicas.window_template import window_rule
 from gpuscale.audit.scalers import HPA_DEFAULT_SCALE_DOWN_WINDOW_S
+from gpuscale.audit.values import number
 
 
 def _read(obj):
@@ -11,7 +12,7 @@ def _read(obj):
     window = (behavior.get("scaleDown") or {}).get("stabilizationWindowSeconds")
     if window is None:
         return float(HPA_DEFAULT_SCALE_DOWN_WINDOW_S), ("spec", "behavior"), "default scale-down stabilization"
-    return float(window), ("spec", "behavior", "scaleDown", "stabilizationWindowSeconds"), \
+    return number(window, "spec.behavior.scaleDown.stabilizationWindowSeconds"), ("spec", "behavior", "scaleDown", "stabilizationWindowSeconds"), \
         "scaleDown.stabilizationWindowSeconds"
 
 

@@ -2,6 +2,7 @@
 
 from gpuscale.audit.rules.replicas.window_template import window_rule
 from gpuscale.audit.scalers import KEDA_DEFAULT_COOLDOWN_S, min_replicas
+from gpuscale.audit.values import number
 
 
 def _read(obj):
@@ -11,7 +12,7 @@ def _read(obj):
     value = obj.get("spec", "cooldownPeriod")
     if value is None:
         return float(KEDA_DEFAULT_COOLDOWN_S), ("spec",), "cooldownPeriod (default)"
-    return float(value), ("spec", "cooldownPeriod"), "cooldownPeriod"
+    return number(value, "spec.cooldownPeriod"), ("spec", "cooldownPeriod"), "cooldownPeriod"
 
 
 RULE = window_rule(

@@ -9,6 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.rules.scheduling.gangs import (KAI_BATCH_MIN_MEMBER, pod_group_name,
                                                    pods_needed_together, scheduler_name)
+from gpuscale.audit.values import integer
 
 WORKLOADS = ("Job", "LeaderWorkerSet", "RayCluster", "StatefulSet", "Deployment", "CronJob")
 
@@ -21,8 +22,8 @@ def _pod_group_check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         if namespace_of(workload) != namespace_of(obj) or pod_group_name(workload) != obj.name:
             continue
         pods, why = pods_needed_together(workload)
-        if int(min_member) < pods:
-            yield Hit(("spec", "minMember"), {"min": int(min_member), "pods": pods,
+        if integer(min_member, "spec.minMember") < pods:
+            yield Hit(("spec", "minMember"), {"min": integer(min_member, "spec.minMember"), "pods": pods,
                                               "who": f"{workload.ref} ({why})"})
 
 
