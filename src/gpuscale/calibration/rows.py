@@ -10,6 +10,7 @@ its own measurement (A5), the reading used is derived in code, and shown with th
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -23,7 +24,7 @@ from gpuscale.serving.cold_start import (
     cold_start_medians,
     node_ready_components,
 )
-from gpuscale.serving.engines import get_engine_profile
+from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware, layer_linear_time_s
 from gpuscale.serving.replica import EngineConfig
@@ -80,8 +81,8 @@ class CheckResult:
 def _hw(gpu: str | GpuSpec, model: str, tp: int, weights: Precision, kv: Precision,
         engine: str = "default") -> ReplicaHardware:
     spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    return ReplicaHardware(spec, get_model(model), weights, kv, tp,
-                           step_time_factor=get_engine_profile(engine).step_time_factor)
+    return with_engine(ReplicaHardware(spec, get_model(model), weights, kv, tp),
+                       get_engine_profile(engine))
 
 
 def _engine(hw: ReplicaHardware, max_seqs: int, budget: int, util: float = 0.9,
@@ -218,22 +219,44 @@ A8_MEAN_LATENCY_S = 44.954547225
 A8_INSTANCES = 4
 A8_MEASURED_IN_FLIGHT = A8_COMPLETED_PER_S * A8_MEAN_LATENCY_S / A8_INSTANCES
 
-A8_MISS = ("the submission ran ~836 requests per TP2 replica (Little's law on its log: 74.4/s x "
-           "45.0 s / 4) at 155 ms per token, near saturation at 89% of the offline run's sample "
-           "rate; the model, within 2% of that offline run (A6), saturates at ~87 QPS, so at 75 "
-           "it runs ~170 in flight at 34 ms. At 86 QPS (+15%, inside the row's 20% throughput "
-           "tolerance) it runs the submission's regime (~700 in flight, TPOT 113 ms, TTFT 0.21 "
-           "s). The measured server is >= 6% slower per token than the measured offline run at "
-           "a smaller batch (155 ms at 836 vs <= 146 ms at <= 896), so no step-time curve "
-           "shared by A6 and A8 reproduces both. See docs/calibration.md")
-# Where the model runs the submission's regime (docs/calibration.md, A8 load sweep).
-A8_MODEL_OPERATING_QPS = 86.0
+# Row A8 as decided in issue 14 (closing issue 5): server latency near saturation is set by the
+# load relative to the engine's own capacity, so the latency checks run at the same fraction of
+# each side's offline capacity. The submission ran at 75 QPS = 75 / 84.48 of its measured A6
+# offline sample rate (hardware-and-models.md 3.1); the model runs at that fraction of its own
+# A6 rate. The throughput check stays absolute (75 QPS).
+A6_MEASURED_SAMPLES_PER_S = 84.48
+A8_QPS = 75.0
+A8_LOAD_FRAC = A8_QPS / A6_MEASURED_SAMPLES_PER_S
+
+
+# Why the latency checks still miss when compared as decided (docs/calibration.md, A8): at the
+# same relative load the real engine ran 836 requests per replica, i.e. its throughput at batch
+# ~836 was 88 % of its throughput at batch 896 (offline); that needs a step at batch 836 about
+# 6 % slower than at 896, which no step-time curve that grows with the batch gives. The model's
+# throughput grows with the batch, so at 88.8 % of its own capacity it runs ~250 in flight.
+A8_MISS = ("compared as decided (latency at 75/84.48 of the model's own A6 rate), the model runs "
+           "~250 requests per replica where the submission ran ~836: the measured server was "
+           "~6% slower per token than the measured offline run at a smaller batch (155 ms at "
+           "836 vs <= 146 ms at <= 896), which no batch-monotone step time reproduces; the "
+           "throughput check passes. See docs/calibration.md, A8")
+
+
+@functools.cache
+def a6_model_samples_per_s() -> float:
+    """The model's own A6 offline capacity (completed samples / makespan)."""
+    result = _a6()
+    return result.num_completed / result.makespan_s
+
+
+def a8_relative_qps() -> float:
+    """The QPS at which the model is as loaded, relative to its own A6 capacity, as the
+    submission was relative to its measured one."""
+    return A8_LOAD_FRAC * a6_model_samples_per_s()
 
 
 def _a8(duration_s: float = 240.0, hw: ReplicaHardware | None = None,
-        qps: float = 75.0) -> BenchResult:
-    """MLPerf Server: Poisson arrivals at `qps` (the row's 75) on 4 x TP2 (`hw` overrides the
-    replica)."""
+        qps: float = A8_QPS) -> BenchResult:
+    """MLPerf Server: Poisson arrivals at `qps` on 4 x TP2 (`hw` overrides the replica)."""
     hw = hw or _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
     n = int(qps * duration_s)
     prompts, outputs = mlperf_lengths(n, seed=1)
@@ -244,18 +267,23 @@ def _a8(duration_s: float = 240.0, hw: ReplicaHardware | None = None,
 
 
 def row_a8(duration_s: float = 240.0) -> list[CheckResult]:
-    result = _a8(duration_s)
-    return [CheckResult("A8", "server 75 QPS tok/s", 21_606, result.output_tokens_per_s, 0.20,
-                        "tok/s"),
-            CheckResult("A8", "server 75 QPS mean TTFT", 0.276, result.mean_ttft_s, 0.50, "s",
-                        known_miss=A8_MISS),
-            CheckResult("A8", "server 75 QPS mean TPOT", 0.155, result.mean_tpot_s, 0.25, "s",
-                        known_miss=A8_MISS),
+    absolute = _a8(duration_s)
+    qps = a8_relative_qps()
+    relative = _a8(duration_s, qps=qps)
+    note = (f"latency at the same load relative to own offline capacity: 75 / 84.48 = "
+            f"{A8_LOAD_FRAC:.1%} of the model's A6 rate {a6_model_samples_per_s():.2f}/s = "
+            f"{qps:.2f} QPS (issue 14, row A8 decided); throughput at 75 QPS absolute")
+    return [CheckResult("A8", "server 75 QPS tok/s (absolute)", 21_606,
+                        absolute.output_tokens_per_s, 0.20, "tok/s"),
+            CheckResult("A8", "server mean TTFT (relative load)", 0.276, relative.mean_ttft_s,
+                        0.50, "s", known_miss=A8_MISS, input_note=note),
+            CheckResult("A8", "server mean TPOT (relative load)", 0.155, relative.mean_tpot_s,
+                        0.25, "s", known_miss=A8_MISS, input_note=note),
             # Derived from the same log (not a column of the reference row): the diagnosis.
             # Tolerance as TPOT's: at a fixed throughput the in-flight count scales with it.
-            CheckResult("A8", "server in flight per replica (Little)", A8_MEASURED_IN_FLIGHT,
-                        result.mean_in_system / A8_INSTANCES, 0.25, "req",
-                        known_miss=A8_MISS)]
+            CheckResult("A8", "in flight per replica (relative load)", A8_MEASURED_IN_FLIGHT,
+                        relative.mean_in_system / A8_INSTANCES, 0.25, "req", known_miss=A8_MISS,
+                        input_note=note)]
 
 
 # trtllm-bench prints total output tokens / total latency (first request sent to last one done)
