@@ -55,20 +55,24 @@ def run_table(hw: ReplicaHardware, cfg: EngineConfig, arrival_s: np.ndarray,
 
 
 def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
-           num_replicas: int) -> RequestTable:
+           num_replicas: int, router: str = "least_outstanding") -> RequestTable:
+    """`router`: least_outstanding (a load balancer), or round_robin (request i to replica
+    i mod R, as Vidur's global scheduler does)."""
     sim = Simulation()
     table = RequestTable(requests)
     cost = StepCost(hw)
     replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost) for i in range(num_replicas)]
     arrivals = table.arrival_s
     n = len(arrivals)
+    round_robin = router == "round_robin"
 
     def arrive(rid: int) -> None:
         now_s = sim.now_s
         # Same-instant arrivals (offline) are routed in one go, as a client's burst would be.
         while True:
             table.num_arrived = rid + 1
-            least_outstanding(replicas).enqueue(rid, now_s)
+            target = replicas[rid % num_replicas] if round_robin else least_outstanding(replicas)
+            target.enqueue(rid, now_s)
             rid += 1
             if rid >= n or arrivals[rid] > now_s:
                 break

@@ -40,6 +40,10 @@ class EngineConfig:
     num_blocks: int
     max_model_len: int
     request_timeout_s: float
+    # "chunked" (vLLM V1, Sarathi): decodes and prefill chunks share each step's token budget.
+    # "prefill_first" (vLLM V0's default scheduler, Vidur's `vllm`): waiting prompts run whole
+    # in prefill-only steps (up to the budget) before any decode step; decodes wait meanwhile.
+    batching: str = "chunked"
 
     @property
     def capacity_tokens(self) -> int:
@@ -54,7 +58,8 @@ class Replica:
         "heap", "resume_generated", "G", "decode_base", "n_decode", "prefill_reserved",
         "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
         "busy_accum_s", "accepting", "on_drained", "ttft_observations", "cost", "step_start_s",
-        "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled",
+        "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled", "step_decodes",
+        "prefill_first",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
@@ -89,6 +94,8 @@ class Replica:
         self.step_start_s = 0.0  # a planned step may start in the future (after a cut)
         self.step_chunks: list[tuple[int, int, int]] = []
         self.step_budget = 0
+        self.step_decodes = True  # False for a prefill-only step (prefill_first batching)
+        self.prefill_first = cfg.batching == "prefill_first"
         # Disaggregation: a "prefill" replica hands each request off after its prefill
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
         # straight into decode.
@@ -201,9 +208,9 @@ class Replica:
                     table.drop(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
-            waiting.popleft()
-            self.running[rid] = None
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
+                waiting.popleft()
+                self.running[rid] = None
                 self.kv_ready.discard(rid)
                 if table.output_tokens[rid] <= 1:
                     del self.running[rid]
@@ -211,9 +218,13 @@ class Replica:
                 else:
                     self._join_decode(rid, 1)
                 continue
+            if self.prefill_first and need > budget and chunks:
+                break  # whole prompts only: it waits for the next prefill step
+            waiting.popleft()
+            self.running[rid] = None
             self.prefilling[rid] = need
             self.prefill_reserved += need
-            take = need if need < budget else budget
+            take = need if need < budget or self.prefill_first else budget
             chunks.append((rid, take, 0))
             budget -= take
         return budget
@@ -223,7 +234,8 @@ class Replica:
         if not self.prefilling and not self.waiting and self.n_decode:
             self._start_segment(now_s)  # fast path: nothing to admit or prefill
             return
-        budget = self.cfg.max_num_batched_tokens - self.n_decode
+        # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
+        budget = self.cfg.max_num_batched_tokens - (0 if self.prefill_first else self.n_decode)
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
         for rid, remaining in self.prefilling.items():
             if budget <= 0:
@@ -239,6 +251,7 @@ class Replica:
             self.step_start_s = now_s
             self.step_chunks = chunks
             self.step_budget = budget
+            self.step_decodes = not self.prefill_first
             self._schedule_step()
             return
         if self.n_decode:
@@ -251,7 +264,8 @@ class Replica:
 
     def _schedule_step(self) -> None:
         chunks = self.step_chunks
-        duration = self.cost.step_s(self.n_decode, self.decode_base + self.n_decode * self.G,
+        decodes = self.n_decode if self.step_decodes else 0
+        duration = self.cost.step_s(decodes, self.decode_base + decodes * self.G if decodes else 0,
                                     [(c, p) for _, c, p in chunks])
         self.version += 1
         self.sim.schedule(self.step_start_s + duration, Priority.ENGINE, self._end_step,
@@ -322,10 +336,11 @@ class Replica:
             return
         now_s = self.sim.now_s
         table = self.table
-        self.G += 1
-        heap = self.heap
-        if heap and heap[0][0] <= self.G:
-            self._finish_due(now_s)
+        if self.step_decodes:
+            self.G += 1
+            heap = self.heap
+            if heap and heap[0][0] <= self.G:
+                self._finish_due(now_s)
         for rid, take, _prefix in chunks:
             if rid not in self.prefilling:
                 continue  # preempted meanwhile
