@@ -144,7 +144,10 @@ def test_cli_prints_table_and_json():
     assert "torch.compile cold" in text.output and "pass" in text.output
     out = runner.invoke(cli, ["calibrate", "--row", "A18", "--format", "json"])
     data = json.loads(out.output)
-    assert {d["row"] for d in data} == {"A18"} and all(d["passed"] for d in data)
+    assert list(data) == ["rows"] and [r["row"] for r in data["rows"]] == ["A18"]
+    for check in data["rows"][0]["checks"]:
+        assert set(check) == {"statistic", "measured", "predicted", "error_frac", "tolerance",
+                              "passed"} and check["passed"]
 
 
 def test_cli_marks_a_pass_that_depends_on_an_input_reading():
@@ -153,7 +156,8 @@ def test_cli_marks_a_pass_that_depends_on_an_input_reading():
     assert "pass*" in out.output and "input read as:" in out.output
     data = json.loads(CliRunner().invoke(cli, ["calibrate", "--row", "A5", "--format",
                                                "json"]).output)
-    assert data[0]["input_note"] and data[0]["passed"]
+    assert data["rows"][0]["checks"][0]["passed"]
+    assert rows.row_a5()[0].as_dict()["input_note"]
 
 
 def test_row_selection_is_exact_and_unknown_rows_are_refused():

@@ -61,6 +61,7 @@ class CheckResult:
     # How a reference input was read when the row's own terms are inconsistent (shown with the
     # table, so a pass that depends on a reading is never silent).
     input_note: str = ""
+    statistic: str = ""  # rows written as data (rows.yaml, --rows): the statistic's name
 
     @property
     def error_frac(self) -> float:
@@ -77,6 +78,12 @@ class CheckResult:
                 "passed": self.passed, "known_miss": self.known_miss or None,
                 "input_note": self.input_note or None}
 
+    def as_check(self) -> dict:
+        """One entry of `calibrate --format json` (issue 14's exact keys)."""
+        return {"statistic": self.statistic or self.label, "measured": self.measured,
+                "predicted": round(self.predicted, 6), "error_frac": round(self.error_frac, 4),
+                "tolerance": self.tolerance_frac, "passed": self.passed}
+
 
 def _hw(gpu: str | GpuSpec, model: str, tp: int, weights: Precision, kv: Precision,
         engine: str = "default") -> ReplicaHardware:
@@ -86,10 +93,12 @@ def _hw(gpu: str | GpuSpec, model: str, tp: int, weights: Precision, kv: Precisi
 
 
 def _engine(hw: ReplicaHardware, max_seqs: int, budget: int, util: float = 0.9,
-            max_len: int = 10**6) -> EngineConfig:
+            max_len: int = 10**6, engine: str = "trtllm") -> EngineConfig:
+    """The engine's scheduler with its default batching (serving/engines.py)."""
     blocks = num_kv_blocks(hw, gpu_memory_utilization=util, block_size=16,
                            activation_reserve_gib=2.0, non_torch_gib=0.5)
-    return EngineConfig(max_seqs, budget, 16, blocks, max_len, 1e9)
+    return EngineConfig(max_seqs, budget, 16, blocks, max_len, 1e9,
+                        batching=get_engine_profile(engine).batching)
 
 
 def _lognormal(rng: np.random.Generator, n: int, mean: float, lo: int, hi: int) -> np.ndarray:
@@ -310,16 +319,32 @@ def row_a10() -> list[CheckResult]:
                         0.20, "x")]
 
 
-def row_a11() -> list[CheckResult]:
+def data_row_checks(rows: list) -> list[CheckResult]:
+    """Run rows written as data (calibration/user_rows.py) and compare every check."""
+    from gpuscale.calibration.user_rows import run_row
+
     out = []
-    for gpu, tp, measured in (("H100-SXM", 2, 4_205), ("H200", 1, 2_909)):
-        hw = _hw(gpu, "Llama-3.3-70B", tp, FP8, FP8, "trtllm")
-        cfg = _engine(hw, TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS)
-        n = TRTLLM_BENCH_REQUESTS[1000, 1000]
-        tput = run_benchmark(hw, cfg, offline_requests(*_fixed(n, 1000, 1000)))
-        out.append(CheckResult("A11", f"70B FP8 {gpu} TP{tp} 1000/1000", measured,
-                               tput.output_tokens_per_s, 0.25, "tok/s"))
+    for row in rows:
+        got = run_row(row)
+        for check in row.checks:
+            out.append(CheckResult(row.id, check.statistic, check.measured, got[check.statistic],
+                                   check.tolerance, "", statistic=check.statistic))
     return out
+
+
+def _shipped(prefix: str) -> Callable[[], list[CheckResult]]:
+    def run() -> list[CheckResult]:
+        from gpuscale.calibration.user_rows import builtin_rows
+
+        return data_row_checks([r for r in builtin_rows() if r.id.split("-")[0] == prefix])
+    return run
+
+
+# The shipped rows.yaml: A11 (TensorRT-LLM 70B points), P1 (MI300X, MLPerf v4.1), P2 (NIM
+# closed-loop concurrency on 2 x H100).
+row_a11 = _shipped("A11")
+row_p1 = _shipped("P1")
+row_p2 = _shipped("P2")
 
 
 def row_a13() -> list[CheckResult]:
@@ -330,7 +355,8 @@ def row_a13() -> list[CheckResult]:
     rng = np.random.default_rng(13)
     prompts = _lognormal(rng, 5000, SHAREGPT_PROMPT_MEAN, 4, 1024)
     outputs = np.minimum(_lognormal(rng, 5000, SHAREGPT_OUTPUT_MEAN, 4, 2048), 2048 - prompts)
-    result = run_benchmark(hw, _engine(hw, 256, 2048, util=0.95, max_len=2048),
+    result = run_benchmark(hw, _engine(hw, 256, 2048, util=0.95, max_len=2048,
+                                       engine="vllm-v0.6"),
                            offline_requests(prompts, outputs))
     return [CheckResult("A13", "vLLM 0.6 70B TP4 tok/s", 3_543, result.output_tokens_per_s,
                         0.30, "tok/s"),
@@ -386,7 +412,7 @@ def row_a18() -> list[CheckResult]:
 ROWS: dict[str, Callable[[], list[CheckResult]]] = {
     "A1-A3": rows_a1_a3, "A4": row_a4, "A5": row_a5, "A6-A7": rows_a6_a7, "A8": row_a8,
     "A10": row_a10, "A11": row_a11, "A13": row_a13, "A15": row_a15, "A16": row_a16,
-    "A17": row_a17, "A18": row_a18,
+    "A17": row_a17, "A18": row_a18, "P1": row_p1, "P2": row_p2,
 }
 
 

@@ -12,12 +12,13 @@ measurement that is not itself a calibration row, and are then checked on rows
   published point in the reference: it takes vLLM V1's numbers (assumed, said in the table).
 - `vllm-v0.6` (`kind: vllm, version: "0.6"`): vLLM 0.6.0 with `num-scheduler-steps 10` ran
   Llama-3.1-8B FP8 on one H100 at 8,088 output tok/s (Lambda benchmark_v0, hardware-and-models.md
-  3.4 [S9]); the kernels plus V1's host time give 18,606 tok/s on the same setup (ShareGPT-like
-  lengths, max-num-seqs 256). The gap is per-sequence Python work between steps (the vLLM 0.6
-  blog: API server and scheduler on the CPU), 74 us per sequence per step makes the 8B point
-  exact, and then predicts row A13 (70B, TP4) at +26 % tok/s and -12 % median TPOT, which it was
-  not fitted on. (A whole-step multiplier fitted the same way, 2.30x, misses A13's TPOT by +36 %:
-  host time does not grow with the model.)
+  3.4 [S9]); the kernels plus V1's host time give 16,174 tok/s on the same setup (ShareGPT-like
+  lengths, max-num-seqs 256, V0's prefill-first scheduler). The gap is per-sequence Python work
+  between steps (the vLLM 0.6 blog: API server and scheduler on the CPU): 66 us per sequence
+  per step makes the 8B point exact, and then predicts row A13 (70B, TP4) at +16 % tok/s and
+  -3 % median TPOT, which it was not fitted on. (A whole-step multiplier fitted the same way,
+  2.30x with chunked batching, missed A13's TPOT by +36 %: host time does not grow with the
+  model.)
 - `sarathi` (Sarathi-Serve, the engine Vidur's profiles come from): NCCL all-reduce at every
   size (its custom kernels are not used), V1's host time (assumed; Vidur itself models none).
 
@@ -44,16 +45,22 @@ class EngineProfile:
     host_seq_s: float = HOST_SEQ_S
     custom_allreduce: bool = True
     step_time_factor: float = 1.0
+    # The scheduler's default batching (replica.EngineConfig.batching): vLLM V1 and SGLang chunk
+    # prefills; vLLM 0.6 (V0) runs prefill-first batches unless max_model_len > 32k (its
+    # default); TensorRT-LLM's in-flight batching keeps prompts whole (enable_chunked_context
+    # defaults to False in its executor and LLM API).
+    batching: str = "chunked"
 
 
 ENGINE_PROFILES: dict[str, EngineProfile] = {
     p.name: p for p in (
         EngineProfile("default", "kernels + BLIS host time (rows A6, A7, A10, A11)"),
         EngineProfile("vllm", "vLLM V1: async scheduling, CUDA graphs; BLIS host time"),
-        EngineProfile("trtllm", "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)"),
+        EngineProfile("trtllm", "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)",
+                      batching="whole_prompt"),
         EngineProfile("sglang", "assumed as vLLM V1 (no published SGLang point read)"),
         EngineProfile("vllm-v0.6", "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13",
-                      host_seq_s=74e-6),
+                      host_seq_s=66e-6, batching="prefill_first"),
         EngineProfile("sarathi", "Sarathi-Serve as Vidur profiles it: NCCL all-reduce",
                       custom_allreduce=False),
     )

@@ -43,6 +43,9 @@ class EngineConfig:
     # "chunked" (vLLM V1, Sarathi): decodes and prefill chunks share each step's token budget.
     # "prefill_first" (vLLM V0's default scheduler, Vidur's `vllm`): waiting prompts run whole
     # in prefill-only steps (up to the budget) before any decode step; decodes wait meanwhile.
+    # "whole_prompt" (TensorRT-LLM in-flight batching, chunked context off, its default): decodes
+    # and prefills share a step, but a prompt is never split; one that does not fit the budget
+    # left waits for the next step.
     batching: str = "chunked"
 
     @property
@@ -59,7 +62,7 @@ class Replica:
         "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
         "busy_accum_s", "accepting", "on_drained", "ttft_observations", "cost", "step_start_s",
         "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled", "step_decodes",
-        "prefill_first",
+        "prefill_first", "whole_prompts", "on_complete",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
@@ -96,12 +99,15 @@ class Replica:
         self.step_budget = 0
         self.step_decodes = True  # False for a prefill-only step (prefill_first batching)
         self.prefill_first = cfg.batching == "prefill_first"
+        self.whole_prompts = self.prefill_first or cfg.batching == "whole_prompt"
         # Disaggregation: a "prefill" replica hands each request off after its prefill
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
         # straight into decode.
         self.role = role
         self.on_prefilled = on_prefilled
         self.kv_ready: set[int] = set()
+        # Closed-loop clients: told when their request is done (serving/bench.py).
+        self.on_complete: Callable[[int, float], None] | None = None
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
 
     # -- observation (metrics) -----------------------------------------------------------------
@@ -218,13 +224,13 @@ class Replica:
                 else:
                     self._join_decode(rid, 1)
                 continue
-            if self.prefill_first and need > budget and chunks:
-                break  # whole prompts only: it waits for the next prefill step
+            if self.whole_prompts and need > budget and (chunks or self.n_decode):
+                break  # whole prompts only: it waits for the next step
             waiting.popleft()
             self.running[rid] = None
             self.prefilling[rid] = need
             self.prefill_reserved += need
-            take = need if need < budget or self.prefill_first else budget
+            take = need if need < budget or self.whole_prompts else budget
             chunks.append((rid, take, 0))
             budget -= take
         return budget
@@ -394,6 +400,8 @@ class Replica:
     def _complete(self, rid: int, now_s: float) -> None:
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
+        if self.on_complete is not None:
+            self.on_complete(rid, now_s)
 
     def _relieve_kv_pressure(self) -> None:
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
