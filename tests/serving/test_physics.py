@@ -128,3 +128,39 @@ def test_fast_step_cost_matches_formula_with_engine_variants():
             assert cost.step_s(seqs, ctx, chunks) == pytest.approx(
                 perf.step_time_s(hw, decode_seqs=seqs, decode_context_tokens=ctx,
                                  prefill_chunks=chunks), rel=1e-12)
+
+
+def test_pipeline_stages_split_the_batch_into_micro_batches_with_bubbles():
+    # 8 GPUs: TP8 vs TP4 x PP2 of Llama-3.1-70B on H100.
+    tp8 = _hw("H100-SXM", "Llama-3.1-70B", tp=8, w=FP8)
+    pp2 = dataclasses.replace(tp8, pp=2)
+    assert pp2.tp_degree == 4
+    one = dict(decode_seqs=1, decode_context_tokens=1000)
+    many = dict(decode_seqs=256, decode_context_tokens=256 * 1000)
+    # One sequence: a bubble (one micro-batch through both stages, the other stage idle), so
+    # no faster than a TP4 replica holding every layer.
+    tp4 = _hw("H100-SXM", "Llama-3.1-70B", tp=4, w=FP8)
+    assert perf.step_time_s(pp2, **one) >= perf.step_time_s(tp4, **one)
+    # Many sequences: two micro-batches keep both stages busy, each at half the batch.
+    period = perf.step_time_s(pp2, **many)
+    assert period < 1.2 * perf.step_time_s(tp4, **many)
+    assert perf.StepCost(pp2).decode_step_s(256, 256_000.0) == period
+    seg = perf.StepCost(pp2).segment(256, 256_000.0)
+    assert seg.slope_s == pytest.approx(
+        perf.step_time_s(pp2, decode_seqs=256, decode_context_tokens=256_256) - period)
+
+
+def test_scenario_takes_pp_and_batching():
+    from gpuscale.engine.run import engine_config, replica_hardware
+    from gpuscale.scenario import scenario_from_dict
+
+    sc = scenario_from_dict({
+        "name": "pp", "duration_s": 10, "model": {"name": "Llama-3.1-70B", "tp": 2, "pp": 2,
+                                                  "precision": "fp8"},
+        "engine": {"batching": "prefill_first"},
+        "cluster": {"instance_type": "p5.48xlarge", "ready_nodes": 1, "max_nodes": 1},
+        "workload": {"kind": "poisson", "rate_per_s": 1.0, "duration_s": 10},
+        "strategies": [{"name": "fixed", "autoscaler": {"kind": "fixed", "replicas": 1}}]})
+    hw = replica_hardware(sc)
+    assert (hw.tp, hw.pp, hw.tp_degree) == (4, 2, 2)
+    assert engine_config(sc, hw).batching == "prefill_first"

@@ -70,25 +70,34 @@ class ReplicaHardware:
     cuda_graphs: bool = True  # False: the GPU waits for per-kernel CPU launches
     custom_allreduce: bool = True  # one-shot kernel below 8 MB (vLLM, TRT-LLM); else NCCL
     eager_launch_s: float = EAGER_LAUNCH_S
+    # Pipeline stages: the replica's `tp` GPUs form `pp` stages of tp / pp GPUs each (`tp` stays
+    # the replica's GPU count, which pods, memory and cost read).
+    pp: int = 1
+
+    @property
+    def tp_degree(self) -> int:
+        """GPUs of one tensor-parallel group (one pipeline stage)."""
+        return max(1, self.tp // self.pp)
 
     @property
     def flops_per_s(self) -> float:
-        """Sustained GEMM FLOP/s of the whole TP group at the weight precision."""
-        return self.gpu.sustained_flops(self.weight_precision) * self.tp
+        """Sustained GEMM FLOP/s of one TP group at the weight precision."""
+        return self.gpu.sustained_flops(self.weight_precision) * self.tp_degree
 
     @property
     def attention_flops_per_s(self) -> float:
         """Sustained FLOP/s of attention: BF16 whatever the weights (FlashAttention in BF16)."""
-        return self.gpu.sustained_flops(Precision.BF16) * self.tp
+        return self.gpu.sustained_flops(Precision.BF16) * self.tp_degree
 
     @property
     def bytes_per_s(self) -> float:
-        """Sustained HBM bytes/s of the whole TP group."""
-        return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.hbm_efficiency * self.tp
+        """Sustained HBM bytes/s of one TP group."""
+        return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.hbm_efficiency * self.tp_degree
 
     @property
     def elementwise_bytes_per_s(self) -> float:
-        return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.elementwise_bw_frac * self.tp
+        return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.elementwise_bw_frac \
+            * self.tp_degree
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -182,8 +191,8 @@ def elementwise_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
     """Per-token elementwise kernels of every layer (each GPU does its share in parallel)."""
     if num_tokens <= 0:
         return 0.0
-    per_gpu_bw = hw.elementwise_bytes_per_s / hw.tp
-    stream = num_tokens * elementwise_bytes_per_token(hw.model, hw.tp) / per_gpu_bw
+    per_gpu_bw = hw.elementwise_bytes_per_s / hw.tp_degree
+    stream = num_tokens * elementwise_bytes_per_token(hw.model, hw.tp_degree) / per_gpu_bw
     floor = ELEMENTWISE_KERNELS_PER_LAYER * hw.kernel_floor_s
     return hw.model.layers * smooth_max(floor, stream)
 
@@ -211,10 +220,11 @@ def attention_floor_s(hw: ReplicaHardware, decode_seqs: int, num_chunks: int) ->
 
 
 def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
+    tp = hw.tp_degree
     if hw.custom_allreduce:
-        bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(hw.tp)
-        return latency_s + 2.0 * (hw.tp - 1) / hw.tp * payload_bytes / bus
-    return hw.gpu.allreduce_s(hw.tp, payload_bytes)
+        bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp)
+        return latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
+    return hw.gpu.allreduce_s(tp, payload_bytes)
 
 
 def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
@@ -224,7 +234,7 @@ def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
     profile for this GPU and TP degree (`one_allreduce_s`). Depends on the tokens in the step
     only, never on the context, so a pure-decode stretch keeps a constant all-reduce term.
     """
-    if hw.tp <= 1 or num_tokens <= 0:
+    if hw.tp_degree <= 1 or num_tokens <= 0:
         return 0.0
     return 2 * hw.model.layers * one_allreduce_s(hw, num_tokens * hw.model.hidden * ACTIVATION_BYTES)
 
@@ -240,20 +250,50 @@ def eager_launch_floor_s(hw: ReplicaHardware) -> float:
     return hw.model.layers * EAGER_KERNELS_PER_LAYER * hw.eager_launch_s
 
 
+# Stage-to-stage activation send: aiconfigurator's 10 us p2p latency (the catalog's default
+# all-reduce latency) plus the bytes over the datasheet link.
+P2P_LATENCY_S = 10e-6
+
+
+def p2p_time_s(hw: ReplicaHardware, num_tokens: float) -> float:
+    """Send one micro-batch's activations to the next pipeline stage."""
+    return P2P_LATENCY_S + num_tokens * hw.model.hidden * ACTIVATION_BYTES \
+        / (hw.gpu.link_gbps_per_direction * 1e9)
+
+
+def _layers_s(hw: ReplicaHardware, num_tokens: int, attention_s: float, kernels: int) -> float:
+    """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce."""
+    return (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s
+            + kernels * hw.model.layers * hw.kernel_floor_s + allreduce_time_s(hw, num_tokens))
+
+
 def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens: float,
                 prefill_chunks: tuple[tuple[int, int], ...] = ()) -> float:
     """One engine step: `decode_seqs` sequences emit a token while reading
-    `decode_context_tokens` cached tokens in total; each prefill chunk is (tokens, prefix)."""
+    `decode_context_tokens` cached tokens in total; each prefill chunk is (tokens, prefix).
+
+    With pp > 1 stages the batch runs as m = min(pp, sequences) micro-batches (vLLM's virtual
+    engines); every sequence advances one token per period = the longer of one micro-batch's
+    trip through all stages and m micro-batches through the slowest (last, with the LM head)
+    stage. Fewer sequences than stages leave the pipeline with bubbles: stages idle.
+    """
     prefill_tokens = sum(c for c, _ in prefill_chunks)
     num_tokens = decode_seqs + prefill_tokens
     if num_tokens == 0:
         return 0.0
     num_seqs = decode_seqs + len(prefill_chunks)
     attention = decode_attention_time_s(hw, decode_context_tokens) + sum(
-        prefill_attention_time_s(hw, c, p) for c, p in prefill_chunks) \
-        + attention_floor_s(hw, decode_seqs, len(prefill_chunks))
-    gpu = (gemm_time_s(hw, num_tokens) + lm_head_time_s(hw, num_seqs) + attention
-           + elementwise_time_s(hw, num_tokens) + allreduce_time_s(hw, num_tokens))
+        prefill_attention_time_s(hw, c, p) for c, p in prefill_chunks)
+    kernels = 1 + (1 if decode_seqs else 0) + (1 if prefill_chunks else 0)
+    if hw.pp <= 1:
+        gpu = _layers_s(hw, num_tokens, attention, kernels) + lm_head_time_s(hw, num_seqs)
+    else:
+        m = min(hw.pp, num_seqs)
+        mb_tokens = -(-num_tokens // m)
+        layers = _layers_s(hw, mb_tokens, attention / m, kernels)
+        head = lm_head_time_s(hw, -(-num_seqs // m))
+        p2p = p2p_time_s(hw, mb_tokens)
+        gpu = max(layers + (hw.pp - 1) * p2p + head, m * (layers / hw.pp + head + p2p))
     gpu = max(gpu, eager_launch_floor_s(hw))
     return hw.step_time_factor * (gpu + host_time_s(hw, num_seqs))
 
@@ -301,6 +341,10 @@ def decode_segment(hw: ReplicaHardware, num_seqs: int, context_tokens: float) ->
 def _decode_slope_s(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -> float:
     """Growth of the step per step. While the eager launch floor binds, the GPU's KV growth is
     hidden behind it (slope 0 until the stretch ends: slightly optimistic at the crossing)."""
+    if hw.pp > 1:  # the period is piecewise linear in the context: take its local slope
+        return step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens
+                           + num_seqs) - step_time_s(hw, decode_seqs=num_seqs,
+                                                     decode_context_tokens=context_tokens)
     floor = eager_launch_floor_s(hw)
     if floor:
         gpu = step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens) \
@@ -318,7 +362,7 @@ class StepCost:
     """
 
     __slots__ = ("hw", "_kv_s", "_attn_prefill_s", "_floor_layer_s", "_eager_s", "_factor",
-                 "_host_step_s", "_host_seq_s", "_by_tokens", "_by_seqs")
+                 "_host_step_s", "_host_seq_s", "_by_tokens", "_by_seqs", "_pipelined")
 
     def __init__(self, hw: ReplicaHardware) -> None:
         self.hw = hw
@@ -332,6 +376,7 @@ class StepCost:
         self._host_seq_s = hw.host_seq_s
         self._by_tokens: dict[int, float] = {}
         self._by_seqs: dict[int, float] = {}
+        self._pipelined = hw.pp > 1  # rare: the reference formula, not the folded one
 
     def _tokens_s(self, num_tokens: int) -> float:
         cached = self._by_tokens.get(num_tokens)
@@ -351,6 +396,10 @@ class StepCost:
 
     def step_s(self, decode_seqs: int, decode_context_tokens: float,
                prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
+        if self._pipelined:
+            return step_time_s(self.hw, decode_seqs=decode_seqs,
+                               decode_context_tokens=decode_context_tokens,
+                               prefill_chunks=tuple(prefill_chunks))
         prefill_tokens = 0
         kv_tokens = decode_context_tokens
         attention = 0.0
@@ -372,6 +421,8 @@ class StepCost:
 
     def decode_step_s(self, num_seqs: int, context_tokens: float) -> float:
         """`step_s` without prefill chunks (the common case), with no tuple to walk."""
+        if self._pipelined:
+            return step_time_s(self.hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens)
         gpu = (self._tokens_s(num_seqs) + self._seqs_s(num_seqs) + context_tokens * self._kv_s
                + 2 * self._floor_layer_s)
         if gpu < self._eager_s:
@@ -380,6 +431,8 @@ class StepCost:
 
     def segment(self, num_seqs: int, context_tokens: float) -> DecodeSegment:
         """`DecodeSegment` of a pure-decode stretch starting at `context_tokens`."""
+        if self._pipelined:
+            return decode_segment(self.hw, num_seqs, context_tokens)
         first = self.decode_step_s(num_seqs, context_tokens)
         slope = self._factor * num_seqs * self._kv_s
         if self._eager_s and first / self._factor - self._host_step_s \
