@@ -362,7 +362,8 @@ class StepCost:
     """
 
     __slots__ = ("hw", "_kv_s", "_attn_prefill_s", "_floor_layer_s", "_eager_s", "_factor",
-                 "_host_step_s", "_host_seq_s", "_by_tokens", "_by_seqs", "_pipelined")
+                 "_host_step_s", "_host_seq_s", "_by_tokens", "_by_seqs", "_pipelined",
+                 "_decode_by_seqs")
 
     def __init__(self, hw: ReplicaHardware) -> None:
         self.hw = hw
@@ -377,6 +378,7 @@ class StepCost:
         self._by_tokens: dict[int, float] = {}
         self._by_seqs: dict[int, float] = {}
         self._pipelined = hw.pp > 1  # rare: the reference formula, not the folded one
+        self._decode_by_seqs: dict[int, float] = {}  # a decode step's context-free GPU time
 
     def _tokens_s(self, num_tokens: int) -> float:
         cached = self._by_tokens.get(num_tokens)
@@ -423,8 +425,11 @@ class StepCost:
         """`step_s` without prefill chunks (the common case), with no tuple to walk."""
         if self._pipelined:
             return step_time_s(self.hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens)
-        gpu = (self._tokens_s(num_seqs) + self._seqs_s(num_seqs) + context_tokens * self._kv_s
-               + 2 * self._floor_layer_s)
+        fixed = self._decode_by_seqs.get(num_seqs)
+        if fixed is None:
+            fixed = self._tokens_s(num_seqs) + self._seqs_s(num_seqs) + 2 * self._floor_layer_s
+            self._decode_by_seqs[num_seqs] = fixed
+        gpu = fixed + context_tokens * self._kv_s
         if gpu < self._eager_s:
             gpu = self._eager_s
         return self._factor * (gpu + self._host_step_s + self._host_seq_s * num_seqs)
