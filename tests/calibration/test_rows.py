@@ -104,9 +104,10 @@ def test_a6_a7_and_the_ratio_pass_at_steady_state_with_the_measured_all_reduce()
     assert not (a6.known_miss or a7.known_miss or ratio.known_miss)
     assert a7.predicted > a6.predicted and ratio.predicted > 1.0  # H200 still beats H100
     # With the datasheet all-reduce (450 GB/s, 10 us) the ratio read -11.8%: the TP2 side was
-    # too fast. Vidur's measured NCCL profile (TP2 bus 292 GB/s) moved it inside the tolerance;
-    # it is still on the low side, as row A11's fixed-length pair is.
-    assert ratio.predicted < ratio.measured
+    # too fast. Vidur's measured NCCL profile (TP2 bus 292 GB/s) moved it inside the tolerance.
+    # Since TensorRT-LLM admits with GUARANTEED_NO_EVICT (issue 14) the H200's larger KV pool
+    # holds more whole-length reservations and the ratio reads a few % high, not low.
+    assert abs(ratio.error_frac) < 0.07
 
 
 def test_mlperf_offline_sample_count_is_loadgens():

@@ -137,3 +137,23 @@ def test_prefill_first_does_not_split_a_prompt_over_steps():
     # Two prompts of 800 do not fit 1000 together: two prefill steps, whole prompts each.
     assert table.first_token_s[0] == pytest.approx(one)
     assert table.first_token_s[1] == pytest.approx(2 * one)
+
+
+def test_guaranteed_no_evict_reserves_whole_lengths_and_never_preempts():
+    """TensorRT-LLM's default capacity scheduler: admission reserves prompt + output."""
+    # 100 blocks of 16 tokens = 1,600 tokens; each request is 100 + 500 = 600 tokens long.
+    def run(admission):
+        cfg = EngineConfig(max_num_seqs=64, max_num_batched_tokens=4096, block_size=16,
+                           num_blocks=100, max_model_len=100_000, request_timeout_s=1e9,
+                           admission=admission)
+        return _run_replica(cfg, [0.0] * 6, [100] * 6, [500] * 6)
+
+    no_evict, max_util = run("guaranteed_no_evict"), run("max_utilization")
+    assert sum(no_evict.num_preemptions) == 0
+    assert sum(max_util.num_preemptions) > 0  # admits all six, then runs out and recomputes
+    # Only two whole lengths fit at once (2 x 600 + half-blocks <= 1,600; three do not): the
+    # third request's first token waits for the first two to finish.
+    first = np.asarray(no_evict.first_token_s)
+    finish = np.asarray(no_evict.finish_s)
+    assert first[2] >= min(finish[0], finish[1]) - 1e-9
+    assert all(np.asarray(no_evict.columns().status) == COMPLETED)

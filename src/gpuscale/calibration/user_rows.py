@@ -52,6 +52,8 @@ class RowEngine(_Strict):
     max_model_len: int | None = Field(None, ge=1)
     batching: Literal["chunked", "prefill_first"] | None = Field(
         None, description="None = the engine profile's default scheduler (serving/engines.py).")
+    admission: Literal["max_utilization", "guaranteed_no_evict"] | None = Field(
+        None, description="KV admission; None = the profile's (TensorRT-LLM: guaranteed_no_evict).")
 
 
 class RowWorkload(_Strict):
@@ -147,14 +149,16 @@ def run_row(row: UserRow) -> dict[str, float]:
     """Replay the row's workload; returns every statistic of `serving.bench.STATISTICS`."""
     hw = row_hardware(row)
     eng = row.engine
-    batching = eng.batching or get_engine_profile(profile_name(eng.kind, eng.version)).batching
+    profile = get_engine_profile(profile_name(eng.kind, eng.version))
+    batching = eng.batching or profile.batching
     blocks = num_kv_blocks(hw, gpu_memory_utilization=eng.gpu_memory_utilization,
                            block_size=16, activation_reserve_gib=2.0, non_torch_gib=0.5)
     if blocks == 0:
         raise UserInputError(f"row {row.id}: {row.model} does not fit {row.tp * row.pp} x "
                              f"{row.gpu} at gpu_memory_utilization {eng.gpu_memory_utilization}")
     cfg = EngineConfig(eng.max_num_seqs, eng.max_num_batched_tokens, 16, blocks,
-                       eng.max_model_len or 10**6, 1e9, batching=batching)
+                       eng.max_model_len or 10**6, 1e9, batching=batching,
+                       admission=eng.admission or profile.admission)
     wl = row.workload
     rng = np.random.default_rng(wl.seed)
     router = row.router or "least_outstanding"

@@ -19,6 +19,10 @@ measurement that is not itself a calibration row, and are then checked on rows
   -3 % median TPOT, which it was not fitted on. (A whole-step multiplier fitted the same way,
   2.30x with chunked batching, missed A13's TPOT by +36 %: host time does not grow with the
   model.)
+- TensorRT-LLM's scheduler: prompts kept whole (`enable_chunked_context` off by default) and
+  KV admission GUARANTEED_NO_EVICT (its default capacity scheduler policy: a request's prompt
+  and all its output reserved at admission, no preemption); vLLM admits on the KV in use and
+  preempts by recompute (`max_utilization`).
 - `sarathi` (Sarathi-Serve, the engine Vidur's profiles come from): NCCL all-reduce at every
   size (its custom kernels are not used), V1's host time (assumed; Vidur itself models none).
 
@@ -50,6 +54,10 @@ class EngineProfile:
     # default); TensorRT-LLM's in-flight batching keeps prompts whole (enable_chunked_context
     # defaults to False in its executor and LLM API).
     batching: str = "chunked"
+    # KV admission (replica.EngineConfig.admission): TensorRT-LLM's capacity scheduler defaults
+    # to GUARANTEED_NO_EVICT (reserve prompt + max new tokens at admission); vLLM admits on
+    # the KV in use and preempts.
+    admission: str = "max_utilization"
 
 
 ENGINE_PROFILES: dict[str, EngineProfile] = {
@@ -57,7 +65,7 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
         EngineProfile("default", "kernels + BLIS host time (rows A6, A7, A10, A11)"),
         EngineProfile("vllm", "vLLM V1: async scheduling, CUDA graphs; BLIS host time"),
         EngineProfile("trtllm", "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)",
-                      batching="whole_prompt"),
+                      batching="whole_prompt", admission="guaranteed_no_evict"),
         EngineProfile("sglang", "assumed as vLLM V1 (no published SGLang point read)"),
         EngineProfile("vllm-v0.6", "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13",
                       host_seq_s=66e-6, batching="prefill_first"),

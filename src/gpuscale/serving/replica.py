@@ -47,6 +47,11 @@ class EngineConfig:
     # and prefills share a step, but a prompt is never split; one that does not fit the budget
     # left waits for the next step.
     batching: str = "chunked"
+    # "max_utilization" (vLLM; TensorRT-LLM's MAX_UTILIZATION): admit while the KV in use fits,
+    # preempt when it runs out. "guaranteed_no_evict" (TensorRT-LLM's default capacity
+    # scheduler): admit only if the KV of the prompt and of every output token still to come
+    # fits beside what the running requests have reserved, so nothing is ever preempted.
+    admission: str = "max_utilization"
 
     @property
     def capacity_tokens(self) -> int:
@@ -62,7 +67,7 @@ class Replica:
         "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
         "busy_accum_s", "accepting", "on_drained", "ttft_observations", "cost", "step_start_s",
         "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled", "step_decodes",
-        "prefill_first", "whole_prompts", "on_complete",
+        "prefill_first", "whole_prompts", "on_complete", "no_evict", "reserved_tokens",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
@@ -100,6 +105,8 @@ class Replica:
         self.step_decodes = True  # False for a prefill-only step (prefill_first batching)
         self.prefill_first = cfg.batching == "prefill_first"
         self.whole_prompts = self.prefill_first or cfg.batching == "whole_prompt"
+        self.no_evict = cfg.admission == "guaranteed_no_evict"
+        self.reserved_tokens = 0  # guaranteed_no_evict: prompt + output of every running request
         # Disaggregation: a "prefill" replica hands each request off after its prefill
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
         # straight into decode.
@@ -168,7 +175,7 @@ class Replica:
         self.heap.clear()
         self.resume_generated.clear()
         self.kv_ready.clear()
-        self.decode_base = self.n_decode = self.prefill_reserved = 0
+        self.decode_base = self.n_decode = self.prefill_reserved = self.reserved_tokens = 0
         self.accepting = False
         return lost
 
@@ -214,9 +221,21 @@ class Replica:
                     table.drop(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
+            if self.no_evict:
+                full = table.prompt_tokens[rid] + table.output_tokens[rid]
+                if (self.reserved_tokens + full) / cfg.block_size \
+                        + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
+                    if not self.running:  # its whole length can never be reserved
+                        waiting.popleft()
+                        self.resume_generated.pop(rid, None)
+                        self.kv_ready.discard(rid)
+                        table.drop(rid, now_s, "exceeds_kv_cache")
+                        continue
+                    break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
                 waiting.popleft()
                 self.running[rid] = None
+                self._reserve(rid, 1)
                 self.kv_ready.discard(rid)
                 if table.output_tokens[rid] <= 1:
                     del self.running[rid]
@@ -228,6 +247,7 @@ class Replica:
                 break  # whole prompts only: it waits for the next step
             waiting.popleft()
             self.running[rid] = None
+            self._reserve(rid, 1)
             self.prefilling[rid] = need
             self.prefill_reserved += need
             take = need if need < budget or self.whole_prompts else budget
@@ -365,6 +385,7 @@ class Replica:
                 self.ttft_observations.append(now_s - table.arrival_s[rid])
             if self.role == "prefill" and self.on_prefilled is not None:
                 del self.running[rid]  # its KV (and first token) leave for a decode replica
+                self._reserve(rid, -1)
                 self.on_prefilled(rid, now_s)
                 continue
             if generated >= table.output_tokens[rid]:
@@ -397,7 +418,14 @@ class Replica:
             self.n_decode -= 1
             self._complete(rid, now_s)
 
+    def _reserve(self, rid: int, sign: int) -> None:
+        """guaranteed_no_evict bookkeeping: a request's whole length, reserved while it runs."""
+        if self.no_evict:
+            self.reserved_tokens += sign * (self.table.prompt_tokens[rid]
+                                            + self.table.output_tokens[rid])
+
     def _complete(self, rid: int, now_s: float) -> None:
+        self._reserve(rid, -1)
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
         if self.on_complete is not None:
@@ -411,6 +439,7 @@ class Replica:
             return  # the common case: no pressure
         while self.running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
             rid, _ = self.running.popitem()
+            self._reserve(rid, -1)
             self.table.num_preemptions[rid] += 1
             prompt = self.table.prompt_tokens[rid]
             if rid in self.prefilling:
