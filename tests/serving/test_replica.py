@@ -157,3 +157,16 @@ def test_guaranteed_no_evict_reserves_whole_lengths_and_never_preempts():
     finish = np.asarray(no_evict.finish_s)
     assert first[2] >= min(finish[0], finish[1]) - 1e-9
     assert all(np.asarray(no_evict.columns().status) == COMPLETED)
+
+
+def test_prefill_first_runs_a_prompt_longer_than_the_budget_alone():
+    """Not starved behind decodes: a prompt over the budget gets a prefill step to itself."""
+    cfg = EngineConfig(max_num_seqs=64, max_num_batched_tokens=512, block_size=16,
+                       num_blocks=100_000, max_model_len=100_000, request_timeout_s=1e9,
+                       batching="prefill_first")
+    table = _run_replica(cfg, [0.0, 0.01], [100, 2000], [400, 2])
+    long_prefill = StepCost(HW).step_s(0, 0.0, [(2000, 0)])
+    # Request 0 is still decoding (400 tokens take far longer than one step) when request 1's
+    # long prompt runs: its first token comes before request 0 finishes.
+    assert table.first_token_s[1] < table.finish_s[0]
+    assert table.first_token_s[1] - 0.01 <= long_prefill + 2 * StepCost(HW).decode_step_s(1, 500)

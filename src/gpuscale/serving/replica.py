@@ -243,8 +243,11 @@ class Replica:
                 else:
                     self._join_decode(rid, 1)
                 continue
-            if self.whole_prompts and need > budget and (chunks or self.n_decode):
-                break  # whole prompts only: it waits for the next step
+            if self.whole_prompts and need > budget and (
+                    chunks or (self.n_decode and not self.prefill_first)):
+                # Whole prompts only: it waits for the next step. One longer than the budget
+                # runs alone (in a prefill-only step, or once the decodes beside it are done).
+                break
             waiting.popleft()
             self.running[rid] = None
             self._reserve(rid, 1)
