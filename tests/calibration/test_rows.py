@@ -50,28 +50,23 @@ def test_a5_gap_under_the_literal_reading_is_exactly_one_non_torch_term():
 
 def test_a8_throughput_passes_and_latency_misses_low_with_a_reason():
     tput, ttft, tpot, in_flight = rows.row_a8(duration_s=120.0)
-    assert tput.passed
+    assert tput.passed and "absolute" in tput.label
     for check in (ttft, tpot, in_flight):
         assert not check.passed and check.known_miss
-        assert check.predicted < check.measured  # the model is under-loaded at 75 QPS, not over
+        assert "relative" in check.label and "84.48" in check.input_note
+        assert check.predicted < check.measured  # under-loaded in batch terms, not over
 
 
-def test_a8_model_runs_the_submissions_regime_at_15_percent_more_load():
-    """The quantified miss: the model's server saturates ~15 % above the submission's.
-
-    At the row's 75 QPS the model is far from saturation; at 86 QPS (inside the row's 20 %
-    throughput tolerance) the same model, unchanged, runs what the submission ran at 75:
-    hundreds of requests in flight per replica, TPOT near the measured 155 ms, TTFT sub-second.
-    If the model's server capacity ever comes down to the submission's, the 75 QPS checks pass
-    and this test, with the known-miss text, must be revisited.
-    """
-    at_row = rows._a8(900.0)
-    at_model_point = rows._a8(900.0, qps=rows.A8_MODEL_OPERATING_QPS)
-    assert rows.A8_MODEL_OPERATING_QPS / 75.0 - 1 <= 0.20
-    assert at_row.mean_tpot_s < 0.05 and at_row.mean_in_system / 4 < 250
-    assert at_model_point.mean_in_system / 4 == pytest.approx(rows.A8_MEASURED_IN_FLIGHT, rel=0.3)
-    assert at_model_point.mean_tpot_s == pytest.approx(0.155, rel=0.35)
-    assert at_model_point.mean_ttft_s == pytest.approx(0.276, rel=0.5)
+def test_a8_latency_runs_at_the_submissions_load_relative_to_the_models_own_capacity():
+    """Issue 14's decision: 75 / 84.48 of the model's own A6 offline rate, not 75 QPS."""
+    own = rows.a6_model_samples_per_s()
+    assert rows.a8_relative_qps() == pytest.approx(75.0 / 84.48 * own)
+    # The model's A6 capacity is within a few % of the measured 84.48/s (row A6 passes), so
+    # the relative load is near 75 QPS; a change to A6 moves it.
+    assert rows.a8_relative_qps() == pytest.approx(75.0, rel=0.05)
+    ttft = rows.row_a8(duration_s=120.0)[1]
+    at_rel = rows._a8(120.0, qps=rows.a8_relative_qps())
+    assert ttft.predicted == pytest.approx(at_rel.mean_ttft_s)
 
 
 def test_a8_measured_in_flight_is_littles_law_on_the_mlperf_log():
@@ -109,9 +104,10 @@ def test_a6_a7_and_the_ratio_pass_at_steady_state_with_the_measured_all_reduce()
     assert not (a6.known_miss or a7.known_miss or ratio.known_miss)
     assert a7.predicted > a6.predicted and ratio.predicted > 1.0  # H200 still beats H100
     # With the datasheet all-reduce (450 GB/s, 10 us) the ratio read -11.8%: the TP2 side was
-    # too fast. Vidur's measured NCCL profile (TP2 bus 292 GB/s) moved it inside the tolerance;
-    # it is still on the low side, as row A11's fixed-length pair is.
-    assert ratio.predicted < ratio.measured
+    # too fast. Vidur's measured NCCL profile (TP2 bus 292 GB/s) moved it inside the tolerance.
+    # Since TensorRT-LLM admits with GUARANTEED_NO_EVICT (issue 14) the H200's larger KV pool
+    # holds more whole-length reservations and the ratio reads a few % high, not low.
+    assert abs(ratio.error_frac) < 0.07
 
 
 def test_mlperf_offline_sample_count_is_loadgens():
@@ -135,10 +131,11 @@ def test_short_offline_runs_read_low_because_of_ramp_and_tail():
 
 
 def test_engine_profile_changes_only_the_engine_row():
-    """vllm-v0.6 stretches steps; the same setup on the default profile is much faster."""
+    """vllm-v0.6 adds absolute host time per sequence; TRT-LLM runs with V1's host time."""
     from gpuscale.serving.engines import ENGINE_PROFILES
-    assert ENGINE_PROFILES["vllm-v0.6"].step_time_factor > 2.0
-    assert ENGINE_PROFILES["trtllm"].step_time_factor == 1.0
+    old, trt = ENGINE_PROFILES["vllm-v0.6"], ENGINE_PROFILES["trtllm"]
+    assert old.host_seq_s > 10 * trt.host_seq_s and old.step_time_factor == 1.0
+    assert trt.step_time_factor == 1.0 and trt.host_step_s == ENGINE_PROFILES["vllm"].host_step_s
 
 
 def test_cli_prints_table_and_json():
@@ -148,7 +145,10 @@ def test_cli_prints_table_and_json():
     assert "torch.compile cold" in text.output and "pass" in text.output
     out = runner.invoke(cli, ["calibrate", "--row", "A18", "--format", "json"])
     data = json.loads(out.output)
-    assert {d["row"] for d in data} == {"A18"} and all(d["passed"] for d in data)
+    assert list(data) == ["rows"] and [r["row"] for r in data["rows"]] == ["A18"]
+    for check in data["rows"][0]["checks"]:
+        assert set(check) == {"statistic", "measured", "predicted", "error_frac", "tolerance",
+                              "passed"} and check["passed"]
 
 
 def test_cli_marks_a_pass_that_depends_on_an_input_reading():
@@ -157,7 +157,8 @@ def test_cli_marks_a_pass_that_depends_on_an_input_reading():
     assert "pass*" in out.output and "input read as:" in out.output
     data = json.loads(CliRunner().invoke(cli, ["calibrate", "--row", "A5", "--format",
                                                "json"]).output)
-    assert data[0]["input_note"] and data[0]["passed"]
+    assert data["rows"][0]["checks"][0]["passed"]
+    assert rows.row_a5()[0].as_dict()["input_note"]
 
 
 def test_row_selection_is_exact_and_unknown_rows_are_refused():
@@ -181,6 +182,7 @@ def test_fp8_factor_is_fixed_by_a10_2048_128_and_leaves_bf16_alone():
     assert abs(long_in.error_frac) < 0.01
     h100 = get_gpu("H100-SXM")
     assert h100.sustained_flops(Precision.BF16) == h100.peak_flops(Precision.BF16) * 0.70
-    assert h100.sustained_flops(Precision.FP8) < 0.61 * h100.peak_flops(Precision.FP8)
+    # 0.73 of the FP8 dense peak: inside DeepGEMM's 71-74% at large M (gpus.yaml).
+    assert 0.70 < h100.sustained_flops(Precision.FP8) / h100.peak_flops(Precision.FP8) < 0.75
     a100 = get_gpu("A100-80GB")
     assert a100.sustained_flops(Precision.FP8) == a100.sustained_flops(Precision.BF16)

@@ -104,3 +104,69 @@ def test_duty_cycle_saturates_with_1_or_100_requests_in_flight():
         busy_frac = replica.busy_s(20.0) / 20.0
         assert busy_frac >= 0.95, (concurrency, busy_frac)
         assert len(replica.running) == concurrency  # what vllm:num_requests_running shows
+
+
+def test_prefill_first_runs_whole_prompts_in_prefill_only_steps():
+    """vLLM V0 / Vidur `vllm`: a newcomer's prompt runs alone (decodes wait), in one step."""
+    cfg = EngineConfig(max_num_seqs=64, max_num_batched_tokens=4096, block_size=16,
+                       num_blocks=100_000, max_model_len=100_000, request_timeout_s=1e9,
+                       batching="prefill_first")
+    cost = StepCost(HW)
+    # Request 0 decodes 200 tokens; request 1 (3000-token prompt) arrives meanwhile.
+    table = _run_replica(cfg, [0.0, 0.5], [100, 3000], [200, 2])
+    prefill_1 = cost.step_s(0, 0.0, [(3000, 0)])
+    # Its first token comes one whole-prompt prefill step after the step in progress ends:
+    # no decode tokens ride along, so that step costs exactly the prefill-only step.
+    ttft_1 = table.first_token_s[1] - 0.5
+    step_0 = cost.decode_step_s(1, 150)
+    assert prefill_1 <= ttft_1 <= prefill_1 + 2 * step_0
+    chunked = _run_replica(_cfg(budget=4096), [0.0, 0.5], [100, 3000], [200, 2])
+    # Chunked: the same prompt shares its step with request 0's decode (one more token, more
+    # time); prefill-first: request 0 stalls for the prefill, so it finishes later.
+    assert table.finish_s[0] > chunked.finish_s[0] - 1e-9
+    assert all(np.asarray(table.columns().status) == COMPLETED)
+
+
+def test_prefill_first_does_not_split_a_prompt_over_steps():
+    cfg = EngineConfig(max_num_seqs=64, max_num_batched_tokens=1000, block_size=16,
+                       num_blocks=100_000, max_model_len=100_000, request_timeout_s=1e9,
+                       batching="prefill_first")
+    table = _run_replica(cfg, [0.0, 0.0], [800, 800], [1, 1])
+    cost = StepCost(HW)
+    one = cost.step_s(0, 0.0, [(800, 0)])
+    # Two prompts of 800 do not fit 1000 together: two prefill steps, whole prompts each.
+    assert table.first_token_s[0] == pytest.approx(one)
+    assert table.first_token_s[1] == pytest.approx(2 * one)
+
+
+def test_guaranteed_no_evict_reserves_whole_lengths_and_never_preempts():
+    """TensorRT-LLM's default capacity scheduler: admission reserves prompt + output."""
+    # 100 blocks of 16 tokens = 1,600 tokens; each request is 100 + 500 = 600 tokens long.
+    def run(admission):
+        cfg = EngineConfig(max_num_seqs=64, max_num_batched_tokens=4096, block_size=16,
+                           num_blocks=100, max_model_len=100_000, request_timeout_s=1e9,
+                           admission=admission)
+        return _run_replica(cfg, [0.0] * 6, [100] * 6, [500] * 6)
+
+    no_evict, max_util = run("guaranteed_no_evict"), run("max_utilization")
+    assert sum(no_evict.num_preemptions) == 0
+    assert sum(max_util.num_preemptions) > 0  # admits all six, then runs out and recomputes
+    # Only two whole lengths fit at once (2 x 600 + half-blocks <= 1,600; three do not): the
+    # third request's first token waits for the first two to finish.
+    first = np.asarray(no_evict.first_token_s)
+    finish = np.asarray(no_evict.finish_s)
+    assert first[2] >= min(finish[0], finish[1]) - 1e-9
+    assert all(np.asarray(no_evict.columns().status) == COMPLETED)
+
+
+def test_prefill_first_runs_a_prompt_longer_than_the_budget_alone():
+    """Not starved behind decodes: a prompt over the budget gets a prefill step to itself."""
+    cfg = EngineConfig(max_num_seqs=64, max_num_batched_tokens=512, block_size=16,
+                       num_blocks=100_000, max_model_len=100_000, request_timeout_s=1e9,
+                       batching="prefill_first")
+    table = _run_replica(cfg, [0.0, 0.01], [100, 2000], [400, 2])
+    long_prefill = StepCost(HW).step_s(0, 0.0, [(2000, 0)])
+    # Request 0 is still decoding (400 tokens take far longer than one step) when request 1's
+    # long prompt runs: its first token comes before request 0 finishes.
+    assert table.first_token_s[1] < table.finish_s[0]
+    assert table.first_token_s[1] - 0.01 <= long_prefill + 2 * StepCost(HW).decode_step_s(1, 500)

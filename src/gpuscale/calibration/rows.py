@@ -10,6 +10,7 @@ its own measurement (A5), the reading used is derived in code, and shown with th
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -23,7 +24,7 @@ from gpuscale.serving.cold_start import (
     cold_start_medians,
     node_ready_components,
 )
-from gpuscale.serving.engines import get_engine_profile
+from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware, layer_linear_time_s
 from gpuscale.serving.replica import EngineConfig
@@ -60,6 +61,7 @@ class CheckResult:
     # How a reference input was read when the row's own terms are inconsistent (shown with the
     # table, so a pass that depends on a reading is never silent).
     input_note: str = ""
+    statistic: str = ""  # rows written as data (rows.yaml, --rows): the statistic's name
 
     @property
     def error_frac(self) -> float:
@@ -76,19 +78,28 @@ class CheckResult:
                 "passed": self.passed, "known_miss": self.known_miss or None,
                 "input_note": self.input_note or None}
 
+    def as_check(self) -> dict:
+        """One entry of `calibrate --format json` (issue 14's exact keys)."""
+        return {"statistic": self.statistic or self.label, "measured": self.measured,
+                "predicted": round(self.predicted, 6), "error_frac": round(self.error_frac, 4),
+                "tolerance": self.tolerance_frac, "passed": self.passed}
+
 
 def _hw(gpu: str | GpuSpec, model: str, tp: int, weights: Precision, kv: Precision,
         engine: str = "default") -> ReplicaHardware:
     spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    return ReplicaHardware(spec, get_model(model), weights, kv, tp,
-                           step_time_factor=get_engine_profile(engine).step_time_factor)
+    return with_engine(ReplicaHardware(spec, get_model(model), weights, kv, tp),
+                       get_engine_profile(engine))
 
 
 def _engine(hw: ReplicaHardware, max_seqs: int, budget: int, util: float = 0.9,
-            max_len: int = 10**6) -> EngineConfig:
+            max_len: int = 10**6, engine: str = "trtllm") -> EngineConfig:
+    """The engine's scheduler with its default batching (serving/engines.py)."""
     blocks = num_kv_blocks(hw, gpu_memory_utilization=util, block_size=16,
                            activation_reserve_gib=2.0, non_torch_gib=0.5)
-    return EngineConfig(max_seqs, budget, 16, blocks, max_len, 1e9)
+    profile = get_engine_profile(engine)
+    return EngineConfig(max_seqs, budget, 16, blocks, max_len, 1e9, batching=profile.batching,
+                        admission=profile.admission)
 
 
 def _lognormal(rng: np.random.Generator, n: int, mean: float, lo: int, hi: int) -> np.ndarray:
@@ -218,22 +229,44 @@ A8_MEAN_LATENCY_S = 44.954547225
 A8_INSTANCES = 4
 A8_MEASURED_IN_FLIGHT = A8_COMPLETED_PER_S * A8_MEAN_LATENCY_S / A8_INSTANCES
 
-A8_MISS = ("the submission ran ~836 requests per TP2 replica (Little's law on its log: 74.4/s x "
-           "45.0 s / 4) at 155 ms per token, near saturation at 89% of the offline run's sample "
-           "rate; the model, within 2% of that offline run (A6), saturates at ~87 QPS, so at 75 "
-           "it runs ~170 in flight at 34 ms. At 86 QPS (+15%, inside the row's 20% throughput "
-           "tolerance) it runs the submission's regime (~700 in flight, TPOT 113 ms, TTFT 0.21 "
-           "s). The measured server is >= 6% slower per token than the measured offline run at "
-           "a smaller batch (155 ms at 836 vs <= 146 ms at <= 896), so no step-time curve "
-           "shared by A6 and A8 reproduces both. See docs/calibration.md")
-# Where the model runs the submission's regime (docs/calibration.md, A8 load sweep).
-A8_MODEL_OPERATING_QPS = 86.0
+# Row A8 as decided in issue 14 (closing issue 5): server latency near saturation is set by the
+# load relative to the engine's own capacity, so the latency checks run at the same fraction of
+# each side's offline capacity. The submission ran at 75 QPS = 75 / 84.48 of its measured A6
+# offline sample rate (hardware-and-models.md 3.1); the model runs at that fraction of its own
+# A6 rate. The throughput check stays absolute (75 QPS).
+A6_MEASURED_SAMPLES_PER_S = 84.48
+A8_QPS = 75.0
+A8_LOAD_FRAC = A8_QPS / A6_MEASURED_SAMPLES_PER_S
+
+
+# Why the latency checks still miss when compared as decided (docs/calibration.md, A8): at the
+# same relative load the real engine ran 836 requests per replica, i.e. its throughput at batch
+# ~836 was 88 % of its throughput at batch 896 (offline); that needs a step at batch 836 about
+# 6 % slower than at 896, which no step-time curve that grows with the batch gives. The model's
+# throughput grows with the batch, so at 88.8 % of its own capacity it runs ~230 in flight.
+A8_MISS = ("compared as decided (latency at 75/84.48 of the model's own A6 rate), the model runs "
+           "~230 requests per replica where the submission ran ~836: the measured server was "
+           "~6% slower per token than the measured offline run at a smaller batch (155 ms at "
+           "836 vs <= 146 ms at <= 896), which no batch-monotone step time reproduces; the "
+           "throughput check passes. See docs/calibration.md, A8")
+
+
+@functools.cache
+def a6_model_samples_per_s() -> float:
+    """The model's own A6 offline capacity (completed samples / makespan)."""
+    result = _a6()
+    return result.num_completed / result.makespan_s
+
+
+def a8_relative_qps() -> float:
+    """The QPS at which the model is as loaded, relative to its own A6 capacity, as the
+    submission was relative to its measured one."""
+    return A8_LOAD_FRAC * a6_model_samples_per_s()
 
 
 def _a8(duration_s: float = 240.0, hw: ReplicaHardware | None = None,
-        qps: float = 75.0) -> BenchResult:
-    """MLPerf Server: Poisson arrivals at `qps` (the row's 75) on 4 x TP2 (`hw` overrides the
-    replica)."""
+        qps: float = A8_QPS) -> BenchResult:
+    """MLPerf Server: Poisson arrivals at `qps` on 4 x TP2 (`hw` overrides the replica)."""
     hw = hw or _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm")
     n = int(qps * duration_s)
     prompts, outputs = mlperf_lengths(n, seed=1)
@@ -244,18 +277,23 @@ def _a8(duration_s: float = 240.0, hw: ReplicaHardware | None = None,
 
 
 def row_a8(duration_s: float = 240.0) -> list[CheckResult]:
-    result = _a8(duration_s)
-    return [CheckResult("A8", "server 75 QPS tok/s", 21_606, result.output_tokens_per_s, 0.20,
-                        "tok/s"),
-            CheckResult("A8", "server 75 QPS mean TTFT", 0.276, result.mean_ttft_s, 0.50, "s",
-                        known_miss=A8_MISS),
-            CheckResult("A8", "server 75 QPS mean TPOT", 0.155, result.mean_tpot_s, 0.25, "s",
-                        known_miss=A8_MISS),
+    absolute = _a8(duration_s)
+    qps = a8_relative_qps()
+    relative = _a8(duration_s, qps=qps)
+    note = (f"latency at the same load relative to own offline capacity: 75 / 84.48 = "
+            f"{A8_LOAD_FRAC:.1%} of the model's A6 rate {a6_model_samples_per_s():.2f}/s = "
+            f"{qps:.2f} QPS (issue 14, row A8 decided); throughput at 75 QPS absolute")
+    return [CheckResult("A8", "server 75 QPS tok/s (absolute)", 21_606,
+                        absolute.output_tokens_per_s, 0.20, "tok/s"),
+            CheckResult("A8", "server mean TTFT (relative load)", 0.276, relative.mean_ttft_s,
+                        0.50, "s", known_miss=A8_MISS, input_note=note),
+            CheckResult("A8", "server mean TPOT (relative load)", 0.155, relative.mean_tpot_s,
+                        0.25, "s", known_miss=A8_MISS, input_note=note),
             # Derived from the same log (not a column of the reference row): the diagnosis.
             # Tolerance as TPOT's: at a fixed throughput the in-flight count scales with it.
-            CheckResult("A8", "server in flight per replica (Little)", A8_MEASURED_IN_FLIGHT,
-                        result.mean_in_system / A8_INSTANCES, 0.25, "req",
-                        known_miss=A8_MISS)]
+            CheckResult("A8", "in flight per replica (relative load)", A8_MEASURED_IN_FLIGHT,
+                        relative.mean_in_system / A8_INSTANCES, 0.25, "req", known_miss=A8_MISS,
+                        input_note=note)]
 
 
 # trtllm-bench prints total output tokens / total latency (first request sent to last one done)
@@ -282,16 +320,32 @@ def row_a10() -> list[CheckResult]:
                         0.20, "x")]
 
 
-def row_a11() -> list[CheckResult]:
+def data_row_checks(rows: list) -> list[CheckResult]:
+    """Run rows written as data (calibration/user_rows.py) and compare every check."""
+    from gpuscale.calibration.user_rows import run_row
+
     out = []
-    for gpu, tp, measured in (("H100-SXM", 2, 4_205), ("H200", 1, 2_909)):
-        hw = _hw(gpu, "Llama-3.3-70B", tp, FP8, FP8, "trtllm")
-        cfg = _engine(hw, TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS)
-        n = TRTLLM_BENCH_REQUESTS[1000, 1000]
-        tput = run_benchmark(hw, cfg, offline_requests(*_fixed(n, 1000, 1000)))
-        out.append(CheckResult("A11", f"70B FP8 {gpu} TP{tp} 1000/1000", measured,
-                               tput.output_tokens_per_s, 0.25, "tok/s"))
+    for row in rows:
+        got = run_row(row)
+        for check in row.checks:
+            out.append(CheckResult(row.id, check.statistic, check.measured, got[check.statistic],
+                                   check.tolerance, "", statistic=check.statistic))
     return out
+
+
+def _shipped(prefix: str) -> Callable[[], list[CheckResult]]:
+    def run() -> list[CheckResult]:
+        from gpuscale.calibration.user_rows import builtin_rows
+
+        return data_row_checks([r for r in builtin_rows() if r.id.split("-")[0] == prefix])
+    return run
+
+
+# The shipped rows.yaml: A11 (TensorRT-LLM 70B points), P1 (MI300X, MLPerf v4.1), P2 (NIM
+# closed-loop concurrency on 2 x H100).
+row_a11 = _shipped("A11")
+row_p1 = _shipped("P1")
+row_p2 = _shipped("P2")
 
 
 def row_a13() -> list[CheckResult]:
@@ -302,7 +356,8 @@ def row_a13() -> list[CheckResult]:
     rng = np.random.default_rng(13)
     prompts = _lognormal(rng, 5000, SHAREGPT_PROMPT_MEAN, 4, 1024)
     outputs = np.minimum(_lognormal(rng, 5000, SHAREGPT_OUTPUT_MEAN, 4, 2048), 2048 - prompts)
-    result = run_benchmark(hw, _engine(hw, 256, 2048, util=0.95, max_len=2048),
+    result = run_benchmark(hw, _engine(hw, 256, 2048, util=0.95, max_len=2048,
+                                       engine="vllm-v0.6"),
                            offline_requests(prompts, outputs))
     return [CheckResult("A13", "vLLM 0.6 70B TP4 tok/s", 3_543, result.output_tokens_per_s,
                         0.30, "tok/s"),
@@ -358,7 +413,7 @@ def row_a18() -> list[CheckResult]:
 ROWS: dict[str, Callable[[], list[CheckResult]]] = {
     "A1-A3": rows_a1_a3, "A4": row_a4, "A5": row_a5, "A6-A7": rows_a6_a7, "A8": row_a8,
     "A10": row_a10, "A11": row_a11, "A13": row_a13, "A15": row_a15, "A16": row_a16,
-    "A17": row_a17, "A18": row_a18,
+    "A17": row_a17, "A18": row_a18, "P1": row_p1, "P2": row_p2,
 }
 
 

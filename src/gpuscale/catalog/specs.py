@@ -50,6 +50,15 @@ class GpuSpec:
     # smaller tiles keep them further from their dense peak; gpus.yaml gives the source and the
     # row that fixes it). 1.0 = no FP8 penalty.
     fp8_efficiency_factor: float = 1.0
+    # Fixed GPU time of one small kernel (launch-to-end at one token), in us: the floor every
+    # GEMM, norm, activation and attention kernel of a layer pays (gpus.yaml gives the profile).
+    kernel_floor_us: float = 4.0
+    # Elementwise kernels (norms, activation, RoPE, residual adds) stream their bytes at this
+    # fraction of the datasheet HBM bandwidth (measured slope of Vidur's mlp.csv, gpus.yaml).
+    elementwise_bw_frac: float = 0.55
+    # Small-message all-reduce (< 8 MiB), per TP degree: (payload bytes, us) points of the
+    # measured NCCL curve, interpolated linearly; above the last point the affine fit applies.
+    allreduce_small_us: tuple[tuple[int, tuple[tuple[int, float], ...]], ...] = ()
 
     @property
     def memory_bytes(self) -> float:
@@ -68,6 +77,25 @@ class GpuSpec:
         latency_us = _at_tp(self.allreduce_latency_us, tp)
         return frac * link, latency_us * 1e-6
 
+    def allreduce_s(self, tp: int, payload_bytes: float) -> float:
+        """One all-reduce of `payload_bytes` over `tp` GPUs: the measured small-message curve
+        below its last point (NCCL's LL/LL128 protocols are flat there, not affine), else
+        latency + ring bus bytes / effective bus bandwidth."""
+        bus, latency_s = self.allreduce_bus_bytes_per_s_and_latency_s(tp)
+        affine = latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
+        if not self.allreduce_small_us:
+            return affine
+        points = _at_tp(self.allreduce_small_us, tp)
+        last_bytes, last_us = points[-1]
+        if payload_bytes >= last_bytes:
+            return affine
+        if payload_bytes <= points[0][0]:
+            return points[0][1] * 1e-6
+        for (b0, t0), (b1, t1) in zip(points, points[1:]):
+            if payload_bytes <= b1:
+                return (t0 + (t1 - t0) * (payload_bytes - b0) / (b1 - b0)) * 1e-6
+        return affine
+
     def sustained_flops(self, precision: Precision) -> float:
         """Peak x compute efficiency, with the FP8 factor on GPUs that run FP8 natively."""
         flops = self.peak_flops(precision) * self.compute_efficiency
@@ -82,7 +110,7 @@ class GpuSpec:
         return self.bf16_tflops * 1e12
 
 
-def _at_tp(pairs: tuple[tuple[int, float], ...], tp: int) -> float:
+def _at_tp(pairs, tp: int):
     below = [v for k, v in pairs if k <= tp]
     return below[-1] if below else pairs[0][1]
 
@@ -222,6 +250,10 @@ def gpus() -> dict[str, GpuSpec]:
         for key in ("allreduce_bus_frac", "allreduce_latency_us"):
             if key in spec:
                 spec[key] = tuple(sorted((int(k), float(v)) for k, v in spec[key].items()))
+        if "allreduce_small_us" in spec:
+            spec["allreduce_small_us"] = tuple(sorted(
+                (int(k), tuple((int(b), float(t)) for b, t in v))
+                for k, v in spec["allreduce_small_us"].items()))
         out[name] = GpuSpec(name=name, **spec)
     return out
 

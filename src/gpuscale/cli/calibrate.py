@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from gpuscale.calibration import calibrate
+from gpuscale.calibration.rows import data_row_checks
+from gpuscale.calibration.user_rows import load_rows
 from gpuscale.errors import GpuscaleError
 
 
@@ -16,27 +19,49 @@ def _status(check) -> str:
     return "known miss" if check.known_miss else "FAIL"
 
 
+def as_json(checks) -> dict:
+    """{"rows": [{"row": ID, "checks": [...]}]}, rows in the order they ran (issue 14)."""
+    rows: dict[str, list[dict]] = {}
+    for c in checks:
+        rows.setdefault(c.row, []).append(c.as_check())
+    return {"rows": [{"row": row, "checks": entries} for row, entries in rows.items()]}
+
+
 @click.command()
 @click.option("--row", "rows", multiple=True, help="Only these rows (e.g. A6, A15); repeatable.")
+@click.option("--rows", "rows_file", type=click.Path(path_type=Path), default=None,
+              help="Run the rows of this YAML file (docs/calibration.md gives the format) "
+                   "instead of the built-in ones.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def command(rows: tuple[str, ...], fmt: str) -> None:
+def command(rows: tuple[str, ...], rows_file: Path | None, fmt: str) -> None:
     """Reproduce the published measurements of calibration.md with the model."""
-    checks = calibrate(list(rows) or None)
-    if fmt == "json":
-        click.echo(json.dumps([c.as_dict() for c in checks], indent=2))
+    if rows_file is not None:
+        user = load_rows(rows_file)
+        wanted = {r.strip() for r in rows}
+        checks = data_row_checks([r for r in user if not wanted or r.id in wanted])
     else:
-        header = f"{'row':5} {'check':46} {'measured':>11} {'predicted':>11} {'error':>8} " \
+        checks = calibrate(list(rows) or None)
+    if fmt == "json":
+        click.echo(json.dumps(as_json(checks), indent=2))
+    else:
+        header = f"{'row':15} {'check':46} {'measured':>11} {'predicted':>11} {'error':>8} " \
                  f"{'tol':>6}  result"
         click.echo(header)
         for c in checks:
-            click.echo(f"{c.row:5} {c.label:46} {c.measured:>11.4g} {c.predicted:>11.4g} "
+            click.echo(f"{c.row:15} {c.label:46} {c.measured:>11.4g} {c.predicted:>11.4g} "
                        f"{c.error_frac:>+8.1%} {c.tolerance_frac:>6.0%}  {_status(c)}")
+        notes = {}
         for c in checks:
             if c.input_note:
-                click.echo(f"\n* {c.row} {c.label}, input read as: {c.input_note}")
-        misses = [c for c in checks if not c.passed and c.known_miss]
-        for c in misses:
-            click.echo(f"\n{c.row} {c.label}: {c.known_miss}")
+                notes.setdefault(c.input_note, []).append(f"{c.row} {c.label}")
+        for note, labels in notes.items():
+            click.echo(f"\n* {'; '.join(labels)}, input read as: {note}")
+        misses = {}
+        for c in checks:
+            if not c.passed and c.known_miss:
+                misses.setdefault(c.known_miss, []).append(f"{c.row} {c.label}")
+        for reason, labels in misses.items():
+            click.echo(f"\n{'; '.join(labels)}: {reason}")
     failed = [c for c in checks if not c.passed and not c.known_miss]
     if failed:
         raise GpuscaleError(f"{len(failed)} calibration check(s) outside tolerance: "

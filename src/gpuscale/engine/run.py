@@ -49,15 +49,16 @@ Progress = Callable[[float], None]
 def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardware:
     instance = get_instance_type(scenario.cluster.instance_type)
     model = get_model(scenario.model.name)
+    pp = 1 if tp else scenario.model.pp  # a P/D role's own tp has no pipeline
     tp = tp or scenario.model.tp
-    if tp > instance.num_gpus:
+    if tp * pp > instance.num_gpus:
         raise UserInputError(
-            f"tp={tp} needs {tp} GPUs in one pod but {instance.name} has {instance.num_gpus}",
-            field="model.tp")
+            f"tp={tp} x pp={pp} needs {tp * pp} GPUs in one pod but {instance.name} has "
+            f"{instance.num_gpus}", field="model.tp" if pp == 1 else "model.pp")
     return ReplicaHardware(gpu=instance.gpu_spec, model=model,
                            weight_precision=scenario.model.precision,
                            kv_precision=scenario.model.kv_precision or scenario.model.precision,
-                           tp=tp)
+                           tp=tp * pp, pp=pp)
 
 
 def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
@@ -81,6 +82,7 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
         num_blocks=blocks,
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,
         request_timeout_s=scenario.request_timeout_s,
+        batching=settings.batching,
     )
 
 

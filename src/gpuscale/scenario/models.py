@@ -43,6 +43,10 @@ class ModelDeployment(Strict):
     precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
     kv_precision: Precision | None = Field(None, description="KV-cache precision; default = weights'.")
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
+    pp: int = Field(1, ge=1, le=16, description=(
+        "Pipeline-parallel stages per replica; the pod holds tp x pp GPUs. 1 = no pipeline "
+        "(vLLM's default). Stages run the batch as micro-batches; fewer sequences than stages "
+        "leave bubbles (docs/serving.md)."))
 
     @field_validator("name")
     @classmethod
@@ -77,6 +81,10 @@ class EngineSettings(Strict):
     non_torch_gib: float = Field(0.5, ge=0, description=(
         "Per-GPU memory outside PyTorch (CUDA context, NCCL buffers ~0.34-0.39 GiB [S1])."))
     max_model_len: int | None = Field(None, ge=16, description="None = the model's context length.")
+    batching: Literal["chunked", "prefill_first"] = Field("chunked", description=(
+        "Step composition: `chunked` (vLLM V1, Sarathi: decodes and prefill chunks share the "
+        "token budget) or `prefill_first` (vLLM V0's default: whole prompts in prefill-only "
+        "steps before any decode step)."))
 
 
 class ColdStart(Strict):

@@ -55,20 +55,24 @@ def run_table(hw: ReplicaHardware, cfg: EngineConfig, arrival_s: np.ndarray,
 
 
 def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
-           num_replicas: int) -> RequestTable:
+           num_replicas: int, router: str = "least_outstanding") -> RequestTable:
+    """`router`: least_outstanding (a load balancer), or round_robin (request i to replica
+    i mod R, as Vidur's global scheduler does)."""
     sim = Simulation()
     table = RequestTable(requests)
     cost = StepCost(hw)
     replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost) for i in range(num_replicas)]
     arrivals = table.arrival_s
     n = len(arrivals)
+    round_robin = router == "round_robin"
 
     def arrive(rid: int) -> None:
         now_s = sim.now_s
         # Same-instant arrivals (offline) are routed in one go, as a client's burst would be.
         while True:
             table.num_arrived = rid + 1
-            least_outstanding(replicas).enqueue(rid, now_s)
+            target = replicas[rid % num_replicas] if round_robin else least_outstanding(replicas)
+            target.enqueue(rid, now_s)
             rid += 1
             if rid >= n or arrivals[rid] > now_s:
                 break
@@ -103,6 +107,70 @@ def _summarise(table: RequestTable, requests: Requests) -> BenchResult:
         num_requests=len(requests),
         mean_in_system=float(latency_s.sum()) / makespan,
     )
+
+
+def replay_closed_loop(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.ndarray,
+                       output_tokens: np.ndarray, concurrency: int, think_time_s: float = 0.0,
+                       num_replicas: int = 1, router: str = "least_outstanding") -> RequestTable:
+    """N clients, each sending its next request `think_time_s` after its previous one finished
+    (AIPerf / genai-perf / vLLM `--max-concurrency`). Request i's lengths are the i-th given;
+    its arrival is when a client sends it. Ends when every request is done."""
+    n = len(prompt_tokens)
+    sim = Simulation()
+    table = RequestTable(Requests(np.zeros(n), np.asarray(prompt_tokens, np.int64),
+                                  np.asarray(output_tokens, np.int64)))
+    cost = StepCost(hw)
+    replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost) for i in range(num_replicas)]
+    next_rid = [0]
+
+    def send(_client: int) -> None:
+        rid = next_rid[0]
+        if rid >= n:
+            return
+        next_rid[0] = rid + 1
+        now_s = sim.now_s
+        table.arrival_s[rid] = now_s
+        table.num_arrived = rid + 1
+        target = replicas[rid % num_replicas] if router == "round_robin" \
+            else least_outstanding(replicas)
+        target.enqueue(rid, now_s)
+
+    def done(rid: int, now_s: float) -> None:
+        sim.schedule(now_s + think_time_s, Priority.ARRIVAL, send, rid)
+
+    for replica in replicas:
+        replica.on_complete = done
+    for client in range(min(concurrency, n)):
+        sim.schedule(0.0, Priority.ARRIVAL, send, client)
+    sim.run()
+    return table
+
+
+STATISTICS = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "itl_mean_s",
+              "output_tokens_per_s", "requests_per_s")
+
+
+def statistics(table: RequestTable) -> dict[str, float]:
+    """What benchmark tools report, from one run. TPOT per request is MLPerf's (finish - first
+    token) / (output - 1); ITL is AIPerf's average over every inter-token gap (token-weighted);
+    throughputs are over first arrival to last finish."""
+    cols = table.columns()
+    done = cols.status == COMPLETED
+    nan = float("nan")
+    if not done.any():
+        return {k: nan for k in STATISTICS}
+    span = max(float(np.nanmax(cols.finish_s[done]) - cols.arrival_s.min()), 1e-12)
+    ttft = cols.first_token_s[done] - cols.arrival_s[done]
+    multi = done & (cols.output_tokens > 1)
+    gaps = cols.finish_s[multi] - cols.first_token_s[multi]
+    tpot = gaps / (cols.output_tokens[multi] - 1)
+    return {"ttft_mean_s": float(ttft.mean()), "ttft_p99_s": float(np.percentile(ttft, 99)),
+            "tpot_mean_s": float(tpot.mean()) if len(tpot) else nan,
+            "tpot_p99_s": float(np.percentile(tpot, 99)) if len(tpot) else nan,
+            "itl_mean_s": float(gaps.sum() / (cols.output_tokens[multi] - 1).sum())
+            if len(tpot) else nan,
+            "output_tokens_per_s": float(cols.output_tokens[done].sum()) / span,
+            "requests_per_s": float(done.sum()) / span}
 
 
 def offline_requests(prompt_tokens: np.ndarray, output_tokens: np.ndarray) -> Requests:

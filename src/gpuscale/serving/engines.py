@@ -1,42 +1,87 @@
 """Engine profiles: what differs between serving engines on the same GPU and model.
 
-The roofline in `performance.py` is what the GPU must do; an engine adds host-side time that
-is either hidden behind the GPU (CUDA graphs, asynchronous scheduling) or exposed. One named
-factor per engine, each fixed by a measurement that is not itself a calibration row, and then
-checked on a row (docs/calibration.md):
+The kernels in `performance.py` are what the GPU must do; an engine adds host time (scheduler,
+sampling, detokenisation, output processing) that the GPU waits for, chooses how it all-reduces
+small messages, and runs with or without CUDA graphs. Each profile's numbers come from a
+measurement that is not itself a calibration row, and are then checked on rows
+(docs/calibration.md):
 
-- `default` / `trtllm` / `vllm-v1`: factor 1.0. TensorRT-LLM rows A6, A7, A10, A11 pass with
-  the roofline (its catalog FP8 GEMM factor and measured all-reduce included) plus BLIS's
-  fitted per-step/per-layer/per-sequence overheads and nothing else (docs/calibration.md).
-- `vllm-v0.6`: vLLM 0.6.0 with `num-scheduler-steps 10` ran Llama-3.1-8B FP8 on one H100 at
-  8,088 output tok/s (Lambda benchmark_v0, hardware-and-models.md 3.4 [S9]); the roofline
-  engine gives 17,502 tok/s on the same setup (ShareGPT-like lengths, max-num-seqs 256; FP8
-  weights, so with the catalog's FP8 GEMM factor; 18,765 before it), so exposed host time
-  stretches each step by 17,502 / 8,088 = 2.16x. The same factor then
-  predicts row A13 (70B, TP4), which it was not fitted on. The vLLM blog attributes this gap
-  to the API server and scheduler running on the CPU between GPU steps.
+- `vllm` (V1) / `default` / `trtllm` / `sglang`: BLIS's fitted host time, 126 us per step and
+  4 us per sequence [S2] (hardware-and-models.md 1.2), with their own one-shot all-reduce below
+  8 MB and CUDA graphs. TensorRT-LLM rows A6, A7, A10, A11 pass with exactly this. SGLang has no
+  published point in the reference: it takes vLLM V1's numbers (assumed, said in the table).
+- `vllm-v0.6` (`kind: vllm, version: "0.6"`): vLLM 0.6.0 with `num-scheduler-steps 10` ran
+  Llama-3.1-8B FP8 on one H100 at 8,088 output tok/s (Lambda benchmark_v0, hardware-and-models.md
+  3.4 [S9]); the kernels plus V1's host time give 16,174 tok/s on the same setup (ShareGPT-like
+  lengths, max-num-seqs 256, V0's prefill-first scheduler). The gap is per-sequence Python work
+  between steps (the vLLM 0.6 blog: API server and scheduler on the CPU): 66 us per sequence
+  per step makes the 8B point exact, and then predicts row A13 (70B, TP4) at +16 % tok/s and
+  -3 % median TPOT, which it was not fitted on. (A whole-step multiplier fitted the same way,
+  2.30x with chunked batching, missed A13's TPOT by +36 %: host time does not grow with the
+  model.)
+- TensorRT-LLM's scheduler: prompts kept whole (`enable_chunked_context` off by default) and
+  KV admission GUARANTEED_NO_EVICT (its default capacity scheduler policy: a request's prompt
+  and all its output reserved at admission, no preemption); vLLM admits on the KV in use and
+  preempts by recompute (`max_utilization`).
+- `sarathi` (Sarathi-Serve, the engine Vidur's profiles come from): NCCL all-reduce at every
+  size (its custom kernels are not used), V1's host time (assumed; Vidur itself models none).
+
+Without CUDA graphs (`cuda_graphs: false`, vLLM `--enforce-eager`) the CPU launches every
+kernel: performance.EAGER_LAUNCH_S per kernel, from a measured Llama-3.1-8B H100 decode step,
+8.4 ms eager vs 5.1 ms with graphs (cloudai.pt "CUDA Graphs + torch.compile: 1.65x LLM Decode
+Speedup"): (8.4 ms - host) / (32 layers x 15 kernels) = 17 us, inside the 5-20 us per launch
+that PyTorch dispatch plus cudaLaunchKernel are commonly measured at.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+
+from gpuscale.serving.performance import HOST_SEQ_S, HOST_STEP_S, ReplicaHardware
 
 
 @dataclass(frozen=True)
 class EngineProfile:
     name: str
-    step_time_factor: float
     source: str
+    host_step_s: float = HOST_STEP_S
+    host_seq_s: float = HOST_SEQ_S
+    custom_allreduce: bool = True
+    step_time_factor: float = 1.0
+    # The scheduler's default batching (replica.EngineConfig.batching): vLLM V1 and SGLang chunk
+    # prefills; vLLM 0.6 (V0) runs prefill-first batches unless max_model_len > 32k (its
+    # default); TensorRT-LLM's in-flight batching keeps prompts whole (enable_chunked_context
+    # defaults to False in its executor and LLM API).
+    batching: str = "chunked"
+    # KV admission (replica.EngineConfig.admission): TensorRT-LLM's capacity scheduler defaults
+    # to GUARANTEED_NO_EVICT (reserve prompt + max new tokens at admission); vLLM admits on
+    # the KV in use and preempts.
+    admission: str = "max_utilization"
 
 
 ENGINE_PROFILES: dict[str, EngineProfile] = {
     p.name: p for p in (
-        EngineProfile("default", 1.0, "roofline + BLIS overheads (rows A6, A7, A10, A11)"),
-        EngineProfile("trtllm", 1.0, "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)"),
-        EngineProfile("vllm-v1", 1.0, "vLLM V1: async scheduling, CUDA graphs; assumed as TRT"),
-        EngineProfile("vllm-v0.6", 2.16, "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13"),
+        EngineProfile("default", "kernels + BLIS host time (rows A6, A7, A10, A11)"),
+        EngineProfile("vllm", "vLLM V1: async scheduling, CUDA graphs; BLIS host time"),
+        EngineProfile("trtllm", "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)",
+                      batching="whole_prompt", admission="guaranteed_no_evict"),
+        EngineProfile("sglang", "assumed as vLLM V1 (no published SGLang point read)"),
+        EngineProfile("vllm-v0.6", "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13",
+                      host_seq_s=66e-6, batching="prefill_first"),
+        EngineProfile("sarathi", "Sarathi-Serve as Vidur profiles it: NCCL all-reduce",
+                      custom_allreduce=False),
     )
 }
+ENGINE_PROFILES["vllm-v1"] = ENGINE_PROFILES["vllm"]
+ENGINE_KINDS = ("vllm", "trtllm", "sglang", "sarathi")
+
+
+def profile_name(kind: str, version: str | None = None) -> str:
+    """`engine: {kind, version}` of a calibration row or scenario -> a profile name."""
+    if kind == "vllm" and version is not None and str(version).startswith("0."):
+        return "vllm-v0.6"
+    return kind
 
 
 def get_engine_profile(name: str) -> EngineProfile:
@@ -45,3 +90,11 @@ def get_engine_profile(name: str) -> EngineProfile:
     if name not in ENGINE_PROFILES:
         raise UserInputError(f"unknown engine profile {name!r}; known: {', '.join(ENGINE_PROFILES)}")
     return ENGINE_PROFILES[name]
+
+
+def with_engine(hw: ReplicaHardware, profile: EngineProfile,
+                cuda_graphs: bool = True) -> ReplicaHardware:
+    """The same replica run by `profile`'s engine."""
+    return dataclasses.replace(hw, host_step_s=profile.host_step_s, host_seq_s=profile.host_seq_s,
+                               custom_allreduce=profile.custom_allreduce,
+                               step_time_factor=profile.step_time_factor, cuda_graphs=cuda_graphs)

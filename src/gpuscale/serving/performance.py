@@ -1,18 +1,29 @@
-"""Roofline step-time model for one tensor-parallel replica.
+"""Step-time model for one tensor-parallel replica: GPU kernels plus the engine's host time.
 
-A forward step's time is the sum of
-- linear layers: max(FLOPs / (peak x compute_efficiency [x fp8_efficiency_factor for FP8]),
-  weight bytes / (HBM BW x hbm_efficiency)),
-- attention: prefill FLOPs (compute bound) and decode KV reads (memory bound),
-- tensor-parallel all-reduce: two per layer, ring bus bytes over the measured effective bus
-  bandwidth plus a per-collective latency (catalog, per GPU and TP degree: Vidur's H100 DGX
-  NCCL profile, see gpus.yaml),
-- a fixed per-step and per-layer overhead (kernel launch gaps, scheduler CPU time).
+A forward step of `n` tokens (decode tokens + prefill chunk tokens) from `s` sequences costs
+- GEMMs of the L layers (QKV, O, up/gate, down): per layer a smooth maximum of the weight
+  stream (bytes / (HBM x hbm_efficiency)) and the compute (FLOPs / (peak x compute_efficiency
+  [x fp8_efficiency_factor])), the compute taken at n + GEMM_HALF_TOKENS tokens because small-M
+  tiles waste work, plus a fixed kernel floor per GEMM. No hard switch between the rooflines:
+  sqrt(mem^2 + comp^2) (the p = 2 fit below);
+- the LM head once per sequence that emits a token this step (s rows, BF16 weights), not per
+  prefill token; the input embedding is a row lookup, not a GEMM;
+- elementwise work per token (2 RMSNorms, RoPE, SiLU x up, 2 residual adds): bytes moved /
+  (HBM x elementwise_bw_frac), smoothly at least their kernel floors;
+- attention at its own precision (BF16 FlashAttention beside FP8 GEMMs): prefill FLOPs
+  4 L q_dim c (p + c/2) at the BF16 sustained rate, the KV of the context read from HBM (decode
+  sequences and the earlier chunks a chunked prefill re-reads), and a per-layer kernel floor
+  (KV-cache write, one decode and one prefill kernel when present);
+- two all-reduces per layer over the TP group: the measured NCCL curve (small messages flat)
+  or, for engines with their own one-shot kernel below 8 MB, the affine fit;
+- host time of the engine (serving/engines.py): absolute seconds per step and per sequence
+  (scheduler, sampling, detokenisation), exposed unless hidden; without CUDA graphs the GPU
+  also waits for the CPU to launch every kernel (EAGER_LAUNCH_S per kernel).
 
-Efficiency factors are per GPU in the catalog (fixed by calibration rows A1-A3); the overhead
-constants are BLIS's fitted coefficients. Everything is per GPU of the TP group: weights and
-KV heads are split TP ways. Sources: ../shared/reference/hardware-and-models.md 1.2 and 5.3,
-calibration.md rows A1-A4.
+Every constant is from a measurement: Vidur's kernel profiles for the GEMM curve, floors,
+elementwise and all-reduce (gpus.yaml), BLIS's fitted host coefficients for vLLM, the engine
+profiles for the rest. Sources: ../shared/reference/hardware-and-models.md 1.2 and 5.3,
+calibration.md rows A1-A4, docs/calibration.md.
 """
 
 from __future__ import annotations
@@ -23,40 +34,83 @@ from typing import Sequence
 
 from gpuscale.catalog.specs import GpuSpec, ModelSpec, Precision
 
-# BLIS "trained-physics" coefficients fitted on H100 vLLM traces [S2] (hardware-and-models.md 1.2):
-STEP_OVERHEAD_S = 126e-6  # per engine step
-LAYER_OVERHEAD_S = 32e-6  # per transformer layer per step (kernel launch gaps)
-SEQ_OVERHEAD_S = 4e-6  # per sequence in the batch (sampling, bookkeeping)
 ACTIVATION_BYTES = 2  # activations stay BF16 even with FP8 weights
+# GEMM curve, one fit over Vidur's mlp.csv (microsoft/vidur @7d47513, 400 points: CodeLlama-34B
+# A100/H100, Llama-2-70B A100/H100, Llama-2-7B H100, TP1-8, 1-4096 tokens): time = sqrt(mem^2
+# + comp(n + 16)^2) + 4 kernel floors, 8.5% rms, worst 31% (H100 Llama-2-70B TP1 at 256
+# tokens, where the profile has a step); p = 4 gives 13%, a hard max 15%+.
+GEMM_HALF_TOKENS = 16.0
+GEMMS_PER_LAYER = 4
+ELEMENTWISE_KERNELS_PER_LAYER = 6  # 2 norms, RoPE, activation, 2 residual adds (Vidur's ops)
+# Host coefficients BLIS fitted on H100 vLLM traces [S2] (hardware-and-models.md 1.2), the
+# default engine's host time per step and per sequence (BLIS's 32 us per layer was the launch
+# gaps between kernels; the kernel floors above now carry that term from kernel profiles).
+HOST_STEP_S = 126e-6
+HOST_SEQ_S = 4e-6
+# PyTorch eager mode: the CPU launches each kernel (dispatch + cudaLaunchKernel). ~15 kernels
+# per layer (6 elementwise, 4 GEMMs, attention + KV write, 2 all-reduces, 2 reshapes).
+EAGER_KERNELS_PER_LAYER = 15
+EAGER_LAUNCH_S = 17e-6  # engines.py cites the measurement (8B H100 eager vs graphs)
 
 
 @dataclass(frozen=True)
 class ReplicaHardware:
-    """The fixed inputs of the step-time model for one replica (a TP group)."""
+    """The fixed inputs of the step-time model for one replica (a TP group) and its engine."""
 
     gpu: GpuSpec
     model: ModelSpec
     weight_precision: Precision
     kv_precision: Precision
     tp: int
-    # Wall time of an engine step / the roofline sum: 1.0 for an engine whose host work is
-    # hidden behind the GPU (CUDA graphs, async scheduling: TensorRT-LLM, vLLM V1); larger for
-    # engines with exposed CPU time per step (see serving/engines.py, ENGINE_PROFILES).
+    # Multiplier on the whole step, kept for an engine whose host overhead is only known as a
+    # ratio (vLLM 0.6's, serving/engines.py); 1.0 otherwise.
     step_time_factor: float = 1.0
+    host_step_s: float = HOST_STEP_S  # exposed host time per step (scheduler, launch)
+    host_seq_s: float = HOST_SEQ_S  # per sequence in the batch (sampling, bookkeeping)
+    cuda_graphs: bool = True  # False: the GPU waits for per-kernel CPU launches
+    custom_allreduce: bool = True  # one-shot kernel below 8 MB (vLLM, TRT-LLM); else NCCL
+    eager_launch_s: float = EAGER_LAUNCH_S
+    # Pipeline stages: the replica's `tp` GPUs form `pp` stages of tp / pp GPUs each (`tp` stays
+    # the replica's GPU count, which pods, memory and cost read).
+    pp: int = 1
+
+    @property
+    def tp_degree(self) -> int:
+        """GPUs of one tensor-parallel group (one pipeline stage)."""
+        return max(1, self.tp // self.pp)
 
     @property
     def flops_per_s(self) -> float:
-        """Sustained FLOP/s of the whole TP group at the weight precision."""
-        return self.gpu.sustained_flops(self.weight_precision) * self.tp
+        """Sustained GEMM FLOP/s of one TP group at the weight precision."""
+        return self.gpu.sustained_flops(self.weight_precision) * self.tp_degree
+
+    @property
+    def attention_flops_per_s(self) -> float:
+        """Sustained FLOP/s of attention: BF16 whatever the weights (FlashAttention in BF16)."""
+        return self.gpu.sustained_flops(Precision.BF16) * self.tp_degree
 
     @property
     def bytes_per_s(self) -> float:
-        """Sustained HBM bytes/s of the whole TP group."""
-        return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.hbm_efficiency * self.tp
+        """Sustained HBM bytes/s of one TP group."""
+        return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.hbm_efficiency * self.tp_degree
+
+    @property
+    def elementwise_bytes_per_s(self) -> float:
+        return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.elementwise_bw_frac \
+            * self.tp_degree
 
     @property
     def kv_bytes_per_token(self) -> int:
         return self.model.kv_bytes_per_token(self.kv_precision)
+
+    @property
+    def kernel_floor_s(self) -> float:
+        return self.gpu.kernel_floor_us * 1e-6
+
+
+def smooth_max(a: float, b: float) -> float:
+    """sqrt(a^2 + b^2): the p = 2 blend of two rooflines (GEMM_HALF_TOKENS comment)."""
+    return math.sqrt(a * a + b * b)
 
 
 def expert_coverage_frac(num_tokens: int, num_experts: int, experts_per_token: int) -> float:
@@ -69,38 +123,88 @@ def expert_coverage_frac(num_tokens: int, num_experts: int, experts_per_token: i
     return 1.0 - (1.0 - experts_per_token / num_experts) ** max(num_tokens, 1)
 
 
+def lm_head_params(model: ModelSpec) -> int:
+    return model.vocab * model.hidden
+
+
 def weight_bytes_read(model: ModelSpec, precision: Precision, num_tokens: int) -> float:
-    """Weight bytes streamed from HBM by one forward step of `num_tokens` tokens."""
+    """Layer weight bytes (all GPUs together) streamed by one step of `num_tokens` tokens.
+
+    Excludes the embeddings: the input table is a row lookup and the LM head is its own term.
+    """
+    layers = model.total_params - 2 * lm_head_params(model)
     if not model.is_moe:
-        return model.total_params * precision.bytes_per_elem
+        return layers * precision.bytes_per_elem
     routed = model.moe_layers * model.num_experts * model.expert_params
-    always = model.total_params - routed
     cover = expert_coverage_frac(num_tokens, model.num_experts, model.experts_per_token)
-    return (always + routed * cover) * precision.bytes_per_elem
+    return (layers - routed + routed * cover) * precision.bytes_per_elem
 
 
-def linear_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
-    """Time of all linear layers (projections, MLP/experts, LM head) for `num_tokens` tokens."""
-    flops = 2.0 * hw.model.active_params * num_tokens
-    bytes_read = weight_bytes_read(hw.model, hw.weight_precision, num_tokens)
-    return max(flops / hw.flops_per_s, bytes_read / hw.bytes_per_s)
+def _active_layer_params(model: ModelSpec) -> int:
+    return model.active_params - 2 * lm_head_params(model)
+
+
+def gemm_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
+    """QKV, O and MLP/expert GEMMs of every layer for `num_tokens` tokens (LM head apart)."""
+    if num_tokens <= 0:
+        return 0.0
+    mem = weight_bytes_read(hw.model, hw.weight_precision, num_tokens) / hw.bytes_per_s
+    comp = 2.0 * _active_layer_params(hw.model) * (num_tokens + GEMM_HALF_TOKENS) / hw.flops_per_s
+    return smooth_max(mem, comp) + hw.model.layers * GEMMS_PER_LAYER * hw.kernel_floor_s
 
 
 def layer_linear_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
     """Per-layer QKV+O+MLP GEMM time (what Vidur's mlp.csv profiles; rows A1-A3)."""
     params = hw.model.attention_params + hw.model.expert_params
-    flops = 2.0 * params * num_tokens
-    bytes_read = params * hw.weight_precision.bytes_per_elem
-    return max(flops / hw.flops_per_s, bytes_read / hw.bytes_per_s)
+    mem = params * hw.weight_precision.bytes_per_elem / hw.bytes_per_s
+    comp = 2.0 * params * (num_tokens + GEMM_HALF_TOKENS) / hw.flops_per_s
+    return smooth_max(mem, comp) + GEMMS_PER_LAYER * hw.kernel_floor_s
+
+
+def lm_head_time_s(hw: ReplicaHardware, num_seqs: int) -> float:
+    """Logits for one token per sequence that samples this step; the head stays BF16 (ModelOpt
+    FP8 checkpoints keep lm_head unquantised)."""
+    if num_seqs <= 0:
+        return 0.0
+    params = lm_head_params(hw.model)
+    mem = params * Precision.BF16.bytes_per_elem / hw.bytes_per_s
+    comp = 2.0 * params * (num_seqs + GEMM_HALF_TOKENS) / hw.attention_flops_per_s
+    return smooth_max(mem, comp) + hw.kernel_floor_s
+
+
+def elementwise_bytes_per_token(model: ModelSpec, tp: int) -> float:
+    """HBM bytes one token moves per layer per GPU through norms, RoPE, activation and adds.
+
+    Norm: read + write hidden (x2 norms); add: read 2 x hidden, write hidden (x2); RoPE: read +
+    write the GPU's q and k heads; SiLU x up: read 2 x ffn / tp, write ffn / tp. All BF16.
+    """
+    h = model.hidden
+    q_dim = model.q_heads * model.head_dim
+    kv_dim = model.kv_heads * model.head_dim
+    ffn = model.ffn * max(1, model.experts_per_token + model.shared_experts) if model.is_moe \
+        else model.ffn
+    elems = 2 * 2 * h + 2 * 3 * h + 2 * (q_dim + kv_dim) / tp + 3 * ffn / tp
+    return elems * ACTIVATION_BYTES
+
+
+def elementwise_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
+    """Per-token elementwise kernels of every layer (each GPU does its share in parallel)."""
+    if num_tokens <= 0:
+        return 0.0
+    per_gpu_bw = hw.elementwise_bytes_per_s / hw.tp_degree
+    stream = num_tokens * elementwise_bytes_per_token(hw.model, hw.tp_degree) / per_gpu_bw
+    floor = ELEMENTWISE_KERNELS_PER_LAYER * hw.kernel_floor_s
+    return hw.model.layers * smooth_max(floor, stream)
 
 
 def prefill_attention_time_s(hw: ReplicaHardware, chunk_tokens: int, prefix_tokens: int) -> float:
-    """Causal attention FLOPs of a prefill chunk over its own prefix: 4 x L x q_dim x c x (p + c/2)."""
+    """A prefill chunk's causal attention over its prefix, in BF16: 4 L q_dim c (p + c/2) FLOPs,
+    plus reading the KV of the `prefix_tokens` earlier chunks (or cached prefix) from HBM."""
     if chunk_tokens <= 0:
         return 0.0
     q_dim = hw.model.q_heads * hw.model.head_dim
     flops = 4.0 * hw.model.layers * q_dim * chunk_tokens * (prefix_tokens + chunk_tokens / 2.0)
-    return flops / hw.flops_per_s
+    return flops / hw.attention_flops_per_s + prefix_tokens * hw.kv_bytes_per_token / hw.bytes_per_s
 
 
 def decode_attention_time_s(hw: ReplicaHardware, context_tokens: float) -> float:
@@ -108,46 +212,97 @@ def decode_attention_time_s(hw: ReplicaHardware, context_tokens: float) -> float
     return context_tokens * hw.kv_bytes_per_token / hw.bytes_per_s
 
 
+def attention_floor_s(hw: ReplicaHardware, decode_seqs: int, num_chunks: int) -> float:
+    """Per layer: the KV-cache write, plus one decode and one prefill attention kernel when the
+    step has such sequences (engines launch them apart: FlashAttention varlen / paged decode)."""
+    kernels = 1 + (1 if decode_seqs else 0) + (1 if num_chunks else 0)
+    return hw.model.layers * kernels * hw.kernel_floor_s
+
+
+def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
+    tp = hw.tp_degree
+    if hw.custom_allreduce:
+        bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp)
+        return latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
+    return hw.gpu.allreduce_s(tp, payload_bytes)
+
+
 def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
     """Two all-reduces per layer over the TP group (attention out and MLP out).
 
-    Each: latency + 2 (tp-1)/tp x payload / bus bandwidth, both from the catalog's measured
-    profile for this GPU and TP degree. Depends on the tokens in the step only, never on the
-    context, so a pure-decode stretch keeps a constant all-reduce term.
+    Each moves num_tokens x hidden BF16 values; its time comes from the catalog's measured
+    profile for this GPU and TP degree (`one_allreduce_s`). Depends on the tokens in the step
+    only, never on the context, so a pure-decode stretch keeps a constant all-reduce term.
     """
-    if hw.tp <= 1:
+    if hw.tp_degree <= 1 or num_tokens <= 0:
         return 0.0
-    payload = num_tokens * hw.model.hidden * ACTIVATION_BYTES
-    bus_bytes_per_s, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(hw.tp)
-    per_op = latency_s + 2.0 * (hw.tp - 1) / hw.tp * payload / bus_bytes_per_s
-    return 2 * hw.model.layers * per_op
+    return 2 * hw.model.layers * one_allreduce_s(hw, num_tokens * hw.model.hidden * ACTIVATION_BYTES)
 
 
-def overhead_time_s(hw: ReplicaHardware, num_seqs: int) -> float:
-    return STEP_OVERHEAD_S + LAYER_OVERHEAD_S * hw.model.layers + SEQ_OVERHEAD_S * num_seqs
+def host_time_s(hw: ReplicaHardware, num_seqs: int) -> float:
+    return hw.host_step_s + hw.host_seq_s * num_seqs
+
+
+def eager_launch_floor_s(hw: ReplicaHardware) -> float:
+    """Without CUDA graphs the GPU cannot finish a step before the CPU launched its kernels."""
+    if hw.cuda_graphs:
+        return 0.0
+    return hw.model.layers * EAGER_KERNELS_PER_LAYER * hw.eager_launch_s
+
+
+# Stage-to-stage activation send: aiconfigurator's 10 us p2p latency (the catalog's default
+# all-reduce latency) plus the bytes over the datasheet link.
+P2P_LATENCY_S = 10e-6
+
+
+def p2p_time_s(hw: ReplicaHardware, num_tokens: float) -> float:
+    """Send one micro-batch's activations to the next pipeline stage."""
+    return P2P_LATENCY_S + num_tokens * hw.model.hidden * ACTIVATION_BYTES \
+        / (hw.gpu.link_gbps_per_direction * 1e9)
+
+
+def _layers_s(hw: ReplicaHardware, num_tokens: int, attention_s: float, kernels: int) -> float:
+    """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce."""
+    return (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s
+            + kernels * hw.model.layers * hw.kernel_floor_s + allreduce_time_s(hw, num_tokens))
 
 
 def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens: float,
                 prefill_chunks: tuple[tuple[int, int], ...] = ()) -> float:
     """One engine step: `decode_seqs` sequences emit a token while reading
-    `decode_context_tokens` cached tokens in total; each prefill chunk is (tokens, prefix)."""
+    `decode_context_tokens` cached tokens in total; each prefill chunk is (tokens, prefix).
+
+    With pp > 1 stages the batch runs as m = min(pp, sequences) micro-batches (vLLM's virtual
+    engines); every sequence advances one token per period = the longer of one micro-batch's
+    trip through all stages and m micro-batches through the slowest (last, with the LM head)
+    stage. Fewer sequences than stages leave the pipeline with bubbles: stages idle.
+    """
     prefill_tokens = sum(c for c, _ in prefill_chunks)
     num_tokens = decode_seqs + prefill_tokens
     if num_tokens == 0:
         return 0.0
+    num_seqs = decode_seqs + len(prefill_chunks)
     attention = decode_attention_time_s(hw, decode_context_tokens) + sum(
         prefill_attention_time_s(hw, c, p) for c, p in prefill_chunks)
-    num_seqs = decode_seqs + len(prefill_chunks)
-    return hw.step_time_factor * (linear_time_s(hw, num_tokens) + attention
-                                  + allreduce_time_s(hw, num_tokens) + overhead_time_s(hw, num_seqs))
+    kernels = 1 + (1 if decode_seqs else 0) + (1 if prefill_chunks else 0)
+    if hw.pp <= 1:
+        gpu = _layers_s(hw, num_tokens, attention, kernels) + lm_head_time_s(hw, num_seqs)
+    else:
+        m = min(hw.pp, num_seqs)
+        mb_tokens = -(-num_tokens // m)
+        layers = _layers_s(hw, mb_tokens, attention / m, kernels)
+        head = lm_head_time_s(hw, -(-num_seqs // m))
+        p2p = p2p_time_s(hw, mb_tokens)
+        gpu = max(layers + (hw.pp - 1) * p2p + head, m * (layers / hw.pp + head + p2p))
+    gpu = max(gpu, eager_launch_floor_s(hw))
+    return hw.step_time_factor * (gpu + host_time_s(hw, num_seqs))
 
 
 class DecodeSegment:
     """Step time of a pure-decode stretch as a line in the step index k: a + b x k.
 
     With n sequences, each step adds n tokens to the cache, so the KV read grows by
-    n x kv_bytes per step. The linear part is constant; when it is compute bound (very large
-    batches) the slope only applies to the attention term, which is what is modelled.
+    n x kv_bytes per step; every other term depends on n only and stays constant.
     """
 
     __slots__ = ("first_step_s", "slope_s")  # a plain slotted class: built on the hot path
@@ -180,78 +335,112 @@ class DecodeSegment:
 
 def decode_segment(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -> DecodeSegment:
     first = step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens)
-    slope = hw.step_time_factor * num_seqs * hw.kv_bytes_per_token / hw.bytes_per_s
-    return DecodeSegment(first, slope)
+    return DecodeSegment(first, _decode_slope_s(hw, num_seqs, context_tokens))
+
+
+def _decode_slope_s(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -> float:
+    """Growth of the step per step. While the eager launch floor binds, the GPU's KV growth is
+    hidden behind it (slope 0 until the stretch ends: slightly optimistic at the crossing)."""
+    if hw.pp > 1:  # the period is piecewise linear in the context: take its local slope
+        return step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens
+                           + num_seqs) - step_time_s(hw, decode_seqs=num_seqs,
+                                                     decode_context_tokens=context_tokens)
+    floor = eager_launch_floor_s(hw)
+    if floor:
+        gpu = step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens) \
+            / hw.step_time_factor - host_time_s(hw, num_seqs)
+        if gpu <= floor:
+            return 0.0
+    return hw.step_time_factor * num_seqs * hw.kv_bytes_per_token / hw.bytes_per_s
 
 
 class StepCost:
     """`step_time_s` with every per-replica constant folded in, for the simulation's hot path.
 
-    Same formula as the pure functions above (a test checks they agree); only the arithmetic
-    that does not depend on the batch is done once.
+    Same formula as the pure functions above (a test checks they agree): the terms that depend
+    only on the step's token or sequence count are computed once per count and memoised.
     """
 
-    __slots__ = ("hw", "_linear_flop_s", "_weight_s", "_kv_s", "_attn_prefill_s", "_ar_fixed_s",
-                 "_ar_token_s", "_fixed_s", "_per_seq_s", "_moe", "_moe_cache", "_factor")
+    __slots__ = ("hw", "_kv_s", "_attn_prefill_s", "_floor_layer_s", "_eager_s", "_factor",
+                 "_host_step_s", "_host_seq_s", "_by_tokens", "_by_seqs", "_pipelined",
+                 "_decode_by_seqs")
 
     def __init__(self, hw: ReplicaHardware) -> None:
         self.hw = hw
-        self._linear_flop_s = 2.0 * hw.model.active_params / hw.flops_per_s
-        self._weight_s = weight_bytes_read(hw.model, hw.weight_precision, 10**9) / hw.bytes_per_s
         self._kv_s = hw.kv_bytes_per_token / hw.bytes_per_s
         q_dim = hw.model.q_heads * hw.model.head_dim
-        self._attn_prefill_s = 4.0 * hw.model.layers * q_dim / hw.flops_per_s
-        if hw.tp > 1:
-            bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(hw.tp)
-            per_token = 2.0 * (hw.tp - 1) / hw.tp * hw.model.hidden * ACTIVATION_BYTES / bus
-            self._ar_fixed_s = 2 * hw.model.layers * latency_s
-            self._ar_token_s = 2 * hw.model.layers * per_token
-        else:
-            self._ar_fixed_s = self._ar_token_s = 0.0
-        self._fixed_s = STEP_OVERHEAD_S + LAYER_OVERHEAD_S * hw.model.layers
-        self._per_seq_s = SEQ_OVERHEAD_S
-        self._moe = hw.model.is_moe
-        self._moe_cache: dict[int, float] = {}
+        self._attn_prefill_s = 4.0 * hw.model.layers * q_dim / hw.attention_flops_per_s
+        self._floor_layer_s = hw.model.layers * hw.kernel_floor_s
+        self._eager_s = eager_launch_floor_s(hw)
         self._factor = hw.step_time_factor
+        self._host_step_s = hw.host_step_s
+        self._host_seq_s = hw.host_seq_s
+        self._by_tokens: dict[int, float] = {}
+        self._by_seqs: dict[int, float] = {}
+        self._pipelined = hw.pp > 1  # rare: the reference formula, not the folded one
+        self._decode_by_seqs: dict[int, float] = {}  # a decode step's context-free GPU time
 
-    def _weights_s(self, num_tokens: int) -> float:
-        if not self._moe:
-            return self._weight_s
-        cached = self._moe_cache.get(num_tokens)
+    def _tokens_s(self, num_tokens: int) -> float:
+        cached = self._by_tokens.get(num_tokens)
         if cached is None:
-            cached = weight_bytes_read(self.hw.model, self.hw.weight_precision, num_tokens) \
-                / self.hw.bytes_per_s
-            self._moe_cache[num_tokens] = cached
+            hw = self.hw
+            cached = (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens)
+                      + allreduce_time_s(hw, num_tokens))
+            self._by_tokens[num_tokens] = cached
+        return cached
+
+    def _seqs_s(self, num_seqs: int) -> float:
+        cached = self._by_seqs.get(num_seqs)
+        if cached is None:
+            cached = lm_head_time_s(self.hw, num_seqs)
+            self._by_seqs[num_seqs] = cached
         return cached
 
     def step_s(self, decode_seqs: int, decode_context_tokens: float,
                prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
+        if self._pipelined:
+            return step_time_s(self.hw, decode_seqs=decode_seqs,
+                               decode_context_tokens=decode_context_tokens,
+                               prefill_chunks=tuple(prefill_chunks))
         prefill_tokens = 0
-        attention = decode_context_tokens * self._kv_s
+        kv_tokens = decode_context_tokens
+        attention = 0.0
         for chunk, prefix in prefill_chunks:
             prefill_tokens += chunk
+            kv_tokens += prefix
             attention += self._attn_prefill_s * chunk * (prefix + chunk / 2.0)
         tokens = decode_seqs + prefill_tokens
         if tokens == 0:
             return 0.0
-        compute = self._linear_flop_s * tokens
-        weights = self._weights_s(tokens)
-        linear = compute if compute > weights else weights
-        allreduce = self._ar_fixed_s + self._ar_token_s * tokens if self._ar_fixed_s else 0.0
-        seqs = decode_seqs + len(prefill_chunks)
-        return self._factor * (linear + attention + allreduce + self._fixed_s
-                               + self._per_seq_s * seqs)
+        num_chunks = len(prefill_chunks)
+        seqs = decode_seqs + num_chunks
+        kernels = 1 + (1 if decode_seqs else 0) + (1 if num_chunks else 0)
+        gpu = (self._tokens_s(tokens) + self._seqs_s(seqs) + attention + kv_tokens * self._kv_s
+               + kernels * self._floor_layer_s)
+        if gpu < self._eager_s:
+            gpu = self._eager_s
+        return self._factor * (gpu + self._host_step_s + self._host_seq_s * seqs)
 
     def decode_step_s(self, num_seqs: int, context_tokens: float) -> float:
         """`step_s` without prefill chunks (the common case), with no tuple to walk."""
-        compute = self._linear_flop_s * num_seqs
-        weights = self._weights_s(num_seqs)
-        linear = compute if compute > weights else weights
-        allreduce = self._ar_fixed_s + self._ar_token_s * num_seqs if self._ar_fixed_s else 0.0
-        return self._factor * (linear + context_tokens * self._kv_s + allreduce + self._fixed_s
-                                + self._per_seq_s * num_seqs)
+        if self._pipelined:
+            return step_time_s(self.hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens)
+        fixed = self._decode_by_seqs.get(num_seqs)
+        if fixed is None:
+            fixed = self._tokens_s(num_seqs) + self._seqs_s(num_seqs) + 2 * self._floor_layer_s
+            self._decode_by_seqs[num_seqs] = fixed
+        gpu = fixed + context_tokens * self._kv_s
+        if gpu < self._eager_s:
+            gpu = self._eager_s
+        return self._factor * (gpu + self._host_step_s + self._host_seq_s * num_seqs)
 
     def segment(self, num_seqs: int, context_tokens: float) -> DecodeSegment:
         """`DecodeSegment` of a pure-decode stretch starting at `context_tokens`."""
-        return DecodeSegment(self.decode_step_s(num_seqs, context_tokens),
-                             self._factor * num_seqs * self._kv_s)
+        if self._pipelined:
+            return decode_segment(self.hw, num_seqs, context_tokens)
+        first = self.decode_step_s(num_seqs, context_tokens)
+        slope = self._factor * num_seqs * self._kv_s
+        if self._eager_s and first / self._factor - self._host_step_s \
+                - self._host_seq_s * num_seqs <= self._eager_s:
+            slope = 0.0
+        return DecodeSegment(first, slope)

@@ -40,6 +40,18 @@ class EngineConfig:
     num_blocks: int
     max_model_len: int
     request_timeout_s: float
+    # "chunked" (vLLM V1, Sarathi): decodes and prefill chunks share each step's token budget.
+    # "prefill_first" (vLLM V0's default scheduler, Vidur's `vllm`): waiting prompts run whole
+    # in prefill-only steps (up to the budget) before any decode step; decodes wait meanwhile.
+    # "whole_prompt" (TensorRT-LLM in-flight batching, chunked context off, its default): decodes
+    # and prefills share a step, but a prompt is never split; one that does not fit the budget
+    # left waits for the next step.
+    batching: str = "chunked"
+    # "max_utilization" (vLLM; TensorRT-LLM's MAX_UTILIZATION): admit while the KV in use fits,
+    # preempt when it runs out. "guaranteed_no_evict" (TensorRT-LLM's default capacity
+    # scheduler): admit only if the KV of the prompt and of every output token still to come
+    # fits beside what the running requests have reserved, so nothing is ever preempted.
+    admission: str = "max_utilization"
 
     @property
     def capacity_tokens(self) -> int:
@@ -54,7 +66,8 @@ class Replica:
         "heap", "resume_generated", "G", "decode_base", "n_decode", "prefill_reserved",
         "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
         "busy_accum_s", "accepting", "on_drained", "ttft_observations", "cost", "step_start_s",
-        "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled",
+        "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled", "step_decodes",
+        "prefill_first", "whole_prompts", "on_complete", "no_evict", "reserved_tokens",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
@@ -89,12 +102,19 @@ class Replica:
         self.step_start_s = 0.0  # a planned step may start in the future (after a cut)
         self.step_chunks: list[tuple[int, int, int]] = []
         self.step_budget = 0
+        self.step_decodes = True  # False for a prefill-only step (prefill_first batching)
+        self.prefill_first = cfg.batching == "prefill_first"
+        self.whole_prompts = self.prefill_first or cfg.batching == "whole_prompt"
+        self.no_evict = cfg.admission == "guaranteed_no_evict"
+        self.reserved_tokens = 0  # guaranteed_no_evict: prompt + output of every running request
         # Disaggregation: a "prefill" replica hands each request off after its prefill
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
         # straight into decode.
         self.role = role
         self.on_prefilled = on_prefilled
         self.kv_ready: set[int] = set()
+        # Closed-loop clients: told when their request is done (serving/bench.py).
+        self.on_complete: Callable[[int, float], None] | None = None
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
 
     # -- observation (metrics) -----------------------------------------------------------------
@@ -155,7 +175,7 @@ class Replica:
         self.heap.clear()
         self.resume_generated.clear()
         self.kv_ready.clear()
-        self.decode_base = self.n_decode = self.prefill_reserved = 0
+        self.decode_base = self.n_decode = self.prefill_reserved = self.reserved_tokens = 0
         self.accepting = False
         return lost
 
@@ -201,9 +221,21 @@ class Replica:
                     table.drop(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
-            waiting.popleft()
-            self.running[rid] = None
+            if self.no_evict:
+                full = table.prompt_tokens[rid] + table.output_tokens[rid]
+                if (self.reserved_tokens + full) / cfg.block_size \
+                        + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
+                    if not self.running:  # its whole length can never be reserved
+                        waiting.popleft()
+                        self.resume_generated.pop(rid, None)
+                        self.kv_ready.discard(rid)
+                        table.drop(rid, now_s, "exceeds_kv_cache")
+                        continue
+                    break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
+                waiting.popleft()
+                self.running[rid] = None
+                self._reserve(rid, 1)
                 self.kv_ready.discard(rid)
                 if table.output_tokens[rid] <= 1:
                     del self.running[rid]
@@ -211,9 +243,17 @@ class Replica:
                 else:
                     self._join_decode(rid, 1)
                 continue
+            if self.whole_prompts and need > budget and (
+                    chunks or (self.n_decode and not self.prefill_first)):
+                # Whole prompts only: it waits for the next step. One longer than the budget
+                # runs alone (in a prefill-only step, or once the decodes beside it are done).
+                break
+            waiting.popleft()
+            self.running[rid] = None
+            self._reserve(rid, 1)
             self.prefilling[rid] = need
             self.prefill_reserved += need
-            take = need if need < budget else budget
+            take = need if need < budget or self.whole_prompts else budget
             chunks.append((rid, take, 0))
             budget -= take
         return budget
@@ -223,7 +263,8 @@ class Replica:
         if not self.prefilling and not self.waiting and self.n_decode:
             self._start_segment(now_s)  # fast path: nothing to admit or prefill
             return
-        budget = self.cfg.max_num_batched_tokens - self.n_decode
+        # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
+        budget = self.cfg.max_num_batched_tokens - (0 if self.prefill_first else self.n_decode)
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
         for rid, remaining in self.prefilling.items():
             if budget <= 0:
@@ -239,6 +280,7 @@ class Replica:
             self.step_start_s = now_s
             self.step_chunks = chunks
             self.step_budget = budget
+            self.step_decodes = not self.prefill_first
             self._schedule_step()
             return
         if self.n_decode:
@@ -251,7 +293,8 @@ class Replica:
 
     def _schedule_step(self) -> None:
         chunks = self.step_chunks
-        duration = self.cost.step_s(self.n_decode, self.decode_base + self.n_decode * self.G,
+        decodes = self.n_decode if self.step_decodes else 0
+        duration = self.cost.step_s(decodes, self.decode_base + decodes * self.G if decodes else 0,
                                     [(c, p) for _, c, p in chunks])
         self.version += 1
         self.sim.schedule(self.step_start_s + duration, Priority.ENGINE, self._end_step,
@@ -322,10 +365,11 @@ class Replica:
             return
         now_s = self.sim.now_s
         table = self.table
-        self.G += 1
-        heap = self.heap
-        if heap and heap[0][0] <= self.G:
-            self._finish_due(now_s)
+        if self.step_decodes:
+            self.G += 1
+            heap = self.heap
+            if heap and heap[0][0] <= self.G:
+                self._finish_due(now_s)
         for rid, take, _prefix in chunks:
             if rid not in self.prefilling:
                 continue  # preempted meanwhile
@@ -344,6 +388,7 @@ class Replica:
                 self.ttft_observations.append(now_s - table.arrival_s[rid])
             if self.role == "prefill" and self.on_prefilled is not None:
                 del self.running[rid]  # its KV (and first token) leave for a decode replica
+                self._reserve(rid, -1)
                 self.on_prefilled(rid, now_s)
                 continue
             if generated >= table.output_tokens[rid]:
@@ -376,9 +421,18 @@ class Replica:
             self.n_decode -= 1
             self._complete(rid, now_s)
 
+    def _reserve(self, rid: int, sign: int) -> None:
+        """guaranteed_no_evict bookkeeping: a request's whole length, reserved while it runs."""
+        if self.no_evict:
+            self.reserved_tokens += sign * (self.table.prompt_tokens[rid]
+                                            + self.table.output_tokens[rid])
+
     def _complete(self, rid: int, now_s: float) -> None:
+        self._reserve(rid, -1)
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
+        if self.on_complete is not None:
+            self.on_complete(rid, now_s)
 
     def _relieve_kv_pressure(self) -> None:
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
@@ -388,6 +442,7 @@ class Replica:
             return  # the common case: no pressure
         while self.running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
             rid, _ = self.running.popitem()
+            self._reserve(rid, -1)
             self.table.num_preemptions[rid] += 1
             prompt = self.table.prompt_tokens[rid]
             if rid in self.prefilling:

@@ -1,0 +1,184 @@
+"""Calibration rows written as data: `gpuscale calibrate --rows FILE` and the shipped rows.yaml.
+
+One row states a published measurement's setup (GPU, model, precisions, TP, replicas, engine,
+workload) and the statistics it reported; the row is replayed through the real replica engine
+and each statistic compared, as the built-in rows are. Unknown fields are refused (the same
+pydantic rules as scenarios). The format is issue 14's, docs/calibration.md shows an example.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpuscale.catalog import get_gpu, get_model
+from gpuscale.catalog.specs import Precision, known_name
+from gpuscale.errors import UserInputError
+from gpuscale.serving.bench import (
+    STATISTICS,
+    replay,
+    replay_closed_loop,
+    statistics,
+)
+from gpuscale.serving.engines import get_engine_profile, profile_name, with_engine
+from gpuscale.serving.kv_cache import num_kv_blocks
+from gpuscale.serving.performance import ReplicaHardware
+from gpuscale.serving.replica import EngineConfig
+from gpuscale.workloads.base import Requests
+from gpuscale.workloads.distributions import TokenDistribution
+
+Statistic = Literal["ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "itl_mean_s",
+                    "output_tokens_per_s", "requests_per_s"]
+assert set(Statistic.__args__) == set(STATISTICS)  # type: ignore[attr-defined]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RowEngine(_Strict):
+    kind: Literal["vllm", "trtllm", "sglang", "sarathi"] = Field(
+        description="Engine profile (serving/engines.py).")
+    version: str | None = Field(None, description="vLLM 0.x selects the vLLM 0.6 profile.")
+    max_num_seqs: int = Field(256, ge=1, description="Sequences per step.")
+    max_num_batched_tokens: int = Field(8192, ge=16, description="Token budget per step.")
+    cuda_graphs: bool = Field(True, description="False: eager mode (--enforce-eager).")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    max_model_len: int | None = Field(None, ge=1)
+    batching: Literal["chunked", "prefill_first"] | None = Field(
+        None, description="None = the engine profile's default scheduler (serving/engines.py).")
+    admission: Literal["max_utilization", "guaranteed_no_evict"] | None = Field(
+        None, description="KV admission; None = the profile's (TensorRT-LLM: guaranteed_no_evict).")
+
+
+class RowWorkload(_Strict):
+    kind: Literal["offline", "poisson", "closed_loop"]
+    requests: int | None = Field(None, ge=1, description="Requests sent (offline, closed_loop).")
+    rate_per_s: float | None = Field(None, gt=0, description="Poisson arrival rate.")
+    duration_s: float | None = Field(None, gt=0, description="Poisson: seconds of arrivals.")
+    concurrency: int | None = Field(None, ge=1, description="closed_loop: clients.")
+    think_time_s: float = Field(0.0, ge=0, description="closed_loop: pause between requests.")
+    prompt_tokens: TokenDistribution
+    output_tokens: TokenDistribution
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> "RowWorkload":
+        need = {"offline": ("requests",), "poisson": ("rate_per_s", "duration_s"),
+                "closed_loop": ("concurrency", "requests")}[self.kind]
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"workload kind {self.kind} needs {', '.join(missing)}")
+        return self
+
+
+class RowCheck(_Strict):
+    statistic: Statistic
+    measured: float = Field(gt=0)
+    tolerance: float = Field(ge=0, description="Allowed |predicted / measured - 1|.")
+
+
+class UserRow(_Strict):
+    id: str
+    source: str = ""
+    gpu: str
+    model: str
+    weights: Precision
+    kv_cache: Precision | None = None
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1)
+    router: Literal["least_outstanding", "round_robin"] | None = None
+    engine: RowEngine
+    workload: RowWorkload
+    checks: list[RowCheck] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _known(self) -> "UserRow":
+        known_name(get_gpu, self.gpu)
+        known_name(get_model, self.model)
+        if error := get_model(self.model).tp_error(self.tp):
+            raise ValueError(error)
+        return self
+
+
+class RowsFile(_Strict):
+    rows: list[UserRow] = Field(min_length=1)
+
+
+def load_rows(path: str | Path) -> list[UserRow]:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read ({exc.strerror})") from None
+    return parse_rows(text, str(path))
+
+
+def parse_rows(text: str, source: str) -> list[UserRow]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserInputError(f"{source}: not YAML ({str(exc).splitlines()[0]})") from None
+    try:
+        return RowsFile.model_validate(data).rows
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise UserInputError(f"{source}: {where}: {err['msg']}", field=where) from None
+
+
+def builtin_rows() -> list[UserRow]:
+    text = resources.files("gpuscale.calibration").joinpath("rows.yaml").read_text()
+    return parse_rows(text, "gpuscale/calibration/rows.yaml")
+
+
+def row_hardware(row: UserRow) -> ReplicaHardware:
+    """PP stages are approximated as a wider TP group (as plan's sizing does)."""
+    hw = ReplicaHardware(get_gpu(row.gpu), get_model(row.model), row.weights,
+                         row.kv_cache or row.weights, row.tp * row.pp)
+    profile = get_engine_profile(profile_name(row.engine.kind, row.engine.version))
+    return with_engine(hw, profile, cuda_graphs=row.engine.cuda_graphs)
+
+
+def run_row(row: UserRow) -> dict[str, float]:
+    """Replay the row's workload; returns every statistic of `serving.bench.STATISTICS`."""
+    hw = row_hardware(row)
+    eng = row.engine
+    profile = get_engine_profile(profile_name(eng.kind, eng.version))
+    batching = eng.batching or profile.batching
+    blocks = num_kv_blocks(hw, gpu_memory_utilization=eng.gpu_memory_utilization,
+                           block_size=16, activation_reserve_gib=2.0, non_torch_gib=0.5)
+    if blocks == 0:
+        raise UserInputError(f"row {row.id}: {row.model} does not fit {row.tp * row.pp} x "
+                             f"{row.gpu} at gpu_memory_utilization {eng.gpu_memory_utilization}")
+    cfg = EngineConfig(eng.max_num_seqs, eng.max_num_batched_tokens, 16, blocks,
+                       eng.max_model_len or 10**6, 1e9, batching=batching,
+                       admission=eng.admission or profile.admission)
+    wl = row.workload
+    rng = np.random.default_rng(wl.seed)
+    router = row.router or "least_outstanding"
+    if wl.kind == "poisson":
+        assert wl.rate_per_s is not None and wl.duration_s is not None
+        n = wl.requests or int(wl.rate_per_s * wl.duration_s)
+    else:
+        assert wl.requests is not None
+        n = wl.requests
+    prompts = wl.prompt_tokens.sample(rng, n)
+    outputs = wl.output_tokens.sample(rng, n)
+    if wl.kind == "closed_loop":
+        assert wl.concurrency is not None
+        table = replay_closed_loop(hw, cfg, prompts, outputs, wl.concurrency, wl.think_time_s,
+                                   row.replicas, router)
+    else:
+        if wl.kind == "offline":
+            arrival = np.zeros(n)
+        else:
+            assert wl.rate_per_s is not None
+            arrival = np.cumsum(rng.exponential(1.0 / wl.rate_per_s, n))
+        table = replay(hw, cfg, Requests(arrival, prompts, outputs), row.replicas, router)
+    return statistics(table)

@@ -1,0 +1,101 @@
+"""`gpuscale calibrate --rows FILE`: rows as data, closed-loop workloads, the JSON shape."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from gpuscale.calibration.user_rows import builtin_rows, parse_rows, run_row
+from gpuscale.cli import cli
+from gpuscale.errors import UserInputError
+
+ROW = """
+rows:
+  - id: my-h100-point
+    source: free text
+    gpu: H100-SXM
+    model: Llama-3.3-70B
+    weights: fp8
+    kv_cache: fp8
+    tp: 2
+    replicas: 1
+    engine: {kind: trtllm, max_num_seqs: 256, max_num_batched_tokens: 8192, cuda_graphs: true}
+    workload:
+      kind: closed_loop
+      concurrency: 50
+      requests: 200
+      prompt_tokens: {kind: fixed, value: 5000}
+      output_tokens: {kind: fixed, value: 500}
+    checks:
+      - {statistic: itl_mean_s, measured: 0.0597, tolerance: 0.30}
+"""
+
+
+def test_the_issue_example_runs_and_prints_the_exact_json(tmp_path):
+    path = tmp_path / "rows.yaml"
+    path.write_text(ROW)
+    out = CliRunner().invoke(cli, ["calibrate", "--rows", str(path), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert list(data) == ["rows"] and data["rows"][0]["row"] == "my-h100-point"
+    (check,) = data["rows"][0]["checks"]
+    assert list(check) == ["statistic", "measured", "predicted", "error_frac", "tolerance",
+                           "passed"]
+    assert check["statistic"] == "itl_mean_s" and check["passed"]
+    text = CliRunner().invoke(cli, ["calibrate", "--rows", str(path)])
+    assert "my-h100-point" in text.output and "itl_mean_s" in text.output
+
+
+def test_unknown_fields_are_refused_in_one_line_naming_file_and_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(ROW.replace("cuda_graphs: true", "cuda_graphs: true, turbo: 1"))
+    out = CliRunner().invoke(cli, ["calibrate", "--rows", str(path)])
+    assert out.exit_code == 2
+    assert "bad.yaml" in out.output and "turbo" in out.output
+    assert "Traceback" not in out.output and len(out.output.strip().splitlines()) == 1
+    with pytest.raises(UserInputError, match="needs concurrency"):
+        parse_rows(ROW.replace("concurrency: 50", ""), "x.yaml")
+    with pytest.raises(UserInputError, match="engine.kind"):
+        parse_rows(ROW.replace("kind: trtllm", "kind: tgi"), "x.yaml")
+
+
+def test_a_failing_user_row_exits_nonzero(tmp_path):
+    path = tmp_path / "rows.yaml"
+    path.write_text(ROW.replace("measured: 0.0597", "measured: 0.5"))
+    out = CliRunner().invoke(cli, ["calibrate", "--rows", str(path)])
+    assert out.exit_code != 0 and "FAIL" in out.output
+
+
+def test_closed_loop_keeps_at_most_n_requests_in_flight_and_honours_think_time():
+    (row,) = parse_rows(ROW.replace("concurrency: 50", "concurrency: 4")
+                        .replace("requests: 200", "requests: 12"), "x")
+    tight = run_row(row)
+    (slow,) = parse_rows(ROW.replace("concurrency: 50", "concurrency: 4\n      think_time_s: 30")
+                         .replace("requests: 200", "requests: 12"), "x")
+    thinking = run_row(slow)
+    # Each client waits 30 s between requests: throughput falls, latency per token does not.
+    assert thinking["output_tokens_per_s"] < 0.7 * tight["output_tokens_per_s"]
+    assert thinking["itl_mean_s"] <= tight["itl_mean_s"] * 1.01
+
+
+def test_closed_loop_concurrency_one_is_serial():
+    from gpuscale.serving.bench import replay_closed_loop
+    from gpuscale.calibration.user_rows import row_hardware
+    from gpuscale.serving.replica import EngineConfig
+
+    (row,) = parse_rows(ROW, "x")
+    hw = row_hardware(row)
+    cfg = EngineConfig(256, 8192, 16, 50_000, 10**6, 1e9)
+    table = replay_closed_loop(hw, cfg, np.full(3, 100), np.full(3, 10), 1)
+    cols = table.columns()
+    assert cols.arrival_s[1] == pytest.approx(cols.finish_s[0])
+    assert cols.arrival_s[2] == pytest.approx(cols.finish_s[1])
+
+
+def test_builtin_rows_are_a_file_in_the_same_format():
+    rows = builtin_rows()
+    assert {r.id.split("-")[0] for r in rows} >= {"A11", "P1", "P2"}
+    assert any(r.workload.kind == "closed_loop" for r in rows)

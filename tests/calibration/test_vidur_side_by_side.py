@@ -1,0 +1,41 @@
+"""bench/bench_vidur.py on one Vidur run: same configuration, goal errors (issue 14 item 7)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_vidur.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_vidur", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_vidur_memory_plan_is_vidurs_request_slots():
+    bench = _bench()
+    from gpuscale.catalog import get_gpu, get_model
+    from gpuscale.catalog.specs import Precision
+    from gpuscale.serving.performance import ReplicaHardware
+
+    hw = ReplicaHardware(get_gpu("A100-80GB"), get_model("CodeLlama-34B"), Precision.BF16,
+                         Precision.BF16, 2)
+    slots, blocks = bench.vidur_memory_plan(hw)
+    # (72 GiB - 33.7 GB of BF16 weights per GPU) // (48 x 2 x 4 heads x 128 x 2 B x 4096)
+    assert 100 <= slots <= 115 and blocks == slots * 256
+
+
+def test_sarathi_four_replicas_meets_the_goal_untuned():
+    bench = _bench()
+    if not (bench.VIDUR_DIR.exists() and bench.TRACE.exists()):
+        pytest.skip("../shared/reference/vidur or the Azure trace is not beside the repository")
+    vidur = bench.read_vidur("sarathi-r4")
+    want = bench.stats(vidur["ttft_s"], vidur["tpot_s"])
+    got = bench.simulate("sarathi-r4", vidur, no_host=False)
+    assert abs(got["tpot_median"] / want["tpot_median"] - 1) <= 0.15
+    assert abs(got["ttft_median"] / want["ttft_median"] - 1) <= 0.25
