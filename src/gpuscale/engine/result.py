@@ -113,7 +113,8 @@ def build_result(run: "_Run") -> RunResult:
     summary["drops_by_reason"] = dict(sorted(run.table.drop_reasons.items()))
     summary["preemptions"] = int(cols.num_preemptions.sum())
     summary.update(oracle_summary(run.hw, run.cfg, cols, scenario.slo, scenario.duration_s,
-                                  summary["gpu_hours"], seed=scenario.seed))
+                                  summary["gpu_hours"], seed=scenario.seed,
+                                  gpus_per_node=run.instance.num_gpus))
     summary["cold_start_s"] = {k: round(float(np.mean([p.get(k, 0.0) for p in
                                                       run.cold_starts])), 3)
                                for k in sorted({k for p in run.cold_starts for k in p})}

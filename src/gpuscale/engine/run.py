@@ -23,6 +23,7 @@ from gpuscale.provisioning import build_node_provider
 from gpuscale.scheduling import build_scheduler
 from gpuscale.scenario.models import Duration, Scenario, Strategy
 from gpuscale.serving.cold_start import cold_start_components, draw_seconds
+from gpuscale.serving.engine_defaults import default_max_num_batched_tokens, default_max_num_seqs
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
@@ -52,7 +53,6 @@ def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardwa
 def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
     """vLLM defaults by GPU size (serving-engine-metrics.md 1.4), overridable per scenario."""
     settings = scenario.engine
-    big_gpu = hw.gpu.memory_gib >= 70 and not hw.gpu.name.startswith("A100")
     blocks = num_kv_blocks(hw, gpu_memory_utilization=settings.gpu_memory_utilization,
                            block_size=settings.block_size,
                            activation_reserve_gib=settings.activation_reserve_gib,
@@ -64,8 +64,9 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
             f"per GPU at tp={hw.tp}, leaving no KV cache on {hw.gpu.name} "
             f"({hw.gpu.memory_gib} GiB); raise tp or use fp8", field="model")
     return EngineConfig(
-        max_num_seqs=settings.max_num_seqs or (1024 if big_gpu else 256),
-        max_num_batched_tokens=settings.max_num_batched_tokens or (8192 if big_gpu else 2048),
+        max_num_seqs=settings.max_num_seqs or default_max_num_seqs(hw.gpu),
+        max_num_batched_tokens=(settings.max_num_batched_tokens
+                                or default_max_num_batched_tokens(hw.gpu)),
         block_size=settings.block_size,
         num_blocks=blocks,
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,
