@@ -29,6 +29,7 @@ NON_TORCH_GIB = 0.5
 # The scenario's default cold-start storage: EBS gp3 read by the Run:ai streamer (row A16).
 DEFAULT_WEIGHT_STORAGE = "gp3"
 DEFAULT_WEIGHT_LOADER = "streamer"
+DEFAULT_IMAGE_SIZE_GB = 12.0  # scenario ColdStart.image_size_gb: vLLM images ~12-12.6 GB
 
 
 def is_big_gpu(gpu: GpuSpec) -> bool:
