@@ -173,28 +173,36 @@ def replica_peak_rps(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.n
     return replica_sustained_rps(hw, cfg, prompt_tokens, output_tokens, tpot_slo_s=None)
 
 
+def oracle_gpu_hours_for(num_requests: float, capacity_rps: float, tp: int, *,
+                         gpus_per_node: int | None = None) -> float:
+    """GPU-hours of whole nodes to serve `num_requests` at `capacity_rps` per replica.
+
+    A node of `gpus_per_node` GPUs holds `gpus_per_node // tp` replicas and is billed for all
+    its GPUs (a replica wider than a node takes whole nodes; None: the node is the replica).
+    Nodes are counted fractionally in time: instant capacity can run 3 nodes for part of a
+    window and 2 for the rest."""
+    if capacity_rps <= 0:
+        return math.inf if num_requests else 0.0
+    node_gpus = gpus_per_node if gpus_per_node else tp
+    if node_gpus >= tp:
+        billed_gpus_per_replica = node_gpus / (node_gpus // tp)
+    else:
+        billed_gpus_per_replica = math.ceil(tp / node_gpus) * node_gpus
+    return float(num_requests / capacity_rps * billed_gpus_per_replica / SECONDS_PER_HOUR)
+
+
 def oracle_gpu_hours(arrival_s: np.ndarray, duration_s: float, capacity_rps: float, tp: int,
                      window_s: float = ORACLE_WINDOW_S, *, gpus_per_node: int | None = None
                      ) -> float:
-    """GPU-hours of whole nodes needed to do each window's work at `capacity_rps` per replica.
-
-    A node of `gpus_per_node` GPUs holds `gpus_per_node // tp` replicas and is billed for all
-    its GPUs (None: the node is the replica, as with TP = node size). Nodes are counted
-    fractionally in time (instant capacity can run 3 nodes for part of a window and 2 for the
-    rest), so this is requests / capacity / replicas-per-node x node GPUs overall; the
-    windows only matter for callers that want the curve.
-    """
+    """`oracle_gpu_hours_for` of each window's arrivals, summed (windows only matter for
+    callers that want the curve: fractional node-time makes the sum the total)."""
     if capacity_rps <= 0:
         return math.inf if len(arrival_s) else 0.0
-    node_gpus = gpus_per_node if gpus_per_node else tp
-    per_node = max(1, node_gpus // tp) if node_gpus >= tp else 1
-    billed_gpus_per_replica = node_gpus / per_node if node_gpus >= tp else \
-        math.ceil(tp / node_gpus) * node_gpus
     edges = np.arange(0.0, max(duration_s, float(arrival_s.max(initial=0.0))) + window_s,
                       window_s)
     counts, _ = np.histogram(arrival_s, bins=edges)
-    replica_s = counts / capacity_rps
-    return float(replica_s.sum() * billed_gpus_per_replica / SECONDS_PER_HOUR)
+    return float(sum(oracle_gpu_hours_for(float(c), capacity_rps, tp, gpus_per_node=gpus_per_node)
+                     for c in counts))
 
 
 def oracle_summary(hw: ReplicaHardware, cfg: EngineConfig, cols, slo, duration_s: float,

@@ -16,12 +16,13 @@ from gpuscale.catalog import InstanceType, ModelSpec
 from gpuscale.catalog.specs import Precision
 from gpuscale.plan.inputs import TrafficShape, WorkloadInput
 from gpuscale.serving.cold_start import cold_start_medians
-from gpuscale.serving.engine_defaults import (ACTIVATION_RESERVE_GIB, DEFAULT_IMAGE_SIZE_GB,
+from gpuscale.serving.engine_defaults import (ACTIVATION_RESERVE_GIB, BLOCK_SIZE, DEFAULT_IMAGE_SIZE_GB,
                                               DEFAULT_WEIGHT_LOADER, DEFAULT_WEIGHT_STORAGE,
                                               GPU_MEMORY_UTILIZATION, NON_TORCH_GIB,
                                               default_max_num_batched_tokens,
                                               default_max_num_seqs, default_weight_load_gbps)
-from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu
+from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu, num_kv_blocks
+from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.performance import ReplicaHardware, step_time_s
 from gpuscale.units import GIB
 from gpuscale.workloads import build_requests
@@ -158,8 +159,12 @@ class TrafficStats:
     mean_prompt_tokens: float
     mean_output_tokens: float
     p99_context_tokens: int = 0  # prompt + output of the 99th-percentile request
+    max_output_tokens: int = 0  # the longest output: how long a drain must be
     prompt_sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64),
                                       compare=False, repr=False)
+    output_sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64),
+                                      compare=False, repr=False)
+    trace_span_s: float = 0.0  # a trace's whole length (0 for a shape): room to shift windows
 
 
 def _window_peak(arrival_s: np.ndarray, window_s: float) -> float:
@@ -182,7 +187,8 @@ def traffic_stats(workload: WorkloadInput, base_dir: Path, window_s: float) -> T
         base = (mean * period - burst * dur) / (period - dur)
         trough = base * (1 - traffic.diurnal_swing_frac)
         return TrafficStats(mean, burst, trough, dur, period, float(prompts.mean()),
-                            float(outputs.mean()), _p99(prompts + outputs), prompts)
+                            float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
+                            prompts, outputs)
     requests = build_requests(traffic, rng, base_dir)
     keep = requests.arrival_s < requests.arrival_s[0] + window_s if len(requests.arrival_s) else []
     arrival = requests.arrival_s[keep] - (requests.arrival_s[0] if len(requests.arrival_s) else 0)
@@ -193,7 +199,8 @@ def traffic_stats(workload: WorkloadInput, base_dir: Path, window_s: float) -> T
         if len(arrival) else 0.0
     prompts, outputs = requests.prompt_tokens[keep], requests.output_tokens[keep]
     return TrafficStats(mean, burst, trough, 60.0, span, float(prompts.mean()),
-                        float(outputs.mean()), _p99(prompts + outputs), prompts)
+                        float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
+                            prompts, outputs)
 
 
 def _p99(tokens: np.ndarray) -> int:
@@ -234,6 +241,18 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
                           prefill_chunks=((max(1, int(prompt_tokens)), 0),))
     per_request_s = prefill + output_tokens * step / batch
     return Capacity(1.0 / per_request_s, batch, prefill, kv_tokens)
+
+
+def engine_config_of(hw: ReplicaHardware, request_timeout_s: float = 600.0) -> EngineConfig:
+    """The engine a default scenario runs for this hardware (engine/run.py `engine_config`
+    with the scenario's EngineSettings defaults), for the shared oracle."""
+    return EngineConfig(
+        max_num_seqs=default_max_num_seqs(hw.gpu),
+        max_num_batched_tokens=default_max_num_batched_tokens(hw.gpu), block_size=BLOCK_SIZE,
+        num_blocks=num_kv_blocks(hw, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                                 block_size=BLOCK_SIZE, activation_reserve_gib=ACTIVATION_RESERVE_GIB,
+                                 non_torch_gib=NON_TORCH_GIB),
+        max_model_len=hw.model.max_context_tokens, request_timeout_s=request_timeout_s)
 
 
 def queue_threshold(capacity_rps: float, ttft_slo_s: float) -> int:

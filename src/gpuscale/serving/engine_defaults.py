@@ -26,6 +26,7 @@ MAX_NUM_BATCHED_TOKENS_SMALL_GPU = 2048
 GPU_MEMORY_UTILIZATION = 0.9
 ACTIVATION_RESERVE_GIB = 2.0
 NON_TORCH_GIB = 0.5
+BLOCK_SIZE = 16  # KV-cache block, tokens (vLLM CUDA default)
 # The scenario's default cold-start storage: EBS gp3 read by the Run:ai streamer (row A16).
 DEFAULT_WEIGHT_STORAGE = "gp3"
 DEFAULT_WEIGHT_LOADER = "streamer"

@@ -1,0 +1,129 @@
+"""The plan as a search over simulations: hardware x scaler x floor, cheapest passing wins.
+
+Candidates are the analytically best hardware options (instance type x TP that fit one node,
+`HARDWARE_OPTIONS` of them, ranked by the price of a served request) times the scaler
+variants (signal, threshold, scale-down window) times the warm-pool floor, whose boundary is
+found by `warm_pool.search_min_replicas`. Every candidate is a scenario of the workload's own
+traffic (the trace itself when one is given) run on the engine. The cheapest candidate in
+simulated GPU-hours that meets the SLO (P99 TTFT and `goodput_frac`) wins; the evidence
+lists every simulation with why it lost. The winner is then re-run on other seeds (and, for a
+trace, a shifted window) and the worst is reported. `SearchBudget` stops the search when the
+time budget is spent (the clock comes from the CLI; nothing below it reads the wall clock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from gpuscale.plan.model import EvidenceRow
+from gpuscale.plan.warm_pool import boundary_found, search_min_replicas
+
+HARDWARE_OPTIONS = 2  # analytic pruning: only the two cheapest hardware options are simulated
+RECHECK_SEEDS = 2  # other seeds the winner is re-run on
+
+
+@dataclass(frozen=True)
+class ScalerVariant:
+    """One scaler configuration a candidate runs with."""
+
+    label: str
+    signal: str  # "queue_depth", "kv_cache", "composite"
+    queue_threshold: float
+    kv_threshold: float
+    scale_down_window_s: int
+    triggers: tuple[dict, ...]
+
+
+@dataclass
+class SearchBudget:
+    """Wall-clock budget of one plan (`--time-budget-s`); `clock` is supplied by the CLI."""
+
+    time_budget_s: float | None = None
+    clock: Callable[[], float] | None = None
+    progress: Callable[[str], None] | None = None
+    started_s: float | None = None
+    simulations: int = 0
+    exhausted: bool = False
+
+    def spent(self) -> bool:
+        if self.time_budget_s is None or self.clock is None:
+            return False
+        if self.started_s is None:
+            self.started_s = self.clock()
+        self.exhausted = self.exhausted or self.clock() - self.started_s > self.time_budget_s
+        return self.exhausted
+
+    def tick(self, label: str) -> None:
+        self.simulations += 1
+        if self.progress is not None:
+            self.progress(label)
+
+
+@dataclass(frozen=True)
+class FloorSearch:
+    """The floor search of one (hardware, scaler) candidate."""
+
+    hardware: str  # e.g. "p5.48xlarge TP2"
+    variant: ScalerVariant
+    found: int | None
+    boundary: bool
+    rows: tuple[EvidenceRow, ...]
+
+    @property
+    def chosen(self) -> EvidenceRow | None:
+        return next((r for r in self.rows if r.min_replicas == self.found), None)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    winner: FloorSearch | None
+    tried: tuple[FloorSearch, ...]
+    evidence: tuple[EvidenceRow, ...]
+    recheck: tuple[EvidenceRow, ...] = ()
+    budget_exhausted: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+
+Evaluate = Callable[[int], EvidenceRow]
+
+
+def search_floor(hardware: str, variant: ScalerVariant, evaluate: Evaluate, start: int,
+                 hi: int, max_candidates: int, budget: SearchBudget) -> FloorSearch:
+    label = f"{hardware}, {variant.label}"
+
+    def run(m: int) -> EvidenceRow:
+        budget.tick(f"{label}, floor {m}")
+        return replace(evaluate(m), config=label)
+
+    found, rows = search_min_replicas(run, start, hi, max_candidates)
+    return FloorSearch(hardware, variant, found, boundary_found(found, rows), tuple(rows))
+
+
+def pick_winner(tried: list[FloorSearch]) -> FloorSearch | None:
+    """Cheapest simulated GPU-hours among candidates whose floor meets the SLO."""
+    passing = [t for t in tried if t.chosen is not None]
+    if not passing:
+        return None
+    return min(passing, key=lambda t: (t.chosen.gpu_hours, t.found))
+
+
+def evidence_with_reasons(tried: list[FloorSearch], winner: FloorSearch | None
+                          ) -> tuple[EvidenceRow, ...]:
+    """Every simulated row, with why it lost (or that it won)."""
+    out = []
+    best = winner.chosen.gpu_hours if winner else None
+    for t in tried:
+        for r in t.rows:
+            if winner is t and r.min_replicas == t.found:
+                why = "winner: cheapest that meets the SLO"
+            elif not r.meets_slo:
+                why = "misses the SLO" + (f" (P99 TTFT {r.ttft_p99_s:.2f} s)"
+                                          if r.ttft_p99_s is not None else "")
+            elif t.found is not None and r.min_replicas > t.found:
+                why = f"meets the SLO; floor {t.found} does too, cheaper"
+            else:
+                why = (f"meets the SLO at {r.gpu_hours:.2f} GPU-h, no cheaper than the winner's "
+                       f"{best:.2f}" if best is not None else "meets the SLO")
+            out.append(replace(r, why=why))
+    return tuple(out)
