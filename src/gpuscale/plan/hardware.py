@@ -51,17 +51,22 @@ def _widen_for_ttft(model, w: WorkloadInput, it: InstanceType, domain: int, par:
                                  stats.prompt_sample, slo.ttft_p99_s)
     if frac <= allowed or not isinstance(w.tp, str) or par.pp > 1:
         return par, frac
-    tp = par.tp * 2
+    fracs, tp = {}, par.tp * 2
     while tp <= min(domain, it.num_gpus):
         if not model.tp_error(tp):
-            wider = unreachable_ttft_frac(replica_hardware(model, w.precision, it, tp),
-                                          stats.prompt_sample, slo.ttft_p99_s)
-            if wider < frac:
-                par, frac = Parallelism(tp, 1, par.reason + f"; widened to TP{tp} so that more "
-                                        "of the longest prompts prefill within the TTFT SLO"), wider
-            if frac <= allowed:
-                break
+            fracs[tp] = unreachable_ttft_frac(replica_hardware(model, w.precision, it, tp),
+                                              stats.prompt_sample, slo.ttft_p99_s)
         tp *= 2
+    if not fracs:
+        return par, frac
+    meeting = [t for t, f in sorted(fracs.items()) if f <= allowed]
+    # the smallest TP that brings the share within the goodput target; else the one that
+    # leaves the fewest out (the widest on a tie: its prefill is the fastest)
+    best = meeting[0] if meeting else min(fracs, key=lambda t: (fracs[t], -t))
+    if fracs[best] < frac or not meeting:
+        return Parallelism(best, 1, par.reason + f"; widened to TP{best} so that the longest "
+                           "prompts prefill within the TTFT SLO" + ("" if meeting else
+                           " as far as one node allows")), fracs[best]
     return par, frac
 
 

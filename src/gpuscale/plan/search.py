@@ -108,7 +108,19 @@ def pick_winner(tried: list[FloorSearch]) -> FloorSearch | None:
     return min(passing, key=lambda t: (t.chosen.gpu_hours, t.found))
 
 
-def evidence_with_reasons(tried: list[FloorSearch], winner: FloorSearch | None
+def missed(r: EvidenceRow, ttft_slo_s: float, goodput_frac: float) -> str:
+    """What a candidate missed, measured: P99 TTFT, goodput, or both."""
+    parts = []
+    if r.ttft_p99_s is None or r.ttft_p99_s > ttft_slo_s:
+        parts.append(f"P99 TTFT {r.ttft_p99_s if r.ttft_p99_s is not None else float('nan'):.2f} s "
+                     f"> {ttft_slo_s:g} s")
+    if r.slo_attainment < goodput_frac:
+        parts.append(f"{r.slo_attainment:.1%} of requests within TTFT and ITL < {goodput_frac:.0%}")
+    return "misses the SLO: " + "; ".join(parts) if parts else "misses the SLO"
+
+
+def evidence_with_reasons(tried: list[FloorSearch], winner: FloorSearch | None,
+                          ttft_slo_s: float = float("inf"), goodput_frac: float = 0.0
                           ) -> tuple[EvidenceRow, ...]:
     """Every simulated row, with why it lost (or that it won)."""
     out = []
@@ -118,8 +130,7 @@ def evidence_with_reasons(tried: list[FloorSearch], winner: FloorSearch | None
             if winner is t and r.min_replicas == t.found:
                 why = "winner: cheapest that meets the SLO"
             elif not r.meets_slo:
-                why = "misses the SLO" + (f" (P99 TTFT {r.ttft_p99_s:.2f} s)"
-                                          if r.ttft_p99_s is not None else "")
+                why = missed(r, ttft_slo_s, goodput_frac)
             elif t.found is not None and r.min_replicas > t.found:
                 why = f"meets the SLO; floor {t.found} does too, cheaper"
             else:

@@ -18,10 +18,11 @@ from typing import Callable
 from gpuscale.metrics.oracle import oracle_gpu_hours_for, replica_sustained_rps
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, SloInput, TraceWorkload, WorkloadInput
+from gpuscale.plan.layers import consolidate_after_for
 from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Role, WarmPool
 from gpuscale.plan.scaler import ScalerChoice, scaler_choice, scaler_variants
 from gpuscale.plan.search import (HARDWARE_OPTIONS, RECHECK_SEEDS, FloorSearch, SearchBudget,
-                                  evidence_with_reasons, pick_winner, search_floor)
+                                  evidence_with_reasons, missed, pick_winner, search_floor)
 from gpuscale.plan.sizing import (KV_TARGET_FRAC, TrafficStats, engine_config_of, replicas_for)
 from gpuscale.plan.warm_pool import (CandidateSetup, analytic_warm_pool, candidate_scenario_dict, pd_candidate_scenario_dict,
                                      search_min_replicas, simulate_candidate, verify_pd_floors)
@@ -61,11 +62,12 @@ def _gpu_limit_replicas(plan: PlanInput, opt: HardwareOption) -> int:
     return max(1, plan.cluster.max_gpus // opt.gpus) if plan.cluster.max_gpus else 0
 
 
-def _setup(opt: HardwareOption, scaler: ScalerChoice, max_repl: int, w: WorkloadInput,
-           slo: SloInput) -> CandidateSetup:
+def _setup(plan: PlanInput, opt: HardwareOption, scaler: ScalerChoice, max_repl: int,
+           w: WorkloadInput, slo: SloInput) -> CandidateSetup:
+    ttl_s, _ = consolidate_after_for(plan, scaler.cold_start_s)
     return CandidateSetup(opt.it.name, min(opt.gpus, opt.it.num_gpus), _per_node(opt), max_repl,
                           scaler.triggers, scaler.scale_down_window_s, w.cold_start_s,
-                          slo.ttft_p99_s, slo.itl_p99_s)
+                          slo.ttft_p99_s, slo.itl_p99_s, float(ttl_s))
 
 
 def _evaluator(plan, w, stats, setup, slo, base_dir, seed_offset: int = 0,
@@ -188,8 +190,8 @@ def _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool: War
                                               scaler.queue_threshold, KV_TARGET_FRAC)
             row = simulate_candidate(data, base_dir, slo.ttft_p99_s, slo.goodput_frac)
             return replace(row, config=f"prefill {prefill_min} + decode {decode_min}",
-                           why="disaggregated check: " + ("meets the SLO" if row.meets_slo
-                                                          else "misses the SLO"))
+                           why="disaggregated check: " + ("meets the SLO" if row.meets_slo else
+                                                          missed(row, slo.ttft_p99_s, slo.goodput_frac)))
 
         prefill, decode, rows = verify_pd_floors(
             evaluate, floors["prefill"], floors["decode"], max(1, plan.simulation.max_candidates // 2))
@@ -234,7 +236,7 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
                 break
             estimate = analytic_warm_pool(stats, opt.cap.requests_per_s, variant.reaction_s,
                                           slo.ttft_p99_s)
-            setup = _setup(opt, variant, max_repl, w, slo)
+            setup = _setup(plan, opt, variant, max_repl, w, slo)
             fs = search_floor(opt.label, variant, _evaluator(plan, w, stats, setup, slo, base_dir),
                               min(estimate, hi), hi, plan.simulation.max_candidates, budget)
             tried.append((opt, variant, max_repl, hi, fs))
@@ -243,10 +245,21 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     per_node = _per_node(opt)
     found = fs.found if win else max(r.min_replicas for r in fs.rows)
     rounded = math.ceil(found / per_node) * per_node
-    setup = _setup(opt, scaler, max(max_repl, rounded), w, slo)
+    setup = _setup(plan, opt, scaler, max(max_repl, rounded), w, slo)
     recheck = _recheck(plan, w, stats, setup, slo, base_dir, rounded, budget) if win else ()
     fixed = _fixed_best(plan, w, stats, opt, setup, slo, base_dir, rounded, budget)
-    evidence = evidence_with_reasons([t[-1] for t in tried], win)
+    evidence = evidence_with_reasons([t[-1] for t in tried], win, slo.ttft_p99_s, slo.goodput_frac)
+    chosen = fs.chosen if win else max(fs.rows, key=lambda r: r.min_replicas)
+    if win and rounded != found:
+        # the floor that ships is the rounded one: simulate it, so the evidence is what
+        # `compare` on the replay scenario shows
+        budget.tick(f"{opt.label}, floor {rounded} (whole nodes)")
+        rerun = _evaluator(plan, w, stats, setup, slo, base_dir)(rounded)
+        evidence = tuple(replace(r, why=f"meets the SLO; rounded up to {rounded} to fill whole nodes")
+                         if r.why.startswith("winner") else r for r in evidence)
+        chosen = replace(rerun, config=f"{opt.label}, {scaler.label}",
+                         why="winner: cheapest that meets the SLO, floor in whole nodes")
+        evidence += (chosen,)
     if fixed is not None:
         evidence += (replace(fixed, why="fixed-best: cheapest always-on fleet meeting the SLO"),)
     estimate = analytic_warm_pool(stats, opt.cap.requests_per_s, scaler.reaction_s, slo.ttft_p99_s)
@@ -254,7 +267,6 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
     pool = WarmPool(rounded, True, method, evidence, estimate, recheck)
-    chosen = fs.chosen if win else max(fs.rows, key=lambda r: r.min_replicas)
     sized = Sized(opt, scaler, pool, max(max_repl, rounded + 1), [],
                   _cost_fn(stats, opt, slo, chosen, recheck),
                   _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool),

@@ -118,6 +118,7 @@ class CandidateSetup:
     cold_start_s: float | None  # None = the scenario's default cold-start model
     ttft_slo_s: float
     itl_slo_s: float
+    empty_node_ttl_s: float = float("inf")  # the plan's consolidateAfter (WhenEmpty)
 
 
 def drain_s(stats: TrafficStats, setup: "CandidateSetup") -> float:
@@ -160,7 +161,10 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
                     "max_nodes": max(math.ceil(setup.max_replicas / per_node),
                                      math.ceil(min_replicas / per_node)),
                     "node_launch": {"kind": "lognormal", "median_s": plan.cluster.node_ready_s,
-                                    "sigma": 0.25}},
+                                    "sigma": 0.25},
+                    # the NodePool's consolidateAfter: an emptied node is released, as planned
+                    **({"empty_node_ttl_s": setup.empty_node_ttl_s}
+                       if math.isfinite(setup.empty_node_ttl_s) else {})},
         "workload": load,
         "slo": {"ttft_s": setup.ttft_slo_s, "tpot_s": setup.itl_slo_s},
         "initial_replicas": min_replicas,
