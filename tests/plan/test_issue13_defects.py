@@ -69,11 +69,10 @@ def test_defect4_none_passing_searches_up_to_the_gpu_limit_or_fails():
 
 
 def test_defect4_no_smallest_claim_without_the_boundary():
-    from gpuscale.plan.search import FloorSearch, ScalerVariant
+    from gpuscale.plan.search import FloorSearch
     from gpuscale.plan.sizing_search import _floor_method
     from gpuscale.plan.inputs import SloInput
-    v = ScalerVariant("q", "queue_depth", 4, 0.7, 300, ())
-    unbounded = FloorSearch("x", v, 9, False, (_row(9, True),))
+    unbounded = FloorSearch("x", "queue depth, queue 4", 9, False, (_row(9, True),))
     text = _floor_method(unbounded, SloInput(), 40, 3, 1, 9)
     assert "smallest" not in text and "boundary below it was not reached" in text
     assert "does NOT meet" in _floor_method(None, SloInput(), 40, 3, 1, 40)

@@ -43,3 +43,7 @@ def test_plan_writes_a_replayable_scenario_and_compare_reproduces_the_evidence(t
     # the plan meets its SLO at no more GPU-hours than the cheapest fixed fleet that does
     assert runs["plan"]["slo_attainment"] >= data["slo"]["goodput_frac"]
     assert runs["plan"]["gpu_hours"] <= runs["fixed-best"]["gpu_hours"]
+    # and the one oracle is a bound on every strategy that meets the SLO, the plan included
+    for run in runs.values():
+        if run["slo_attainment"] >= data["slo"]["goodput_frac"]:
+            assert run["oracle_gpu_hours"] <= run["gpu_hours"]

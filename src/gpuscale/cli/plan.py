@@ -27,7 +27,7 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
             time_budget_s: float) -> None:
     """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML)."""
     from gpuscale.manifests.plan import render_plan_manifests, to_yaml
-    from gpuscale.plan import load_plan_input, make_plan, plan_to_json
+    from gpuscale.plan import load_plan_input, plan_to_json
     from gpuscale.plan.report import render_plan_md
 
     if out is not None and out.exists() and not force:

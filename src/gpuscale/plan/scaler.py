@@ -3,9 +3,10 @@ search simulates.
 
 The analytic choice (`scaler_choice`) reads where a replica spends its time: prefill-bound
 replicas scale on queue depth, decode-bound ones on KV-cache use, mixed ones on both (our
-rule, docs/plan.md). `scaler_variants` adds what the search also tries: the composite, and
-a queue threshold half as high (earlier scale-up for long prompts, whose queue of a few
-requests already holds seconds of prefill).
+rule, docs/plan.md). `scaler_variants` adds what the search also tries: the composite, the
+HPA's default 300 s scale-down window (cheaper when it lets nodes go; riskier when the load
+comes back within a cold start), and a queue threshold half as high (earlier scale-up for
+long prompts, whose queue of a few requests already holds seconds of prefill).
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ def scaler_variants(base: ScalerChoice, w: WorkloadInput) -> list[ScalerChoice]:
         out.append(replace(base, label=f"composite, queue {base.queue_threshold}",
                            signal="composite", signal_why=base.signal_why + "; the composite "
                            "simulated cheaper"))
+    if base.scale_down_window_s > MIN_SCALE_DOWN_WINDOW_S:
+        out.append(replace(base, label=f"{base.label}, window {MIN_SCALE_DOWN_WINDOW_S} s",
+                           scale_down_window_s=MIN_SCALE_DOWN_WINDOW_S,
+                           signal_why=base.signal_why + f"; a {MIN_SCALE_DOWN_WINDOW_S} s "
+                           "scale-down window simulated cheaper than the cold-start rule"))
     if base.signal != "kv_cache" and base.queue_threshold > 1:
         half = max(1, base.queue_threshold // 2)
         out.append(replace(base, label=f"{base.signal.replace('_', ' ')}, queue {half}",

@@ -23,18 +23,6 @@ HARDWARE_OPTIONS = 2  # analytic pruning: only the two cheapest hardware options
 RECHECK_SEEDS = 2  # other seeds the winner is re-run on
 
 
-@dataclass(frozen=True)
-class ScalerVariant:
-    """One scaler configuration a candidate runs with."""
-
-    label: str
-    signal: str  # "queue_depth", "kv_cache", "composite"
-    queue_threshold: float
-    kv_threshold: float
-    scale_down_window_s: int
-    triggers: tuple[dict, ...]
-
-
 @dataclass
 class SearchBudget:
     """Wall-clock budget of one plan (`--time-budget-s`); `clock` is supplied by the CLI."""
@@ -65,7 +53,7 @@ class FloorSearch:
     """The floor search of one (hardware, scaler) candidate."""
 
     hardware: str  # e.g. "p5.48xlarge TP2"
-    variant: ScalerVariant
+    scaler: str  # the scaler variant's label, e.g. "queue depth, queue 7"
     found: int | None
     boundary: bool
     rows: tuple[EvidenceRow, ...]
@@ -88,24 +76,23 @@ class SearchResult:
 Evaluate = Callable[[int], EvidenceRow]
 
 
-def search_floor(hardware: str, variant: ScalerVariant, evaluate: Evaluate, start: int,
+def search_floor(hardware: str, scaler: str, evaluate: Evaluate, start: int,
                  hi: int, max_candidates: int, budget: SearchBudget) -> FloorSearch:
-    label = f"{hardware}, {variant.label}"
+    label = f"{hardware}, {scaler}"
 
     def run(m: int) -> EvidenceRow:
         budget.tick(f"{label}, floor {m}")
         return replace(evaluate(m), config=label)
 
     found, rows = search_min_replicas(run, start, hi, max_candidates)
-    return FloorSearch(hardware, variant, found, boundary_found(found, rows), tuple(rows))
+    return FloorSearch(hardware, scaler, found, boundary_found(found, rows), tuple(rows))
 
 
 def pick_winner(tried: list[FloorSearch]) -> FloorSearch | None:
     """Cheapest simulated GPU-hours among candidates whose floor meets the SLO."""
-    passing = [t for t in tried if t.chosen is not None]
-    if not passing:
-        return None
-    return min(passing, key=lambda t: (t.chosen.gpu_hours, t.found))
+    passing = [(t.chosen.gpu_hours, t.found or 0, i, t) for i, t in enumerate(tried)
+               if t.chosen is not None]
+    return min(passing)[3] if passing else None
 
 
 def missed(r: EvidenceRow, ttft_slo_s: float, goodput_frac: float) -> str:
@@ -124,7 +111,7 @@ def evidence_with_reasons(tried: list[FloorSearch], winner: FloorSearch | None,
                           ) -> tuple[EvidenceRow, ...]:
     """Every simulated row, with why it lost (or that it won)."""
     out = []
-    best = winner.chosen.gpu_hours if winner else None
+    best = winner.chosen.gpu_hours if winner and winner.chosen else None
     for t in tried:
         for r in t.rows:
             if winner is t and r.min_replicas == t.found:

@@ -237,13 +237,13 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
             estimate = analytic_warm_pool(stats, opt.cap.requests_per_s, variant.reaction_s,
                                           slo.ttft_p99_s)
             setup = _setup(plan, opt, variant, max_repl, w, slo)
-            fs = search_floor(opt.label, variant, _evaluator(plan, w, stats, setup, slo, base_dir),
+            fs = search_floor(opt.label, variant.label, _evaluator(plan, w, stats, setup, slo, base_dir),
                               min(estimate, hi), hi, plan.simulation.max_candidates, budget)
             tried.append((opt, variant, max_repl, hi, fs))
     win = pick_winner([t[-1] for t in tried])
     opt, scaler, max_repl, hi, fs = next((t for t in tried if t[-1] is win), tried[0])
     per_node = _per_node(opt)
-    found = fs.found if win else max(r.min_replicas for r in fs.rows)
+    found = fs.found if win and fs.found is not None else max(r.min_replicas for r in fs.rows)
     rounded = math.ceil(found / per_node) * per_node
     setup = _setup(plan, opt, scaler, max(max_repl, rounded), w, slo)
     recheck = _recheck(plan, w, stats, setup, slo, base_dir, rounded, budget) if win else ()

@@ -56,8 +56,8 @@ def search_min_replicas(evaluate: Evaluate, start: int, hi: int, max_candidates:
 
     hi = max(1, hi)
     m = min(max(1, start), hi)
+    passing, failing, step = m, 0, 1
     if run(m):
-        passing, failing, step = m, 0, 1
         while passing > 1 and budget_left():
             probe = max(1, passing - step)
             if run(probe):
@@ -67,16 +67,16 @@ def search_min_replicas(evaluate: Evaluate, start: int, hi: int, max_candidates:
                 failing = probe
                 break
     else:
-        failing, passing, step = m, None, 1
-        while failing < hi and budget_left():
+        failing = m
+        while True:
+            if failing >= hi or not budget_left():
+                return None, [rows[k] for k in sorted(rows)]
             probe = min(hi, failing + step)
             if run(probe):
                 passing = probe
                 break
             failing = probe
             step *= 2
-        if passing is None:
-            return None, [rows[k] for k in sorted(rows)]
     while passing - failing > 1 and failing >= 1 and budget_left():
         mid = (failing + passing) // 2
         if run(mid):

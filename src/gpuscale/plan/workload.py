@@ -101,18 +101,21 @@ def _role(w: WorkloadInput, role: str, opt: HardwareOption, placement: Placement
           scaler: ScalerChoice, floor: int, maximum: int) -> Role:
     name = w.name if role == "serve" else f"{w.name}-{role}"
     signal = {"serve": scaler.signal, "prefill": "queue_depth", "decode": "kv_cache"}[role]
-    identity = dict(workload=w.name, role=role, name=name, namespace=w.tenant, tenant=w.tenant,
-                    model=w.model, precision=w.precision.value, image=w.image, critical=w.critical)
-    hardware = dict(instance_type=opt.it.name, tp=opt.par.tp, pp=opt.par.pp,
-                    gpus_per_pod=placement.gpus_per_pod, pods_per_replica=placement.pods,
-                    gang=placement.gang, topology_required=placement.required,
-                    topology_preferred=placement.preferred)
-    scaling = dict(min_replicas=floor, max_replicas=maximum, signal=signal,
-                   queue_threshold=scaler.queue_threshold, kv_threshold=KV_TARGET_FRAC,
-                   cold_start_s=round(scaler.cold_start_s, 1),
-                   scale_down_window_s=scaler.scale_down_window_s, polling_interval_s=15,
-                   autoscaler=w.autoscaler, capacity_rps=round(opt.cap.requests_per_s, 4))
-    return Role(**identity, **hardware, **scaling)
+    return Role(
+        # what it is
+        workload=w.name, role=role, name=name, namespace=w.tenant, tenant=w.tenant,
+        model=w.model, precision=w.precision.value, image=w.image, critical=w.critical,
+        # where it runs (plan/hardware.py, _placement)
+        instance_type=opt.it.name, tp=opt.par.tp, pp=opt.par.pp,
+        gpus_per_pod=placement.gpus_per_pod, pods_per_replica=placement.pods,
+        gang=placement.gang, topology_required=placement.required,
+        topology_preferred=placement.preferred,
+        # how it scales (plan/scaler.py and the search)
+        min_replicas=floor, max_replicas=maximum, signal=signal,
+        queue_threshold=scaler.queue_threshold, kv_threshold=KV_TARGET_FRAC,
+        cold_start_s=round(scaler.cold_start_s, 1),
+        scale_down_window_s=scaler.scale_down_window_s, polling_interval_s=15,
+        autoscaler=w.autoscaler, capacity_rps=round(opt.cap.requests_per_s, 4))
 
 
 def _pd_split(w: WorkloadInput, opt: HardwareOption, out: PlanOut) -> dict[str, float]:
