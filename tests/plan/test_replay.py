@@ -47,3 +47,22 @@ def test_plan_writes_a_replayable_scenario_and_compare_reproduces_the_evidence(t
     for run in runs.values():
         if run["slo_attainment"] >= data["slo"]["goodput_frac"]:
             assert run["oracle_gpu_hours"] <= run["gpu_hours"]
+
+
+def test_a_trace_winner_is_rechecked_on_other_seeds_and_a_shifted_window():
+    from pathlib import Path
+
+    from gpuscale.plan import make_plan, plan_input_from_dict
+
+    from .helpers import SHARED
+    data = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "plans"
+                           / "acceptance" / "azure-conv.yaml").read_text())
+    w = data["workloads"][0]
+    w["traffic"]["path"] = str(SHARED / "traces" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv")
+    data["simulation"] = {"trace_window_s": 1200, "max_candidates": 4}
+    plan = make_plan(plan_input_from_dict(data), Path("."))
+    recheck = plan.warm_pools["conv"].recheck
+    assert [r.config for r in recheck][:2] == ["seed 1", "seed 2"]
+    assert any(r.config.startswith("trace window shifted") for r in recheck)
+    worst = plan.costs["conv"].worst_slo_attainment
+    assert worst == min([plan.costs["conv"].slo_attainment] + [r.slo_attainment for r in recheck])

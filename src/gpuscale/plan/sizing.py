@@ -198,9 +198,10 @@ def traffic_stats(workload: WorkloadInput, base_dir: Path, window_s: float) -> T
     trough = min(float(np.percentile(np.bincount((arrival // 60).astype(np.int64)), 10)) / 60.0, mean) \
         if len(arrival) else 0.0
     prompts, outputs = requests.prompt_tokens[keep], requests.output_tokens[keep]
+    whole_s = float(requests.arrival_s[-1] - requests.arrival_s[0]) if len(requests.arrival_s) else 0.0
     return TrafficStats(mean, burst, trough, 60.0, span, float(prompts.mean()),
                         float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
-                            prompts, outputs)
+                        prompts, outputs, whole_s)
 
 
 def _p99(tokens: np.ndarray) -> int:
