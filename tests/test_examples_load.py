@@ -16,7 +16,7 @@ FILES = sorted(p for p in EXAMPLES.rglob("*.yaml") if p.name != "grid.yaml")
 
 
 def _reader(path: Path):
-    if path.parent.name == "plans":
+    if "plans" in path.relative_to(EXAMPLES).parts:
         return load_plan_input
     data = yaml.safe_load(path.read_text())
     # Scheduling-only scenarios describe jobs and queues, not a served model.

@@ -47,7 +47,9 @@ def test_json_format_is_the_plan_as_data():
     result = _run(str(EXAMPLES / "shared-cluster-prod-and-training.yaml"), "--format", "json", "--no-simulate")
     data = json.loads(result.output)
     assert data["name"] == "shared-h100"
-    assert len(data["refusals"]) == 3 and {r["workload"] for r in data["roles"]} == {"assistant", "frontier"}
+    # 3 requested traps + the replica spanning two nodes, which no simulation can verify
+    assert len(data["refusals"]) == 4 and {r["workload"] for r in data["roles"]} == {"assistant", "frontier"}
+    assert any("spanning 2 nodes" in r["requested"] for r in data["refusals"])
 
 
 def test_refusal_plan_has_no_manifests(tmp_path):

@@ -73,14 +73,15 @@ def test_simulated_warm_pool_does_not_shrink_when_cold_start_grows():
     fast, slow = _simulated(30, 3.0), _simulated(900, 3.0)
     assert slow.min_replicas >= fast.min_replicas
     assert slow.analytic_estimate >= fast.analytic_estimate
-    # at a floor that fails in both, the slow cold start leaves requests waiting longer
-    both = {r.min_replicas for r in fast.evidence if not r.meets_slo} & \
-        {r.min_replicas for r in slow.evidence if not r.meets_slo}
+    # at a floor that fails in both (same scaler), the slow cold start is no better
+    def failing(pool):
+        first = pool.evidence[0].config
+        return {r.min_replicas: r for r in pool.evidence if r.config == first and not r.meets_slo}
+    both = failing(fast).keys() & failing(slow).keys()
     assert both  # the boundary's failing floor is simulated in both runs
     for m in both:
-        f = next(r for r in fast.evidence if r.min_replicas == m)
-        s = next(r for r in slow.evidence if r.min_replicas == m)
-        assert s.ttft_p99_s > f.ttft_p99_s
+        f, s = failing(fast)[m], failing(slow)[m]
+        assert s.ttft_p99_s >= f.ttft_p99_s and s.slo_attainment <= f.slo_attainment
 
 
 def test_disaggregated_floors_are_checked_on_a_pd_simulation():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 
 import click
@@ -18,10 +20,14 @@ from gpuscale.errors import UserInputError
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json prints the plan as data.")
 @click.option("--no-simulate", is_flag=True, help="Size the warm pool analytically (fast, no evidence).")
-def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simulate: bool) -> None:
+@click.option("--time-budget-s", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="Wall-clock budget of the search over simulations; once spent, the candidates "
+                   "tried so far decide and plan.md says so.")
+def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simulate: bool,
+            time_budget_s: float) -> None:
     """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML)."""
     from gpuscale.manifests.plan import render_plan_manifests, to_yaml
-    from gpuscale.plan import load_plan_input, make_plan, plan_to_json
+    from gpuscale.plan import load_plan_input, plan_to_json
     from gpuscale.plan.report import render_plan_md
 
     if out is not None and out.exists() and not force:
@@ -30,7 +36,9 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         raise UserInputError(f"{out} is a file, not a directory; give --out a directory")
     if out is not None and not out.exists() and not out.parent.exists():
         raise UserInputError(f"directory {out.parent} does not exist")
-    plan = make_plan(load_plan_input(input_file), input_file.parent, simulate=not no_simulate)
+    plan_input = load_plan_input(input_file)
+    plan = _run_plan(plan_input, input_file.parent, not no_simulate, time_budget_s,
+                     show_progress=sys.stderr.isatty() and fmt == "text")
     files = render_plan_manifests(plan)
     text = render_plan_md(plan, sorted(files))
     if out is not None:
@@ -46,9 +54,63 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         (out / "plan.md").write_text(text)
         for name, objects in sorted(files.items()):
             (out / "manifests" / name).write_text(to_yaml(objects))
+        _write_scenarios(out, plan.scenarios, input_file)
     if fmt == "json":
         click.echo(json.dumps(plan_to_json(plan), indent=2))
     else:
         click.echo(text)
         if out is not None:
-            click.echo(f"plan written to {out}/plan.md ({len(files)} manifest files)")
+            click.echo(f"plan written to {out}/plan.md ({len(files)} manifest files"
+                       + (f", {len(plan.scenarios)} replay scenarios in {out}/scenarios/; "
+                          f"replay with gpuscale compare {out}/scenarios/NAME.yaml)"
+                          if plan.scenarios else ")"))
+
+
+def _run_plan(plan_input, base_dir: Path, simulate: bool, time_budget_s: float, *,
+              show_progress: bool):
+    """make_plan with the wall clock and a rich progress line (only the CLI reads the clock)."""
+    from gpuscale.plan import make_plan
+    from gpuscale.plan.search import SearchBudget
+
+    budget = SearchBudget(time_budget_s=time_budget_s, clock=time.monotonic)
+    if not show_progress or not simulate:
+        return make_plan(plan_input, base_dir, simulate=simulate, budget=budget)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from gpuscale.report.terminal import make_console
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   console=make_console(stderr=True), transient=True)
+    task = bar.add_task("planning", total=None)
+
+    def progress(label: str) -> None:
+        bar.update(task, description=f"simulation {budget.simulations}: {label} "
+                                     f"(budget {time_budget_s:g} s)")
+
+    budget.progress = progress
+    with bar:
+        return make_plan(plan_input, base_dir, simulate=simulate, budget=budget)
+
+
+def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path) -> None:
+    """DIR/scenarios/WORKLOAD.yaml: `gpuscale compare` replays the plan against its baselines.
+    A trace path is made absolute, so the scenario runs from wherever it is kept."""
+    import yaml
+
+    folder = out / "scenarios"
+    if folder.is_dir():
+        for stale in folder.glob("*.yaml"):
+            stale.unlink()
+    if not scenarios:
+        return
+    folder.mkdir(exist_ok=True)
+    for name, data in scenarios.items():
+        data = dict(data)
+        workload = dict(data["workload"])
+        if "path" in workload and not Path(workload["path"]).is_absolute():
+            workload["path"] = str((input_file.parent / workload["path"]).resolve())
+        data["workload"] = workload
+        header = (f"# Replay of plan workload {name}: gpuscale compare {folder / (name + '.yaml')}\n"
+                  "# strategies: plan (the plan's scaler and floor), baseline-queue-depth (KEDA on "
+                  "queue depth, min 1), fixed-best (cheapest always-on fleet meeting the SLO)\n")
+        (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))

@@ -16,7 +16,8 @@ from typing import Callable
 from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
-from gpuscale.metrics.store import FB_USED, GPU_UTIL, KV_USAGE, RUNNING, WAITING
+from gpuscale.metrics.store import (FB_USED, GPU_UTIL, KV_USAGE, PREFILL_TOKENS_WAITING, RUNNING,
+                                    WAITING)
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import RequestTable
@@ -242,5 +243,9 @@ class Fleet:
                     values[WAITING] = float(len(replica.waiting))
                     values[RUNNING] = float(len(replica.running))
                     values[KV_USAGE] = replica.kv_usage_frac(now_s)
+                    prompts = replica.table.prompt_tokens
+                    values[PREFILL_TOKENS_WAITING] = float(
+                        sum(prompts[rid] for rid in replica.waiting)
+                        + sum(replica.prefilling.values()))
             out.append((slot, values))
         return out

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Simulation
 from gpuscale.engine.fleet import Fleet
@@ -134,7 +135,9 @@ def build_result(run: RunParts) -> RunResult:
     summary["drops_by_reason"] = dict(sorted(run.table.drop_reasons.items()))
     summary["preemptions"] = int(cols.num_preemptions.sum())
     summary.update(oracle_summary(run.hw, run.cfg, cols, scenario.slo, scenario.duration_s,
-                                  summary["gpu_hours"], seed=scenario.seed))
+                                  summary["gpu_hours"], seed=scenario.seed,
+                                  gpus_per_node=get_instance_type(
+                                      scenario.cluster.instance_type).num_gpus))
     summary["cold_start_s"] = run.startups.mean_components_s()
     extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
              "num_events": run.sim.num_events, "markers": _markers_of(run.fleets)}

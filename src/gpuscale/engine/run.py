@@ -32,6 +32,7 @@ from gpuscale.scenario.models import Duration, Scenario, Strategy
 from gpuscale.scheduling import PodScheduler, build_scheduler
 from gpuscale.scheduling.first_fit import FirstFitScheduler
 from gpuscale.serving.cold_start import draw_seconds
+from gpuscale.serving.engine_defaults import default_max_num_batched_tokens, default_max_num_seqs
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.kv_transfer import KvTransfer
 from gpuscale.serving.performance import ReplicaHardware
@@ -64,7 +65,6 @@ def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardwa
 def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
     """vLLM defaults by GPU size (serving-engine-metrics.md 1.4), overridable per scenario."""
     settings = scenario.engine
-    big_gpu = hw.gpu.memory_gib >= 70 and not hw.gpu.name.startswith("A100")
     blocks = num_kv_blocks(hw, gpu_memory_utilization=settings.gpu_memory_utilization,
                            block_size=settings.block_size,
                            activation_reserve_gib=settings.activation_reserve_gib,
@@ -76,8 +76,9 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
             f"per GPU at tp={hw.tp}, leaving no KV cache on {hw.gpu.name} "
             f"({hw.gpu.memory_gib} GiB); raise tp or use fp8", field="model")
     return EngineConfig(
-        max_num_seqs=settings.max_num_seqs or (1024 if big_gpu else 256),
-        max_num_batched_tokens=settings.max_num_batched_tokens or (8192 if big_gpu else 2048),
+        max_num_seqs=settings.max_num_seqs or default_max_num_seqs(hw.gpu),
+        max_num_batched_tokens=(settings.max_num_batched_tokens
+                                or default_max_num_batched_tokens(hw.gpu)),
         block_size=settings.block_size,
         num_blocks=blocks,
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,

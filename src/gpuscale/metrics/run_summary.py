@@ -87,7 +87,7 @@ class NodesSummary(_Block):
 
 
 class OracleBasis(_Block):
-    replica_peak_rps: float
+    replica_sustained_rps: float  # metrics/oracle.py: sustained, at the TPOT SLO, own mix
     basis: str
 
 

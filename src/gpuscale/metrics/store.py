@@ -12,6 +12,11 @@ layer3-replica-autoscaling.md 8):
   i.e. the duty cycle NVML reports, blind to how much work each step carries.
 - `DCGM_FI_DEV_FB_USED` (MiB): flat, because vLLM pre-allocates `gpu_memory_utilization` of
   HBM at start-up, whatever the load.
+- `gpuscale:num_prefill_tokens_waiting`: prompt tokens a replica has not prefilled yet (waiting
+  requests' prompts plus what is left of prompts in chunked prefill). **gpuscale-derived**: vLLM
+  exports no such gauge (serving-engine-metrics.md 1.1 has `vllm:num_requests_waiting` and the
+  counter `vllm:prompt_tokens_total` only); it shows what a long-prompt queue hides from the
+  request count (issue 13, defect 6). A deployment would need its own exporter for it.
 DCGM series exist as soon as the pod holds GPUs (the exporter is a node DaemonSet).
 """
 
@@ -28,12 +33,13 @@ RUNNING = "vllm:num_requests_running"
 KV_USAGE = "vllm:kv_cache_usage_perc"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"
+PREFILL_TOKENS_WAITING = "gpuscale:num_prefill_tokens_waiting"
 TTFT_P99_WINDOW = "ttft_p99_s"
 
 # What a scaler can read: the per-pod series above, and the fleet signals the engine publishes
 # at each scrape (`AutoscalerView.signals`). Scenario validation rejects any other name, so a
 # typo fails at load instead of silently never scaling.
-POD_SERIES = (WAITING, RUNNING, KV_USAGE, GPU_UTIL, FB_USED)
+POD_SERIES = (WAITING, RUNNING, KV_USAGE, GPU_UTIL, FB_USED, PREFILL_TOKENS_WAITING)
 FLEET_SIGNALS = ("request_rate_per_s", "prompt_tokens_mean", "output_tokens_mean", "ttft_p99_s",
                  "tpot_mean_s", "gateway_queue", "ready_replicas")
 

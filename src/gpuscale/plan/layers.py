@@ -31,7 +31,12 @@ def _round_up_min(seconds: float) -> int:
 
 def consolidate_after_s(plan: PlanInput, roles: list[Role]) -> tuple[int, str]:
     """consolidateAfter from cold start and traffic dips (the rule is in docs/plan.md)."""
-    restart = plan.cluster.node_ready_s + max((r.cold_start_s for r in roles), default=0.0)
+    return consolidate_after_for(plan, max((r.cold_start_s for r in roles), default=0.0))
+
+
+def consolidate_after_for(plan: PlanInput, cold_start_s: float) -> tuple[int, str]:
+    """`consolidate_after_s` for a replica cold start (the search simulates it per candidate)."""
+    restart = plan.cluster.node_ready_s + cold_start_s
     dips = [w.traffic.burst_period_s - w.traffic.burst_duration_s for w in plan.workloads
             if isinstance(w.traffic, TrafficShape) and w.traffic.burst_factor > 1]
     dip = max(dips, default=0.0)

@@ -36,6 +36,9 @@ class EvidenceRow:
     dropped: int
     gpu_hours: float
     meets_slo: bool
+    oracle_gpu_hours: float | None = None  # metrics/oracle.py, the bound simulate reports
+    config: str = ""  # hardware and scaler of the candidate, e.g. "p5.48xlarge TP2, queue 7"
+    why: str = ""  # why it won or lost
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class WarmPool:
     method: str  # how the number was found, one line
     evidence: tuple[EvidenceRow, ...] = ()
     analytic_estimate: int = 1
+    recheck: tuple[EvidenceRow, ...] = ()  # the winner on other seeds / shifted windows
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,8 @@ class CostEstimate:
     oracle_gpu_hours_per_day: float | None  # capacity that follows demand exactly, no warm pool
     efficiency_frac: float | None  # oracle / plan
     slo_attainment: float | None  # from the warm-pool simulation of the chosen size
+    worst_slo_attainment: float | None = None  # the winner re-run on other seeds / windows
+    simulated_efficiency_frac: float | None = None  # oracle / GPU-hours of the chosen run
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,7 @@ class Plan:
     reserved_ids: tuple[str, ...] = ()
     ttft_slo_s: dict[str, float] = field(default_factory=dict)  # workload -> P99 TTFT SLO
     managed_endpoint_advice: str | None = None
+    scenarios: dict[str, dict] = field(default_factory=dict)  # workload -> replay scenario
 
     @property
     def has_manifests(self) -> bool:

@@ -7,7 +7,7 @@ approximations are listed in docs/plan.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,21 +15,22 @@ import numpy as np
 from gpuscale.catalog import InstanceType, ModelSpec
 from gpuscale.catalog.specs import Precision
 from gpuscale.plan.inputs import TrafficShape, WorkloadInput
-from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu
+from gpuscale.serving.cold_start import cold_start_medians
+from gpuscale.serving.engine_defaults import (ACTIVATION_RESERVE_GIB, BLOCK_SIZE, DEFAULT_IMAGE_SIZE_GB,
+                                              DEFAULT_WEIGHT_LOADER, DEFAULT_WEIGHT_STORAGE,
+                                              GPU_MEMORY_UTILIZATION, NON_TORCH_GIB,
+                                              default_max_num_batched_tokens,
+                                              default_max_num_seqs, default_weight_load_gbps)
+from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu, num_kv_blocks
+from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.performance import ReplicaHardware, step_time_s
 from gpuscale.units import GIB
 from gpuscale.workloads import build_requests
 
-# Scenario defaults (scenario/models.py EngineSettings): vLLM memory share, activation and
-# non-torch reserve per GPU.
-GPU_MEMORY_UTILIZATION = 0.9
-RESERVE_GIB = 2.5
-# Weights may take at most this share of the usable memory, so at least the rest is KV cache:
-# below ~half, a 70B replica holds too few sequences to batch well (our rule, docs/plan.md).
-MAX_WEIGHT_SHARE = 0.5
+# Engine defaults and weight-load bandwidth come from the one module simulate uses too.
+STORAGE_GBPS = default_weight_load_gbps()
 # Cold-start components when the input gives none (calibration.md A15-A17, scenario ColdStart).
 IMAGE_PULL_S = 120.0
-STORAGE_GBPS = 1.05
 ENGINE_INIT_S = 120.0
 # Replicas are sized to run at this share of their capacity: headroom for variance, and more
 # than covers the model's server-mode optimism (the one measured server, calibration row A8,
@@ -38,7 +39,9 @@ TARGET_LOAD_FRAC = 0.7
 # KV-cache share a replica may fill before vLLM starts preempting (WVA saturates at 0.8,
 # layer3-replica-autoscaling.md 6.3); the scaler targets a bit below it.
 KV_TARGET_FRAC = 0.7
-MAX_NUM_SEQS_BIG_GPU = 1024  # vLLM default on >=70 GiB GPUs (serving-engine-metrics.md 1.4)
+# A TP size is refused when more than this share of requests could never meet the TTFT SLO
+# because their prompt alone takes longer to prefill on an idle replica; the plan then
+# widens TP or reports the bound (issue 13, defect 5).
 
 
 @dataclass(frozen=True)
@@ -49,33 +52,101 @@ class Parallelism:
 
 
 def usable_gib(instance: InstanceType) -> float:
-    return GPU_MEMORY_UTILIZATION * instance.gpu_spec.memory_gib - RESERVE_GIB
+    return (GPU_MEMORY_UTILIZATION * instance.gpu_spec.memory_gib - ACTIVATION_RESERVE_GIB
+            - NON_TORCH_GIB)
+
+
+def _tp_sizes(model: ModelSpec, widest: int) -> list[int]:
+    sizes, tp = [], 1
+    while tp <= widest:
+        if not model.tp_error(tp):
+            sizes.append(tp)
+        tp *= 2
+    return sizes
 
 
 def choose_parallelism(model: ModelSpec, precision: Precision, instance: InstanceType,
-                       domain_gpus: int) -> Parallelism:
-    """Smallest power-of-two TP within one NVLink domain that leaves half the memory for KV;
-    pipeline stages across domains only when even a full domain is too small."""
+                       domain_gpus: int, stats: "TrafficStats | None" = None,
+                       itl_slo_s: float = 0.2) -> Parallelism:
+    """The TP (power of two, splitting the heads, inside one node and NVLink domain) whose
+    replica serves a request cheapest, among those whose KV cache holds the workload's tokens
+    in flight: at least its longest requests (p99 prompt + output) and a decode batch of its
+    mean context (`replica_capacity`). KV headroom is the workload's, not a fixed share of
+    memory: a model whose weights take most of a node still fits it when the tokens in flight
+    do (DeepSeek-V3 FP8 on one 8 x H200 node). Pipeline stages across nodes only when no TP
+    inside one node holds the weights at all (the simulator does not place such replicas)."""
     weights_gib = model.weight_bytes(precision) / GIB
-    budget = usable_gib(instance) * MAX_WEIGHT_SHARE
     widest = min(domain_gpus, instance.num_gpus) if instance.num_gpus else domain_gpus
-    tp = 1
-    while tp <= widest:
-        if weights_gib / tp <= budget and not model.tp_error(tp):
-            return Parallelism(tp, 1, f"{weights_gib:.0f} GiB of {precision.value} weights over TP{tp} "
-                               f"use {weights_gib / tp:.0f} GiB per GPU, at most half of the "
-                               f"{usable_gib(instance):.0f} GiB vLLM may use, leaving the rest for KV cache")
-        tp *= 2
-    tp = max(1, 2 ** int(math.log2(widest)))
-    while model.tp_error(tp):  # the widest power of two that splits the heads
-        tp //= 2
-    pp = math.ceil(weights_gib / (tp * budget))
-    return Parallelism(tp, pp, f"{weights_gib:.0f} GiB of weights do not fit one {widest}-GPU NVLink "
-                       f"domain with KV headroom: TP{tp} inside a domain, PP{pp} stages across domains")
+    longest = stats.p99_context_tokens if stats else 1
+    best = None
+    for tp in _tp_sizes(model, widest):
+        hw = replica_hardware(model, precision, instance, tp)
+        cap = replica_capacity(hw, stats.mean_prompt_tokens if stats else 1000.0,
+                               stats.mean_output_tokens if stats else 200.0, itl_slo_s)
+        if cap.kv_tokens < longest:
+            continue
+        usd = tp / cap.requests_per_s  # GPUs per served request/s; same price per GPU
+        if best is None or usd < best[0] * 0.98:  # a wider TP must be clearly cheaper
+            best = (usd, tp, cap)
+    if best is not None:
+        _, tp, cap = best
+        return Parallelism(tp, 1, f"{weights_gib:.0f} GiB of {precision.value} weights over TP{tp} "
+                           f"use {weights_gib / tp:.0f} GiB of the {usable_gib(instance):.0f} GiB "
+                           f"vLLM may use per GPU; the rest holds {cap.kv_tokens:,} KV tokens, "
+                           f"enough for the workload's longest requests ({longest:,} tokens) and "
+                           f"a decode batch of {cap.decode_batch}; the cheapest served request "
+                           "among the TP sizes that fit one node")
+    tp = max(_tp_sizes(model, widest) or [1])
+    budget = max(usable_gib(instance) - 1.0, 1.0)
+    pp = max(2, math.ceil(weights_gib / (tp * budget)))
+    return Parallelism(tp, pp, f"{weights_gib:.0f} GiB of weights leave no KV cache for the "
+                       f"workload's longest requests inside one {widest}-GPU node: TP{tp} inside "
+                       f"a node, PP{pp} stages across nodes")
 
 
-def cold_start_estimate_s(model: ModelSpec, precision: Precision) -> float:
-    return IMAGE_PULL_S + model.weight_bytes(precision) / (STORAGE_GBPS * 1e9) + ENGINE_INIT_S
+def prefill_alone_s(hw: ReplicaHardware, prompt_tokens: int, budget_tokens: int) -> float:
+    """Seconds to prefill one prompt on an idle replica, in chunks of the token budget: the
+    least TTFT it can have, whatever the autoscaler does."""
+    total, done = 0.0, 0
+    while done < prompt_tokens:
+        chunk = min(budget_tokens, prompt_tokens - done)
+        total += step_time_s(hw, decode_seqs=0, decode_context_tokens=0,
+                             prefill_chunks=((chunk, done),))
+        done += chunk
+    return total
+
+
+def unreachable_ttft_frac(hw: ReplicaHardware, prompt_sample: np.ndarray,
+                          ttft_slo_s: float) -> float:
+    """Share of the workload's requests whose prompt alone prefills slower than the TTFT
+    SLO on an idle replica of this hardware (the vLLM default token budget)."""
+    if len(prompt_sample) == 0:
+        return 0.0
+    budget = default_max_num_batched_tokens(hw.gpu)
+    values, counts = np.unique(np.asarray(prompt_sample, np.int64), return_counts=True)
+    # prefill time grows with the prompt: bisect the shortest prompt that misses the SLO
+    lo, hi = 0, len(values)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if prefill_alone_s(hw, int(values[mid]), budget) > ttft_slo_s:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(counts[lo:].sum() / counts.sum())
+
+
+def cold_start_estimate_s(model: ModelSpec, precision: Precision,
+                          instance: InstanceType | None = None, tp: int = 1) -> float:
+    """Median cold start of the scenario's default model (serving/cold_start.py: image pull
+    and extract, weights from gp3 with the streamer, engine init by size and TP), so the plan
+    sizes on the cold start `simulate` will draw."""
+    if instance is None:
+        return IMAGE_PULL_S + model.weight_bytes(precision) / (STORAGE_GBPS * 1e9) + ENGINE_INIT_S
+    hw = replica_hardware(model, precision, instance, tp)
+    parts = cold_start_medians(hw, image_size_gb=DEFAULT_IMAGE_SIZE_GB, pull_image=True,
+                               storage=DEFAULT_WEIGHT_STORAGE, loader=DEFAULT_WEIGHT_LOADER,
+                               warm_compile_cache=False, skip_p2p_check=False)
+    return float(sum(parts.values()))
 
 
 @dataclass(frozen=True)
@@ -87,6 +158,13 @@ class TrafficStats:
     burst_period_s: float
     mean_prompt_tokens: float
     mean_output_tokens: float
+    p99_context_tokens: int = 0  # prompt + output of the 99th-percentile request
+    max_output_tokens: int = 0  # the longest output: how long a drain must be
+    prompt_sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64),
+                                      compare=False, repr=False)
+    output_sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64),
+                                      compare=False, repr=False)
+    trace_span_s: float = 0.0  # a trace's whole length (0 for a shape): room to shift windows
 
 
 def _window_peak(arrival_s: np.ndarray, window_s: float) -> float:
@@ -109,7 +187,8 @@ def traffic_stats(workload: WorkloadInput, base_dir: Path, window_s: float) -> T
         base = (mean * period - burst * dur) / (period - dur)
         trough = base * (1 - traffic.diurnal_swing_frac)
         return TrafficStats(mean, burst, trough, dur, period, float(prompts.mean()),
-                            float(outputs.mean()))
+                            float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
+                            prompts, outputs)
     requests = build_requests(traffic, rng, base_dir)
     keep = requests.arrival_s < requests.arrival_s[0] + window_s if len(requests.arrival_s) else []
     arrival = requests.arrival_s[keep] - (requests.arrival_s[0] if len(requests.arrival_s) else 0)
@@ -118,8 +197,15 @@ def traffic_stats(workload: WorkloadInput, base_dir: Path, window_s: float) -> T
     burst = max(_window_peak(arrival, 60.0), mean)
     trough = min(float(np.percentile(np.bincount((arrival // 60).astype(np.int64)), 10)) / 60.0, mean) \
         if len(arrival) else 0.0
-    return TrafficStats(mean, burst, trough, 60.0, span, float(requests.prompt_tokens[keep].mean()),
-                        float(requests.output_tokens[keep].mean()))
+    prompts, outputs = requests.prompt_tokens[keep], requests.output_tokens[keep]
+    whole_s = float(requests.arrival_s[-1] - requests.arrival_s[0]) if len(requests.arrival_s) else 0.0
+    return TrafficStats(mean, burst, trough, 60.0, span, float(prompts.mean()),
+                        float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
+                        prompts, outputs, whole_s)
+
+
+def _p99(tokens: np.ndarray) -> int:
+    return int(np.percentile(tokens, 99)) if len(tokens) else 0
 
 
 def replica_hardware(model: ModelSpec, precision: Precision, instance: InstanceType,
@@ -142,11 +228,12 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
     """Requests/s one replica sustains: the largest decode batch whose step meets 0.8 x the ITL
     SLO and fits the KV cache at KV_TARGET_FRAC, with each request's prefill run in turn."""
     kv_bytes = kv_cache_bytes_per_gpu(hw, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
-                                      activation_reserve_gib=2.0, non_torch_gib=0.5) * hw.tp
+                                      activation_reserve_gib=ACTIVATION_RESERVE_GIB,
+                                      non_torch_gib=NON_TORCH_GIB) * hw.tp
     kv_tokens = max(0, int(kv_bytes / hw.kv_bytes_per_token))
     context = prompt_tokens + output_tokens / 2
     kv_batch = max(1, int(KV_TARGET_FRAC * kv_tokens / (prompt_tokens + output_tokens)))
-    batch = min(kv_batch, MAX_NUM_SEQS_BIG_GPU)
+    batch = min(kv_batch, default_max_num_seqs(hw.gpu))
     while batch > 1 and step_time_s(hw, decode_seqs=batch,
                                     decode_context_tokens=batch * context) > 0.8 * itl_slo_s:
         batch = max(1, batch * 3 // 4)
@@ -155,6 +242,18 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
                           prefill_chunks=((max(1, int(prompt_tokens)), 0),))
     per_request_s = prefill + output_tokens * step / batch
     return Capacity(1.0 / per_request_s, batch, prefill, kv_tokens)
+
+
+def engine_config_of(hw: ReplicaHardware, request_timeout_s: float = 600.0) -> EngineConfig:
+    """The engine a default scenario runs for this hardware (engine/run.py `engine_config`
+    with the scenario's EngineSettings defaults), for the shared oracle."""
+    return EngineConfig(
+        max_num_seqs=default_max_num_seqs(hw.gpu),
+        max_num_batched_tokens=default_max_num_batched_tokens(hw.gpu), block_size=BLOCK_SIZE,
+        num_blocks=num_kv_blocks(hw, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                                 block_size=BLOCK_SIZE, activation_reserve_gib=ACTIVATION_RESERVE_GIB,
+                                 non_torch_gib=NON_TORCH_GIB),
+        max_model_len=hw.model.max_context_tokens, request_timeout_s=request_timeout_s)
 
 
 def queue_threshold(capacity_rps: float, ttft_slo_s: float) -> int:

@@ -18,6 +18,7 @@ from typing import Callable
 from gpuscale.plan.inputs import PlanInput, TrafficShape, WorkloadInput
 from gpuscale.plan.model import EvidenceRow
 from gpuscale.plan.sizing import TrafficStats
+from gpuscale.serving.engine_defaults import default_weight_load_gbps
 
 Evaluate = Callable[[int], EvidenceRow]
 # Controller lag before a scaler's decision exists: scrape interval + KEDA/HPA poll (15 s each,
@@ -39,41 +40,58 @@ def search_min_replicas(evaluate: Evaluate, start: int, hi: int, max_candidates:
                         ) -> tuple[int | None, list[EvidenceRow]]:
     """Smallest m in [1, hi] with evaluate(m).meets_slo, assuming more replicas never hurt.
 
-    From `start`: if it passes, step down until one fails; else step up until one passes.
-    Returns (m or None when no candidate within the budget passed, rows in m order)."""
+    From `start`: if it passes, search lower (steps that double) until one fails or m = 1;
+    if it fails, search higher the same way up to `hi` (the GPU limit). Then bisect the
+    bracket. Returns (smallest passing m or None, rows in m order); whether the boundary was
+    found within `max_candidates` is `boundary_found(found, rows)`, never assumed."""
     rows: dict[int, EvidenceRow] = {}
 
-    def run(m: int) -> EvidenceRow:
+    def run(m: int) -> bool:
         if m not in rows:
             rows[m] = evaluate(m)
-        return rows[m]
+        return rows[m].meets_slo
 
+    def budget_left() -> bool:
+        return len(rows) < max_candidates
+
+    hi = max(1, hi)
     m = min(max(1, start), hi)
-    found = None
-    if run(m).meets_slo:
-        found = m
-        while m > 1 and len(rows) < max_candidates:
-            m -= 1
-            if not run(m).meets_slo:
+    passing, failing, step = m, 0, 1
+    if run(m):
+        while passing > 1 and budget_left():
+            probe = max(1, passing - step)
+            if run(probe):
+                passing = probe
+                step *= 2
+            else:
+                failing = probe
                 break
-            found = m
     else:
-        step = 1
-        while m < hi and len(rows) < max_candidates:
-            m = min(hi, m + step)
-            if run(m).meets_slo:
-                found = m
-                # bisect back into the gap a larger step jumped over
-                lo = m - step
-                while m - lo > 1 and len(rows) < max_candidates:
-                    mid = (lo + m) // 2
-                    if run(mid).meets_slo:
-                        m = found = mid
-                    else:
-                        lo = mid
+        failing = m
+        while True:
+            if failing >= hi or not budget_left():
+                return None, [rows[k] for k in sorted(rows)]
+            probe = min(hi, failing + step)
+            if run(probe):
+                passing = probe
                 break
+            failing = probe
             step *= 2
-    return found, [rows[k] for k in sorted(rows)]
+    while passing - failing > 1 and failing >= 1 and budget_left():
+        mid = (failing + passing) // 2
+        if run(mid):
+            passing = mid
+        else:
+            failing = mid
+    return passing, [rows[k] for k in sorted(rows)]
+
+
+def boundary_found(found: int | None, rows: list[EvidenceRow]) -> bool:
+    """True when `found` passes and found - 1 was simulated and failed (or found is 1)."""
+    if found is None:
+        return False
+    below = {r.min_replicas: r.meets_slo for r in rows}
+    return found == 1 or below.get(found - 1) is False
 
 
 def shape_phases(traffic: TrafficShape, stats: TrafficStats, plan: PlanInput) -> list[dict]:
@@ -100,6 +118,14 @@ class CandidateSetup:
     cold_start_s: float | None  # None = the scenario's default cold-start model
     ttft_slo_s: float
     itl_slo_s: float
+    empty_node_ttl_s: float = float("inf")  # the plan's consolidateAfter (WhenEmpty)
+
+
+def drain_s(stats: TrafficStats, setup: "CandidateSetup") -> float:
+    """Long enough for the longest output to finish at the ITL SLO after the window ends, so
+    no request is cut off by the end of the run (at least 300 s)."""
+    return float(max(300.0, math.ceil(1.2 * (setup.ttft_slo_s
+                                             + stats.max_output_tokens * setup.itl_slo_s))))
 
 
 def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: TrafficStats,
@@ -119,7 +145,7 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
     cold: dict = {}
     if setup.cold_start_s is not None:
         model = get_model(workload.model)
-        load_s = model.weight_bytes(workload.precision) / (1.05e9)
+        load_s = model.weight_bytes(workload.precision) / (default_weight_load_gbps() * 1e9)
         cold = {"image_pull": {"kind": "fixed", "value_s": 0.0},
                 "engine_init": {"kind": "fixed", "value_s": max(0.0, setup.cold_start_s - load_s)}}
     per_node = max(1, setup.replicas_per_node)
@@ -127,7 +153,7 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
         "name": f"{plan.name}-{workload.name}-warm-{min_replicas}",
         "seed": plan.simulation.seed,
         "duration_s": duration,
-        "drain_s": 300.0,
+        "drain_s": drain_s(stats, setup),
         "model": {"name": workload.model, "precision": workload.precision.value, "tp": setup.tp},
         "cold_start": cold,
         "cluster": {"instance_type": setup.instance_type,
@@ -135,7 +161,10 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
                     "max_nodes": max(math.ceil(setup.max_replicas / per_node),
                                      math.ceil(min_replicas / per_node)),
                     "node_launch": {"kind": "lognormal", "median_s": plan.cluster.node_ready_s,
-                                    "sigma": 0.25}},
+                                    "sigma": 0.25},
+                    # the NodePool's consolidateAfter: an emptied node is released, as planned
+                    **({"empty_node_ttl_s": setup.empty_node_ttl_s}
+                       if math.isfinite(setup.empty_node_ttl_s) else {})},
         "workload": load,
         "slo": {"ttft_s": setup.ttft_slo_s, "tpot_s": setup.itl_slo_s},
         "initial_replicas": min_replicas,
@@ -148,8 +177,12 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
     }
 
 
-def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float) -> EvidenceRow:
-    """Run one candidate on the engine and reduce it to an evidence row."""
+def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float,
+                       goodput_frac: float = 0.0) -> EvidenceRow:
+    """Run one candidate on the engine and reduce it to an evidence row. It meets the SLO when
+    P99 TTFT is within it and at least `goodput_frac` of requests met TTFT and TPOT. Requests
+    still decoding when the drain ends are not drops (they were being served; counting them
+    rejected working floors on 32k-token outputs, issue 13 defect 3)."""
     from gpuscale.engine import simulate_scenario
     from gpuscale.scenario import scenario_from_dict
 
@@ -157,11 +190,14 @@ def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float) -
     result, _ = simulate_scenario(scenario, base_dir)
     s = result.runs[0].summary  # typed: metrics/run_summary.py
     p99 = s.ttft_s.p99
-    dropped = s.requests.dropped + s.requests.in_flight
+    # Requests still decoding when the drain ends are in flight, not dropped (issue 13 #3).
+    dropped = s.requests.dropped
+    attained = s.slo_attainment
     return EvidenceRow(
         min_replicas=scenario.initial_replicas, ttft_p99_s=p99, itl_p99_s=s.tpot_s.p99,
-        slo_attainment=s.slo_attainment, dropped=dropped, gpu_hours=s.gpu_hours,
-        meets_slo=p99 is not None and p99 <= ttft_slo_s and dropped == 0)
+        slo_attainment=attained, dropped=dropped, gpu_hours=s.gpu_hours,
+        meets_slo=p99 is not None and p99 <= ttft_slo_s and attained >= goodput_frac,
+        oracle_gpu_hours=s.oracle_gpu_hours)
 
 
 def pd_candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: TrafficStats,
