@@ -14,7 +14,7 @@ import numpy as np
 from gpuscale.engine.basic_layers import FirstFitScheduler, NodePool
 from gpuscale.engine.fleet import Fleet
 from gpuscale.metrics.oracle import oracle_summary
-from gpuscale.metrics.summary import request_summary, time_weighted_mean
+from gpuscale.metrics.summary import request_summary, slo_breach_minutes, time_weighted_mean
 from gpuscale.serving.requests_table import RequestColumns
 from gpuscale.units import SECONDS_PER_HOUR
 
@@ -97,10 +97,11 @@ def build_result(run: "_Run") -> RunResult:
                    "scale_events": int(fleets[role].scale_events)}
             for role in ("prefill", "decode")}
     summary["scale_events"] = int(sum(f.scale_events for f in fleets.values()))
-    # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice).
-    breach = series["ttft_p99_s"] > scenario.slo.ttft_s
-    summary["slo_breach_minutes"] = round(
-        float(breach.sum()) * scenario.metrics.scrape_interval_s / 60.0, 3)
+    # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice),
+    # from the request columns so requests that never got a first token count as breaches.
+    summary["slo_breach_minutes"] = round(slo_breach_minutes(
+        cols, scenario.slo.ttft_s, series["time_s"], scenario.metrics.scrape_interval_s,
+        run.store.ttft_window_s), 3)
     summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
     summary["cost_usd"] = round(run._cost_usd(end_s), 4)
     summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)
