@@ -175,9 +175,11 @@ def print_summary(result_json: dict, console: Console | None = None, *,
     plain = not console.is_terminal
     console.print(summary_table(result_json, plain=plain, wide=wide))
     if not wide:
+        console.print()
         console.print(details_table(result_json, plain=plain))
     extra = nodes_table(result_json, plain=plain)
     if extra is not None:
+        console.print()
         console.print(extra)
 
 
