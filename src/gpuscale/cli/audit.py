@@ -69,6 +69,13 @@ def command(inputs, cluster, kube_context, kubeconfig, namespace, fmt, fail_on, 
     except KeyError as exc:
         raise UserInputError(str(exc.args[0])) from None
     objects = load_inputs(inputs, max_bytes=max_bytes) if inputs else []
+    from gpuscale.audit.loader import SKIPPED
+
+    skipped = list(SKIPPED)
+    if inputs and not objects and skipped:
+        raise UserInputError(skipped[0][1], source=skipped[0][0])
+    for source, why in skipped:  # the rest is audited; say what was not, and how to audit it
+        click.echo(f"gpuscale audit: skipped {source}: {why}", err=True)
     if inputs and not objects and (why := why_no_objects(inputs)) is not None:
         # "0 objects, no findings" would read as a clean audit of a file that held no manifest.
         source, reason, hint = why
