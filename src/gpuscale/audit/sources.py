@@ -28,8 +28,9 @@ _PLAIN_KEYS = {"apiVersion", "kind", "resources", "metadata"}
 
 
 def is_helm_template(path: Path) -> bool:
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    try:  # the head only: size limits are the loader's, and a huge file must cost nothing here
+        with open(path, "rb") as handle:
+            head = handle.read(200_000).decode("utf-8", errors="replace")
     except OSError:
         return False
     return bool(_TEMPLATE_ACTION.search(head))
