@@ -119,3 +119,10 @@ def test_cluster_without_client_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     result = CliRunner().invoke(cli, ["diagnose", "--cluster"])
     assert result.exit_code == 2 and "pip install 'gpuscale[cluster]'" in result.output
+
+
+def test_a_pool_that_can_launch_is_never_reported_as_unable_to():
+    (d,) = diagnose(load_inputs([str(SNAPSHOTS / "provisioner-not-acting.json")]))
+    assert any("can launch" in e for e in d.evidence)
+    assert "no NodePool" not in d.summary and "can add" not in d.summary
+    assert "no NodeClaim is launching" in d.summary
