@@ -126,3 +126,10 @@ def test_a_pool_that_can_launch_is_never_reported_as_unable_to():
     assert any("can launch" in e for e in d.evidence)
     assert "no NodePool" not in d.summary and "can add" not in d.summary
     assert "no NodeClaim is launching" in d.summary
+
+
+def test_a_file_that_is_not_a_snapshot_says_so():
+    fixture = Path(__file__).resolve().parent / "fixtures" / "GPU001" / "fires.yaml"
+    result = CliRunner().invoke(cli, ["diagnose", str(fixture)])
+    assert result.exit_code == 2
+    assert "no Pod objects" in result.output and "gpuscale audit" in result.output
