@@ -100,3 +100,25 @@ def test_json_writes_an_infinite_ttft_as_null_not_infinity():
     text = result_json_text({"scenario": "s", "seed": 0,
                              "runs": [{"ttft_s": {"p99": float("inf")}}]})
     assert "Infinity" not in text and json.loads(text)["runs"][0]["ttft_s"]["p99"] is None
+
+
+def test_every_command_takes_o_and_reads_dash_where_it_reads_a_file(tmp_path):
+    examples = EXAMPLES
+    runner = CliRunner()
+    sched = runner.invoke(cli, ["schedule", "-", "-o", "yaml"],
+                          input=(examples / "gang-partial-launch" / "karpenter.yaml").read_text())
+    assert sched.exit_code == 0, sched.output
+    assert yaml.safe_load(sched.output)["runs"]
+    calib = runner.invoke(cli, ["calibrate", "--row", "A6", "-o", "yaml"])
+    assert yaml.safe_load(calib.output)[0]["row"] == "A6"
+    result = runner.invoke(cli, ["simulate", str(_scenario_file(tmp_path)), "-o", "json",
+                                 "--series"])
+    report = runner.invoke(cli, ["report", "-", "--out", str(tmp_path / "r.html")],
+                           input=result.output)
+    assert report.exit_code == 0, report.output
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>") or \
+        "<html" in (tmp_path / "r.html").read_text()
+    for command in ("simulate", "compare", "demo", "plan", "audit", "diagnose", "schedule",
+                    "calibrate"):
+        help_text = runner.invoke(cli, [command, "--help"]).output
+        assert "-o, --output, --format" in help_text, command

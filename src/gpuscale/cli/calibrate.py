@@ -6,6 +6,8 @@ import json
 
 import click
 
+from gpuscale.cli.options import json_text_as, output_option
+
 from gpuscale.calibration import calibrate
 from gpuscale.errors import GpuscaleError
 
@@ -18,12 +20,12 @@ def _status(check) -> str:
 
 @click.command()
 @click.option("--row", "rows", multiple=True, help="Only these rows (e.g. A6, A15); repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@output_option()
 def command(rows: tuple[str, ...], fmt: str) -> None:
     """Reproduce the published measurements of calibration.md with the model."""
     checks = calibrate(list(rows) or None)
-    if fmt == "json":
-        click.echo(json.dumps([c.as_dict() for c in checks], indent=2))
+    if fmt in ("json", "yaml"):
+        click.echo(json_text_as(fmt, json.dumps([c.as_dict() for c in checks], indent=2)))
     else:
         header = f"{'row':5} {'check':46} {'measured':>11} {'predicted':>11} {'error':>8} " \
                  f"{'tol':>6}  result"
