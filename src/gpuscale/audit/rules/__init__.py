@@ -34,6 +34,7 @@ _MODULES = (
     "nodes.gpu026_gpu_node_disk_too_small",
     "nodes.gpu027_ca_provision_timeout_too_short",
     "nodes.gpu028_ca_scale_down_too_soon",
+    "nodes.gpu029_balanced_consolidation_on_gpu_pool",
     "scheduling.gpu030_multi_pod_without_gang",
     "scheduling.gpu031_min_member_below_pods_needed",
     "scheduling.gpu032_pod_larger_than_any_node",
@@ -42,6 +43,7 @@ _MODULES = (
     "queues.gpu041_inference_preemptible_by_training",
     "availability.gpu050_no_engine_readiness_probe",
     "availability.gpu051_no_pod_disruption_budget",
+    "availability.gpu052_spot_serves_slo_critical",
 )
 
 # Old id -> current id. Add an entry when a rule is renamed or merged; never delete one.
