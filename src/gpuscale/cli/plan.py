@@ -59,7 +59,10 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
                                  "see `gpuscale plan` without -o yaml for why")
         click.echo(all_manifests_yaml(files), nl=False)
     elif fmt == "json":
-        click.echo(json.dumps(plan_to_json(plan), indent=2))
+        from gpuscale.report.timeline import finite_json
+
+        # An infinite TTFT in the warm-pool evidence is null in JSON (docs/metrics.md).
+        click.echo(json.dumps(finite_json(plan_to_json(plan)), indent=2, allow_nan=False))
     else:
         click.echo(text)
         if out is not None:

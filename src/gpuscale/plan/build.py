@@ -157,6 +157,8 @@ def _warm_pool(plan: PlanInput, w: WorkloadInput, stats, setup: CandidateSetup, 
 
 
 def _fmt_s(value: float | None) -> str:
+    if value is not None and math.isinf(value):
+        return "timeout"  # requests that never got a first token (metrics/summary.py)
     return "-" if value is None else f"{value:.2f} s"
 
 
