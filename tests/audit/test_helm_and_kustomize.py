@@ -61,3 +61,15 @@ def test_a_transforming_kustomization_is_refused_with_the_kubectl_kustomize_hint
     result = _audit(str(tmp_path))
     assert result.exit_code == 2
     assert "kubectl kustomize" in result.stderr and "namespace" in result.stderr
+
+
+def test_a_prometheus_rule_with_alert_templates_is_not_mistaken_for_helm(tmp_path):
+    (tmp_path / "rule.yaml").write_text(
+        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {name: r, namespace: m}\n"
+        "spec:\n  groups:\n  - name: g\n    rules:\n    - alert: A\n      expr: up == 0\n"
+        "      annotations:\n        summary: \"{{ $labels.pod }} down for {{ $value }}\"\n")
+    (tmp_path / "chart.yaml").write_text('metadata:\n  name: "{{ .Values.name }}"\nkind: Deployment\napiVersion: apps/v1\n')
+    result = _audit(str(tmp_path), "-o", "json")
+    import json
+    assert json.loads(result.stdout)["objects"] == 1  # the rule; the quoted .Values file skipped
+    assert "chart.yaml" in result.stderr and "rule.yaml" not in result.stderr

@@ -23,17 +23,30 @@ from gpuscale.errors import UserInputError
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 HELM_HINT = "this is a Helm template: run `helm template RELEASE CHART | gpuscale audit -`"
 _TEMPLATE_ACTION = re.compile(r"\{\{-?\s*[^}]*\}\}")
+_HELM_WORDS = re.compile(r"\{\{-|-\}\}|\{\{\s*(?:\.Values|\.Release|\.Chart|\.Capabilities|include\s|"
+                         r"template\s|toYaml|if\s|range\s|with\s|end\s*\}\}|define\s)|\.Values\.")
 # Keys of a kustomization that only list or describe; any other key changes the objects.
 _PLAIN_KEYS = {"apiVersion", "kind", "resources", "metadata"}
 
 
 def is_helm_template(path: Path) -> bool:
+    """Helm's own words in template actions (`.Values`, `.Release`, `include`, `{{-` ...), or
+    template actions in a file YAML cannot read. Prometheus alert annotations such as
+    `"{{ $labels.pod }}"` are quoted strings in valid YAML, so a PrometheusRule is no template."""
     try:  # the head only: size limits are the loader's, and a huge file must cost nothing here
         with open(path, "rb") as handle:
             head = handle.read(200_000).decode("utf-8", errors="replace")
     except OSError:
         return False
-    return bool(_TEMPLATE_ACTION.search(head))
+    if not _TEMPLATE_ACTION.search(head):
+        return False
+    if _HELM_WORDS.search(head):
+        return True
+    try:
+        list(yaml.safe_load_all(head))
+    except yaml.YAMLError:
+        return True
+    return False
 
 
 def kustomization_of(directory: Path) -> Path | None:
@@ -58,8 +71,12 @@ def kustomize_resources(kustomization: Path, depth: int = 0) -> list[Path]:
     if extra:
         raise UserInputError(f"this kustomization transforms its resources ({', '.join(extra)}); "
                              f"{hint}", source=str(kustomization), field=extra[0])
+    resources = data.get("resources") or []
+    if not isinstance(resources, list):
+        raise UserInputError(f"`resources` must be a list of paths; {hint}",
+                             source=str(kustomization), field="resources")
     out: list[Path] = []
-    for entry in data.get("resources") or []:
+    for entry in resources:
         if not isinstance(entry, str) or "://" in entry or entry.startswith("github.com/"):
             raise UserInputError(f"resource {entry!r} is remote or not a path; {hint}",
                                  source=str(kustomization), field="resources")
