@@ -122,3 +122,16 @@ def test_every_command_takes_o_and_reads_dash_where_it_reads_a_file(tmp_path):
                     "calibrate"):
         help_text = runner.invoke(cli, [command, "--help"]).output
         assert "-o, --output, --format" in help_text, command
+
+
+def test_json_carries_the_verdict_and_out_file_too(tmp_path):
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(cli, ["compare", str(_scenario_file(tmp_path)), "-o", "json",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.output)
+    assert printed["verdict"].startswith("verdict: ")
+    assert json.loads(out.read_text())["verdict"] == printed["verdict"]
+    one = CliRunner().invoke(cli, ["simulate", str(_scenario_file(tmp_path)), "-o", "json",
+                                   "--strategy", "fixed-1"])
+    assert "verdict" not in json.loads(one.output)  # one strategy named: nothing to compare

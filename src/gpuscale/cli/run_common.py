@@ -93,30 +93,33 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
 
     if out is not None and str(out) == "-":  # `--out -`: the JSON is the output
         fmt, out = ("yaml" if fmt == "yaml" else "json"), None
-    data = _run_one(scenario, base_dir, strategies=strategies, fmt=fmt,
-                    out=out if seeds == 1 else None, force=force, overwrite_own=overwrite_own,
-                    series=series, report=report, quiet=seeds > 1, wide=wide)
+    if out is not None:  # before the (possibly long) runs; written once the verdict is known
+        check_result_path(out, force=force, overwrite_own=overwrite_own)
+    data = _run_one(scenario, base_dir, strategies=strategies, fmt=fmt, out=None, force=force,
+                    series=series, report=report, quiet=True)
     results = [data] + [
         _run_one(scenario.model_copy(update={"seed": scenario.seed + i}), base_dir,
                  strategies=strategies, fmt=fmt, out=None, force=force, quiet=True)
         for i in range(1, seeds)]
     slo = {"ttft_s": scenario.slo.ttft_s, "tpot_s": scenario.slo.tpot_s}
     target = fail_under if fail_under is not None else SLO_ATTAINMENT_TARGET
-    line = verdict(results, slo, target) if data["runs"] else None
+    line = verdict(results, slo, target) if data["runs"] and verdict_line else None
+    if line:
+        data = dict(data, verdict=line)  # CI reads it too: `-o json | jq -r .verdict`
     if seeds > 1:
         data = dict(data, seeds=[r["seed"] for r in results], spread=spread(results),
                     by_seed=[r["runs"] for r in results])
-        text = result_json_text(data)
-        if out is not None:
-            write_result(out, text, force=force, overwrite_own=overwrite_own)
-        _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
-        if fmt == "table":
-            print_spread(data)
+    text = result_json_text(data)
+    if out is not None:
+        write_result(out, text, force=force, overwrite_own=overwrite_own)
+    _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
+    if seeds > 1 and fmt == "table":
+        print_spread(data)
     if fmt == "table":
         for note in scenario.notes:  # the scenario's own reading of the table
             click.echo(textwrap.fill(note, width=98, initial_indent="- ",
                                      subsequent_indent="  ", break_on_hyphens=False))
-        if line and verdict_line:
+        if line:
             click.echo(textwrap.fill(line, width=98, subsequent_indent="  ", break_on_hyphens=False))
     if fail_under is not None and (gate := failing_gate(results, fail_under)) is not None:
         click.echo(f"gpuscale: {gate}", err=True)
@@ -168,7 +171,7 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
     if report is not None:
         check_result_path(report, force=force)
     console = make_console(stderr=True)
-    show_progress = sys.stderr.isatty() and fmt == "table" and not quiet
+    show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -199,6 +202,6 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
 
         html = render_html(ReportInputs(results=[data], title=f"gpuscale: {scenario.name}"))
         write_result(report, html, force=force)
-    if not quiet:
+    if not quiet:  # run_and_report prints once the verdict is known
         _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
     return data
