@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 import yaml
 
-from gpuscale.cli.options import input_path
 from gpuscale.cli.run_common import report_options, run_and_report, run_options
 from gpuscale.scenario import scenario_from_dict
 
