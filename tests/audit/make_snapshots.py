@@ -103,6 +103,8 @@ S["topology"] = [node("n1", labels={"topology.k8s.aws/network-node-layer-3": "a"
                  *[pod(f"trainer-{i}", 8, ns="train", annotations={"pod-group-name": "trainer"},
                        scheduler="kai-scheduler") for i in range(2)]]
 S["insufficient-gpus"] = [node("n1"), busy("n1", 8), pod("llama-0", 8)]
+# A pool could launch a p5.48xlarge, yet no NodeClaim exists: Karpenter is not acting.
+S["provisioner-not-acting"] = [node("n1"), busy("n1", 8), nodepool(limit=64, used=8), pod("llama-0", 8)]
 
 root = Path(__file__).parent / "diagnose"
 root.mkdir(exist_ok=True)

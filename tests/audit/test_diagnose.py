@@ -119,3 +119,17 @@ def test_cluster_without_client_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     result = CliRunner().invoke(cli, ["diagnose", "--cluster"])
     assert result.exit_code == 2 and "pip install 'gpuscale[cluster]'" in result.output
+
+
+def test_a_pool_that_can_launch_is_never_reported_as_unable_to():
+    (d,) = diagnose(load_inputs([str(SNAPSHOTS / "provisioner-not-acting.json")]))
+    assert any("can launch" in e for e in d.evidence)
+    assert "no NodePool" not in d.summary and "can add" not in d.summary
+    assert "no NodeClaim is launching" in d.summary
+
+
+def test_a_file_that_is_not_a_snapshot_says_so():
+    fixture = Path(__file__).resolve().parent / "fixtures" / "GPU001" / "fires.yaml"
+    result = CliRunner().invoke(cli, ["diagnose", str(fixture)])
+    assert result.exit_code == 2
+    assert "no Pod objects" in result.output and "gpuscale audit" in result.output

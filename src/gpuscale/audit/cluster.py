@@ -7,7 +7,9 @@ Objects from a cluster have no file: findings point at `cluster://<kind>/<ns>/<n
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from gpuscale.audit.loader import Manifest
 from gpuscale.errors import UserInputError
@@ -41,15 +43,27 @@ def manifests_from_items(items: Iterable[dict], kind: str, api_version: str) -> 
     return out
 
 
-def read_cluster(kinds: Iterable[str], *, context: str | None = None) -> list[Manifest]:
-    """List every object of `kinds` across namespaces; kinds the server lacks are skipped."""
+def _api_client(client, config, *, context: str | None, kubeconfig: str | None):
+    """kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config; inside a pod with none of
+    them (a CronJob running the audit), the pod's service account (in-cluster config)."""
+    have_file = kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().is_file()
+    if not have_file and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config()
+        return client.ApiClient()
+    return config.new_client_from_config(config_file=kubeconfig, context=context)
+
+
+def read_cluster(kinds: Iterable[str], *, context: str | None = None,
+                 kubeconfig: str | None = None, namespace: str | None = None) -> list[Manifest]:
+    """List every object of `kinds` (in `namespace`, else across namespaces; cluster-scoped
+    kinds such as Node and NodePool always whole); kinds the server lacks are skipped."""
     try:
         from kubernetes import client, config, dynamic  # optional extra
         from kubernetes.dynamic.exceptions import ResourceNotFoundError
     except ImportError:
         raise UserInputError("--cluster needs the Kubernetes client: pip install 'gpuscale[cluster]'") from None
     try:
-        api = config.new_client_from_config(context=context)
+        api = _api_client(client, config, context=context, kubeconfig=kubeconfig)
     except Exception as exc:  # config errors come in several types; one line is what matters
         raise UserInputError(f"cannot load kubeconfig: {exc}") from None
     dyn = dynamic.DynamicClient(api)
@@ -60,7 +74,8 @@ def read_cluster(kinds: Iterable[str], *, context: str | None = None) -> list[Ma
                 resource = dyn.resources.get(api_version=api_version, kind=kind)
             except ResourceNotFoundError:
                 continue
-            listed = resource.get()  # a read-only list call
+            scoped = namespace is not None and getattr(resource, "namespaced", False)
+            listed = resource.get(namespace=namespace) if scoped else resource.get()  # read-only list
             items = [client.ApiClient().sanitize_for_serialization(i.to_dict()) for i in listed.items]
             out.extend(manifests_from_items(items, kind, api_version))
             break

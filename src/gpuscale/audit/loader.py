@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from gpuscale.audit.sources import (HELM_HINT, KUSTOMIZATION_FILES, is_helm_template,
+                                    kustomization_of, kustomize_resources)
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import input_kind
 
@@ -224,6 +226,7 @@ def _read_limited(handle, limit: int, source: str) -> str:
 
 def expand_inputs(inputs: Iterable[str]) -> list[str]:
     """Files as given, directories walked (sorted, manifest suffixes only), `-` kept."""
+    SKIPPED.clear()
     out: list[str] = []
     for item in inputs:
         if item == "-":
@@ -231,12 +234,35 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
             continue
         path = Path(item)
         if path.is_dir():
-            out.extend(str(p) for p in sorted(path.rglob("*"))
-                       if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES)
+            out.extend(_directory_files(path))
         elif path.is_file():
+            if is_helm_template(path):
+                raise UserInputError(HELM_HINT, source=item)
             out.append(item)
         else:
             raise UserInputError("no such file or directory", source=item)
+    return out
+
+
+SKIPPED: list[tuple[str, str]] = []  # (file, why) of the last expand_inputs; the CLI notes them
+
+
+def _directory_files(path: Path) -> list[str]:
+    """A directory's manifests: through its kustomization when it has one (audit/sources.py),
+    else every manifest file below it; Helm templates and nested kustomizations skipped."""
+    kustomization = kustomization_of(path)
+    if kustomization is not None:
+        candidates = kustomize_resources(kustomization)
+    else:
+        candidates = [p for p in sorted(path.rglob("*"))
+                      if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
+                      and p.name not in KUSTOMIZATION_FILES]
+    out = []
+    for p in candidates:
+        if is_helm_template(p):
+            SKIPPED.append((str(p), HELM_HINT))
+        else:
+            out.append(str(p))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import PurePath
 
@@ -12,6 +13,21 @@ from gpuscale.audit.model import Finding, Rule, Severity
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_LEVEL = {Severity.INFO: "note", Severity.WARNING: "warning", Severity.ERROR: "error"}
 DOCS_BASE = "docs/rules"
+# SARIF `helpUri` must be an absolute URI (GitHub code scanning rejects a relative one). The
+# rule pages live in the repository's docs/rules/; GPUSCALE_DOCS_URL points a fork elsewhere.
+DOCS_URL = "https://github.com/gpuscale/gpuscale/blob/main/docs/rules"
+
+
+def help_uri(rule_id: str) -> str:
+    base = os.environ.get("GPUSCALE_DOCS_URL", DOCS_URL).rstrip("/")
+    return f"{base}/{rule_id}.md"
+
+
+def _fix_of(rule_id: str) -> str | None:
+    from gpuscale.audit.rules import RULES
+
+    rule = RULES.get(rule_id)
+    return rule.fix if rule is not None else None
 
 
 def render_text(findings: list[Finding], num_objects: int) -> str:
@@ -27,6 +43,8 @@ def render_text(findings: list[Finding], num_objects: int) -> str:
             lines.append(f"  {f.source}:{f.line}:{f.column} {f.severity.label} {f.rule_id} "
                          f"{f.rule_name}")
             lines.append(f"      at {f.yaml_path or '(object)'}: {f.message}")
+            if (fix := _fix_of(f.rule_id)) is not None:
+                lines.append(f"      fix: {fix}")
         lines.append("")
     counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
     summary = ", ".join(f"{n} {s.label}{'s' if n != 1 else ''}"
@@ -37,7 +55,9 @@ def render_text(findings: list[Finding], num_objects: int) -> str:
 
 
 def render_json(findings: list[Finding], num_objects: int) -> str:
-    body = {"objects": num_objects, "findings": [f.as_dict() for f in findings]}
+    body = {"objects": num_objects,
+            "findings": [dict(f.as_dict(), fix=_fix_of(f.rule_id), help_uri=help_uri(f.rule_id))
+                         for f in findings]}
     return json.dumps(body, indent=2) + "\n"
 
 
@@ -54,7 +74,7 @@ def render_sarif(findings: list[Finding], rules: list[Rule]) -> str:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.why},
         "help": {"text": rule.fix, "markdown": f"**Fix.** {rule.fix}"},
-        "helpUri": f"{DOCS_BASE}/{rule.id}.md",
+        "helpUri": help_uri(rule.id),
         "defaultConfiguration": {"level": SARIF_LEVEL[rule.severity]},
         "properties": {"family": rule.family},
     } for rule in rules]

@@ -61,12 +61,25 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpuscale")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Simulate, plan and audit GPU autoscaling for LLM serving on Kubernetes.
 
-    gpuscale reads and renders; it never writes to a cluster.
+    gpuscale reads and renders; it never writes to a cluster. Defaults come from
+    .gpuscale.yaml (below GPUSCALE_<COMMAND>_<OPTION> variables and flags).
     """
+    name = ctx.invoked_subcommand
+    if name in SUBCOMMANDS and not ctx.resilient_parsing:
+        from gpuscale.cli.config import defaults_for, find_config
+
+        path = find_config()
+        if path is not None:
+            command = importlib.import_module(SUBCOMMANDS[name][0]).command
+            # click reads a subcommand's default_map from here; flags and the environment
+            # still win over it (click's order).
+            ctx.default_map = {name: defaults_for(path, name, command)}
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale")
+    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale",
+             auto_envvar_prefix="GPUSCALE")

@@ -7,6 +7,7 @@ import click
 from gpuscale.audit import DEFAULT_MAX_BYTES, Severity, audit_objects, exit_code, load_inputs, select_rules
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.output import render_json, render_sarif, render_text
+from gpuscale.cli.options import json_text_as, output_option
 from gpuscale.errors import UserInputError
 
 
@@ -34,19 +35,33 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.argument("inputs", nargs=-1)
 @click.option("--cluster", is_flag=True, help="Read objects from the current kubeconfig context (read-only).")
 @click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
-              show_default=True)
+@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False),
+              help="kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config, "
+                   "else in-cluster config).")
+@click.option("-n", "--namespace", default=None,
+              help="--cluster: list namespaced objects in this namespace only (default: all).")
+@output_option("sarif", help_text="table (text) for people; json, yaml or sarif for machines.")
 @click.option("--fail-on", type=SeverityType(), default="warning", show_default=True,
               help="Exit 1 when a finding is at or above this severity.")
 @click.option("--enable", multiple=True, help="Only these rules (ids or names, comma-separated).")
 @click.option("--disable", multiple=True, help="Skip these rules (ids or names, comma-separated).")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True,
               help="Refuse any input larger than this.")
-def command(inputs, cluster, kube_context, fmt, fail_on, enable, disable, max_bytes):
+@click.option("--list-rules", is_flag=True, help="List every rule (id, severity, name) and exit.")
+@click.option("--explain", "explain_rule", default=None, metavar="RULE",
+              help="Print what RULE (id or name) flags, why and the fix, and exit.")
+def command(inputs, cluster, kube_context, kubeconfig, namespace, fmt, fail_on, enable, disable,
+            max_bytes, list_rules, explain_rule):
     """Audit Kubernetes manifests (files, directories, - for stdin) for GPU autoscaling traps.
 
     Exit codes: 0 no findings at or above --fail-on, 1 findings, 2 bad input.
     """
+    if list_rules or explain_rule:
+        from gpuscale.cli.audit_rules import explain, rules_listing
+
+        text = explain(explain_rule, fmt) if explain_rule else rules_listing(fmt)
+        click.echo(text, nl=False)
+        return
     if not inputs and not cluster:
         raise UserInputError("give manifest files, directories or -, or --cluster")
     try:
@@ -54,16 +69,24 @@ def command(inputs, cluster, kube_context, fmt, fail_on, enable, disable, max_by
     except KeyError as exc:
         raise UserInputError(str(exc.args[0])) from None
     objects = load_inputs(inputs, max_bytes=max_bytes) if inputs else []
+    from gpuscale.audit.loader import SKIPPED
+
+    skipped = list(SKIPPED)
+    if inputs and not objects and skipped:
+        raise UserInputError(skipped[0][1], source=skipped[0][0])
+    for source, why in skipped:  # the rest is audited; say what was not, and how to audit it
+        click.echo(f"gpuscale audit: skipped {source}: {why}", err=True)
     if inputs and not objects and (why := why_no_objects(inputs)) is not None:
         # "0 objects, no findings" would read as a clean audit of a file that held no manifest.
         source, reason, hint = why
         raise UserInputError(f"{reason}; {hint}" if hint else reason, source=source)
     if cluster:
         from gpuscale.audit.cluster import read_cluster
-        objects += read_cluster(AUDIT_KINDS, context=kube_context)
+        objects += read_cluster(AUDIT_KINDS, context=kube_context, kubeconfig=kubeconfig,
+                                namespace=namespace)
     findings = audit_objects(objects, rules)
-    if fmt == "json":
-        click.echo(render_json(findings, len(objects)), nl=False)
+    if fmt in ("json", "yaml"):
+        click.echo(json_text_as(fmt, render_json(findings, len(objects))), nl=False)
     elif fmt == "sarif":
         click.echo(render_sarif(findings, rules), nl=False)
     else:

@@ -10,6 +10,7 @@ import click
 from gpuscale.calibration import calibrate
 from gpuscale.calibration.rows import data_row_checks
 from gpuscale.calibration.user_rows import load_rows
+from gpuscale.cli.options import json_text_as, output_option
 from gpuscale.errors import GpuscaleError
 
 
@@ -32,7 +33,7 @@ def as_json(checks) -> dict:
 @click.option("--rows", "rows_file", type=click.Path(path_type=Path), default=None,
               help="Run the rows of this YAML file (docs/calibration.md gives the format) "
                    "instead of the built-in ones.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@output_option()
 def command(rows: tuple[str, ...], rows_file: Path | None, fmt: str) -> None:
     """Reproduce the published measurements of calibration.md with the model."""
     if rows_file is not None:
@@ -41,8 +42,8 @@ def command(rows: tuple[str, ...], rows_file: Path | None, fmt: str) -> None:
         checks = data_row_checks([r for r in user if not wanted or r.id in wanted])
     else:
         checks = calibrate(list(rows) or None)
-    if fmt == "json":
-        click.echo(json.dumps(as_json(checks), indent=2))
+    if fmt in ("json", "yaml"):
+        click.echo(json_text_as(fmt, json.dumps(as_json(checks), indent=2)))
     else:
         header = f"{'row':15} {'check':46} {'measured':>11} {'predicted':>11} {'error':>8} " \
                  f"{'tol':>6}  result"

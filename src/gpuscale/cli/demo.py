@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import yaml
 
-from gpuscale.cli.run_common import FORMATS, report_options, run_and_report
+from gpuscale.cli.run_common import report_options, run_and_report, run_options
 from gpuscale.scenario import scenario_from_dict
 
 
@@ -18,15 +18,15 @@ def demo_scenario_text() -> str:
 
 @click.command("demo")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the demo's seed.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@run_options
 @click.option("--out", type=click.Path(path_type=Path), default=Path("gpuscale-demo.json"),
               show_default=True, help="Where the JSON summary goes.")
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out even if it is not a gpuscale result.")
 @click.option("--print-scenario", is_flag=True, help="Print the embedded scenario YAML and exit.")
 def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: bool,
-            series: bool, report: Path | None,
-            decisions: Path | None) -> None:
+            series: bool, report: Path | None, wide: bool, seeds: int,
+            fail_under: float | None, decisions: Path | None) -> None:
     """Llama-3.3-70B FP8 on H100 nodes under bursty traffic: fixed replicas vs HPA on GPU duty
     cycle (target 70 and 95) vs KEDA on queue depth vs HPA on KV-cache usage."""
     text = demo_scenario_text()
@@ -37,5 +37,5 @@ def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: 
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
     run_and_report(scenario, Path("."), strategies=None, fmt=fmt, out=out, force=force,
-                   overwrite_own=True, series=series, report=report,
-                   decisions=decisions)
+                   overwrite_own=True, series=series, report=report, wide=wide, seeds=seeds,
+                   fail_under=fail_under, decisions=decisions)

@@ -9,6 +9,7 @@ import click
 from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.diagnose.causes import SNAPSHOT_KINDS, diagnose
+from gpuscale.cli.options import json_text_as, output_option
 from gpuscale.errors import UserInputError
 
 SNAPSHOT_HELP = ("a cluster snapshot from "
@@ -30,10 +31,15 @@ def render_text(diagnoses) -> str:
 @click.argument("snapshot", required=False)
 @click.option("--cluster", is_flag=True, help="Read nodes, pods, events, ... from the current kubeconfig context.")
 @click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")
+@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False),
+              help="kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config, "
+                   "else in-cluster config).")
+@click.option("-n", "--namespace", default=None,
+              help="--cluster: list namespaced objects in this namespace only (default: all).")
 @click.option("--pod", "pod_name", default=None, help="Only this pod (NAME or NAMESPACE/NAME).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option()
 @click.option("--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True)
-def command(snapshot, cluster, kube_context, pod_name, fmt, max_bytes):
+def command(snapshot, cluster, kube_context, kubeconfig, namespace, pod_name, fmt, max_bytes):
     """Explain Pending GPU pods from SNAPSHOT, a `kubectl get
     nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json` dump (- for stdin)."""
     if not snapshot and not cluster:
@@ -52,11 +58,12 @@ def command(snapshot, cluster, kube_context, pod_name, fmt, max_bytes):
             "to check manifests use `gpuscale audit`", source=snapshot)
     if cluster:
         from gpuscale.audit.cluster import read_cluster
-        objects += read_cluster(SNAPSHOT_KINDS, context=kube_context)
+        objects += read_cluster(SNAPSHOT_KINDS, context=kube_context, kubeconfig=kubeconfig,
+                                namespace=namespace)
     results = diagnose(objects, pod_name)
     if pod_name and not results:
         raise UserInputError(f"no Pending GPU pod named {pod_name!r} in the snapshot")
-    if fmt == "json":
-        click.echo(json.dumps([d.as_dict() for d in results], indent=2))
+    if fmt in ("json", "yaml"):
+        click.echo(json_text_as(fmt, json.dumps([d.as_dict() for d in results], indent=2)))
     else:
         click.echo(render_text(results), nl=False)

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from gpuscale.errors import UserInputError
 
 
+def is_stream(path: Path) -> bool:
+    """`-` (stdout) or a device such as /dev/null or /dev/stdout: nothing to overwrite, so
+    writing there needs no --force."""
+    if str(path) == "-":
+        return True
+    try:
+        return path.exists() and not path.is_file() and not path.is_dir()
+    except OSError:
+        return False
+
+
 def check_output_path(path: Path, *, force: bool = False) -> None:
     """Refuse an output path we could not or should not write, before any work is done."""
+    if is_stream(path):
+        return
     if path.is_dir():
         raise UserInputError(f"{path} is a directory; expected a file path")
     if path.exists() and not force:
@@ -21,6 +35,9 @@ def check_output_path(path: Path, *, force: bool = False) -> None:
 def write_new_file(path: Path, text: str, *, force: bool = False) -> None:
     """Write `text` to `path`, refusing to replace an existing file unless `force`."""
     check_output_path(path, force=force)
+    if str(path) == "-":
+        sys.stdout.write(text)
+        return
     path.write_text(text)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.options import input_path, output_option
 from gpuscale.errors import UserInputError
 
 
@@ -17,16 +18,18 @@ from gpuscale.errors import UserInputError
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write plan.md and manifests/*.yaml into this directory.")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="json prints the plan as data.")
+@output_option(help_text="table: the plan as text; json: the plan as data; yaml: every manifest "
+                         "as one stream for `kubectl apply -f -`.")
 @click.option("--no-simulate", is_flag=True, help="Size the warm pool analytically (fast, no evidence).")
 @click.option("--time-budget-s", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Wall-clock budget of the search over simulations; once spent, the candidates "
                    "tried so far decide and plan.md says so.")
 def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simulate: bool,
             time_budget_s: float) -> None:
-    """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML)."""
-    from gpuscale.manifests.plan import render_plan_manifests, to_yaml
+    """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML; -
+    for stdin)."""
+    from gpuscale.manifests.plan import (all_manifests_yaml, render_kustomization,
+                                         render_plan_manifests, to_yaml)
     from gpuscale.plan import load_plan_input, plan_to_json
     from gpuscale.plan.report import render_plan_md
 
@@ -36,9 +39,10 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         raise UserInputError(f"{out} is a file, not a directory; give --out a directory")
     if out is not None and not out.exists() and not out.parent.exists():
         raise UserInputError(f"directory {out.parent} does not exist")
+    input_file = input_path(input_file)
     plan_input = load_plan_input(input_file)
     plan = _run_plan(plan_input, input_file.parent, not no_simulate, time_budget_s,
-                     show_progress=sys.stderr.isatty() and fmt == "text")
+                     show_progress=sys.stderr.isatty() and fmt == "table")
     files = render_plan_manifests(plan)
     text = render_plan_md(plan, sorted(files))
     if out is not None:
@@ -54,9 +58,20 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         (out / "plan.md").write_text(text)
         for name, objects in sorted(files.items()):
             (out / "manifests" / name).write_text(to_yaml(objects))
+        if files:
+            (out / "manifests" / "kustomization.yaml").write_text(
+                to_yaml([render_kustomization(files)]))
         _write_scenarios(out, plan.scenarios, input_file)
-    if fmt == "json":
-        click.echo(json.dumps(plan_to_json(plan), indent=2))
+    if fmt == "yaml":
+        if not files:
+            raise UserInputError("the plan refused this input, so there are no manifests to print; "
+                                 "see `gpuscale plan` without -o yaml for why")
+        click.echo(all_manifests_yaml(files), nl=False)
+    elif fmt == "json":
+        from gpuscale.report.timeline import finite_json
+
+        # An infinite TTFT in the warm-pool evidence is null in JSON (docs/metrics.md).
+        click.echo(json.dumps(finite_json(plan_to_json(plan)), indent=2, allow_nan=False))
     else:
         click.echo(text)
         if out is not None:

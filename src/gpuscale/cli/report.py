@@ -62,8 +62,10 @@ def _check_drawable(path: Path, *, results: list[dict] = (), sweep_rows: list[di
 def load_inputs(paths: list[Path], title: str | None) -> ReportInputs:
     from gpuscale.sweep.table import read_table
 
+    from gpuscale.cli.options import input_path
+
     inputs = ReportInputs()
-    for path in paths:
+    for path in map(input_path, paths):  # `-`: a result JSON on stdin
         suffix = path.suffix.lower()
         if suffix in SWEEP_SUFFIXES:
             rows = read_table(path)

@@ -4,19 +4,48 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import click
 
-from gpuscale.cli.io import check_output_path
+from gpuscale.cli.io import check_output_path, is_stream
+from gpuscale.cli.options import output_option
 from gpuscale.engine import simulate_scenario
 from gpuscale.errors import UserInputError
 from gpuscale.report.terminal import make_console, print_summary
 from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
 
-FORMATS = click.Choice(["table", "json"])
+FORMATS = click.Choice(["table", "json"])  # kept for callers; commands use output_option
+
+
+def run_options(fn):
+    """`-o/--output/--format`, `--wide`, `--seeds N` and `--fail-under-slo X`."""
+    fn = click.option("--fail-under-slo", "fail_under", type=SloFraction(), default=None,
+                      help="Exit 1 when no strategy reaches this SLO attainment on every seed "
+                           "(0.99 or 99).")(fn)
+    fn = click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+                      help="Run seeds SEED..SEED+N-1 and show the spread.")(fn)
+    fn = click.option("--wide", is_flag=True, help="One table with every column.")(fn)
+    return output_option()(fn)
+
+
+class SloFraction(click.ParamType):
+    """An attainment threshold given as a fraction (0.99) or a percentage (99)."""
+
+    name = "attainment"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number (expected 0.99 or 99)", param, ctx)
+        frac = number / 100.0 if number > 1 else number
+        if not 0 < frac <= 1:
+            self.fail(f"{value!r} is outside 0..100 %", param, ctx)
+        return frac
 
 
 def report_options(fn):
@@ -46,13 +75,100 @@ def check_result_path(path: Path, *, force: bool, overwrite_own: bool = False) -
 
 def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = False) -> None:
     check_result_path(path, force=force, overwrite_own=overwrite_own)
-    path.write_text(text)
+    if str(path) == "-":
+        click.echo(text, nl=False)
+    elif is_stream(path):
+        with open(path, "w") as stream:
+            stream.write(text)
+    else:
+        path.write_text(text)
 
 
 def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
                    fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
-                   series: bool = False, report: Path | None = None,
-                   decisions: Path | None = None) -> dict:
+                   series: bool = False, report: Path | None = None, wide: bool = False,
+                   seeds: int = 1, fail_under: float | None = None,
+                   verdict_line: bool = True, decisions: Path | None = None) -> dict:
+    """Run (once per seed), print the table and the verdict, write the outputs; exit 1
+    under `fail_under`."""
+    from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
+    from gpuscale.report.verdict import failing_gate, spread, verdict
+
+    if out is not None and str(out) == "-":  # `--out -`: the JSON is the output
+        fmt, out = ("yaml" if fmt == "yaml" else "json"), None
+    if out is not None:  # before the (possibly long) runs; written once the verdict is known
+        check_result_path(out, force=force, overwrite_own=overwrite_own)
+    data = _run_one(scenario, base_dir, strategies=strategies, fmt=fmt, out=None, force=force,
+                    series=series, report=report, decisions=decisions, quiet=True)
+    results = [data] + [
+        _run_one(scenario.model_copy(update={"seed": scenario.seed + i}), base_dir,
+                 strategies=strategies, fmt=fmt, out=None, force=force, quiet=True)
+        for i in range(1, seeds)]
+    slo = {"ttft_s": scenario.slo.ttft_s, "tpot_s": scenario.slo.tpot_s}
+    target = fail_under if fail_under is not None else SLO_ATTAINMENT_TARGET
+    line = verdict(results, slo, target) if data["runs"] and verdict_line else None
+    if line:
+        data = dict(data, verdict=line)  # CI reads it too: `-o json | jq -r .verdict`
+    if seeds > 1:
+        data = dict(data, seeds=[r["seed"] for r in results], spread=spread(results),
+                    by_seed=[r["runs"] for r in results])
+    text = result_json_text(data)
+    if out is not None:
+        write_result(out, text, force=force, overwrite_own=overwrite_own)
+    _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
+    if decisions is not None and fmt == "table":
+        click.echo(f"decision log written to {decisions}")
+    if seeds > 1 and fmt == "table":
+        print_spread(data)
+    if fmt == "table":
+        for note in scenario.notes:  # the scenario's own reading of the table
+            click.echo(textwrap.fill(note, width=98, initial_indent="- ",
+                                     subsequent_indent="  ", break_on_hyphens=False))
+        if line:
+            click.echo(textwrap.fill(line, width=98, subsequent_indent="  ", break_on_hyphens=False))
+    if fail_under is not None and (gate := failing_gate(results, fail_under)) is not None:
+        click.echo(f"gpuscale: {gate}", err=True)
+        click.get_current_context().exit(1)
+    return data
+
+
+def print_spread(data: dict) -> None:
+    """Per strategy over the seeds: attainment min/mean/max, cost mean, worst TTFT p99."""
+    from rich.table import Table
+
+    from gpuscale.report.terminal import PLAIN_BOX, ttft_text
+
+    seeds = data["seeds"]
+    table = Table(title=f"spread over seeds {seeds[0]}..{seeds[-1]}", title_justify="left",
+                  box=PLAIN_BOX, pad_edge=False, show_edge=False)
+    for header in ("strategy", "SLO min", "SLO mean", "SLO max", "cost $ mean", "TTFT p99 worst"):
+        table.add_column(header, justify="left" if header == "strategy" else "right",
+                         no_wrap=True)
+    for row in data["spread"]:
+        slo = row["slo_attainment"]
+        table.add_row(row["name"], *(f"{100 * slo[k]:.1f}%" for k in ("min", "mean", "max")),
+                      f"{row['cost_usd']['mean']:.2f}", ttft_text(row["ttft_p99_worst_s"], 1))
+    make_console().print(table)
+
+
+def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: Path | None,
+                  wide: bool) -> None:
+    if fmt in ("json", "yaml"):
+        from gpuscale.cli.options import json_text_as
+
+        click.echo(json_text_as(fmt, text), nl=False)
+        return
+    print_summary(data, wide=wide)
+    if out is not None and not is_stream(out):
+        click.echo(f"JSON summary written to {out}")
+    if report is not None:
+        click.echo(f"HTML report written to {report}")
+
+
+def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
+             fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
+             series: bool = False, report: Path | None = None, quiet: bool = False,
+             wide: bool = False, decisions: Path | None = None) -> dict:
     # Check every output path before the (possibly long) run, so a typo costs nothing and
     # no file is half-written when a later one is refused.
     if out is not None:
@@ -98,14 +214,6 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
     if decisions is not None:
         lines = [json.dumps(record) for run in result.runs for record in run.decisions]
         decisions.write_text("".join(line + "\n" for line in lines))
-    if fmt == "json":
-        click.echo(text, nl=False)
-    else:
-        print_summary(data)
-        if out is not None:
-            click.echo(f"JSON summary written to {out}")
-        if report is not None:
-            click.echo(f"HTML report written to {report}")
-        if decisions is not None:
-            click.echo(f"decision log written to {decisions}")
+    if not quiet:  # run_and_report prints once the verdict is known
+        _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
     return data

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.options import input_path, json_text_as, output_option
+
 from gpuscale.cli.io import check_output_path, dump_json, write_new_file
 
 
@@ -46,20 +48,22 @@ def _text(result: dict) -> str:
 
 
 @click.command()
-@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, allow_dash=True,
+                                           path_type=Path))
+@output_option()
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the output here instead of stdout.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario: Path, fmt: str, out: Path | None, force: bool) -> None:
-    """Run SCENARIO (scheduling-only YAML) under each of its schedulers; report `scheduling`."""
+    """Run SCENARIO (scheduling-only YAML; - for stdin) under each of its schedulers; report
+    `scheduling`."""
     from gpuscale.engine.schedule import run_scenario
     from gpuscale.scenario.schedule import load_schedule_scenario
 
     if out is not None:
         check_output_path(out, force=force)
-    result = run_scenario(load_schedule_scenario(scenario))
-    text = dump_json(result) if fmt == "json" else _text(result)
+    result = run_scenario(load_schedule_scenario(input_path(scenario)))
+    text = json_text_as(fmt, dump_json(result)) if fmt in ("json", "yaml") else _text(result)
     if out is None:
         click.echo(text, nl=False)
     else:

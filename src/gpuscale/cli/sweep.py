@@ -38,7 +38,9 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
         # `report` picks its reader by suffix: a table written as sweep.txt could not be read back.
         raise UserInputError(f"{out}: expected a .csv or .parquet path for the results table",
                              field="--out")
-    scenario_data = load_yaml(scenario_file)
+    from gpuscale.cli.options import input_path
+
+    scenario_data = load_yaml(input_path(scenario_file))  # `-`: the scenario on stdin
     runs = expand_grid(load_grid(grid_file), scenario_data, source=str(grid_file))
     if dry_run:
         for run in runs:

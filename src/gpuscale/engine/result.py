@@ -26,7 +26,7 @@ from gpuscale.metrics.run_summary import (
     run_summary,
 )
 from gpuscale.metrics.store import MetricsStore
-from gpuscale.metrics.summary import request_summary, time_weighted_mean
+from gpuscale.metrics.summary import request_summary, slo_breach_minutes, time_weighted_mean
 from gpuscale.provisioning import NodeProvider
 from gpuscale.provisioning.pool import KIND as DEFAULT_POOL_KIND
 from gpuscale.scenario.models import Scenario
@@ -121,10 +121,11 @@ def build_result(run: RunParts) -> RunResult:
                             scale_events=int(fleets[role].scale_events))
             for role in ("prefill", "decode")}
     summary["scale_events"] = int(sum(f.scale_events for f in fleets.values()))
-    # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice).
-    breach = series["ttft_p99_s"] > scenario.slo.ttft_s
-    summary["slo_breach_minutes"] = round(
-        float(breach.sum()) * scenario.metrics.scrape_interval_s / 60.0, 3)
+    # Minutes in which the sliding-window P99 TTFT exceeded the SLO (one scrape = one slice),
+    # from the request columns so requests that never got a first token count as breaches.
+    summary["slo_breach_minutes"] = round(slo_breach_minutes(
+        cols, scenario.slo.ttft_s, series["time_s"], scenario.metrics.scrape_interval_s,
+        run.store.ttft_window_s), 3)
     summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
     summary["cost_usd"] = round(billing.cost_usd(run.cluster, end_s), 4)
     summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)

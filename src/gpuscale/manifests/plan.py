@@ -2,7 +2,8 @@
 
 Files: one per NodePool, the EC2NodeClass, KAI queues (and Topology when a gang needs one),
 per role the workload + Service + PDB + ServiceMonitor and its scaler, and the monitoring
-PrometheusRule (and prometheus-adapter rules when a role uses an HPA).
+PrometheusRule (and prometheus-adapter rules when a role uses an HPA), the Grafana dashboard
+ConfigMap; the CLI adds a kustomization.yaml over them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import yaml
 
 from gpuscale.manifests.ec2nodeclass import render_ec2nodeclass
+from gpuscale.manifests.grafana import render_dashboard_configmap
 from gpuscale.manifests.hpa import adapter_rules, render_hpa
 from gpuscale.manifests.kai import render_queue, render_topology
 from gpuscale.manifests.karpenter import render_nodepool
@@ -72,7 +74,20 @@ def render_plan_manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
     if hpa_roles:
         files["prometheus-adapter-rules.yaml"] = [adapter_rules(hpa_roles)]
     files["monitoring.yaml"] = [render_prometheus_rule(plan)]
+    files["grafana-dashboard.yaml"] = [render_dashboard_configmap(plan)]
     return files
+
+
+def render_kustomization(files: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """`manifests/kustomization.yaml` listing every file, so `kubectl apply -k manifests/` and
+    overlays (`namespace:`, patches) work on the plan as written."""
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": sorted(files)}
+
+
+def all_manifests_yaml(files: dict[str, list[dict[str, Any]]]) -> str:
+    """Every object of every file as one stream, for `gpuscale plan -o yaml | kubectl apply -f -`."""
+    return "---\n".join(to_yaml(files[name]) for name in sorted(files))
 
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:

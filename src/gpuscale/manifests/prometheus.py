@@ -2,9 +2,13 @@
 
 Metric names are current vLLM V1 ones (serving-engine-metrics.md 1.1-1.3): gauges
 `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc` (a 0-1 fraction), histogram
-`vllm:time_to_first_token_seconds`. Selectors use `namespace` and `service`, labels the
-Prometheus Operator's ServiceMonitor attaches, never `model` (vLLM emits `model_name`). Scaler
-queries aggregate with `sum(...)` to one series, as KEDA's Prometheus scaler requires (5.5).
+`vllm:time_to_first_token_seconds`. Selectors use one label, `gpuscale_io_scaler_target`,
+which the ServiceMonitor copies from the Service (`targetLabels`), never a namespace: a
+kustomize `namespace:` overlay moves the objects but cannot edit a string inside a query, and a
+hard-coded `namespace="default"` would then read nothing and never scale. (Two copies of one
+plan in two namespaces of one Prometheus would share the label: rename the roles per copy.)
+Never `model` either (vLLM emits `model_name`). Scaler queries aggregate with `sum(...)` to one
+series, as KEDA's Prometheus scaler requires (5.5).
 """
 
 from __future__ import annotations
@@ -18,8 +22,11 @@ ALERT = "GpuscaleTTFTP99Breach"
 ALERT_FOR = "5m"
 
 
+TARGET_LABEL = "gpuscale.io/scaler-target"  # on the Service; Prometheus: gpuscale_io_scaler_target
+
+
 def selector(role: Role) -> str:
-    return f'namespace="{role.namespace}", service="{role.name}"'
+    return f'gpuscale_io_scaler_target="{role.name}"'
 
 
 def queue_query(role: Role) -> str:
@@ -92,6 +99,7 @@ def render_service_monitor(role: Role) -> dict[str, Any]:
         "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
         "metadata": {"name": role.name, "namespace": role.namespace},
         "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": role.name}},
+                 "targetLabels": [TARGET_LABEL],
                  "endpoints": [{"port": "http", "path": "/metrics", "interval": "15s"}]},
     }
 
@@ -105,7 +113,7 @@ def kill_switch_test(plan: Plan, role: Role, rules_path: str) -> dict[str, Any]:
     """A `promtool test rules` case: quiet for 5 min it must not fire; once every request is
     slower than the largest finite bucket (P99 reads 80 s) it must fire after `for`."""
     slo = plan.ttft_slo_s[role.workload]
-    labels = f'namespace="{role.namespace}", service="{role.name}"'
+    labels = f'{selector(role)}, service="{role.name}"'
     # 100 requests a minute. Minutes 0-10: all under 0.5 s (every finite bucket counts them);
     # from minute 11 all land above 80 s, i.e. only in +Inf.
     series = [{"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="{le}"}}',

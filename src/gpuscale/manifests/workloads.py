@@ -110,7 +110,9 @@ def render_workload(role: Role, pool: str, topology: str | None) -> dict[str, An
 
 def render_service(role: Role) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": role.name, "namespace": role.namespace, "labels": _labels(role)},
+            # The scaler queries select on this label (manifests/prometheus.py), not a namespace.
+            "metadata": {"name": role.name, "namespace": role.namespace,
+                         "labels": dict(_labels(role), **{"gpuscale.io/scaler-target": role.name})},
             "spec": {"selector": {"app.kubernetes.io/name": role.name},
                      "ports": [{"name": "http", "port": PORT, "targetPort": "http"}]}}
 

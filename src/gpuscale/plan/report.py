@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from gpuscale.plan.model import Plan
 
 LAYER_TITLES = (("overall", "Overall"), ("nodes", "Layer 1: nodes (Karpenter)"),
@@ -14,6 +16,8 @@ def _cell(text: str) -> str:
 
 
 def _fmt(value, digits: int = 3) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return "timeout"  # a P99 among requests that never got a first token (metrics/summary.py)
     return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 

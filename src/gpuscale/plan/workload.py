@@ -149,7 +149,7 @@ def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: 
         out.decisions.append(Decision(
             "warm-pool", f"{w.name}: prefill/decode floors, simulated",
             f"prefill {floors['prefill']}, decode {floors['decode']}", pool.method + ": "
-            + "; ".join(f"{r.config} -> P99 TTFT {r.ttft_p99_s if r.ttft_p99_s is not None else float('nan'):.2f} s"
+            + "; ".join(f"{r.config} -> P99 TTFT {_fmt_s(r.ttft_p99_s)}"
                         f"{' (meets)' if r.meets_slo else ''}" for r in checks)))
     roles = []
     for role, share in split.items():
@@ -163,3 +163,8 @@ def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: 
         out.scenarios[w.name] = sized.scenario
     return roles
 
+
+def _fmt_s(value: float | None) -> str:
+    if value is not None and math.isinf(value):
+        return "timeout"  # requests that never got a first token (metrics/summary.py)
+    return "-" if value is None else f"{value:.2f} s"

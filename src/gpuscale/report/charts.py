@@ -30,7 +30,9 @@ class Line:
     step: bool = False      # hold each value until the next sample (gauges scraped periodically)
     points: bool = False    # draw dots instead of a line (scatter)
     group: str = ""         # run name, so the page can hide one run across all charts
-    labels: tuple[str, ...] = ()  # per-point labels for scatters
+    labels: tuple[str, ...] = ()  # per-point labels for scatters (tooltips)
+    nudge_px: float = 0.0   # horizontal offset, so runs with identical numbers stay visible
+    show_labels: bool = False  # write each point's label beside it (few points only)
 
 
 @dataclass(frozen=True)
@@ -157,20 +159,45 @@ def oracle_cost_usd(summary: dict) -> float | None:
     return s.oracle_gpu_hours * s.cost_usd / s.gpu_hours
 
 
-def cost_slo_chart(views: list[RunView]) -> Chart | None:
-    """Cost (x) vs SLO attainment (y), one point per run; the oracle cost bound as a line."""
+def param_label(key: str) -> str:
+    """A sweep column `set:strategies[keda-queue-depth].autoscaler.min_replica_count` as
+    `keda-queue-depth min_replica_count`: the strategy and the last field, what a reader needs."""
+    path = key[4:] if key.startswith("set:") else key
+    strategy = ""
+    if path.startswith("strategies[") and "]" in path:
+        strategy, path = path[len("strategies["):path.index("]")], path[path.index("]") + 1:]
+    field = path.strip(".").split(".")[-1] if path.strip(".") else path
+    if "[" in field and field.endswith("]") and path.count(".") >= 1:
+        field = ".".join(path.strip(".").split(".")[-2:])
+    return f"{strategy} {field}".strip()
+
+
+def cost_slo_chart(views: list[RunView], target_frac: float | None = None) -> Chart | None:
+    """Cost (x) vs SLO attainment (y), one labelled point per run; the oracle cost bound and
+    the attainment target as labelled lines. Runs with identical cost and attainment are
+    drawn side by side and their labels say so, instead of one dot hiding the other."""
     if not views:
         return None
     colours = run_colours([v.name for v in views])
-    typed = [load_run(v.summary) for v in views]
-    lines = tuple(Line(v.name, np.array([s.cost_usd]), np.array([s.slo_attainment]),
-                       colours[v.name], points=True, group=v.name, labels=(v.name,))
-                  for v, s in zip(views, typed))
+    typed = {v.name: load_run(v.summary) for v in views}
+    spots: dict[tuple[float, float], list[str]] = {}
+    for v in views:
+        s = typed[v.name]
+        spots.setdefault((round(s.cost_usd, 6), round(s.slo_attainment, 6)), []).append(v.name)
+    lines = []
+    for v in views:
+        s = typed[v.name]
+        same = spots[(round(s.cost_usd, 6), round(s.slo_attainment, 6))]
+        label = v.name if len(same) == 1 else f"{v.name} (= {', '.join(n for n in same if n != v.name)})"
+        lines.append(Line(v.name, np.array([s.cost_usd]), np.array([s.slo_attainment]),
+                          colours[v.name], points=True, group=v.name, labels=(label,),
+                          nudge_px=7.0 * same.index(v.name), show_labels=True))
     bounds = [b for b in (oracle_cost_usd(v.summary) for v in views) if b is not None]
     vlines = ((min(bounds), "oracle bound: least cost of any policy that serves the workload"),) \
         if bounds else ()
+    hlines = ((float(target_frac), f"SLO target {100 * target_frac:g} %"),) if target_frac else ()
     return Chart("cost_vs_slo", "Cost vs SLO attainment (up and left is better)", "cost (USD)",
-                 "SLO attainment", lines, y_max_frac=1.0, vlines=vlines)
+                 "SLO attainment", tuple(lines), y_max_frac=1.0, vlines=vlines, hlines=hlines)
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
@@ -194,7 +221,10 @@ def pareto_chart(rows: list[dict]) -> Chart | None:
         return None
     points = [(float(r["cost_usd"]), float(r["slo_attainment"])) for r in usable]
     front = pareto_front(points)
-    labels = tuple(str(r.get("run_id", "")) for r in usable)
+    params = [k for k in usable[0] if k.startswith("set:")]
+    # Tooltips name what was varied (strategy and parameter values), not the run hash.
+    labels = tuple("; ".join([str(r.get("strategy", ""))] +
+                             [f"{param_label(k)}={r.get(k)}" for k in params]) for r in usable)
     all_points = Line("sweep runs", np.array([p[0] for p in points]), np.array([p[1] for p in points]),
                       PALETTE[5], points=True, labels=labels)
     frontier = Line("Pareto frontier", np.array([points[i][0] for i in front]),

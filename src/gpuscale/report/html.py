@@ -11,17 +11,18 @@ from dataclasses import dataclass, field
 from html import escape
 
 from gpuscale import __version__
-from gpuscale.report.charts import (Chart, cdf_charts, cost_slo_chart, pareto_chart, pareto_front,
-                                    run_colours, timeline_charts)
+from gpuscale.report.charts import (Chart, cdf_charts, cost_slo_chart, param_label, pareto_chart,
+                                    pareto_front, run_colours, timeline_charts)
 from gpuscale.report.svg import HEIGHT, render_svg
 from gpuscale.report.terminal import SUMMARY_COLUMNS, summary_cells
 from gpuscale.report.timeline import RunView, run_views
 
 CSS = """
-body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#111;background:#fafafa}
+body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1360px;padding:0 12px;color:#111;background:#fafafa}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
 th,td{padding:3px 7px;border-bottom:1px solid #e5e5e5;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom;max-width:90px}
 td.r,th.r{text-align:right}.note{color:#555;font-size:13px}
 figure{margin:10px 0;background:#fff;border:1px solid #e5e5e5}
 svg.chart{display:block;width:100%;height:auto}
@@ -41,6 +42,27 @@ SCRIPT = """
     });
   });
   var timelines=Array.prototype.filter.call(charts,function(s){return s.getAttribute('data-timeline')==='1';});
+  // The value of each drawn series at the cursor, read back from its path (pixels -> data
+  // with the chart's own y range), so the cursor says "run A 4, run B 7" and not only the time.
+  function valueAt(path,px){
+    var d=path.getAttribute('d')||'',re=/([MLHV])([-0-9.]+)(?:,([-0-9.]+))?/g,m,x=null,y=null,best=null;
+    while((m=re.exec(d))){
+      if(m[1]==='M'||m[1]==='L'){x=+m[2];y=+m[3];}else if(m[1]==='H'){x=+m[2];}else{y=+m[2];}
+      if(x!==null&&x<=px){best=y;}
+    }
+    return best;
+  }
+  function values(s,px){
+    var y0=+s.getAttribute('data-y0'),y1=+s.getAttribute('data-y1');
+    var p0=+s.getAttribute('data-py0'),p1=+s.getAttribute('data-py1'),out=[];
+    s.querySelectorAll('path.series').forEach(function(path){
+      if(path.style.display==='none'){return;}
+      var py=valueAt(path,px);if(py===null){return;}
+      var v=y0+(py-p0)/(p1-p0)*(y1-y0),t=path.querySelector('title');
+      out.push((t?t.textContent:'')+(path.getAttribute('stroke-dasharray')?' (dashed)':'')+' '+(Math.abs(v)>=100?v.toFixed(0):v.toPrecision(3)));
+    });
+    return out.join(', ');
+  }
   function place(px){
     var s0=timelines[0];if(!s0){return;}
     var a=+s0.getAttribute('data-px0'),b=+s0.getAttribute('data-px1');
@@ -49,7 +71,9 @@ SCRIPT = """
     timelines.forEach(function(s){
       var c=s.querySelector('.cursor'),l=s.querySelector('.cursor-label');
       c.setAttribute('x1',px);c.setAttribute('x2',px);c.style.display=inside?'':'none';
-      l.setAttribute('x',px+4);l.textContent=inside?('t = '+t.toFixed(1)+' min'):'';
+      var right=px>(a+b)/2;  // keep the label inside the chart on the right half
+      l.setAttribute('x',right?px-4:px+4);l.setAttribute('text-anchor',right?'end':'start');
+      l.textContent=inside?('t = '+t.toFixed(1)+' min: '+values(s,px)):'';
     });
   }
   timelines.forEach(function(s){
@@ -90,7 +114,9 @@ def report_charts(inputs: ReportInputs) -> list[Chart]:
     """Every chart of the report, in page order (also what `--charts-dir` exports)."""
     views = all_views(inputs)
     charts: list[Chart] = []
-    summary_chart = cost_slo_chart(views)
+    from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
+
+    summary_chart = cost_slo_chart(views, SLO_ATTAINMENT_TARGET)
     if summary_chart is not None:
         charts.append(summary_chart)
     charts += timeline_charts(views)
@@ -133,7 +159,9 @@ def _pareto_table(rows: list[dict]) -> str:
     if not front:
         return ""
     params = [k for k in usable[0] if k.startswith("set:")]
-    head = "".join(f"<th>{escape(h)}</th>" for h in ["run_id", "strategy", *params]) + \
+    # Readable headers (`keda-queue-depth min_replica_count`), the full key as a tooltip.
+    head = "".join(f"<th>{escape(h)}</th>" for h in ["run_id", "strategy"]) + "".join(
+        f'<th title="{escape(p, quote=True)}">{escape(param_label(p))}</th>' for p in params) + \
         '<th class="r">cost $</th><th class="r">SLO met</th>'
     body = []
     for i in front:

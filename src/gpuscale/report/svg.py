@@ -122,7 +122,7 @@ def _path_d(px: np.ndarray, py: np.ndarray, step: bool) -> tuple[str, int]:
 
 def _line_svg(line: Line, frame: _Frame) -> str:
     x, y = thin(line.x, line.y) if not line.points else (line.x, line.y)
-    px, py = frame.fx(x), frame.fy(y)
+    px, py = frame.fx(x) + line.nudge_px, frame.fy(y)
     group = escape(line.group, quote=True)
     if line.points:
         dots = []
@@ -132,6 +132,12 @@ def _line_svg(line: Line, frame: _Frame) -> str:
                 dots.append(f'<circle class="pt" data-group="{group}" cx="{cx:.1f}" cy="{cy:.1f}" '
                             f'r="4.5" fill="{line.colour}" fill-opacity="0.8"><title>'
                             f'{escape(tip)}: x={_fmt(x[i])}, y={_fmt(y[i])}</title></circle>')
+                if line.show_labels:
+                    # Staggered by the nudge so labels of side-by-side dots do not overprint.
+                    dy = -8 - 1.6 * line.nudge_px
+                    dots.append(f'<text class="pt-label" data-group="{group}" x="{cx + 7:.1f}" '
+                                f'y="{cy + dy:.1f}" font-size="10" {FONT} fill="{line.colour}">'
+                                f'{escape(tip)}</text>')
         return "".join(dots)
     d, drawn = _path_d(px, py, line.step)
     if drawn == 1:  # a lone point would be invisible as a path
@@ -195,8 +201,11 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
     body += _axes_svg(chart, frame)
     for y, label in chart.hlines:
         py = float(frame.fy(y))
-        body.append(f'<line x1="{frame.px0}" x2="{frame.px1}" y1="{py:.1f}" y2="{py:.1f}" '
-                    f'stroke="#c00" stroke-dasharray="2,3"><title>{escape(label)} {_fmt(y)}</title></line>')
+        body.append(f'<line class="hline" x1="{frame.px0}" x2="{frame.px1}" y1="{py:.1f}" '
+                    f'y2="{py:.1f}" stroke="#c00" stroke-dasharray="2,3"><title>{escape(label)} '
+                    f'{_fmt(y)}</title></line><text class="hline-label" x="{frame.px1 - 4}" '
+                    f'y="{py - 4:.1f}" text-anchor="end" font-size="10" {FONT} fill="#c00">'
+                    f'{escape(label)} {_fmt(y) if label == "SLO" else ""}</text>')
     for x, label in chart.vlines:
         px = float(frame.fx(x))
         body.append(f'<line class="vline" x1="{px:.1f}" x2="{px:.1f}" y1="{frame.py1}" '
@@ -206,6 +215,9 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
                     f'fill="#555">oracle</text>')
     for marker in chart.markers:
         px = float(frame.fx(marker.x))
+        if marker.kind == "slo":  # the SLO limit on a CDF: say what the line is
+            body.append(f'<text class="marker-label" x="{px + 4:.1f}" y="{frame.py1 + 20}" '
+                        f'font-size="10" {FONT} fill="{marker.colour}">SLO {_fmt(marker.x)} s</text>')
         tip = f"{marker.group + ': ' if marker.group else ''}{marker.kind} {marker.detail} at {_fmt(marker.x)}"
         # A faint full-height rule to line events up with the curves, a solid tick on top.
         body.append(f'<g class="marker" data-group="{escape(marker.group, quote=True)}">'
@@ -216,7 +228,8 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
     body += [_line_svg(line, frame) for line in chart.lines]
     attrs = (f'class="chart" data-chart="{escape(chart.chart_id, quote=True)}" '
              f'data-timeline="{int(chart.timeline)}" data-x0="{frame.x0:.6g}" data-x1="{frame.x1:.6g}" '
-             f'data-px0="{frame.px0}" data-px1="{frame.px1}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+             f'data-px0="{frame.px0}" data-px1="{frame.px1}" data-y0="{frame.y0:.6g}" '
+             f'data-y1="{frame.y1:.6g}" data-py0="{frame.py0}" data-py1="{frame.py1}" viewBox="0 0 {WIDTH} {HEIGHT}" '
              f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(chart.title, quote=True)}"')
     if not standalone:
         # HTML5 needs no namespace on inline SVG; leaving it out keeps the page free of URLs.

@@ -74,6 +74,18 @@ def attach_series(data: dict, result) -> dict:
     return dict(data, runs=runs)
 
 
+def finite_json(value):
+    """`value` with every infinite float as None: JSON has no infinity, and an infinite TTFT
+    percentile (requests that never got a first token) reads back as null (docs/metrics.md)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
 def result_json_text(data: dict) -> str:
     """The result as indented JSON, each run's `series` on one line (else one number a line)."""
     compact: dict[str, str] = {}
@@ -84,7 +96,7 @@ def result_json_text(data: dict) -> str:
             compact[json.dumps(token)] = json.dumps(run[SERIES_KEY], separators=(",", ":"))
             run = dict(run, **{SERIES_KEY: token})
         runs.append(run)
-    text = json.dumps(dict(data, runs=runs), indent=2)
+    text = json.dumps(finite_json(dict(data, runs=runs)), indent=2, allow_nan=False)
     for token, value in compact.items():
         text = text.replace(token, value, 1)
     return text + "\n"

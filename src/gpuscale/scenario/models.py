@@ -236,6 +236,9 @@ class Scenario(Strict):
 
     name: str = Field(description="Label in reports and the JSON summary.")
     description: str = Field("", description="Free text for people.")
+    notes: tuple[str, ...] = Field((), description=(
+        "Lines `compare` prints under its table: what the comparison shows and why (the demo "
+        "explains its lesson this way)."))
     seed: int = Field(0, ge=0, description="Seeds every named random stream (numpy seeds are non-negative).")
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(600.0, ge=0, description="Extra time after duration_s for in-flight work.")

@@ -105,7 +105,7 @@ def load_schedule_scenario(path: Path) -> ScheduleScenario:
     # The same reader and error shape as `simulate` (file, field, what was expected).
     from gpuscale.scenario.load import load_yaml, validate_mapping
 
-    path = Path(path)
+    path = path if hasattr(path, "read_text") else Path(path)  # a Path, or cli's StdinPath for -
     data = load_yaml(path)
     if isinstance(data, dict) and "model" in data:
         raise UserInputError("a serving scenario (it has `model`); run `gpuscale simulate` or "

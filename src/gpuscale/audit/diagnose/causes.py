@@ -32,7 +32,8 @@ CAUSES = {
     "fragmentation": LAYER_FILTERS, "taints": LAYER_FILTERS, "selector": LAYER_FILTERS,
     "device-plugin-not-ready": LAYER_NODES, "nodeclaim-launching": LAYER_NODES,
     "nodepool-limits": LAYER_NODES, "nodepool-requirements": LAYER_NODES,
-    "insufficient-gpus": LAYER_NODES, "schedulable": "none (fits now; scheduler not run yet?)",
+    "insufficient-gpus": LAYER_NODES, "provisioner-not-acting": LAYER_NODES,
+    "schedulable": "none (fits now; scheduler not run yet?)",
 }
 
 
@@ -140,6 +141,16 @@ def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
             hit = [v for v in verdicts if v.problem == cause]
             if hit:
                 return cause, f"NodePool {hit[0].pool}: {hit[0].detail}", evidence
+    ready = [v for v in verdicts if v.problem == ""]
+    if ready:
+        # A pool can launch a fitting node and none is on its way: saying "no NodePool can add
+        # one" here would contradict the pool's own evidence line. Karpenter batches pending
+        # pods for 1-10 s before it creates a NodeClaim; longer means it is not acting.
+        return "provisioner-not-acting", (
+            f"no node has {pod.gpus} free GPUs; NodePool {ready[0].pool} {ready[0].detail} but "
+            "no NodeClaim is launching: if this lasts beyond Karpenter's 10 s batch window, "
+            "read the Karpenter controller's logs and the pod's events (launch failures such as "
+            "InsufficientCapacityError, a NodeClass that is not Ready)"), evidence
     if not fit.eligible and not verdicts:
         if fit.tainted and len(fit.tainted) >= len(fit.mismatched):
             return "taints", f"{len(fit.tainted)} node(s) carry taints the pod does not tolerate", evidence

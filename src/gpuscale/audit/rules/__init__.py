@@ -23,11 +23,13 @@ _MODULES = (
     "signals.gpu006_query_many_series",
     "signals.gpu007_average_with_averagevalue",
     "signals.gpu008_counter_without_rate",
+    "signals.gpu009_metric_not_in_engine_version",
     "replicas.gpu010_one_scaler_prefill_and_decode",
     "replicas.gpu011_scale_to_zero",
     "replicas.gpu012_hpa_window_shorter_than_cold_start",
     "replicas.gpu013_keda_cooldown_shorter_than_cold_start",
     "replicas.gpu014_competing_autoscalers",
+    "replicas.gpu015_windows_longer_than_traffic_gaps",
     "nodes.gpu020_consolidates_underutilized_gpu_nodes",
     "nodes.gpu021_consolidates_too_soon",
     "nodes.gpu022_no_gpu_limit",
@@ -37,6 +39,7 @@ _MODULES = (
     "nodes.gpu026_gpu_node_disk_too_small",
     "nodes.gpu027_ca_provision_timeout_too_short",
     "nodes.gpu028_ca_scale_down_too_soon",
+    "nodes.gpu029_balanced_consolidation_on_gpu_pool",
     "scheduling.gpu030_multi_pod_without_gang",
     "scheduling.gpu031_min_member_below_pods_needed",
     "scheduling.gpu032_pod_larger_than_any_node",
@@ -45,6 +48,7 @@ _MODULES = (
     "queues.gpu041_inference_preemptible_by_training",
     "availability.gpu050_no_engine_readiness_probe",
     "availability.gpu051_no_pod_disruption_budget",
+    "availability.gpu052_spot_serves_slo_critical",
 )
 
 # Old id -> current id. Add an entry when a rule is renamed or merged; never delete one.

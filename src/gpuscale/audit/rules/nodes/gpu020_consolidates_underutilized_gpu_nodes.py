@@ -32,8 +32,8 @@ RULE = Rule(
         "pods fit elsewhere more cheaply. For GPU serving that evicts a replica which needs "
         "minutes to reload its model, and for training it kills a step in progress; the saving "
         "is usually smaller than the lost GPU time.",
-    fix="Use `consolidationPolicy: WhenEmpty` for GPU pools (or `Balanced`, v1.14+, which weighs "
-        "disruption cost), and protect long jobs with `karpenter.sh/do-not-disrupt`.",
+    fix="Use `consolidationPolicy: WhenEmpty` for GPU pools (`Balanced`, v1.14+, still moves "
+        "busy GPU nodes: GPU029), and protect long jobs with `karpenter.sh/do-not-disrupt`.",
     references=("layer1-node-provisioning.md section 1.8 (consolidationPolicy, default WhenEmptyOrUnderutilized)",
                 "kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go"),
     check=check,

@@ -11,7 +11,9 @@ from gpuscale.audit.promql import selectors
 from gpuscale.audit.scalers import signals
 from gpuscale.audit.workloads import roles
 
-ROLE_LABELS = ("role", "service", "component", "llm_d_ai_role", "dynamo_component", "sub_component_type")
+# gpuscale_io_scaler_target: the per-role label gpuscale plan's ServiceMonitor copies from the Service.
+ROLE_LABELS = ("role", "service", "component", "llm_d_ai_role", "dynamo_component", "sub_component_type",
+               "gpuscale_io_scaler_target")
 
 
 def _query_roles(query: str) -> set[str] | None:

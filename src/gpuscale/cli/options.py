@@ -1,0 +1,94 @@
+"""Options every command spells the same way, as kubectl does.
+
+`-o/--output` (with `--format` kept as an alias) takes one vocabulary: `table` (the human
+view; `text` is accepted for it), `json` and `yaml`, plus what a command adds (`sarif` for
+audit). `-` as a file argument reads stdin (`StdinPath`). Defaults can come from
+`.gpuscale.yaml` (cli/config.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import click
+
+OUTPUT_FORMATS = ("table", "json", "yaml")
+ALIASES = {"text": "table"}
+
+
+class OutputFormat(click.Choice):
+    """A Choice that folds the old spelling `text` into `table`."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.lower() in ALIASES:
+            value = ALIASES[value.lower()]
+        return super().convert(value, param, ctx)
+
+
+def output_option(*extra: str, default: str = "table", help_text: str = ""):
+    """`-o/--output/--format`: table | json | yaml (| extra)."""
+    choices = OutputFormat([*OUTPUT_FORMATS, *extra], case_sensitive=False)
+    return click.option("-o", "--output", "--format", "fmt", type=choices, default=default,
+                        show_default=True,
+                        help=help_text or "table for people; json or yaml for machines.")
+
+
+def json_text_as(fmt: str, text: str) -> str:
+    """The JSON document `text` as YAML when `fmt` is yaml (same keys, same order)."""
+    if fmt != "yaml":
+        return text
+    import yaml
+
+    return yaml.safe_dump(json.loads(text), sort_keys=False, allow_unicode=True)
+
+
+class StdinPath:
+    """Stands in for a `Path` when a file argument is `-`: read once from stdin, relative
+    paths inside resolve from the working directory, and messages name it `<stdin>`."""
+
+    def __init__(self) -> None:
+        self._text: str | None = None
+        self.parent = Path(".")
+        self.name = "<stdin>"
+        self.suffix = ""
+
+    def _read(self) -> str:
+        if self._text is None:
+            self._text = sys.stdin.read()
+        return self._text
+
+    def exists(self) -> bool:
+        return True
+
+    def is_dir(self) -> bool:
+        return False
+
+    def is_file(self) -> bool:
+        return True
+
+    def read_text(self, encoding: str = "utf-8", errors: str | None = None) -> str:
+        return self._read()
+
+    def read_bytes(self) -> bytes:
+        return self._read().encode("utf-8")
+
+    def open(self, mode: str = "r", *args, **kwargs):
+        return io.BytesIO(self.read_bytes()) if "b" in mode else io.StringIO(self._read())
+
+    def stat(self):
+        class _Stat:
+            st_size = len(self.read_bytes())
+        return _Stat()
+
+    def __str__(self) -> str:
+        return "<stdin>"
+
+    __fspath__ = __str__
+
+
+def input_path(value: Path | str) -> Path:
+    """`-` -> StdinPath(); anything else a Path."""
+    return StdinPath() if str(value) == "-" else Path(value)  # type: ignore[return-value]
