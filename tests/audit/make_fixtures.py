@@ -55,11 +55,14 @@ spec:
 """
 
 
-EXT = lambda metric: f"""  - type: External
+def EXT(metric: str) -> str:
+    return f"""  - type: External
     external:
       metric: {{name: {metric}}}
       target: {{type: AverageValue, averageValue: "5"}}
 """
+
+
 GOOD_Q = 'sum(vllm:num_requests_waiting{model_name="llama"})'
 
 NODEPOOL = """apiVersion: karpenter.sh/v1

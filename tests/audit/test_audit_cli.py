@@ -128,8 +128,8 @@ def test_malformed_file_one_line_exit_2(tmp_path):
 
 def test_alias_bomb_on_stdin_exit_2():
     bomb = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-        f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi"))
-    result = run("-", input="apiVersion: v1\nkind: ConfigMap\ndata:\n" + "".join("  " + l + "\n" for l in bomb.splitlines()))
+        f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+    result = run("-", input="apiVersion: v1\nkind: ConfigMap\ndata:\n" + "".join("  " + line + "\n" for line in bomb.splitlines()))
     assert result.exit_code == 2 and "alias" in result.output
 
 

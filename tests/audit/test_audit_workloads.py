@@ -8,8 +8,15 @@ from click.testing import CliRunner
 
 from gpuscale.audit import audit_objects, parse_text
 from gpuscale.audit.cluster import manifests_from_items
-from gpuscale.audit.workloads import (DEFAULT_COLD_START_S, cold_start_s, gpus_per_pod, is_gpu_inference,
-                                      parallel_size, roles, total_pods)
+from gpuscale.audit.workloads import (
+    DEFAULT_COLD_START_S,
+    cold_start_s,
+    gpus_per_pod,
+    is_gpu_inference,
+    parallel_size,
+    roles,
+    total_pods,
+)
 from gpuscale.cli import cli
 
 

@@ -11,6 +11,8 @@ Expected numbers are the documents' own, or hand arithmetic written next to each
 
 from __future__ import annotations
 
+import itertools
+
 from gpuscale.autoscaling.base import PodMetrics
 from gpuscale.autoscaling.behavior import Behavior, ScalingPolicy, ScalingRules
 from gpuscale.autoscaling.hpa import HpaController, HpaParams, MetricSpec
@@ -106,7 +108,7 @@ def test_scale_down_policies_80_to_10_with_max_select():
     assert counts[:2] == [72, 64]
     assert all(t % 60 == 0 for t, _ in log)  # one step per 60 s period, none in between
     below_40 = [n for n in counts if n < 40]
-    assert all(a - b == 4 for a, b in zip(below_40, below_40[1:-1]))
+    assert all(a - b == 4 for a, b in itertools.pairwise(below_40[:-1]))
     assert counts[-1] == 10
 
 
@@ -115,7 +117,9 @@ def test_limit_scale_down_rate_with_min_select():
     behavior = Behavior(scale_down=ScalingRules(stabilization_window_s=0, select_policy="Min", policies=(
         ScalingPolicy(type="Percent", value=10, period_s=60), ScalingPolicy(type="Pods", value=5, period_s=60))))
     hpa = HpaController(HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior))
-    first = lambda n: hpa.decide(view(0, n, pods("m", [1.0] * n), demand=1.0), hpa.initial_state())[0]
+    def first(n: int) -> int:
+        return hpa.decide(view(0, n, pods("m", [1.0] * n), demand=1.0), hpa.initial_state())[0]
+
     assert first(80) == 75  # Percent would remove 8, Pods 5: Min keeps the smaller change
     assert first(30) == 27  # Percent removes 3 (floor(27.0)), Pods 5: Min keeps 3
 
@@ -124,7 +128,9 @@ def test_stabilization_window_uses_highest_recent_recommendation():
     # Stabilization window: scale-down uses the highest desired state of the past 300 s.
     behavior = Behavior(scale_down=ScalingRules(stabilization_window_s=300))
     hpa = HpaController(HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior))
-    demand = lambda t: 10.0 if t < 15 else 2.0
+    def demand(t: float) -> float:
+        return 10.0 if t < 15 else 2.0
+
     log = drive(hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=demand(t)), start=10, until_s=600)
     # Recommendations of 10 at t=0 fall out of the window at t=300 (behavior path: strictly newer
     # than the cutoff counts), so the first and only scale-down lands at t=300.

@@ -117,7 +117,9 @@ def test_legacy_scale_up_cap_is_max_of_double_and_four(current, expected):
 
 def test_legacy_path_keeps_the_5_minute_maximum():
     hpa = queue_hpa()
-    load = lambda t: 8.0 if t < 60 else 2.0  # total queue; per pod = load / n
+    def load(t: float) -> float:  # total queue; per pod = load / n
+        return 8.0 if t < 60 else 2.0
+
     log = drive(hpa, lambda t, n: view(t, n, pods(Q, [load(t) / n] * n)), start=2, until_s=600)
     # t=0: ceil(4 x 2) = 8, capped at 4; t=15: 4 pods at 2 -> 8; from t=60 proposals are 2, but
     # the 8 recommended at t=45 is the window maximum until 345 (inclusive), so 2 lands at 360.

@@ -26,7 +26,9 @@ def test_activation_and_cooldown_timeline():
 
 def test_activation_threshold_is_strict():
     op = KedaOperator(KedaParams(triggers=(router_trigger(activation_threshold=5),)))
-    at = lambda value: op.decide(view(0, 0, (), router_queue=value), op.initial_state())[0]
+    def at(value: float) -> int | None:
+        return op.decide(view(0, 0, (), router_queue=value), op.initial_state())[0]
+
     assert at(5.0) is None  # equal is not active
     assert at(5.001) == 1
 

@@ -3,7 +3,7 @@ import pytest
 from gpuscale.errors import UserInputError
 from gpuscale.plan import load_plan_input, plan_input_from_dict
 
-from .helpers import EXAMPLES, EXAMPLE_NAMES, example_dict
+from .helpers import EXAMPLE_NAMES, EXAMPLES, example_dict
 
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)

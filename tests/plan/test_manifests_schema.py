@@ -5,7 +5,7 @@ schemas written here from the Kubernetes API field definitions (required fields 
 the parts we emit). CEL rules (x-kubernetes-validations) are not evaluated by jsonschema; the
 EC2NodeClass ones the renderer could break are checked by hand below."""
 
-from functools import lru_cache
+from functools import cache
 
 import jsonschema
 import pytest
@@ -77,7 +77,7 @@ CORE_SCHEMAS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_schema(filename: str) -> dict:
     path = SHARED / "schemas" / filename
     if not path.exists():

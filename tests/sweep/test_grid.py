@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuscale.errors import UserInputError
 from gpuscale.sweep.grid import apply_override, expand_grid, parse_path, run_id_of
@@ -57,7 +58,7 @@ def test_list_grid_and_strategy_filter():
 
 
 def test_a_value_that_fails_validation_names_the_field():
-    with pytest.raises(UserInputError, match="cluster.ready_nodes"):
+    with pytest.raises(UserInputError, match=r"cluster\.ready_nodes"):
         expand_grid({"parameters": {"cluster.ready_nodes": [1, 9]}}, tiny())
 
 

@@ -195,7 +195,7 @@ def test_header_only_files_give_empty_tables(tmp_path):
 
 def test_integers_beyond_int64_are_user_errors(tmp_path):
     path = _write(tmp_path, "t.csv", GENERIC_HEAD + "0,99999999999999999999,1\n")
-    with pytest.raises(UserInputError, match="line 2, column prompt_tokens: .* fits in 64 bits"):
+    with pytest.raises(UserInputError, match=r"line 2, column prompt_tokens: .* fits in 64 bits"):
         read_generic_csv(path)
     huge = '{"timestamp": 0, "input_length": 99999999999999999999, "output_length": 1}\n'
     with pytest.raises(UserInputError, match="line 1, key input_length"):

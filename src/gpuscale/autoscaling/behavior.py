@@ -14,8 +14,9 @@ otherwise the new one is appended. That keeps the lists bounded by window / sync
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 

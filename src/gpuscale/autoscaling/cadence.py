@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .base import AutoscalerView
+from gpuscale.autoscaling.base import AutoscalerView
 
 
 def ticks_per_interval(interval_s: float, period_s: float) -> int:
@@ -29,7 +29,7 @@ class Sums:
 
     totals: tuple[tuple[str, float, int], ...] = ()
 
-    def add(self, **values: float | None) -> "Sums":
+    def add(self, **values: float | None) -> Sums:
         acc = {name: (total, count) for name, total, count in self.totals}
         for name, value in values.items():
             if value is None:

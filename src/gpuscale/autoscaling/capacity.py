@@ -93,7 +93,7 @@ class ReplicaCapacity:
 def replica_capacity(cost: StepCost, *, isl_tokens: float, osl_tokens: float, ttft_target_s: float,
                      itl_target_s: float, budget_tokens: int, max_num_seqs: int, kv_capacity_tokens: int) -> ReplicaCapacity:
     """Prefill and decode throughput of one replica that meet the targets."""
-    isl = max(1, int(round(isl_tokens)))
+    isl = max(1, round(isl_tokens))
     capacity = prefill_capacity_tokens_per_s(cost, isl, budget_tokens)
     min_ttft = prefill_time_s(cost, isl, budget_tokens)
     rho = prefill_utilization_at_ttft(isl / capacity, min_ttft, ttft_target_s)

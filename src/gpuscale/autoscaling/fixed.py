@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.base import AutoscalerView, NoExplanation, PolicySpec
 
 
 class FixedParams(BaseModel):

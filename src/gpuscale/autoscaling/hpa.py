@@ -9,13 +9,14 @@ Reference: ../shared/reference/layer3-replica-autoscaling.md section 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import AutoscalerView, PolicySpec
-from .behavior import (
+from gpuscale.autoscaling.base import AutoscalerView, PolicySpec
+from gpuscale.autoscaling.behavior import (
     Behavior,
     ResolvedRules,
     Stamped,
@@ -26,7 +27,7 @@ from .behavior import (
     stabilize_with_behavior,
     store_scale_event,
 )
-from .replica_calc import (
+from gpuscale.autoscaling.replica_calc import (
     CpuReadiness,
     MetricError,
     Tolerances,
@@ -89,7 +90,7 @@ class MetricSpec(BaseModel):
     target: MetricTarget
 
     @model_validator(mode="after")
-    def _check_combination(self) -> "MetricSpec":
+    def _check_combination(self) -> MetricSpec:
         allowed = {
             "Pods": {"AverageValue"},
             "Resource": {"AverageValue", "Utilization"},
@@ -143,7 +144,7 @@ class HpaParams(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _check_bounds(self) -> "HpaParams":
+    def _check_bounds(self) -> HpaParams:
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas {self.min_replicas} > max_replicas {self.max_replicas}")
         if self.min_replicas == 0 and not any(m.type in ("Object", "External") for m in self.metrics):

@@ -15,9 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import AutoscalerView, PolicySpec, ReplicaAutoscaler
-from .behavior import Behavior
-from .hpa import Fallback, HpaController, HpaParams, MetricQuery, MetricSpec, MetricTarget, query_value
+from gpuscale.autoscaling.base import AutoscalerView, PolicySpec, ReplicaAutoscaler
+from gpuscale.autoscaling.behavior import Behavior
+from gpuscale.autoscaling.hpa import (
+    Fallback,
+    HpaController,
+    HpaParams,
+    MetricQuery,
+    MetricSpec,
+    MetricTarget,
+    query_value,
+)
 
 
 class PrometheusTrigger(BaseModel):
@@ -75,7 +83,7 @@ class KedaParams(BaseModel):
     hpa_tolerance_frac: float = Field(default=0.1, ge=0, description="Controller tolerance of the generated HPA (default 0.1).")
 
     @model_validator(mode="after")
-    def _check_counts(self) -> "KedaParams":
+    def _check_counts(self) -> KedaParams:
         if self.min_replica_count > self.max_replica_count:
             raise ValueError(f"min_replica_count {self.min_replica_count} > max_replica_count {self.max_replica_count}")
         if self.idle_replica_count is not None and self.idle_replica_count >= self.min_replica_count:
@@ -115,7 +123,7 @@ class KedaOperator:
             state = replace(state, created_s=now)
         values = [trigger_value(view, t.query, t.ignore_null_values) for t in p.triggers]
         is_error = any(v is None for v in values)
-        is_active = any(v is not None and v > t.activation_threshold for v, t in zip(values, p.triggers))
+        is_active = any(v is not None and v > t.activation_threshold for v, t in zip(values, p.triggers, strict=True))
         idle, min_count = p.idle_replica_count, p.min_replica_count
         if is_active:
             if (idle is not None and current < min_count) or current == 0:
@@ -138,11 +146,13 @@ class KedaOperator:
     def explain(self, view: AutoscalerView, state: KedaState) -> dict[str, Any]:
         """Activation: each trigger's value against its activation threshold (re-read from
         the same view `decide` saw; only the decision log calls this)."""
-        triggers = [{"query": t.query.label, "value": trigger_value(view, t.query, t.ignore_null_values),
-                     "activation_threshold": t.activation_threshold} for t in self.params.triggers]
+        pairs = [(t, trigger_value(view, t.query, t.ignore_null_values))
+                 for t in self.params.triggers]
+        triggers = [{"query": t.query.label, "value": value,
+                     "activation_threshold": t.activation_threshold} for t, value in pairs]
         return {"reason": state.condition, "triggers": triggers,
-                "active": any(x["value"] is not None and x["value"] > x["activation_threshold"]
-                              for x in triggers),
+                "active": any(value is not None and value > t.activation_threshold
+                              for t, value in pairs),
                 "last_active_s": state.last_active_s,
                 "cooldown_period_s": self.params.cooldown_period_s}
 

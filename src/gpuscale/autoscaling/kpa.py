@@ -26,9 +26,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import AutoscalerView, NoExplanation, PolicySpec
-from .behavior import clamp
-from .cadence import Stamp, push_window, ready_pods, window_mean
+from gpuscale.autoscaling.base import AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.behavior import clamp
+from gpuscale.autoscaling.cadence import Stamp, push_window, ready_pods, window_mean
 
 
 class KpaParams(BaseModel):

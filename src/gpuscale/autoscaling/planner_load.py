@@ -25,11 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuscale.autoscaling.base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.behavior import clamp
+from gpuscale.autoscaling.cadence import Sums, pods_in_flight, ready_pods, ticks_per_interval
 from gpuscale.errors import UserInputError
-
-from .base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
-from .behavior import clamp
-from .cadence import Sums, pods_in_flight, ready_pods, ticks_per_interval
 
 # Two documented default sets (reference 5.1). Fields left unset take the chosen set's value.
 PRESETS: dict[str, dict[str, float]] = {
@@ -75,7 +74,7 @@ class LoadPlannerParams(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _check(self) -> "LoadPlannerParams":
+    def _check(self) -> LoadPlannerParams:
         ticks_per_interval(self.adjustment_interval_s, self.metric_pulling_interval_s)
         if self.prefill_queue_scale_down_threshold >= self.prefill_queue_scale_up_threshold:
             raise ValueError("prefill_queue_scale_down_threshold must be below the scale-up threshold")

@@ -22,14 +22,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuscale.autoscaling.base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.behavior import clamp
+from gpuscale.autoscaling.cadence import Sums, ticks_per_interval
+from gpuscale.autoscaling.capacity import (
+    ReplicaCapacity,
+    prefill_capacity_tokens_per_s,
+    prefill_time_s,
+    replica_capacity,
+    replicas_for,
+)
+from gpuscale.autoscaling.predictors import ArimaPredictor, PredictorSpec, predict
 from gpuscale.errors import UserInputError
 from gpuscale.serving.performance import StepCost
-
-from .base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
-from .behavior import clamp
-from .cadence import Sums, ticks_per_interval
-from .capacity import ReplicaCapacity, prefill_capacity_tokens_per_s, prefill_time_s, replica_capacity, replicas_for
-from .predictors import ArimaPredictor, PredictorSpec, predict
 
 # Dynamo defaults.py @ 01127723 (reference 5.1): used when neither params nor scenario set them.
 DYNAMO_TTFT_S = 0.5
@@ -67,7 +72,7 @@ class SlaPlannerParams(BaseModel):
     max_gpu_budget: int = Field(default=8, ge=1, description="GPUs this role may use (Dynamo max_gpu_budget, default 8).")
 
     @model_validator(mode="after")
-    def _whole_ticks(self) -> "SlaPlannerParams":
+    def _whole_ticks(self) -> SlaPlannerParams:
         ticks_per_interval(self.adjustment_interval_s, self.metric_pulling_interval_s)
         return self
 
@@ -201,12 +206,12 @@ class SlaPlanner(NoExplanation):
         if self.params.no_correction:
             return 1.0, 1.0
         ttft, itl, batch = window.mean("ttft"), window.mean("itl"), window.mean("batch")
-        isl = max(1, int(round(last.isl_tokens)))
+        isl = max(1, round(last.isl_tokens))
         budget = self.engine.max_num_batched_tokens
         c_ttft = 1.0 if ttft is None else self._bounded(ttft / prefill_time_s(self.cost, isl, budget))
         if itl is None or batch is None or (window.mean("waiting") or 0.0) >= 1.0:
             return c_ttft, 1.0
-        b = max(1, int(round(batch)))
+        b = max(1, round(batch))
         expected = self.cost.decode_step_s(b, b * (last.isl_tokens + last.osl_tokens / 2.0))
         if self.role == "serve":
             ready = max(1.0, window.mean("ready") or 1.0)

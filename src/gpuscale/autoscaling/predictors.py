@@ -18,7 +18,8 @@ Forecasts are floored at 0 because every predicted quantity (requests, tokens) i
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Sequence, Union
+from collections.abc import Sequence
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -67,7 +68,7 @@ class ArimaPredictor(_Predictor):
         "2p + 1 + d."))
 
     @model_validator(mode="after")
-    def _enough_points(self) -> "ArimaPredictor":
+    def _enough_points(self) -> ArimaPredictor:
         # p lags + intercept need p + 1 rows, each row needs p earlier values, d costs d points.
         need = 2 * self.ar_order + 1 + self.difference
         if self.min_points < need:
@@ -76,7 +77,7 @@ class ArimaPredictor(_Predictor):
 
 
 PredictorSpec = Annotated[
-    Union[ConstantPredictor, MovingAveragePredictor, HoltWintersPredictor, ArimaPredictor],
+    ConstantPredictor | MovingAveragePredictor | HoltWintersPredictor | ArimaPredictor,
     Field(discriminator="kind"),
 ]
 

@@ -9,10 +9,10 @@ per-pod average, so a ratio that lands exactly on the tolerance edge behaves as 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
 
-from .base import PodMetrics
+from gpuscale.autoscaling.base import PodMetrics
 
 _MAX_INT32 = 2**31 - 1
 
@@ -44,14 +44,14 @@ class CpuReadiness:
 
 def to_milli(value: float) -> int:
     """Float -> milli-units; KEDA's metrics server rounds to the nearest milli (GenerateMetricInMili)."""
-    return int(round(value * 1000.0))
+    return round(value * 1000.0)
 
 
 def ceil_i32(x: float) -> int:
     """`int32(math.Ceil(x))` with the controller's cap at MaxInt32 (also for +Inf)."""
     if math.isnan(x):
         return 0
-    return _MAX_INT32 if x > _MAX_INT32 else int(math.ceil(x))
+    return _MAX_INT32 if x > _MAX_INT32 else math.ceil(x)
 
 
 def _go_div(a: int, b: int) -> int:

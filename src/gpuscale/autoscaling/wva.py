@@ -19,14 +19,15 @@ Actuation is direct (WVA's direct actuator): the HPA or KEDA object that usually
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import AutoscalerView, NoExplanation, PolicySpec
-from .behavior import clamp
-from .cadence import Stamp, pods_in_flight, push_window, ticks_per_interval
+from gpuscale.autoscaling.base import AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.behavior import clamp
+from gpuscale.autoscaling.cadence import Stamp, pods_in_flight, push_window, ticks_per_interval
 
 
 class WvaParams(BaseModel):
@@ -50,7 +51,7 @@ class WvaParams(BaseModel):
     max_replicas: int = Field(default=10, ge=1, description="Ceiling of the actuating HPA; WVA itself has none.")
 
     @model_validator(mode="after")
-    def _check(self) -> "WvaParams":
+    def _check(self) -> WvaParams:
         ticks_per_interval(self.interval_s, self.sample_interval_s)
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas {self.min_replicas} > max_replicas {self.max_replicas}")
@@ -98,7 +99,7 @@ class Saturation:
 
 def analyze(kv: Sequence[float], queue: Sequence[float], p: WvaParams) -> Saturation:
     """Spare capacity over the non-saturated replicas (kv and queue are per ready replica)."""
-    free = [(k, q) for k, q in zip(kv, queue) if k < p.kv_cache_threshold_frac and q < p.queue_length_threshold]
+    free = [(k, q) for k, q in zip(kv, queue, strict=True) if k < p.kv_cache_threshold_frac and q < p.queue_length_threshold]
     if not kv:
         return Saturation(0, None, None, "no ready replicas")
     if not free:

@@ -118,10 +118,10 @@ def timeline_charts(views: list[RunView]) -> list[Chart]:
             for fn, dashed in parts:
                 lines.append(Line(view.name, x, np.asarray(fn(view), dtype=float), colours[view.name],
                                   dash=dashed, step=step, group=view.name))
-        hlines = ()
+        hlines: tuple[tuple[float, str], ...] = ()
         if hline_key and views[0].slo.get(hline_key):
             hlines = ((float(views[0].slo[hline_key]), "SLO"),)
-        markers = ()
+        markers: tuple[Marker, ...] = ()
         if chart_id == "replicas":
             markers = tuple(Marker(t / 60.0, kind, detail, MARKER_COLOURS.get(kind, GREY), v.name)
                             for v in views for t, kind, detail in v.markers)
@@ -165,7 +165,7 @@ def cost_slo_chart(views: list[RunView]) -> Chart | None:
     typed = [load_run(v.summary) for v in views]
     lines = tuple(Line(v.name, np.array([s.cost_usd]), np.array([s.slo_attainment]),
                        colours[v.name], points=True, group=v.name, labels=(v.name,))
-                  for v, s in zip(views, typed))
+                  for v, s in zip(views, typed, strict=True))
     bounds = [b for b in (oracle_cost_usd(v.summary) for v in views) if b is not None]
     vlines = ((min(bounds), "oracle bound: least cost of any policy that serves the workload"),) \
         if bounds else ()

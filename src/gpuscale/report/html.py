@@ -11,8 +11,15 @@ from dataclasses import dataclass, field
 from html import escape
 
 from gpuscale import __version__
-from gpuscale.report.charts import (Chart, cdf_charts, cost_slo_chart, pareto_chart, pareto_front,
-                                    run_colours, timeline_charts)
+from gpuscale.report.charts import (
+    Chart,
+    cdf_charts,
+    cost_slo_chart,
+    pareto_chart,
+    pareto_front,
+    run_colours,
+    timeline_charts,
+)
 from gpuscale.report.svg import HEIGHT, render_svg
 from gpuscale.report.terminal import SUMMARY_COLUMNS, summary_cells
 from gpuscale.report.timeline import RunView, run_views
@@ -121,7 +128,7 @@ def _summary_html(results: list[dict]) -> str:
             cells = summary_cells(run)
             rows.append("<tr>" + "".join(
                 f'<td class="{"r" if j == "right" else ""}">{escape(c)}</td>'
-                for c, (_, j) in zip(cells, SUMMARY_COLUMNS)) + "</tr>")
+                for c, (_, j) in zip(cells, SUMMARY_COLUMNS, strict=True)) + "</tr>")
         out.append(f'<p class="note">{escape(str(data.get("scenario", "")))}, seed '
                    f'{escape(str(data.get("seed", "")))}</p><table><tr>{head}</tr>{"".join(rows)}</table>')
     return "".join(out)

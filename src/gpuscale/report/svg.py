@@ -47,15 +47,15 @@ def thin(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np
     if len(x) <= max_points:
         return x, y
     buckets = np.array_split(np.arange(len(x)), max_points // 2)
-    keep = []
+    picked: list[int] = []
     for idx in buckets:
         seg = y[idx]
         if np.all(np.isnan(seg)):
-            keep.append(idx[0])
+            picked.append(idx[0])
             continue
         lo, hi = idx[np.nanargmin(seg)], idx[np.nanargmax(seg)]
-        keep.extend(sorted({lo, hi}))
-    keep = np.asarray(keep)
+        picked.extend(sorted({lo, hi}))
+    keep = np.asarray(picked)
     return x[keep], y[keep]
 
 
@@ -63,11 +63,12 @@ class _Frame:
     """Data -> pixel transform of one chart's plot area."""
 
     def __init__(self, chart: Chart) -> None:
-        xs = [l.x[np.isfinite(l.x)] for l in chart.lines] + \
+        x_parts = [line.x[np.isfinite(line.x)] for line in chart.lines] + \
             [np.array([m.x for m in chart.markers] + [v[0] for v in chart.vlines])]
-        ys = [l.y[np.isfinite(l.y)] for l in chart.lines] + [np.array([h[0] for h in chart.hlines])]
-        xs = np.concatenate([a for a in xs if len(a)] or [np.array([0.0, 1.0])])
-        ys = np.concatenate([a for a in ys if len(a)] or [np.array([0.0, 1.0])])
+        y_parts = [line.y[np.isfinite(line.y)] for line in chart.lines] + \
+            [np.array([h[0] for h in chart.hlines])]
+        xs = np.concatenate([a for a in x_parts if len(a)] or [np.array([0.0, 1.0])])
+        ys = np.concatenate([a for a in y_parts if len(a)] or [np.array([0.0, 1.0])])
         self.log_x = chart.log_x
         if self.log_x:
             positive = xs[xs > 0]
@@ -90,21 +91,21 @@ class _Frame:
         self.px0, self.px1 = LEFT, WIDTH - RIGHT
         self.py0, self.py1 = HEIGHT - BOTTOM, TOP
 
-    def fx(self, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
+    def fx(self, x: np.ndarray | float) -> np.ndarray:
+        xs = np.asarray(x, dtype=float)
         if self.log_x:
-            x = np.log10(np.maximum(x, 10 ** self.x0))
-        return self.px0 + (x - self.x0) / (self.x1 - self.x0 or 1.0) * (self.px1 - self.px0)
+            xs = np.log10(np.maximum(xs, 10 ** self.x0))
+        return self.px0 + (xs - self.x0) / (self.x1 - self.x0 or 1.0) * (self.px1 - self.px0)
 
-    def fy(self, y: np.ndarray) -> np.ndarray:
-        y = np.asarray(y, dtype=float)
-        return self.py0 + (y - self.y0) / (self.y1 - self.y0 or 1.0) * (self.py1 - self.py0)
+    def fy(self, y: np.ndarray | float) -> np.ndarray:
+        ys = np.asarray(y, dtype=float)
+        return self.py0 + (ys - self.y0) / (self.y1 - self.y0 or 1.0) * (self.py1 - self.py0)
 
 
 def _path_d(px: np.ndarray, py: np.ndarray, step: bool) -> tuple[str, int]:
     """SVG path data; NaN breaks the line. Returns (d, number of points drawn)."""
     parts, drawn, pen_down, last_y = [], 0, False, None
-    for x, y in zip(px, py):
+    for x, y in zip(px, py, strict=True):
         if not (math.isfinite(x) and math.isfinite(y)):
             pen_down = False
             continue
@@ -126,7 +127,7 @@ def _line_svg(line: Line, frame: _Frame) -> str:
     group = escape(line.group, quote=True)
     if line.points:
         dots = []
-        for i, (cx, cy) in enumerate(zip(px, py)):
+        for i, (cx, cy) in enumerate(zip(px, py, strict=True)):
             if math.isfinite(cx) and math.isfinite(cy):
                 tip = line.labels[i] if i < len(line.labels) else line.label
                 dots.append(f'<circle class="pt" data-group="{group}" cx="{cx:.1f}" cy="{cy:.1f}" '
@@ -172,7 +173,9 @@ def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
 
 
 def _legend_svg(chart: Chart) -> list[str]:
-    seen, out, x = set(), [], LEFT
+    seen: set[str] = set()
+    out: list[str] = []
+    x: float = LEFT
     for line in chart.lines:
         if line.label in seen:
             continue

@@ -124,7 +124,7 @@ def _override_sets(grid: dict, source: str) -> list[tuple[tuple[str, Any], ...]]
                 raise UserInputError("expected a non-empty list of values", source=source,
                                      field=f"parameters.{path}")
         paths = list(params)
-        return [tuple(zip(paths, combo)) for combo in itertools.product(*params.values())]
+        return [tuple(zip(paths, combo, strict=True)) for combo in itertools.product(*params.values())]
     runs = grid["runs"]
     if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) for r in runs):
         raise UserInputError("`runs` must be a non-empty list of mappings", source=source, field="runs")

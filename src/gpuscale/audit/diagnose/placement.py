@@ -6,7 +6,12 @@ from dataclasses import dataclass, field
 
 from gpuscale.audit.diagnose.snapshot import NodeView, PodView, Snapshot, taints_of
 from gpuscale.audit.loader import Manifest
-from gpuscale.audit.nodepools import GPU_RESOURCE, allowed_instance_types, is_gpu_nodepool, requirements
+from gpuscale.audit.nodepools import (
+    GPU_RESOURCE,
+    allowed_instance_types,
+    is_gpu_nodepool,
+    requirements,
+)
 from gpuscale.cluster.objects import Taint, tolerates_all
 from gpuscale.units import parse_quantity
 

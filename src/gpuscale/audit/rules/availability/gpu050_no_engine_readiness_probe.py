@@ -7,8 +7,14 @@ from collections.abc import Iterator
 from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
-from gpuscale.audit.workloads import (HEALTH_PATHS, container_gpus, containers, engine_of,
-                                      gpu_templates, is_gpu_inference)
+from gpuscale.audit.workloads import (
+    HEALTH_PATHS,
+    container_gpus,
+    containers,
+    engine_of,
+    gpu_templates,
+    is_gpu_inference,
+)
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:

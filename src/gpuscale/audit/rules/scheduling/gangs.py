@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from gpuscale.audit.loader import Manifest
-from gpuscale.audit.workloads import containers, gpu_templates, gpus_per_pod, parallel_size, pod_templates
+from gpuscale.audit.workloads import (
+    containers,
+    gpu_templates,
+    gpus_per_pod,
+    parallel_size,
+    pod_templates,
+)
 
 # layer2-scheduling.md sections 1.6, 1.7, 2.1, 3, 4: schedulers and markers that gang-schedule.
 GANG_SCHEDULERS = {"kai-scheduler", "volcano", "scheduler-plugins-scheduler", "coscheduler"}
