@@ -46,7 +46,11 @@ def test_series_columns_add_up_to_the_request_counts():
         assert len({len(v) for v in cols.values()}) == 1
         assert sum(cols["arrivals"]) == run["requests"]["total"]
         # A completion after the last scrape is not in any row.
-        assert run["requests"]["completed"] - 50 <= sum(cols["completions"]) <= run["requests"]["completed"]
+        assert (
+            run["requests"]["completed"] - 50
+            <= sum(cols["completions"])
+            <= run["requests"]["completed"]
+        )
         # Cost is cumulative and ends at most at the run's total.
         cost = np.array(cols["cost_usd"])
         assert np.all(np.diff(cost) >= 0) and cost[-1] <= run["cost_usd"] * (1 + 1e-4)

@@ -51,7 +51,10 @@ def test_cartesian_grid_has_every_combination_times_strategies():
 
 
 def test_list_grid_and_strategy_filter():
-    grid = {"runs": [{"seed": 3}, {"seed": 4, "cluster.max_nodes": 2}], "strategies": ["keda-queue"]}
+    grid = {
+        "runs": [{"seed": 3}, {"seed": 4, "cluster.max_nodes": 2}],
+        "strategies": ["keda-queue"],
+    }
     runs = expand_grid(grid, tiny())
     assert [(r.strategy, dict(r.overrides)) for r in runs] == [
         ("keda-queue", {"seed": 3}), ("keda-queue", {"seed": 4, "cluster.max_nodes": 2})]

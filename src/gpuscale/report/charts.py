@@ -116,8 +116,17 @@ def timeline_charts(views: list[RunView]) -> list[Chart]:
         for view in views:
             x = view.columns["time_s"] / 60.0
             for fn, dashed in parts:
-                lines.append(Line(view.name, x, np.asarray(fn(view), dtype=float), colours[view.name],
-                                  dash=dashed, step=step, group=view.name))
+                lines.append(
+                    Line(
+                        view.name,
+                        x,
+                        np.asarray(fn(view), dtype=float),
+                        colours[view.name],
+                        dash=dashed,
+                        step=step,
+                        group=view.name,
+                    )
+                )
         hlines: tuple[tuple[float, str], ...] = ()
         if hline_key and views[0].slo.get(hline_key):
             hlines = ((float(views[0].slo[hline_key]), "SLO"),)
@@ -142,9 +151,19 @@ def cdf_charts(views: list[RunView]) -> list[Chart]:
         if not lines:
             continue
         slo = views[0].slo.get(key)
-        charts.append(Chart(f"cdf_{key}", title, f"{key.split('_')[0].upper()} (s, log)",
-                            "fraction of requests", lines, y_max_frac=1.0, log_x=True,
-                            hlines=(), markers=(Marker(float(slo), "slo", "SLO", SLO_RED),) if slo else ()))
+        charts.append(
+            Chart(
+                f"cdf_{key}",
+                title,
+                f"{key.split('_')[0].upper()} (s, log)",
+                "fraction of requests",
+                lines,
+                y_max_frac=1.0,
+                log_x=True,
+                hlines=(),
+                markers=(Marker(float(slo), "slo", "SLO", SLO_RED),) if slo else (),
+            )
+        )
     return charts
 
 
@@ -189,14 +208,22 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 
 def pareto_chart(rows: list[dict]) -> Chart | None:
     """All sweep runs as points, the Pareto frontier of cost vs SLO attainment as a line."""
-    usable = [r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None]
+    usable = [
+        r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None
+    ]
     if not usable:
         return None
     points = [(float(r["cost_usd"]), float(r["slo_attainment"])) for r in usable]
     front = pareto_front(points)
     labels = tuple(str(r.get("run_id", "")) for r in usable)
-    all_points = Line("sweep runs", np.array([p[0] for p in points]), np.array([p[1] for p in points]),
-                      PALETTE[5], points=True, labels=labels)
+    all_points = Line(
+        "sweep runs",
+        np.array([p[0] for p in points]),
+        np.array([p[1] for p in points]),
+        PALETTE[5],
+        points=True,
+        labels=labels,
+    )
     frontier = Line("Pareto frontier", np.array([points[i][0] for i in front]),
                     np.array([points[i][1] for i in front]), PALETTE[1], step=True,
                     labels=tuple(labels[i] for i in front))

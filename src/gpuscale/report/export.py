@@ -47,8 +47,15 @@ def _png_bytes(chart: Chart) -> bytes:
         if line.points:
             ax.scatter(line.x, line.y, color=line.colour, label=label, s=24, alpha=0.8)
         else:
-            ax.plot(line.x, line.y, color=line.colour, label=label, linewidth=1.4,
-                    linestyle="--" if line.dash else "-", drawstyle="steps-post" if line.step else "default")
+            ax.plot(
+                line.x,
+                line.y,
+                color=line.colour,
+                label=label,
+                linewidth=1.4,
+                linestyle="--" if line.dash else "-",
+                drawstyle="steps-post" if line.step else "default",
+            )
     for y, _label in chart.hlines:
         ax.axhline(y, color="#cc0000", linestyle=":", linewidth=1)
     for x, label in chart.vlines:

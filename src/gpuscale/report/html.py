@@ -24,6 +24,8 @@ from gpuscale.report.svg import HEIGHT, render_svg
 from gpuscale.report.terminal import SUMMARY_COLUMNS, summary_cells
 from gpuscale.report.timeline import RunView, run_views
 
+# Minified CSS and script below, kept byte-for-byte (the report is an output): lines over 100
+# columns stay, hence the noqa at the end of each string.
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#111;background:#fafafa}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
@@ -33,7 +35,7 @@ td.r,th.r{text-align:right}.note{color:#555;font-size:13px}
 figure{margin:10px 0;background:#fff;border:1px solid #e5e5e5}
 svg.chart{display:block;width:100%;height:auto}
 .runs label{margin-right:14px;font-size:13px}.swatch{display:inline-block;width:10px;height:10px;margin:0 4px}
-"""
+"""  # noqa: E501
 
 # Toggles hide one run's lines in every chart; the cursor follows the mouse across all
 # timelines at once, so "queue built at minute 11, nodes ready at minute 16" reads off directly.
@@ -70,7 +72,7 @@ SCRIPT = """
   document.documentElement.setAttribute('data-rendered',String(charts.length));
   document.documentElement.setAttribute('data-drawn',String(drawn));
 })();
-"""
+"""  # noqa: E501
 
 
 @dataclass
@@ -129,13 +131,17 @@ def _summary_html(results: list[dict]) -> str:
             rows.append("<tr>" + "".join(
                 f'<td class="{"r" if j == "right" else ""}">{escape(c)}</td>'
                 for c, (_, j) in zip(cells, SUMMARY_COLUMNS, strict=True)) + "</tr>")
-        out.append(f'<p class="note">{escape(str(data.get("scenario", "")))}, seed '
-                   f'{escape(str(data.get("seed", "")))}</p><table><tr>{head}</tr>{"".join(rows)}</table>')
+        out.append(
+            f'<p class="note">{escape(str(data.get("scenario", "")))}, seed '
+            f"{escape(str(data.get('seed', '')))}</p><table><tr>{head}</tr>{''.join(rows)}</table>"
+        )
     return "".join(out)
 
 
 def _pareto_table(rows: list[dict]) -> str:
-    usable = [r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None]
+    usable = [
+        r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None
+    ]
     front = pareto_front([(float(r["cost_usd"]), float(r["slo_attainment"])) for r in usable])
     if not front:
         return ""
@@ -158,8 +164,11 @@ def render_html(inputs: ReportInputs) -> str:
     by_id = {c.chart_id: c for c in charts}
     colours = run_colours([v.name for v in views if v.has_series])
     toggles = "".join(
-        f'<label><input type="checkbox" class="run-toggle" data-run="{escape(n, quote=True)}" checked>'
-        f'<span class="swatch" style="background:{c}"></span>{escape(n)}</label>' for n, c in colours.items())
+        f'<label><input type="checkbox" class="run-toggle" '
+        f'data-run="{escape(n, quote=True)}" checked>'
+        f'<span class="swatch" style="background:{c}"></span>{escape(n)}</label>'
+        for n, c in colours.items()
+    )
     parts = [f"<h1>{escape(inputs.title)}</h1>"]
     if inputs.results:
         parts.append("<h2>Summary</h2>" + _summary_html(inputs.results))
@@ -167,20 +176,27 @@ def render_html(inputs: ReportInputs) -> str:
         parts.append(_figure(by_id["cost_vs_slo"]))
     timelines = [c for c in charts if c.timeline]
     if timelines:
-        parts.append(f'<h2>Timelines</h2><div class="runs">{toggles}</div>'
-                     '<p class="note">Markers on the replicas chart: green = scale up, orange = '
-                     'scale down, red = eviction. Move the mouse over a chart for a shared cursor.</p>')
+        parts.append(
+            f'<h2>Timelines</h2><div class="runs">{toggles}</div>'
+            '<p class="note">Markers on the replicas chart: green = scale up, orange = '
+            "scale down, red = eviction. Move the mouse over a chart for a shared cursor.</p>"
+        )
         parts += [_figure(c) for c in timelines]
     elif views:
-        parts.append('<p class="note">These results carry no time series: rerun with '
-                     '<code>--series</code> or <code>--report</code> to get timelines and CDFs.</p>')
+        parts.append(
+            '<p class="note">These results carry no time series: rerun with '
+            "<code>--series</code> or <code>--report</code> to get timelines and CDFs.</p>"
+        )
     cdfs = [c for c in charts if c.chart_id.startswith("cdf_")]
     if cdfs:
         parts.append("<h2>Latency CDFs</h2>" + "".join(_figure(c) for c in cdfs))
     if "pareto" in by_id:
-        parts.append("<h2>Sweep</h2>" + _figure(by_id["pareto"]) +
-                     "<p class=\"note\">Runs on the Pareto frontier (no other run is cheaper and at "
-                     "least as good):</p>" + _pareto_table(inputs.sweep_rows))
+        parts.append(
+            "<h2>Sweep</h2>"
+            + _figure(by_id["pareto"])
+            + '<p class="note">Runs on the Pareto frontier (no other run is cheaper and at '
+            "least as good):</p>" + _pareto_table(inputs.sweep_rows)
+        )
     parts.append(f'<p class="note">gpuscale {escape(__version__)}</p>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(inputs.title)}</title><style>{CSS}</style></head><body>"

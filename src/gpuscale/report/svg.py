@@ -42,7 +42,9 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def thin(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+def thin(
+    x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
     """At most ~max_points points: each bucket keeps its min and max (in time order)."""
     if len(x) <= max_points:
         return x, y
@@ -139,8 +141,11 @@ def _line_svg(line: Line, frame: _Frame) -> str:
         return (f'<circle class="pt" data-group="{group}" cx="{px[0]:.1f}" cy="{py[0]:.1f}" r="3" '
                 f'fill="{line.colour}"><title>{escape(line.label)}</title></circle>')
     dash = ' stroke-dasharray="5,3"' if line.dash else ""
-    return (f'<path class="series" data-group="{group}" data-n="{drawn}" d="{d}" fill="none" '
-            f'stroke="{line.colour}" stroke-width="1.6"{dash}><title>{escape(line.label)}</title></path>')
+    return (
+        f'<path class="series" data-group="{group}" data-n="{drawn}" d="{d}" fill="none" '
+        f'stroke="{line.colour}" stroke-width="1.6"{dash}>'
+        f"<title>{escape(line.label)}</title></path>"
+    )
 
 
 def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
@@ -154,8 +159,12 @@ def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
     if frame.log_x:
         # 1-2-5 per decade when the axis spans few decades, else decades only.
         steps = (1, 2, 5) if frame.x1 - frame.x0 <= 3 else (1,)
-        x_ticks = [m * 10.0 ** e for e in range(math.floor(frame.x0), math.ceil(frame.x1) + 1)
-                   for m in steps if frame.x0 - 1e-9 <= math.log10(m * 10.0 ** e) <= frame.x1 + 1e-9]
+        x_ticks = [
+            m * 10.0**e
+            for e in range(math.floor(frame.x0), math.ceil(frame.x1) + 1)
+            for m in steps
+            if frame.x0 - 1e-9 <= math.log10(m * 10.0**e) <= frame.x1 + 1e-9
+        ]
     else:
         x_ticks = nice_ticks(frame.x0, frame.x1, 8)
     for tick in x_ticks:
@@ -167,8 +176,10 @@ def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
                f'height="{frame.py0 - frame.py1}" fill="none" stroke="#999"/>')
     out.append(f'<text x="{(frame.px0 + frame.px1) / 2:.0f}" y="{HEIGHT - 6}" text-anchor="middle" '
                f'font-size="11" {FONT} fill="#222">{escape(chart.x_label)}</text>')
-    out.append(f'<text transform="translate(13,{(frame.py0 + frame.py1) / 2:.0f}) rotate(-90)" '
-               f'text-anchor="middle" font-size="11" {FONT} fill="#222">{escape(chart.y_label)}</text>')
+    out.append(
+        f'<text transform="translate(13,{(frame.py0 + frame.py1) / 2:.0f}) rotate(-90)" '
+        f'text-anchor="middle" font-size="11" {FONT} fill="#222">{escape(chart.y_label)}</text>'
+    )
     return out
 
 
@@ -181,8 +192,10 @@ def _legend_svg(chart: Chart) -> list[str]:
             continue
         seen.add(line.label)
         label = line.label if len(line.label) <= 28 else line.label[:27] + "…"
-        out.append(f'<rect x="{x}" y="27" width="10" height="10" fill="{line.colour}"/>'
-                   f'<text x="{x + 14}" y="36" font-size="11" {FONT} fill="#222">{escape(label)}</text>')
+        out.append(
+            f'<rect x="{x}" y="27" width="10" height="10" fill="{line.colour}"/>'
+            f'<text x="{x + 14}" y="36" font-size="11" {FONT} fill="#222">{escape(label)}</text>'
+        )
         x += 24 + 6.5 * len(label)
         if x > WIDTH - 80:
             break
@@ -198,8 +211,10 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
     body += _axes_svg(chart, frame)
     for y, label in chart.hlines:
         py = float(frame.fy(y))
-        body.append(f'<line x1="{frame.px0}" x2="{frame.px1}" y1="{py:.1f}" y2="{py:.1f}" '
-                    f'stroke="#c00" stroke-dasharray="2,3"><title>{escape(label)} {_fmt(y)}</title></line>')
+        body.append(
+            f'<line x1="{frame.px0}" x2="{frame.px1}" y1="{py:.1f}" y2="{py:.1f}" '
+            f'stroke="#c00" stroke-dasharray="2,3"><title>{escape(label)} {_fmt(y)}</title></line>'
+        )
     for x, label in chart.vlines:
         px = float(frame.fx(x))
         body.append(f'<line class="vline" x1="{px:.1f}" x2="{px:.1f}" y1="{frame.py1}" '
@@ -209,18 +224,24 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
                     f'fill="#555">oracle</text>')
     for marker in chart.markers:
         px = float(frame.fx(marker.x))
-        tip = f"{marker.group + ': ' if marker.group else ''}{marker.kind} {marker.detail} at {_fmt(marker.x)}"
+        prefix = f"{marker.group}: " if marker.group else ""
+        tip = f"{prefix}{marker.kind} {marker.detail} at {_fmt(marker.x)}"
         # A faint full-height rule to line events up with the curves, a solid tick on top.
-        body.append(f'<g class="marker" data-group="{escape(marker.group, quote=True)}">'
-                    f'<title>{escape(tip)}</title><line x1="{px:.1f}" x2="{px:.1f}" '
-                    f'y1="{frame.py1}" y2="{frame.py0}" stroke="{marker.colour}" stroke-opacity="0.25"/>'
-                    f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{frame.py1}" y2="{frame.py1 + 9}" '
-                    f'stroke="{marker.colour}" stroke-width="2.5"/></g>')
+        body.append(
+            f'<g class="marker" data-group="{escape(marker.group, quote=True)}">'
+            f'<title>{escape(tip)}</title><line x1="{px:.1f}" x2="{px:.1f}" '
+            f'y1="{frame.py1}" y2="{frame.py0}" stroke="{marker.colour}" stroke-opacity="0.25"/>'
+            f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{frame.py1}" y2="{frame.py1 + 9}" '
+            f'stroke="{marker.colour}" stroke-width="2.5"/></g>'
+        )
     body += [_line_svg(line, frame) for line in chart.lines]
-    attrs = (f'class="chart" data-chart="{escape(chart.chart_id, quote=True)}" '
-             f'data-timeline="{int(chart.timeline)}" data-x0="{frame.x0:.6g}" data-x1="{frame.x1:.6g}" '
-             f'data-px0="{frame.px0}" data-px1="{frame.px1}" viewBox="0 0 {WIDTH} {HEIGHT}" '
-             f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(chart.title, quote=True)}"')
+    attrs = (
+        f'class="chart" data-chart="{escape(chart.chart_id, quote=True)}" '
+        f'data-timeline="{int(chart.timeline)}" data-x0="{frame.x0:.6g}" data-x1="{frame.x1:.6g}" '
+        f'data-px0="{frame.px0}" data-px1="{frame.px1}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="{WIDTH}" height="{HEIGHT}" role="img" '
+        f'aria-label="{escape(chart.title, quote=True)}"'
+    )
     if not standalone:
         # HTML5 needs no namespace on inline SVG; leaving it out keeps the page free of URLs.
         return f'<svg {attrs}>{"".join(body)}</svg>'

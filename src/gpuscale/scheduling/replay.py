@@ -107,14 +107,23 @@ class Placer:
         if len(idx) == 0:
             return None
         if self.policy.startswith("kube"):
-            score = (least_allocated if self.policy.endswith("least-allocated") else most_allocated)(
-                cpu, mem, nodes.free_cpu[idx], nodes.free_mem[idx], nodes.cap_cpu[idx],
-                nodes.cap_mem[idx])
+            score = (
+                least_allocated if self.policy.endswith("least-allocated") else most_allocated
+            )(
+                cpu,
+                mem,
+                nodes.free_cpu[idx],
+                nodes.free_mem[idx],
+                nodes.cap_cpu[idx],
+                nodes.cap_mem[idx],
+            )
             node = int(idx[argmax_random_tie(np.asarray(score), self.rng)])
         else:
             scorer = gpu_binpack if self.policy == "kai-binpack" else gpu_spread
             if k > 0:
-                free_after = np.where(nodes.gpu_free[idx] > 0, nodes.gpu_free[idx], 0).sum(1) / WHOLE
+                free_after = (
+                    np.where(nodes.gpu_free[idx] > 0, nodes.gpu_free[idx], 0).sum(1) / WHOLE
+                )
                 score = scorer(free_after - k * m / WHOLE, nodes.num_gpu[idx])
             else:
                 score = scorer((nodes.free_cpu[idx] - cpu), nodes.cap_cpu[idx])
