@@ -1,11 +1,12 @@
 # The two commands a newcomer types: `make demo` and `make test`.
 # `demo` installs only what the package needs; `test` adds the test extra (pytest, hypothesis,
-# and the optional report/sweep dependencies whose tests would otherwise be skipped).
+# ruff, mypy and the optional report/sweep dependencies whose tests would otherwise be skipped)
+# and runs `lint` before the suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench compile bench-compiled clean-compiled clean
+.PHONY: demo test lint bench compile bench-compiled clean-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +23,13 @@ $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 demo: $(VENV)/.installed-base
 	$(BIN)/gpuscale demo
 
-test: $(VENV)/.installed-test
+# Lint first: ruff (style, imports, likely bugs) and mypy (types), both configured in
+# pyproject.toml; a failure there stops before the slower suite.
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-base

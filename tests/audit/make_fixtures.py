@@ -55,11 +55,14 @@ spec:
 """
 
 
-EXT = lambda metric: f"""  - type: External
+def EXT(metric: str) -> str:
+    return f"""  - type: External
     external:
       metric: {{name: {metric}}}
       target: {{type: AverageValue, averageValue: "5"}}
 """
+
+
 GOOD_Q = 'sum(vllm:num_requests_waiting{model_name="llama"})'
 
 NODEPOOL = """apiVersion: karpenter.sh/v1
@@ -127,15 +130,32 @@ spec:
 """
 
 F = {}
-F["GPU001"] = (VLLM.format(name="llama") + "---\n" + hpa("fire-util", "llama", EXT("DCGM_FI_DEV_GPU_UTIL")),
-               VLLM.format(name="llama") + "---\n" + hpa("dont-fire", "llama", EXT("vllm:num_requests_waiting")))
-F["GPU002"] = (VLLM.format(name="llama") + "---\n" + so("fire-fb", "llama", "sum(DCGM_FI_DEV_FB_USED)"),
-               VLLM.format(name="llama") + "---\n" + so("dont-fire", "llama", "sum(vllm:kv_cache_usage_perc)"))
-F["GPU003"] = (VLLM.format(name="llama") + "---\n" + hpa("fire-cpu", "llama", """  - type: Resource
+F["GPU001"] = (
+    VLLM.format(name="llama") + "---\n" + hpa("fire-util", "llama", EXT("DCGM_FI_DEV_GPU_UTIL")),
+    VLLM.format(name="llama")
+    + "---\n"
+    + hpa("dont-fire", "llama", EXT("vllm:num_requests_waiting")),
+)
+F["GPU002"] = (
+    VLLM.format(name="llama") + "---\n" + so("fire-fb", "llama", "sum(DCGM_FI_DEV_FB_USED)"),
+    VLLM.format(name="llama") + "---\n" + so("dont-fire", "llama", "sum(vllm:kv_cache_usage_perc)"),
+)
+F["GPU003"] = (
+    VLLM.format(name="llama")
+    + "---\n"
+    + hpa(
+        "fire-cpu",
+        "llama",
+        """  - type: Resource
     resource:
       name: cpu
       target: {type: Utilization, averageUtilization: 70}
-"""), VLLM.format(name="llama") + "---\n" + hpa("dont-fire", "llama", EXT("vllm:num_requests_waiting")))
+""",
+    ),
+    VLLM.format(name="llama")
+    + "---\n"
+    + hpa("dont-fire", "llama", EXT("vllm:num_requests_waiting")),
+)
 F["GPU004"] = (so("fire-old-metric", "llama", 'sum(vllm:gpu_cache_usage_perc{model_name="llama"})'),
                so("dont-fire", "llama", 'sum(vllm:kv_cache_usage_perc{model_name="llama"})')
                + """---
@@ -156,8 +176,10 @@ F["GPU006"] = (so("fire-per-pod", "llama", 'vllm:num_requests_waiting{model_name
 F["GPU007"] = (so("fire-avg", "llama", 'avg(vllm:kv_cache_usage_perc{model_name="llama"})'),
                so("dont-fire", "llama", 'avg(vllm:kv_cache_usage_perc{model_name="llama"})',
                   mt="    metricType: Value\n"))
-F["GPU008"] = (so("fire-counter", "llama", 'sum(vllm:prompt_tokens_total{model_name="llama"})'),
-               so("dont-fire", "llama", 'sum(rate(vllm:prompt_tokens_total{model_name="llama"}[1m]))'))
+F["GPU008"] = (
+    so("fire-counter", "llama", 'sum(vllm:prompt_tokens_total{model_name="llama"})'),
+    so("dont-fire", "llama", 'sum(rate(vllm:prompt_tokens_total{model_name="llama"}[1m]))'),
+)
 PD = """apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -176,24 +198,68 @@ spec:
         resources:
           limits: {{nvidia.com/gpu: 1}}
 """
-F["GPU010"] = (PD.format(name="llama-prefill", role="prefill") + "---\n" + PD.format(name="llama-decode", role="decode")
-               + "---\n" + so("fire-both-roles", "llama-decode", GOOD_Q),
-               PD.format(name="llama-prefill", role="prefill") + "---\n" + PD.format(name="llama-decode", role="decode")
-               + "---\n" + so("dont-fire", "llama-decode", 'sum(vllm:num_requests_waiting{model_name="llama", llm_d_ai_role="decode"})'))
-F["GPU011"] = (VLLM.format(name="llama") + "---\n" + so("fire-zero", "llama", GOOD_Q, extra="  cooldownPeriod: 1800\n"),
-               VLLM.format(name="llama") + "---\n" + so("dont-fire", "llama", GOOD_Q))
-F["GPU012"] = (VLLM.format(name="llama") + "---\n" + hpa("fire-window", "llama", EXT("vllm:num_requests_waiting"), """  behavior:
+F["GPU010"] = (
+    PD.format(name="llama-prefill", role="prefill")
+    + "---\n"
+    + PD.format(name="llama-decode", role="decode")
+    + "---\n"
+    + so("fire-both-roles", "llama-decode", GOOD_Q),
+    PD.format(name="llama-prefill", role="prefill")
+    + "---\n"
+    + PD.format(name="llama-decode", role="decode")
+    + "---\n"
+    + so(
+        "dont-fire",
+        "llama-decode",
+        'sum(vllm:num_requests_waiting{model_name="llama", llm_d_ai_role="decode"})',
+    ),
+)
+F["GPU011"] = (
+    VLLM.format(name="llama")
+    + "---\n"
+    + so("fire-zero", "llama", GOOD_Q, extra="  cooldownPeriod: 1800\n"),
+    VLLM.format(name="llama") + "---\n" + so("dont-fire", "llama", GOOD_Q),
+)
+F["GPU012"] = (
+    VLLM.format(name="llama")
+    + "---\n"
+    + hpa(
+        "fire-window",
+        "llama",
+        EXT("vllm:num_requests_waiting"),
+        """  behavior:
     scaleDown:
       stabilizationWindowSeconds: 60
-"""), VLLM.format(name="llama") + "---\n" + hpa("dont-fire", "llama", EXT("vllm:num_requests_waiting"), """  behavior:
+""",
+    ),
+    VLLM.format(name="llama")
+    + "---\n"
+    + hpa(
+        "dont-fire",
+        "llama",
+        EXT("vllm:num_requests_waiting"),
+        """  behavior:
     scaleDown:
       stabilizationWindowSeconds: 600
-"""))
-F["GPU013"] = (VLLM.format(name="llama") + "---\n" + so("fire-cooldown", "llama", GOOD_Q, extra="  minReplicaCount: 0\n  cooldownPeriod: 30\n"),
-               VLLM.format(name="llama") + "---\n" + so("dont-fire", "llama", GOOD_Q, extra="  minReplicaCount: 0\n  cooldownPeriod: 1800\n"))
-F["GPU014"] = (VLLM.format(name="fire-two-scalers") + "---\n" + so("keda", "fire-two-scalers", GOOD_Q) + "---\n"
-               + hpa("hpa", "fire-two-scalers", EXT("vllm:num_requests_waiting")),
-               VLLM.format(name="dont-fire") + "---\n" + so("keda", "dont-fire", GOOD_Q))
+""",
+    ),
+)
+F["GPU013"] = (
+    VLLM.format(name="llama")
+    + "---\n"
+    + so("fire-cooldown", "llama", GOOD_Q, extra="  minReplicaCount: 0\n  cooldownPeriod: 30\n"),
+    VLLM.format(name="llama")
+    + "---\n"
+    + so("dont-fire", "llama", GOOD_Q, extra="  minReplicaCount: 0\n  cooldownPeriod: 1800\n"),
+)
+F["GPU014"] = (
+    VLLM.format(name="fire-two-scalers")
+    + "---\n"
+    + so("keda", "fire-two-scalers", GOOD_Q)
+    + "---\n"
+    + hpa("hpa", "fire-two-scalers", EXT("vllm:num_requests_waiting")),
+    VLLM.format(name="dont-fire") + "---\n" + so("keda", "dont-fire", GOOD_Q),
+)
 F["GPU020"] = (nodepool("fire-underutilized", disruption="""    consolidateAfter: 30m
     budgets:
     - nodes: "1"
@@ -268,12 +334,37 @@ spec:
   queue: research
 ---
 """
-F["GPU031"] = (PG.format(name="fire-small-gang", min=2) + job("trainer", 4, sched="      schedulerName: kai-scheduler\n",
-                                                                pod_ann="      annotations: {pod-group-name: fire-small-gang}"),
-               PG.format(name="dont-fire", min=4) + job("trainer", 4, sched="      schedulerName: kai-scheduler\n",
-                                                         pod_ann="      annotations: {pod-group-name: dont-fire}"))
-F["GPU032"] = (nodepool("gpu") + "---\n" + job("fire-too-big", 1, gpus=16, pod_ann='      annotations: {karpenter.sh/do-not-disrupt: "true"}'),
-               nodepool("gpu") + "---\n" + job("dont-fire", 1, gpus=8, pod_ann='      annotations: {karpenter.sh/do-not-disrupt: "true"}'))
+F["GPU031"] = (
+    PG.format(name="fire-small-gang", min=2)
+    + job(
+        "trainer",
+        4,
+        sched="      schedulerName: kai-scheduler\n",
+        pod_ann="      annotations: {pod-group-name: fire-small-gang}",
+    ),
+    PG.format(name="dont-fire", min=4)
+    + job(
+        "trainer",
+        4,
+        sched="      schedulerName: kai-scheduler\n",
+        pod_ann="      annotations: {pod-group-name: dont-fire}",
+    ),
+)
+F["GPU032"] = (
+    nodepool("gpu")
+    + "---\n"
+    + job(
+        "fire-too-big",
+        1,
+        gpus=16,
+        pod_ann='      annotations: {karpenter.sh/do-not-disrupt: "true"}',
+    ),
+    nodepool("gpu")
+    + "---\n"
+    + job(
+        "dont-fire", 1, gpus=8, pod_ann='      annotations: {karpenter.sh/do-not-disrupt: "true"}'
+    ),
+)
 TP = """apiVersion: apps/v1
 kind: StatefulSet
 metadata:
@@ -293,8 +384,12 @@ spec:
         resources:
           limits: {{nvidia.com/gpu: 8}}
 """
-F["GPU033"] = (nodepool("gpu") + "---\n" + TP.format(name="fire-wide-tp", tp=16, pp=""),
-               nodepool("gpu") + "---\n" + TP.format(name="dont-fire", tp=8, pp=', "--pipeline-parallel-size", "2"'))
+F["GPU033"] = (
+    nodepool("gpu") + "---\n" + TP.format(name="fire-wide-tp", tp=16, pp=""),
+    nodepool("gpu")
+    + "---\n"
+    + TP.format(name="dont-fire", tp=8, pp=', "--pipeline-parallel-size", "2"'),
+)
 Q = """apiVersion: scheduling.run.ai/v2
 kind: Queue
 metadata:
@@ -334,7 +429,10 @@ F["GPU050"] = (VLLM.format(name="fire-no-probe").replace("""        readinessPro
 """, """        readinessProbe:
           tcpSocket: {port: 8000}
 """), VLLM.format(name="dont-fire"))
-F["GPU051"] = (VLLM.format(name="fire-no-pdb"), VLLM.format(name="dont-fire") + "---\n" + PDB.format(name="dont-fire", app="dont-fire"))
+F["GPU051"] = (
+    VLLM.format(name="fire-no-pdb"),
+    VLLM.format(name="dont-fire") + "---\n" + PDB.format(name="dont-fire", app="dont-fire"),
+)
 
 root = Path(__file__).parent / "fixtures"
 for rule_id, (fires, passes) in F.items():
@@ -381,13 +479,20 @@ spec:
         - --scale-down-unneeded-time={unneeded}
 """
 EXTRA = {
-    "GPU026": (nodepool("gpu") + "---\n" + NODECLASS.format(size="50Gi"),
-               nodepool("gpu").replace("EC2NodeClass, name: gpu}", "EC2NodeClass, name: dont-fire}") + "---\n"
-               + NODECLASS.format(size="200Gi").replace("name: gpu\nspec:", "name: dont-fire\nspec:")),
-    "GPU027": (CA.format(name="fire-ca", provision="5m", unneeded="10m"),
-               CA.format(name="dont-fire", provision="20m", unneeded="10m")),
-    "GPU028": (CA.format(name="fire-ca", provision="15m", unneeded="2m"),
-               CA.format(name="dont-fire", provision="15m", unneeded="15m")),
+    "GPU026": (
+        nodepool("gpu") + "---\n" + NODECLASS.format(size="50Gi"),
+        nodepool("gpu").replace("EC2NodeClass, name: gpu}", "EC2NodeClass, name: dont-fire}")
+        + "---\n"
+        + NODECLASS.format(size="200Gi").replace("name: gpu\nspec:", "name: dont-fire\nspec:"),
+    ),
+    "GPU027": (
+        CA.format(name="fire-ca", provision="5m", unneeded="10m"),
+        CA.format(name="dont-fire", provision="20m", unneeded="10m"),
+    ),
+    "GPU028": (
+        CA.format(name="fire-ca", provision="15m", unneeded="2m"),
+        CA.format(name="dont-fire", provision="15m", unneeded="15m"),
+    ),
 }
 for rule_id, (fires, passes) in EXTRA.items():
     (root / rule_id).mkdir(parents=True, exist_ok=True)

@@ -82,7 +82,9 @@ def test_json_output_fields():
 
 
 def test_sarif_validates_against_the_2_1_0_schema():
-    paths = [str(FIXTURES / rule / "fires.yaml") for rule in ("GPU001", "GPU004", "GPU021", "GPU040")]
+    paths = [
+        str(FIXTURES / rule / "fires.yaml") for rule in ("GPU001", "GPU004", "GPU021", "GPU040")
+    ]
     result = run(*paths, "--format", "sarif")
     log = json.loads(result.output)
     jsonschema.validators.validator_for(SCHEMA)(SCHEMA).validate(log)
@@ -104,8 +106,10 @@ def test_suppression_annotation_by_id_and_name(tmp_path):
     text = (FIXTURES / "GPU022" / "fires.yaml").read_text()
     assert run("-", "--enable", "GPU022", input=text).exit_code == 1
     for key in ("GPU022", "gpu-nodepool-without-gpu-limit", "all"):
-        quiet = text.replace("  name: fire-no-limit\n",
-                             f"  name: fire-no-limit\n  annotations:\n    gpuscale.io/ignore: \"GPU001, {key}\"\n")
+        quiet = text.replace(
+            "  name: fire-no-limit\n",
+            f'  name: fire-no-limit\n  annotations:\n    gpuscale.io/ignore: "GPU001, {key}"\n',
+        )
         result = run("-", "--enable", "GPU022", input=quiet)
         assert result.exit_code == 0, (key, result.output)
 
@@ -128,8 +132,14 @@ def test_malformed_file_one_line_exit_2(tmp_path):
 
 def test_alias_bomb_on_stdin_exit_2():
     bomb = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-        f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi"))
-    result = run("-", input="apiVersion: v1\nkind: ConfigMap\ndata:\n" + "".join("  " + l + "\n" for l in bomb.splitlines()))
+        f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    result = run(
+        "-",
+        input="apiVersion: v1\nkind: ConfigMap\ndata:\n"
+        + "".join("  " + line + "\n" for line in bomb.splitlines()),
+    )
     assert result.exit_code == 2 and "alias" in result.output
 
 

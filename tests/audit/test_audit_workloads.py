@@ -8,8 +8,15 @@ from click.testing import CliRunner
 
 from gpuscale.audit import audit_objects, parse_text
 from gpuscale.audit.cluster import manifests_from_items
-from gpuscale.audit.workloads import (DEFAULT_COLD_START_S, cold_start_s, gpus_per_pod, is_gpu_inference,
-                                      parallel_size, roles, total_pods)
+from gpuscale.audit.workloads import (
+    DEFAULT_COLD_START_S,
+    cold_start_s,
+    gpus_per_pod,
+    is_gpu_inference,
+    parallel_size,
+    roles,
+    total_pods,
+)
 from gpuscale.cli import cli
 
 
@@ -39,8 +46,12 @@ def test_inference_heuristic():
     assert not is_gpu_inference(deploy(image="busybox"))
     assert is_gpu_inference(deploy(image="busybox", labels=", role: decode"))
     assert not is_gpu_inference(deploy(gpus=0))
-    assert not is_gpu_inference(deploy(annotations="  annotations: {gpuscale.io/workload: training}\n"))
-    assert is_gpu_inference(deploy(image="busybox", annotations="  annotations: {gpuscale.io/workload: inference}\n"))
+    assert not is_gpu_inference(
+        deploy(annotations="  annotations: {gpuscale.io/workload: training}\n")
+    )
+    assert is_gpu_inference(
+        deploy(image="busybox", annotations="  annotations: {gpuscale.io/workload: inference}\n")
+    )
     assert roles(deploy(image="busybox", labels=", role: decode")) == {"decode"}
 
 
@@ -53,15 +64,32 @@ def test_counts_and_parallelism():
 
 def test_cold_start_sources():
     assert cold_start_s(deploy()) == (DEFAULT_COLD_START_S, "the default estimate for a 70B engine")
-    probe = "        startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 60}\n"
+    probe = ("        startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, "
+             "failureThreshold: 60}\n")
     assert cold_start_s(deploy(extra=probe))[0] == 600
     annotated = deploy(annotations="  annotations: {gpuscale.io/cold-start-seconds: \"900\"}\n")
     assert cold_start_s(annotated)[0] == 900
 
 
 def test_cluster_items_convert_and_audit():
-    items = [{"metadata": {"name": "gpu"}, "spec": {"template": {"spec": {"requirements": [
-        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]}]}}}}]
+    items = [
+        {
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "requirements": [
+                            {
+                                "key": "node.kubernetes.io/instance-type",
+                                "operator": "In",
+                                "values": ["p5.48xlarge"],
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    ]
     objs = manifests_from_items(items, "NodePool", "karpenter.sh/v1")
     assert objs[0].ref == "NodePool/gpu" and objs[0].source == "cluster://NodePool/gpu"
     ids = {f.rule_id for f in audit_objects(objs)}

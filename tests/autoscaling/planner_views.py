@@ -1,4 +1,5 @@
-"""Contexts and views for planner tests: real hardware from the catalog, engine limits as the engine derives them."""
+"""Contexts and views for planner tests: real hardware from the catalog, engine limits as the engine
+derives them."""
 
 from __future__ import annotations
 

@@ -33,20 +33,29 @@ def test_defaults_of_omitted_rules():
     down = resolve_rules(None, scale_up=False, downscale_stabilization_s=120)
     assert (up.stabilization_window_s, up.select_policy, up.longest_period_s) == (0.0, "Max", 15)
     assert {(p.type, p.value) for p in up.policies} == {("Pods", 4), ("Percent", 100)}
-    assert down.stabilization_window_s == 120.0  # the controller flag fills an unset scaleDown window
+    assert (
+        down.stabilization_window_s == 120.0
+    )  # the controller flag fills an unset scaleDown window
     assert [(p.type, p.value) for p in down.policies] == [("Percent", 100)]
 
 
 def test_window_edges_differ_between_paths():
     recs = (Stamped(0.0, 9),)
-    assert stabilize_legacy(recs, 300.0, 2, 300.0)[0] == 9  # !Before(cutoff): exactly 300 s old counts
+    assert (
+        stabilize_legacy(recs, 300.0, 2, 300.0)[0] == 9
+    )  # !Before(cutoff): exactly 300 s old counts
     up = resolve_rules(None, scale_up=True, downscale_stabilization_s=300)
     down = resolve_rules(None, scale_up=False, downscale_stabilization_s=300)
-    assert stabilize_with_behavior(recs, 300.0, 9, 2, up, down)[0] == 2  # After(cutoff): it does not
+    assert (
+        stabilize_with_behavior(recs, 300.0, 9, 2, up, down)[0] == 2
+    )  # After(cutoff): it does not
 
 
 @settings(max_examples=50, deadline=None)
-@given(proposals=st.lists(st.integers(0, 50), min_size=50, max_size=300), window=st.sampled_from([0, 60, 300]))
+@given(
+    proposals=st.lists(st.integers(0, 50), min_size=50, max_size=300),
+    window=st.sampled_from([0, 60, 300]),
+)
 def test_memory_stays_bounded(proposals, window):
     recs: tuple[Stamped, ...] = ()
     events: tuple[Stamped, ...] = ()

@@ -11,6 +11,8 @@ Expected numbers are the documents' own, or hand arithmetic written next to each
 
 from __future__ import annotations
 
+import itertools
+
 from gpuscale.autoscaling.base import PodMetrics
 from gpuscale.autoscaling.behavior import Behavior, ScalingPolicy, ScalingRules
 from gpuscale.autoscaling.hpa import HpaController, HpaParams, MetricSpec
@@ -32,7 +34,10 @@ def external_demand(target: float = 1.0) -> MetricSpec:
 
 
 def cpu_pods(n: int, total_cores: float, request: float = 1.0) -> tuple[PodMetrics, ...]:
-    return tuple(PodMetrics(f"p{i}", "Running", True, {"cpu": total_cores / n}, {"cpu": request}) for i in range(n))
+    return tuple(
+        PodMetrics(f"p{i}", "Running", True, {"cpu": total_cores / n}, {"cpu": request})
+        for i in range(n)
+    )
 
 
 def test_200m_against_100m_doubles_one_replica():
@@ -98,24 +103,48 @@ def test_scale_down_policies_80_to_10_with_max_select():
     # Scaling policies: Pods 4/60 s and Percent 10/60 s, default selectPolicy Max. 80 -> 10:
     # first step removes 8, at 72 again 8 (7.2 rounded up); below 40 the Pods policy removes 4.
     # (Window 0 so the rate policies alone act; the doc's example leaves stabilization aside.)
-    behavior = Behavior(scale_down=ScalingRules(stabilization_window_s=0, policies=(
-        ScalingPolicy(type="Pods", value=4, period_s=60), ScalingPolicy(type="Percent", value=10, period_s=60))))
-    hpa = HpaController(HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior))
-    log = drive(hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=10.0), start=80, until_s=1200)
+    behavior = Behavior(
+        scale_down=ScalingRules(
+            stabilization_window_s=0,
+            policies=(
+                ScalingPolicy(type="Pods", value=4, period_s=60),
+                ScalingPolicy(type="Percent", value=10, period_s=60),
+            ),
+        )
+    )
+    hpa = HpaController(
+        HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior)
+    )
+    log = drive(
+        hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=10.0), start=80, until_s=1200
+    )
     counts = [n for _, n in log]
     assert counts[:2] == [72, 64]
     assert all(t % 60 == 0 for t, _ in log)  # one step per 60 s period, none in between
     below_40 = [n for n in counts if n < 40]
-    assert all(a - b == 4 for a, b in zip(below_40, below_40[1:-1]))
+    assert all(a - b == 4 for a, b in itertools.pairwise(below_40[:-1]))
     assert counts[-1] == 10
 
 
 def test_limit_scale_down_rate_with_min_select():
     # "no more than 5 Pods are removed per minute": Percent 10/60 s + Pods 5/60 s, selectPolicy Min.
-    behavior = Behavior(scale_down=ScalingRules(stabilization_window_s=0, select_policy="Min", policies=(
-        ScalingPolicy(type="Percent", value=10, period_s=60), ScalingPolicy(type="Pods", value=5, period_s=60))))
-    hpa = HpaController(HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior))
-    first = lambda n: hpa.decide(view(0, n, pods("m", [1.0] * n), demand=1.0), hpa.initial_state())[0]
+    behavior = Behavior(
+        scale_down=ScalingRules(
+            stabilization_window_s=0,
+            select_policy="Min",
+            policies=(
+                ScalingPolicy(type="Percent", value=10, period_s=60),
+                ScalingPolicy(type="Pods", value=5, period_s=60),
+            ),
+        )
+    )
+    hpa = HpaController(
+        HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior)
+    )
+
+    def first(n: int) -> int:
+        return hpa.decide(view(0, n, pods("m", [1.0] * n), demand=1.0), hpa.initial_state())[0]
+
     assert first(80) == 75  # Percent would remove 8, Pods 5: Min keeps the smaller change
     assert first(30) == 27  # Percent removes 3 (floor(27.0)), Pods 5: Min keeps 3
 
@@ -123,9 +152,16 @@ def test_limit_scale_down_rate_with_min_select():
 def test_stabilization_window_uses_highest_recent_recommendation():
     # Stabilization window: scale-down uses the highest desired state of the past 300 s.
     behavior = Behavior(scale_down=ScalingRules(stabilization_window_s=300))
-    hpa = HpaController(HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior))
-    demand = lambda t: 10.0 if t < 15 else 2.0
-    log = drive(hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=demand(t)), start=10, until_s=600)
+    hpa = HpaController(
+        HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior)
+    )
+
+    def demand(t: float) -> float:
+        return 10.0 if t < 15 else 2.0
+
+    log = drive(
+        hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=demand(t)), start=10, until_s=600
+    )
     # Recommendations of 10 at t=0 fall out of the window at t=300 (behavior path: strictly newer
     # than the cutoff counts), so the first and only scale-down lands at t=300.
     assert log == [(300.0, 2)]
@@ -133,21 +169,32 @@ def test_stabilization_window_uses_highest_recent_recommendation():
 
 def test_default_behavior_adds_4_pods_or_100_percent_per_15_s():
     # Default Behavior: scale up by at most max(4 pods, 100 %) every 15 s, no window.
-    hpa = HpaController(HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=Behavior()))
-    log = drive(hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=60.0), start=1, until_s=60)
+    hpa = HpaController(
+        HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=Behavior())
+    )
+    log = drive(
+        hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=60.0), start=1, until_s=60
+    )
     assert log == [(0.0, 5), (15.0, 10), (30.0, 20), (45.0, 40), (60.0, 60)]  # 1+4, 5x2, ...
 
 
 def test_disabled_scale_down():
     # "Example: disable scale down": selectPolicy Disabled turns off that direction.
     behavior = Behavior(scale_down=ScalingRules(select_policy="Disabled", stabilization_window_s=0))
-    hpa = HpaController(HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior))
-    assert drive(hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=1.0), start=8, until_s=900) == []
+    hpa = HpaController(
+        HpaParams(max_replicas=100, metrics=(external_demand(),), behavior=behavior)
+    )
+    assert (
+        drive(hpa, lambda t, n: view(t, n, pods("m", [1.0] * n), demand=1.0), start=8, until_s=900)
+        == []
+    )
 
 
 def test_multiple_metrics_take_the_largest_proposal():
     # "Scaling on multiple metrics": each metric proposes, the HPA takes the maximum.
-    hpa = HpaController(HpaParams(max_replicas=50, metrics=(pods_metric("a", 1.0), pods_metric("b", 1.0))))
+    hpa = HpaController(
+        HpaParams(max_replicas=50, metrics=(pods_metric("a", 1.0), pods_metric("b", 1.0)))
+    )
     pod_list = [PodMetrics(f"p{i}", "Running", True, {"a": 1.5, "b": 3.0}) for i in range(4)]
     desired, state = hpa.decide(view(0, 4, pod_list), hpa.initial_state())
     assert desired == 8  # max(ceil(1.5 x 4) = 6, ceil(3.0 x 4) = 12) = 12, capped at max(2 x 4, 4)

@@ -71,7 +71,9 @@ def test_cpu_initialization_period_sets_aside_freshly_ready_pod():
     cpu = MetricSpec(type="Resource", metric="cpu", target={"type": "AverageValue", "value": 1.0})
     hpa = HpaController(HpaParams(max_replicas=10, metrics=(cpu,)))
     old = PodMetrics("old", "Running", True, {"cpu": 2.0}, started_s=0.0, ready_changed_s=20.0)
-    fresh = PodMetrics("fresh", "Running", True, {"cpu": 2.0}, started_s=990.0, ready_changed_s=995.0)
+    fresh = PodMetrics(
+        "fresh", "Running", True, {"cpu": 2.0}, started_s=990.0, ready_changed_s=995.0
+    )
     # At t=1000 the fresh pod became ready 5 s ago (< one 15 s metric window): set aside -> (2+0)/2.
     assert hpa.decide(view(1000, 2, [old, fresh]), hpa.initial_state())[1].last_proposal == 2
     # At t=1020 its sample is a full window after readiness: both count -> ceil(2 x 2) = 4.
@@ -79,7 +81,9 @@ def test_cpu_initialization_period_sets_aside_freshly_ready_pod():
 
 
 def test_invalid_metric_blocks_scale_down_but_not_scale_up():
-    broken = MetricSpec(type="External", query={"metric": "absent"}, target={"type": "Value", "value": 1})
+    broken = MetricSpec(
+        type="External", query={"metric": "absent"}, target={"type": "Value", "value": 1}
+    )
     good = MetricSpec(type="Pods", metric=Q, target={"type": "AverageValue", "value": 1})
     hpa = HpaController(HpaParams(max_replicas=20, metrics=(broken, good)))
     up, _ = hpa.decide(view(0, 4, pods(Q, [2.0] * 4)), hpa.initial_state())
@@ -87,7 +91,9 @@ def test_invalid_metric_blocks_scale_down_but_not_scale_up():
     down, state = hpa.decide(view(0, 4, pods(Q, [0.2] * 4)), hpa.initial_state())
     assert down is None and state.condition.startswith("FailedGetMetrics")
     only_broken = HpaController(HpaParams(max_replicas=20, metrics=(broken,)))
-    assert only_broken.decide(view(0, 4, pods(Q, [9.0] * 4)), only_broken.initial_state())[0] is None
+    assert (
+        only_broken.decide(view(0, 4, pods(Q, [9.0] * 4)), only_broken.initial_state())[0] is None
+    )
 
 
 def test_zero_replicas_with_nonzero_min_disables_scaling():
@@ -98,7 +104,11 @@ def test_zero_replicas_with_nonzero_min_disables_scaling():
 
 def test_scale_to_zero_hpa_proposes_ceil_ratio_at_zero():
     # HPAScaleToZero: at 0 replicas, External Value proposes ceil(value / target) without tolerance.
-    ext = MetricSpec(type="External", query={"metric": "queue", "source": "signal"}, target={"type": "Value", "value": 5})
+    ext = MetricSpec(
+        type="External",
+        query={"metric": "queue", "source": "signal"},
+        target={"type": "Value", "value": 5},
+    )
     hpa = HpaController(HpaParams(min_replicas=0, max_replicas=10, metrics=(ext,)))
     assert hpa.decide(view(0, 0, (), queue=12.0), hpa.initial_state())[0] == 3  # ceil(2.4)
 
@@ -112,12 +122,16 @@ def test_out_of_range_current_is_clamped_without_metrics():
 @pytest.mark.parametrize("current, expected", [(1, 4), (2, 4), (3, 6), (10, 20)])
 def test_legacy_scale_up_cap_is_max_of_double_and_four(current, expected):
     hpa = queue_hpa()
-    assert hpa.decide(view(0, current, pods(Q, [50.0] * current)), hpa.initial_state())[0] == expected
+    assert (
+        hpa.decide(view(0, current, pods(Q, [50.0] * current)), hpa.initial_state())[0] == expected
+    )
 
 
 def test_legacy_path_keeps_the_5_minute_maximum():
     hpa = queue_hpa()
-    load = lambda t: 8.0 if t < 60 else 2.0  # total queue; per pod = load / n
+    def load(t: float) -> float:  # total queue; per pod = load / n
+        return 8.0 if t < 60 else 2.0
+
     log = drive(hpa, lambda t, n: view(t, n, pods(Q, [load(t) / n] * n)), start=2, until_s=600)
     # t=0: ceil(4 x 2) = 8, capped at 4; t=15: 4 pods at 2 -> 8; from t=60 proposals are 2, but
     # the 8 recommended at t=45 is the window maximum until 345 (inclusive), so 2 lands at 360.
@@ -125,19 +139,35 @@ def test_legacy_path_keeps_the_5_minute_maximum():
 
 
 def test_external_average_value_is_total_over_target_and_value_multiplies_ready_pods():
-    avg = MetricSpec(type="External", query={"metric": Q, "aggregation": "sum"}, target={"type": "AverageValue", "value": 5})
+    avg = MetricSpec(
+        type="External",
+        query={"metric": Q, "aggregation": "sum"},
+        target={"type": "AverageValue", "value": 5},
+    )
     hpa = HpaController(HpaParams(max_replicas=50, metrics=(avg,)))
     pod_list = pods(Q, [10.0, 8.0, 5.0])  # sum 23
     assert proposal(hpa, 3, pod_list) == 5  # ceil(23 / 5), whatever the pod count
-    val = MetricSpec(type="External", query={"metric": Q, "aggregation": "avg"}, target={"type": "Value", "value": 5})
+    val = MetricSpec(
+        type="External",
+        query={"metric": Q, "aggregation": "avg"},
+        target={"type": "Value", "value": 5},
+    )
     hpa_v = HpaController(HpaParams(max_replicas=50, metrics=(val,)))
     unready = PodMetrics("x", "Running", False, {})
     assert proposal(hpa_v, 4, pod_list + (unready,)) == 5  # avg 23/3 / 5 = 1.533 x 3 ready = 4.6
 
 
 def test_object_average_value_tolerance_uses_existing_pods():
-    obj = MetricSpec(type="Object", query={"metric": "rps", "source": "signal"}, target={"type": "AverageValue", "value": 10})
+    obj = MetricSpec(
+        type="Object",
+        query={"metric": "rps", "source": "signal"},
+        target={"type": "AverageValue", "value": 10},
+    )
     hpa = HpaController(HpaParams(max_replicas=50, metrics=(obj,)))
     three = pods(Q, [0, 0, 0])
-    assert hpa.decide(view(0, 3, three, rps=32.0), hpa.initial_state())[1].last_proposal == 3  # 32/30 within 0.1
-    assert hpa.decide(view(0, 3, three, rps=34.0), hpa.initial_state())[1].last_proposal == 4  # ceil(3.4)
+    assert (
+        hpa.decide(view(0, 3, three, rps=32.0), hpa.initial_state())[1].last_proposal == 3
+    )  # 32/30 within 0.1
+    assert (
+        hpa.decide(view(0, 3, three, rps=34.0), hpa.initial_state())[1].last_proposal == 4
+    )  # ceil(3.4)

@@ -1,4 +1,5 @@
-"""KEDA ScaledObject: the operator's activation/cooldown loop and the generated HPA (reference section 2)."""
+"""KEDA ScaledObject: the operator's activation/cooldown loop and the generated HPA (reference
+section 2)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ def test_activation_and_cooldown_timeline():
     # Defaults: pollingInterval 30 s, cooldownPeriod 300 s, minReplicaCount 0.
     op = KedaOperator(KedaParams(triggers=(router_trigger(),)))
     queue = {60: 3.0, 90: 1.0}  # requests waiting at the router at those polls, 0 otherwise
-    log = drive(op, lambda t, n: view(t, n, (), router_queue=queue.get(int(t), 0.0)), start=0, until_s=900)
+    log = drive(
+        op, lambda t, n: view(t, n, (), router_queue=queue.get(int(t), 0.0)), start=0, until_s=900
+    )
     # Active at 60 -> 1 replica; last active poll 90; 90 + 300 = 390 is not yet past (strict),
     # so the first poll after the cooldown, 420, scales to 0.
     assert log == [(60.0, 1), (420.0, 0)]
@@ -26,16 +29,23 @@ def test_activation_and_cooldown_timeline():
 
 def test_activation_threshold_is_strict():
     op = KedaOperator(KedaParams(triggers=(router_trigger(activation_threshold=5),)))
-    at = lambda value: op.decide(view(0, 0, (), router_queue=value), op.initial_state())[0]
+    def at(value: float) -> int | None:
+        return op.decide(view(0, 0, (), router_queue=value), op.initial_state())[0]
+
     assert at(5.0) is None  # equal is not active
     assert at(5.001) == 1
 
 
 def test_activation_goes_to_min_replica_count_when_set():
-    op = KedaOperator(KedaParams(min_replica_count=2, idle_replica_count=0, triggers=(router_trigger(),)))
+    op = KedaOperator(
+        KedaParams(min_replica_count=2, idle_replica_count=0, triggers=(router_trigger(),))
+    )
     assert op.decide(view(0, 0, (), router_queue=1.0), op.initial_state())[0] == 2
-    # Idle mode: inactive and above idle -> idle after the cooldown (no last activity: initial cooldown 0).
-    assert op.decide(view(0, 2, (), router_queue=0.0), op.initial_state())[0] is None  # created at 0: 0 < 0 false
+    # Idle mode: inactive and above idle -> idle after the cooldown (no last activity: initial
+    # cooldown 0).
+    assert (
+        op.decide(view(0, 2, (), router_queue=0.0), op.initial_state())[0] is None
+    )  # created at 0: 0 < 0 false
     state = op.initial_state()
     _, state = op.decide(view(0, 2, (), router_queue=0.0), state)
     assert op.decide(view(30, 2, (), router_queue=0.0), state)[0] == 0
@@ -77,8 +87,14 @@ def test_keda_and_hpa_together_scale_from_zero_then_out():
 
 
 def test_null_values_and_fallback():
-    strict = {"query": {"metric": "router_queue", "source": "signal"}, "threshold": 5, "ignore_null_values": False}
-    p = KedaParams(min_replica_count=1, triggers=(strict,), fallback={"failure_threshold": 2, "replicas": 6})
+    strict = {
+        "query": {"metric": "router_queue", "source": "signal"},
+        "threshold": 5,
+        "ignore_null_values": False,
+    }
+    p = KedaParams(
+        min_replica_count=1, triggers=(strict,), fallback={"failure_threshold": 2, "replicas": 6}
+    )
     op, hpa = build_autoscalers(p)
     state, decisions = hpa.initial_state(), []
     for k in range(4):  # the query keeps returning nothing

@@ -1,4 +1,5 @@
-"""Knative KPA: targets, window averages of the metric, rate bounds, panic entry/exit, scale to zero."""
+"""Knative KPA: targets, window averages of the metric, rate bounds, panic entry/exit, scale to
+zero."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from .planner_views import fleet_view, vllm_pods
 
 
 def kpa(**params) -> KpaController:
-    (ctrl,) = build_autoscalers(TypeAdapter(AutoscalerSpec).validate_python({"kind": "kpa", **params}))
+    (ctrl,) = build_autoscalers(
+        TypeAdapter(AutoscalerSpec).validate_python({"kind": "kpa", **params})
+    )
     return ctrl
 
 
 def drive(ctrl: KpaController, total_at, until_s: float, start: int):
-    """Ticks every 2 s; the revision's in-flight total is spread over the pods (all ready at once)."""
+    """Ticks every 2 s; the revision's in-flight total is spread over the pods (all ready at
+    once)."""
     state, current, log, states = ctrl.initial_state(), start, [], []
     for k in range(1, int(until_s / ctrl.period_s) + 1):
         t = k * ctrl.period_s
@@ -68,7 +72,12 @@ def test_stable_decision_is_the_window_average_of_the_metric_not_of_proposals():
 
 
 def test_scale_down_is_limited_to_halving_per_tick():
-    log, _ = drive(kpa(stable_window_s=6, min_scale=1), lambda t: 1400.0 if t <= 10 else 0.0, until_s=40, start=20)
+    log, _ = drive(
+        kpa(stable_window_s=6, min_scale=1),
+        lambda t: 1400.0 if t <= 10 else 0.0,
+        until_s=40,
+        start=20,
+    )
     previous = 20
     for _, n in log:
         assert n >= math.floor(previous / 2)
@@ -86,11 +95,12 @@ def test_panic_starts_at_twice_the_ready_pods_holds_the_peak_and_ends_after_a_st
         desired, state = ctrl.decide(fleet_view(t, 2, vllm_pods(2, running=burst(t) / 2)), state)
         decisions[t] = (desired, state.panicking)
     assert decisions[100.0] == (None, False)
-    # First burst tick: panic window (96, 102] averages (140, 140, 420) -> 233 -> 4 pods = 2 x 2 ready.
+    # First burst tick: panic window (96, 102] averages (140, 140, 420) -> 233 -> 4 pods = 2 x 2
+    # ready.
     assert decisions[102.0] == (4, True)
     peak = max(d for d, _ in decisions.values() if d is not None)
     assert peak == 6  # ceil(420 / 70), reached once the 6-s window is all burst
-    after = [(t, d, p) for t, (d, p) in decisions.items() if 110 < t]
+    after = [(t, d, p) for t, (d, p) in decisions.items() if t > 110]
     # In panic the count never drops, though the load is back at the stable level.
     assert all(d == peak for t, d, p in after if p)
     # The condition last held at 114 s (the 6-s window (108, 114] still holds the 110-s burst

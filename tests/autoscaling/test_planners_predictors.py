@@ -30,7 +30,9 @@ def test_constant_is_the_last_value_and_moving_average_the_window_mean():
     series = [1.0, 5.0, 2.0, 8.0]
     assert predict(ConstantPredictor(), series) == 8.0
     assert predict(MovingAveragePredictor(window_points=2), series) == 5.0
-    assert predict(MovingAveragePredictor(window_points=10), series) == 4.0  # fewer points: all of them
+    assert (
+        predict(MovingAveragePredictor(window_points=10), series) == 4.0
+    )  # fewer points: all of them
 
 
 def test_empty_history_forecasts_zero_and_counts_never_go_negative():
@@ -52,14 +54,18 @@ def test_holt_forecasts_a_line_exactly_for_any_smoothing(a, b, alpha, beta, n):
 @given(a=st.floats(100.0, 1000.0), b=st.floats(-1.0, 5.0), alpha=frac, beta=frac, gamma=frac,
        m=st.integers(2, 12), seasons=st.integers(2, 5), extra=st.integers(0, 11),
        amplitude=st.floats(0.0, 50.0))
-def test_holt_winters_forecasts_trend_plus_season_exactly(a, b, alpha, beta, gamma, m, seasons, extra, amplitude):
+def test_holt_winters_forecasts_trend_plus_season_exactly(
+    a, b, alpha, beta, gamma, m, seasons, extra, amplitude
+):
     pattern = [amplitude * math.sin(2 * math.pi * i / m) for i in range(m)]
     mean = sum(pattern) / m
     pattern = [p - mean for p in pattern]  # the additive form assumes zero-mean seasonals
     n = seasons * m + extra
     series = [a + b * t + pattern[t % m] for t in range(n)]
     expected = a + b * n + pattern[n % m]
-    got = predict(HoltWintersPredictor(alpha=alpha, beta=beta, gamma=gamma, season_points=m), series)
+    got = predict(
+        HoltWintersPredictor(alpha=alpha, beta=beta, gamma=gamma, season_points=m), series
+    )
     assert got == pytest.approx(expected, rel=1e-7, abs=1e-6)
 
 
@@ -85,7 +91,8 @@ def test_arima_on_differences_continues_a_line(a, b, n, p):
 
 @given(omega=st.floats(0.2, 2.5), offset=st.floats(50.0, 200.0), n=st.integers(8, 40))
 def test_ar2_on_levels_continues_a_sinusoid(omega, offset, n):
-    # x_t = c + 2 cos(w) x_{t-1} - x_{t-2} holds exactly for an offset sinusoid: AR(2) with intercept.
+    # x_t = c + 2 cos(w) x_{t-1} - x_{t-2} holds exactly for an offset sinusoid: AR(2) with
+    # intercept.
     series = [offset + 10.0 * math.sin(omega * t) for t in range(n)]
     expected = offset + 10.0 * math.sin(omega * n)
     spec = ArimaPredictor(ar_order=2, difference=0, min_points=5)

@@ -26,7 +26,9 @@ def planner(ctx=L40S, **params) -> SlaPlanner:
     return SlaPlanner(SlaPlannerParams(**params), ctx)
 
 
-def size(p: SlaPlanner, rate: float, isl: float = 1000.0, osl: float = 200.0, window: Sums = Sums()) -> int:
+def size(
+    p: SlaPlanner, rate: float, isl: float = 1000.0, osl: float = 200.0, window: Sums = Sums()
+) -> int:
     return p.plan((Observation(rate, isl, osl),), window).replicas
 
 
@@ -35,7 +37,13 @@ def test_decides_only_every_adjustment_interval_on_the_interval_mean():
     state, current, log = p.initial_state(), 1, []
     for k in range(1, 37):  # ticks at 10, 20, ... 360 s
         rate = 2.0 if k <= 9 else 30.0  # the mean over the first interval is 16 req/s
-        view = fleet_view(10.0 * k, current, request_rate_per_s=rate, prompt_tokens_mean=1000, output_tokens_mean=200)
+        view = fleet_view(
+            10.0 * k,
+            current,
+            request_rate_per_s=rate,
+            prompt_tokens_mean=1000,
+            output_tokens_mean=200,
+        )
         desired, state = p.decide(view, state)
         if desired is not None:
             current = desired
@@ -48,7 +56,11 @@ def test_decides_only_every_adjustment_interval_on_the_interval_mean():
 
 
 @settings(max_examples=40, deadline=None)
-@given(r1=st.floats(0.0, 60.0), r2=st.floats(0.0, 60.0), role=st.sampled_from(["serve", "prefill", "decode"]))
+@given(
+    r1=st.floats(0.0, 60.0),
+    r2=st.floats(0.0, 60.0),
+    role=st.sampled_from(["serve", "prefill", "decode"]),
+)
 def test_more_load_never_means_fewer_replicas(r1, r2, role):
     p = planner(context("L40S", role=role))
     lo, hi = sorted((r1, r2))
@@ -67,13 +79,17 @@ def test_load_raises_the_count_and_zero_load_keeps_min_endpoint():
 def test_a_tighter_itl_target_never_means_fewer_decode_replicas(itl1, itl2):
     tight, loose = sorted((itl1, itl2))
     ctx = context("L40S", role="decode")
-    assert size(planner(ctx, itl_target_s=tight), 20.0) >= size(planner(ctx, itl_target_s=loose), 20.0)
+    assert size(planner(ctx, itl_target_s=tight), 20.0) >= size(
+        planner(ctx, itl_target_s=loose), 20.0
+    )
 
 
 def test_itl_target_moves_the_count_and_only_for_roles_that_decode():
     assert size(planner(itl_target_s=0.025), 20.0) > size(planner(itl_target_s=0.1), 20.0)
     prefill = context("L40S", role="prefill")
-    assert size(planner(prefill, itl_target_s=0.025), 20.0) == size(planner(prefill, itl_target_s=0.1), 20.0)
+    assert size(planner(prefill, itl_target_s=0.025), 20.0) == size(
+        planner(prefill, itl_target_s=0.1), 20.0
+    )
 
 
 def test_isl_sizes_prefill_and_osl_sizes_decode():
@@ -118,7 +134,12 @@ def test_measured_itl_above_the_model_adds_decode_replicas():
     assert p.plan((last,), queued).decode_correction == 1.0
     way_off = Sums().add(itl=50 * expected, batch=50.0, waiting=0.0)
     assert p.plan((last,), way_off).decode_correction == 2.0  # max_correction_factor
-    assert planner(context("L40S", role="decode"), no_correction=True).plan((last,), slower).decode_correction == 1.0
+    assert (
+        planner(context("L40S", role="decode"), no_correction=True)
+        .plan((last,), slower)
+        .decode_correction
+        == 1.0
+    )
 
 
 def test_ttft_below_the_model_lowers_prefill_load_but_above_it_never_raises_it():

@@ -32,7 +32,8 @@ def test_analyzer_semantics(kv, queue, step, why):
 def test_scale_down_simulation_uses_total_load_over_one_fewer_replica():
     # Three replicas at 0.25: spread over two = 0.375, spare 0.425 >= 0.10 -> safe.
     assert analyze([0.25] * 3, [0.0] * 3, P).step == -1
-    # Queue 1.1 each: over two = 1.65, spare 3.35 >= 3 -> safe; 1.5 each: 2.25, spare 2.75 < 3 -> not.
+    # Queue 1.1 each: over two = 1.65, spare 3.35 >= 3 -> safe; 1.5 each: 2.25, spare 2.75 < 3 ->
+    # not.
     assert analyze([0.1] * 3, [1.1] * 3, P).step == -1
     assert analyze([0.1] * 3, [1.5] * 3, P).step == 0
 
@@ -66,14 +67,20 @@ def test_pending_or_full_variants_get_no_scale_up_and_empty_ones_no_scale_down()
     assert pick_variant([], +1) is None
 
 
-@given(st.lists(st.tuples(st.floats(0, 50), st.floats(0.1, 10), st.integers(0, 5)), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 50), st.floats(0.1, 10), st.integers(0, 5)), min_size=1, max_size=6
+    )
+)
 def test_choice_is_the_cost_extreme_and_ignores_list_order(rows):
     variants = [Variant(f"v{i}", c, cap, replicas=r) for i, (c, cap, r) in enumerate(rows)]
     up, down = pick_variant(variants, +1), pick_variant(variants, -1)
     by_name = {v.name: v for v in variants}
     assert by_name[up].cost_usd_per_hour == min(v.cost_usd_per_hour for v in variants)
     if down is not None:
-        assert by_name[down].cost_usd_per_hour == max(v.cost_usd_per_hour for v in variants if v.replicas > 0)
+        assert by_name[down].cost_usd_per_hour == max(
+            v.cost_usd_per_hour for v in variants if v.replicas > 0
+        )
     assert (pick_variant(variants[::-1], +1), pick_variant(variants[::-1], -1)) == (up, down)
 
 
@@ -81,7 +88,9 @@ def drive(ctrl: WvaController, kv_at, until_s: float, start: int = 2) -> list[tu
     state, current, log = ctrl.initial_state(), start, []
     for k in range(1, int(until_s / ctrl.period_s) + 1):
         t = k * ctrl.period_s
-        desired, state = ctrl.decide(fleet_view(t, current, vllm_pods(current, kv=kv_at(t), waiting=0.0)), state)
+        desired, state = ctrl.decide(
+            fleet_view(t, current, vllm_pods(current, kv=kv_at(t), waiting=0.0)), state
+        )
         if desired is not None:
             current = desired
             log.append((t, current))
@@ -91,7 +100,11 @@ def drive(ctrl: WvaController, kv_at, until_s: float, start: int = 2) -> list[tu
 def test_decides_every_60_s_on_the_one_minute_peak():
     ctrl = WvaController(P)
     # KV 0.75 only at the 45-s scrape of each minute: the max over [1m] sees it, so it scales up.
-    assert drive(ctrl, lambda t: 0.75 if t % 60 == 45 else 0.2, until_s=180) == [(60.0, 3), (120.0, 4), (180.0, 5)]
+    assert drive(ctrl, lambda t: 0.75 if t % 60 == 45 else 0.2, until_s=180) == [
+        (60.0, 3),
+        (120.0, 4),
+        (180.0, 5),
+    ]
     # Low everywhere: -1 per minute down to min_replicas.
     assert drive(ctrl, lambda t: 0.05, until_s=240, start=3) == [(60.0, 2), (120.0, 1)]
 

@@ -21,7 +21,7 @@ def _demo():
 
 
 def test_demo_compares_the_required_strategies_and_shows_the_duty_cycle_trap():
-    runs, data = _demo()
+    runs, _data = _demo()
     assert set(runs) >= {"fixed-2", "hpa-gpu-util-70", "hpa-gpu-util-95", "keda-queue-depth",
                          "hpa-kv-cache"}
     util95 = runs["hpa-gpu-util-95"]

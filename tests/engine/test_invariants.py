@@ -28,7 +28,7 @@ def test_every_request_ends_completed_dropped_or_in_flight(rate, seed, ready_nod
     scenario = small_scenario(rate_per_s=rate, seed=seed, duration_s=240.0, drain_s=drain_s,
                               initial_replicas=min(initial, 4 * ready_nodes))
     result, data = _run(scenario)
-    for run, summary in zip(result.runs, data["runs"]):
+    for run, summary in zip(result.runs, data["runs"], strict=True):
         cols = run.requests
         counts = summary["requests"]
         assert counts["completed"] + counts["dropped"] + counts["in_flight"] == counts["total"]
@@ -49,7 +49,7 @@ def test_every_request_ends_completed_dropped_or_in_flight(rate, seed, ready_nod
 def test_gpu_seconds_and_money_add_up(rate, seed):
     scenario = small_scenario(rate_per_s=rate, seed=seed, duration_s=240.0)
     result, data = _run(scenario)
-    for run, summary in zip(result.runs, data["runs"]):
+    for run, summary in zip(result.runs, data["runs"], strict=True):
         gpu_s = run.extra["gpu_seconds"]
         busy = run.extra["busy_gpu_seconds"]
         assert 0 <= busy <= gpu_s + 1e-6
@@ -85,7 +85,7 @@ def test_same_seed_same_json_and_other_seed_differs():
 def test_scale_up_waits_for_a_node_and_the_cold_start():
     """KEDA asks for more replicas; they only serve after node launch + cold start."""
     scenario = small_scenario(rate_per_s=12.0, duration_s=600.0)
-    result, data = _run(scenario)
+    result, _data = _run(scenario)
     keda = next(r for r in result.runs if r.name == "keda-queue")
     series = keda.series
     desired_up = np.argmax(series["replicas_desired"] > 1)

@@ -58,7 +58,7 @@ def _plain(value: Any) -> Any:
 
 
 def _series_digest(series: dict[str, np.ndarray]) -> dict[str, Any]:
-    out: dict[str, Any] = {"rows": int(len(series["time_s"]))}
+    out: dict[str, Any] = {"rows": len(series["time_s"])}
     for name, column in series.items():
         out[name] = {"sum": float(np.sum(column)),
                      "last": float(column[-1]) if len(column) else None}

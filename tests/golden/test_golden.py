@@ -29,7 +29,7 @@ def _diff(want, got, path: str, out: list[str]) -> None:
     elif isinstance(want, list) and isinstance(got, list):
         if len(want) != len(got):
             out.append(f"{path}: length {len(got)} != {len(want)}")
-        for i, (w, g) in enumerate(zip(want, got)):
+        for i, (w, g) in enumerate(zip(want, got, strict=False)):
             _diff(w, g, f"{path}[{i}]", out)
     elif type(want) is float and type(got) is float:  # an int that became a float is a change
         if not math.isclose(want, got, rel_tol=REL_TOL, abs_tol=1e-12):

@@ -45,7 +45,7 @@ def test_a_node_listed_twice_is_billed_once():
 
 
 def test_series_columns_are_the_row_fields_by_name():
-    assert SERIES_COLUMNS == SeriesRow._fields
+    assert SeriesRow._fields == SERIES_COLUMNS
     scenario = small_scenario(duration_s=120.0)
     result, _ = simulate_scenario(scenario, Path("."))
     series = result.runs[0].series

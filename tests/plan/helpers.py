@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -20,12 +20,12 @@ def example_dict(name: str) -> dict:
     return yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def example_plan(name: str):
     return make_plan(plan_input_from_dict(example_dict(name)), EXAMPLES, simulate=False)
 
 
-@lru_cache(maxsize=None)
+@cache
 def example_manifests(name: str) -> dict:
     return render_plan_manifests(example_plan(name))
 

@@ -108,6 +108,7 @@ def _one_workload(instance_types, **workload):
 def test_a_given_tp_wider_than_every_node_is_a_clear_input_error():
     """Found by fuzzing the plan: TP2 on 1-GPU nodes rendered pods that could never schedule."""
     import pytest
+
     from gpuscale.errors import UserInputError
     with pytest.raises(UserInputError, match=r"tp 2 needs 2 GPUs in one node.*g6e\.2xlarge \(1\)"):
         _plan(_one_workload(["g6e.2xlarge"], tp=2))

@@ -3,7 +3,7 @@ import pytest
 from gpuscale.errors import UserInputError
 from gpuscale.plan import load_plan_input, plan_input_from_dict
 
-from .helpers import EXAMPLES, EXAMPLE_NAMES, example_dict
+from .helpers import EXAMPLE_NAMES, EXAMPLES, example_dict
 
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
@@ -30,7 +30,9 @@ def test_unknown_tenant_lists_known_ones():
 
 def test_burst_that_breaks_the_mean_is_rejected():
     data = example_dict("llama70b-fp8-h100-chat")
-    data["workloads"][0]["traffic"].update(burst_factor=20, burst_duration_s=600, burst_period_s=3600)
+    data["workloads"][0]["traffic"].update(
+        burst_factor=20, burst_duration_s=600, burst_period_s=3600
+    )
     with pytest.raises(UserInputError, match="exceeds burst_period_s"):
         plan_input_from_dict(data)
 

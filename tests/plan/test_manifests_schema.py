@@ -5,7 +5,7 @@ schemas written here from the Kubernetes API field definitions (required fields 
 the parts we emit). CEL rules (x-kubernetes-validations) are not evaluated by jsonschema; the
 EC2NodeClass ones the renderer could break are checked by hand below."""
 
-from functools import lru_cache
+from functools import cache
 
 import jsonschema
 import pytest
@@ -33,12 +33,25 @@ _PROBE = {"type": "object", "required": ["httpGet"], "properties": {
     "httpGet": {"type": "object", "required": ["port"], "properties": {"path": _STR}},
     "periodSeconds": {"type": "integer", "minimum": 1},
     "failureThreshold": {"type": "integer", "minimum": 1}}}
-_CONTAINER = {"type": "object", "required": ["name", "image"], "properties": {
-    "name": _STR, "image": _STR, "args": {"type": "array", "items": _STR},
-    "ports": {"type": "array", "items": {"type": "object", "required": ["containerPort"]}},
-    "resources": {"type": "object", "properties": {"requests": _LABELS | {"additionalProperties": {}},
-                                                   "limits": {"type": "object"}}},
-    "readinessProbe": _PROBE, "startupProbe": _PROBE}}
+_CONTAINER = {
+    "type": "object",
+    "required": ["name", "image"],
+    "properties": {
+        "name": _STR,
+        "image": _STR,
+        "args": {"type": "array", "items": _STR},
+        "ports": {"type": "array", "items": {"type": "object", "required": ["containerPort"]}},
+        "resources": {
+            "type": "object",
+            "properties": {
+                "requests": _LABELS | {"additionalProperties": {}},
+                "limits": {"type": "object"},
+            },
+        },
+        "readinessProbe": _PROBE,
+        "startupProbe": _PROBE,
+    },
+}
 _POD_TEMPLATE = {"type": "object", "required": ["metadata", "spec"], "properties": {
     "metadata": {"type": "object", "properties": {"labels": _LABELS, "annotations": _LABELS}},
     "spec": {"type": "object", "required": ["containers"], "properties": {
@@ -50,34 +63,81 @@ _POD_TEMPLATE = {"type": "object", "required": ["metadata", "spec"], "properties
 
 
 def _obj(spec_schema, required_spec=True):
-    return {"type": "object", "required": ["apiVersion", "kind", "metadata"] + (["spec"] if required_spec else []),
-            "properties": {"metadata": _META, "spec": spec_schema}}
+    return {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"] + (["spec"] if required_spec else []),
+        "properties": {"metadata": _META, "spec": spec_schema},
+    }
 
 
 CORE_SCHEMAS = {
-    ("apps/v1", "Deployment"): _obj({"type": "object", "required": ["selector", "template"], "properties": {
-        "replicas": {"type": "integer", "minimum": 0}, "selector": _SELECTOR, "template": _POD_TEMPLATE}}),
-    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): _obj({"type": "object", "required": ["leaderWorkerTemplate"],
-        "properties": {"replicas": {"type": "integer", "minimum": 0},
-                       "startupPolicy": {"enum": ["LeaderCreated", "LeaderReady"]},
-                       "leaderWorkerTemplate": {"type": "object", "required": ["workerTemplate"], "properties": {
-                           "size": {"type": "integer", "minimum": 1},
-                           "restartPolicy": {"enum": ["RecreateGroupOnPodRestart", "None"]},
-                           "workerTemplate": _POD_TEMPLATE}}}}),
-    ("v1", "Service"): _obj({"type": "object", "required": ["ports"], "properties": {
-        "selector": _LABELS, "ports": {"type": "array", "items": {"type": "object", "required": ["port"]}}}}),
-    ("policy/v1", "PodDisruptionBudget"): _obj({"type": "object", "required": ["selector"], "properties": {
-        "selector": _SELECTOR, "maxUnavailable": {"type": ["integer", "string"]}}}),
-    ("autoscaling/v2", "HorizontalPodAutoscaler"): _obj({"type": "object",
-        "required": ["scaleTargetRef", "maxReplicas"], "properties": {
-            "scaleTargetRef": {"type": "object", "required": ["kind", "name"]},
-            "minReplicas": {"type": "integer", "minimum": 1}, "maxReplicas": {"type": "integer", "minimum": 1},
-            "metrics": {"type": "array", "items": {"type": "object", "required": ["type"]}}}}),
+    ("apps/v1", "Deployment"): _obj(
+        {
+            "type": "object",
+            "required": ["selector", "template"],
+            "properties": {
+                "replicas": {"type": "integer", "minimum": 0},
+                "selector": _SELECTOR,
+                "template": _POD_TEMPLATE,
+            },
+        }
+    ),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): _obj(
+        {
+            "type": "object",
+            "required": ["leaderWorkerTemplate"],
+            "properties": {
+                "replicas": {"type": "integer", "minimum": 0},
+                "startupPolicy": {"enum": ["LeaderCreated", "LeaderReady"]},
+                "leaderWorkerTemplate": {
+                    "type": "object",
+                    "required": ["workerTemplate"],
+                    "properties": {
+                        "size": {"type": "integer", "minimum": 1},
+                        "restartPolicy": {"enum": ["RecreateGroupOnPodRestart", "None"]},
+                        "workerTemplate": _POD_TEMPLATE,
+                    },
+                },
+            },
+        }
+    ),
+    ("v1", "Service"): _obj(
+        {
+            "type": "object",
+            "required": ["ports"],
+            "properties": {
+                "selector": _LABELS,
+                "ports": {"type": "array", "items": {"type": "object", "required": ["port"]}},
+            },
+        }
+    ),
+    ("policy/v1", "PodDisruptionBudget"): _obj(
+        {
+            "type": "object",
+            "required": ["selector"],
+            "properties": {
+                "selector": _SELECTOR,
+                "maxUnavailable": {"type": ["integer", "string"]},
+            },
+        }
+    ),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): _obj(
+        {
+            "type": "object",
+            "required": ["scaleTargetRef", "maxReplicas"],
+            "properties": {
+                "scaleTargetRef": {"type": "object", "required": ["kind", "name"]},
+                "minReplicas": {"type": "integer", "minimum": 1},
+                "maxReplicas": {"type": "integer", "minimum": 1},
+                "metrics": {"type": "array", "items": {"type": "object", "required": ["type"]}},
+            },
+        }
+    ),
     ("v1", "ConfigMap"): _obj({}, required_spec=False),
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_schema(filename: str) -> dict:
     path = SHARED / "schemas" / filename
     if not path.exists():
@@ -96,8 +156,11 @@ def test_the_examples_render_every_kind_the_plan_promises():
             "Deployment", "LeaderWorkerSet", "PodDisruptionBudget"} <= kinds
 
 
-@pytest.mark.parametrize("example,file,obj", OBJECTS,
-                         ids=[f"{e}/{f}/{o['kind']}/{o['metadata']['name']}" for e, f, o in OBJECTS])
+@pytest.mark.parametrize(
+    "example,file,obj",
+    OBJECTS,
+    ids=[f"{e}/{f}/{o['kind']}/{o['metadata']['name']}" for e, f, o in OBJECTS],
+)
 def test_manifest_validates(example, file, obj):
     key = (obj["apiVersion"], obj["kind"])
     if key in CRD_FILES:
@@ -116,7 +179,9 @@ def test_a_broken_nodepool_fails_validation():
     bad = yaml.safe_load(yaml.safe_dump(pool))
     bad["spec"]["disruption"]["consolidationPolicy"] = "WhenIdle"
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.Draft7Validator(crd_schema(CRD_FILES[("karpenter.sh/v1", "NodePool")])).validate(bad)
+        jsonschema.Draft7Validator(crd_schema(CRD_FILES[("karpenter.sh/v1", "NodePool")])).validate(
+            bad
+        )
 
 
 def test_ec2nodeclass_cel_rules_we_could_break():
@@ -126,7 +191,9 @@ def test_ec2nodeclass_cel_rules_we_could_break():
         spec = obj["spec"]
         assert ("role" in spec) != ("instanceProfile" in spec)  # exactly one of them
         assert "amiFamily" in spec or any("alias" in t for t in spec["amiSelectorTerms"])
-        assert all(("id" in t) != ("tags" in t) for t in spec.get("capacityReservationSelectorTerms", []))
+        assert all(
+            ("id" in t) != ("tags" in t) for t in spec.get("capacityReservationSelectorTerms", [])
+        )
 
 
 def test_refusal_plan_renders_nothing():
@@ -147,10 +214,15 @@ def test_hpa_variant_validates_and_keeps_the_same_floor_and_window():
     files = render_plan_manifests(plan)
     hpa = files["chat-scaler.yaml"][0]
     assert hpa["kind"] == "HorizontalPodAutoscaler"
-    jsonschema.Draft7Validator(CORE_SCHEMAS[("autoscaling/v2", "HorizontalPodAutoscaler")]).validate(hpa)
+    jsonschema.Draft7Validator(
+        CORE_SCHEMAS[("autoscaling/v2", "HorizontalPodAutoscaler")]
+    ).validate(hpa)
     role = plan.roles[0]
     assert hpa["spec"]["minReplicas"] == role.min_replicas
-    assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == role.scale_down_window_s
+    assert (
+        hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"]
+        == role.scale_down_window_s
+    )
     assert [m["external"]["metric"]["name"] for m in hpa["spec"]["metrics"]] == [
         "vllm_num_requests_waiting", "vllm_kv_cache_usage_perc"]
     adapter = files["prometheus-adapter-rules.yaml"][0]

@@ -14,8 +14,14 @@ from gpuscale.manifests.prometheus import kill_switch_test, rules_file
 from .helpers import example_manifests, example_plan
 
 PROMTOOL = shutil.which("promtool")
-pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (apt-get install prometheus)")
-PLANS = ["llama70b-fp8-h100-chat", "disaggregated-prefill-decode", "shared-cluster-prod-and-training"]
+pytestmark = pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool not installed (apt-get install prometheus)"
+)
+PLANS = [
+    "llama70b-fp8-h100-chat",
+    "disaggregated-prefill-decode",
+    "shared-cluster-prod-and-training",
+]
 
 
 def _rule(name):
@@ -47,7 +53,9 @@ def test_promtool_check_rules_rejects_bad_promql(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [
         {"record": "x", "expr": "sum(vllm:num_requests_waiting{service=\"a\"}"}]}]}))
-    assert subprocess.run([PROMTOOL, "check", "rules", str(bad)], capture_output=True).returncode != 0
+    assert (
+        subprocess.run([PROMTOOL, "check", "rules", str(bad)], capture_output=True).returncode != 0
+    )
 
 
 @pytest.mark.parametrize("name", PLANS)
@@ -69,6 +77,8 @@ def test_kill_switch_test_fails_when_the_alert_is_missing(tmp_path):
     rule["groups"] = [g for g in rule["groups"] if not g["name"].endswith("kill-switch")]
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule, sort_keys=False))
     case = tmp_path / "t.yaml"
-    case.write_text(yaml.safe_dump(kill_switch_test(plan, plan.roles[0], "rules.yaml"), sort_keys=False))
+    case.write_text(
+        yaml.safe_dump(kill_switch_test(plan, plan.roles[0], "rules.yaml"), sort_keys=False)
+    )
     assert subprocess.run([PROMTOOL, "test", "rules", "t.yaml"], cwd=tmp_path,
                           capture_output=True).returncode != 0

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from gpuscale.cluster.objects import NodeState, Pod
-from gpuscale.provisioning.testing import (READY_AFTER_S, fixed_latencies, h100_pool, karpenter,
-                                           make_harness)
+from gpuscale.provisioning.testing import (
+    READY_AFTER_S,
+    fixed_latencies,
+    h100_pool,
+    karpenter,
+    make_harness,
+)
 
 
 def _notify_at(h, times, gpus=8):

@@ -6,7 +6,12 @@ import pytest
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import NodeState
-from gpuscale.provisioning.testing import cluster_autoscaler_spec, h100_pool, karpenter, make_harness
+from gpuscale.provisioning.testing import (
+    cluster_autoscaler_spec,
+    h100_pool,
+    karpenter,
+    make_harness,
+)
 
 SPOT = [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]

@@ -13,7 +13,7 @@ from gpuscale.scenario import scenario_from_dict
 from .scenarios import tiny
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _simulated():
     result, walls = simulate_scenario(scenario_from_dict(tiny()), Path("."))
     return result, walls

@@ -11,28 +11,55 @@ TINY = {
     "duration_s": 300,
     "drain_s": 60,
     "model": {"name": "Llama-3.1-8B", "tp": 1},
-    "cluster": {"instance_type": "g6e.2xlarge", "ready_nodes": 1, "max_nodes": 3,
-                "node_launch": {"kind": "fixed", "value_s": 45}},
-    "cold_start": {"image_pull": {"kind": "fixed", "value_s": 15},
-                   "engine_init": {"kind": "fixed", "value_s": 20}},
+    "cluster": {
+        "instance_type": "g6e.2xlarge",
+        "ready_nodes": 1,
+        "max_nodes": 3,
+        "node_launch": {"kind": "fixed", "value_s": 45},
+    },
+    "cold_start": {
+        "image_pull": {"kind": "fixed", "value_s": 15},
+        "engine_init": {"kind": "fixed", "value_s": 20},
+    },
     "initial_replicas": 1,
     "slo": {"ttft_s": 2.0, "tpot_s": 0.2},
     "workload": {
         "kind": "piecewise",
-        "phases": [{"name": "quiet", "duration_s": 90, "rate_per_s": 1.0},
-                   {"name": "burst", "duration_s": 120, "rate_per_s": 12.0},
-                   {"name": "tail", "duration_s": 90, "rate_per_s": 2.0}],
-        "prompt_tokens": {"kind": "lognormal", "median_tokens": 500, "p90_tokens": 1500,
-                          "max_tokens": 4000},
-        "output_tokens": {"kind": "lognormal", "median_tokens": 100, "p90_tokens": 300,
-                          "max_tokens": 1000},
+        "phases": [
+            {"name": "quiet", "duration_s": 90, "rate_per_s": 1.0},
+            {"name": "burst", "duration_s": 120, "rate_per_s": 12.0},
+            {"name": "tail", "duration_s": 90, "rate_per_s": 2.0},
+        ],
+        "prompt_tokens": {
+            "kind": "lognormal",
+            "median_tokens": 500,
+            "p90_tokens": 1500,
+            "max_tokens": 4000,
+        },
+        "output_tokens": {
+            "kind": "lognormal",
+            "median_tokens": 100,
+            "p90_tokens": 300,
+            "max_tokens": 1000,
+        },
     },
     "strategies": [
         {"name": "fixed-1", "autoscaler": {"kind": "fixed", "replicas": 1}},
-        {"name": "keda-queue", "autoscaler": {
-            "kind": "keda", "min_replica_count": 1, "max_replica_count": 3, "polling_interval_s": 15,
-            "triggers": [{"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
-                          "threshold": 5}]}},
+        {
+            "name": "keda-queue",
+            "autoscaler": {
+                "kind": "keda",
+                "min_replica_count": 1,
+                "max_replica_count": 3,
+                "polling_interval_s": 15,
+                "triggers": [
+                    {
+                        "query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
+                        "threshold": 5,
+                    }
+                ],
+            },
+        },
     ],
 }
 

@@ -28,6 +28,8 @@ def test_report_renders_in_chromium_with_data_in_every_chart(tmp_path):
 def test_console_errors_are_caught(tmp_path):
     """The harness is not blind: a page that throws shows up as a console line."""
     page = tmp_path / "bad.html"
-    page.write_text("<!DOCTYPE html><html><body><script>throw new Error('boom')</script></body></html>")
+    page.write_text(
+        "<!DOCTYPE html><html><body><script>throw new Error('boom')</script></body></html>"
+    )
     _, console = load_page(page, tmp_path)
     assert any("boom" in line for line in console)

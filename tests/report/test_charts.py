@@ -2,7 +2,8 @@ import math
 import xml.etree.ElementTree as ET
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuscale.report.charts import Chart, Line, pareto_front, timeline_charts
 from gpuscale.report.svg import _path_d, nice_ticks, render_svg, thin
@@ -47,7 +48,7 @@ def point_sets(draw):
     n = draw(st.integers(min_value=1, max_value=40))
     costs = draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
     slos = draw(st.lists(st.integers(0, 10), min_size=n, max_size=n))
-    return [(float(c), s / 10) for c, s in zip(costs, slos)]
+    return [(float(c), s / 10) for c, s in zip(costs, slos, strict=True)]
 
 
 def _dominates(a, b):

@@ -25,7 +25,7 @@ def test_png_export_is_a_png_and_deterministic(tmp_path):
     charts = [c for c in report_charts(full_inputs()) if c.chart_id in ("replicas", "cdf_ttft_s")]
     first = export_charts(charts, tmp_path / "a", "png")
     second = export_charts(charts, tmp_path / "b", "png")
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         data = a.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
         assert data == b.read_bytes()

@@ -92,8 +92,12 @@ def test_two_results_keep_runs_apart():
     second["scenario"] = "other"
     charts = report_charts(ReportInputs(results=[first, second]))
     replicas = next(c for c in charts if c.chart_id == "replicas")
-    assert {l.group for l in replicas.lines} == {"tiny-burst/fixed-1", "tiny-burst/keda-queue",
-                                                   "other/fixed-1", "other/keda-queue"}
+    assert {line.group for line in replicas.lines} == {
+        "tiny-burst/fixed-1",
+        "tiny-burst/keda-queue",
+        "other/fixed-1",
+        "other/keda-queue",
+    }
 
 
 def test_pareto_table_lists_only_the_frontier():

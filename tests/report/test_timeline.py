@@ -2,10 +2,11 @@ import json
 import math
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuscale.metrics.store import SERIES_COLUMNS
-from gpuscale.report.timeline import (SERIES_KEY, compact_number, result_json_text, run_views)
+from gpuscale.report.timeline import SERIES_KEY, compact_number, result_json_text, run_views
 
 from .results import tiny_json, tiny_result
 
@@ -31,7 +32,7 @@ def test_compact_number_maps_non_finite_to_null():
 def test_series_leave_the_public_summary_keys_untouched():
     plain, full = tiny_json(series=False), tiny_json(series=True)
     assert set(plain) == set(full)
-    for a, b in zip(plain["runs"], full["runs"]):
+    for a, b in zip(plain["runs"], full["runs"], strict=True):
         assert set(b) - set(a) == {SERIES_KEY}
         assert {k: v for k, v in b.items() if k != SERIES_KEY} == a
 
@@ -45,7 +46,11 @@ def test_series_columns_add_up_to_the_request_counts():
         assert len({len(v) for v in cols.values()}) == 1
         assert sum(cols["arrivals"]) == run["requests"]["total"]
         # A completion after the last scrape is not in any row.
-        assert run["requests"]["completed"] - 50 <= sum(cols["completions"]) <= run["requests"]["completed"]
+        assert (
+            run["requests"]["completed"] - 50
+            <= sum(cols["completions"])
+            <= run["requests"]["completed"]
+        )
         # Cost is cumulative and ends at most at the run's total.
         cost = np.array(cols["cost_usd"])
         assert np.all(np.diff(cost) >= 0) and cost[-1] <= run["cost_usd"] * (1 + 1e-4)
@@ -83,7 +88,7 @@ def test_result_json_text_round_trips_and_keeps_series_on_one_line():
 def test_run_views_read_back_the_engine_series():
     result = tiny_result()
     views = run_views(tiny_json())
-    for view, run in zip(views, result.runs):
+    for view, run in zip(views, result.runs, strict=True):
         assert view.has_series and view.name == run.name
         np.testing.assert_allclose(view.columns["replicas_ready"], run.series["replicas_ready"])
         np.testing.assert_allclose(view.columns["kv_usage_mean"], run.series["kv_usage_mean"],

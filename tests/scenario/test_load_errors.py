@@ -60,7 +60,9 @@ def test_unknown_model_suggests_close_names():
     data = _valid()
     data["model"]["name"] = "Llama-3.1-8b"
     # Refused at load time with its field, not mid-run without one.
-    with pytest.raises(UserInputError, match="model.name: unknown model .*did you mean Llama-3.1-8B"):
+    with pytest.raises(
+        UserInputError, match=r"model.name: unknown model .*did you mean Llama-3.1-8B"
+    ):
         scenario_from_dict(data, source="s.yaml")
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuscale.scheduling.kai import KaiParams, KaiScheduler
 from gpuscale.scheduling.kube_scheduler import KubeScheduler, KubeSchedulerParams

@@ -7,10 +7,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuscale.scheduling.replay import (Placer, ReplayNodes, fragmented_gpus, replay_fill,
-                                        replay_timed)
-from gpuscale.workloads.gpu_jobs import (AlibabaNodes, AlibabaPods, read_alibaba_nodes,
-                                         read_alibaba_pods)
+from gpuscale.scheduling.replay import (
+    Placer,
+    ReplayNodes,
+    fragmented_gpus,
+    replay_fill,
+    replay_timed,
+)
+from gpuscale.workloads.gpu_jobs import (
+    AlibabaNodes,
+    AlibabaPods,
+    read_alibaba_nodes,
+    read_alibaba_pods,
+)
 
 TRACE = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "alibaba_gpu_v2023"
 
@@ -33,7 +42,7 @@ def test_binpack_shares_one_gpu_spread_uses_two_nodes():
         rn = ReplayNodes.from_trace(nodes([2, 2]))
         placer = Placer(rn, policy, None)
         where = []
-        for i in range(2):
+        for _ in range(2):
             node, gpus = placer.place(1000, 1024, 1, 400)
             placer.apply(node, gpus, 1000, 1024, 400, +1)
             where.append((node, int(gpus[0])))

@@ -7,7 +7,7 @@ e26eb8f79fa9a6a7c38eac0f5291302402b20364), at the payload sizes of the TP rows' 
 
 import pytest
 
-from gpuscale.catalog.specs import get_gpu, get_model, Precision
+from gpuscale.catalog.specs import Precision, get_gpu, get_model
 from gpuscale.serving.performance import ReplicaHardware, allreduce_time_s
 
 VIDUR_H100_DGX_MS = {

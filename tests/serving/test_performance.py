@@ -17,7 +17,9 @@ from gpuscale.serving.performance import (
 )
 
 
-def _hw(gpu: str, model: str, tp: int = 1, precision: Precision = Precision.BF16) -> ReplicaHardware:
+def _hw(
+    gpu: str, model: str, tp: int = 1, precision: Precision = Precision.BF16
+) -> ReplicaHardware:
     return ReplicaHardware(get_gpu(gpu), get_model(model), precision, precision, tp)
 
 

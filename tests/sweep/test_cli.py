@@ -27,7 +27,9 @@ def test_sweep_then_rerun_skips_everything_and_report_draws_the_table(tmp_path):
                                        "strategies": ["keda-queue"]})
     out = tmp_path / "t.csv"
     runner = CliRunner()
-    first = runner.invoke(cli, ["sweep", scenario, "--grid", grid, "--out", str(out), "--workers", "1"])
+    first = runner.invoke(
+        cli, ["sweep", scenario, "--grid", grid, "--out", str(out), "--workers", "1"]
+    )
     assert first.exit_code == 0, first.output
     assert "2 runs: 0 already" in first.output and len(read_table(out)) == 2
     second = runner.invoke(cli, ["sweep", scenario, "--grid", grid, "--out", str(out)])
@@ -39,7 +41,9 @@ def test_sweep_then_rerun_skips_everything_and_report_draws_the_table(tmp_path):
 
 def test_bad_override_path_exits_2_naming_it(tmp_path):
     scenario, grid = _files(tmp_path, {"parameters": {"strategies[9].name": ["x"]}})
-    result = CliRunner().invoke(cli, ["sweep", scenario, "--grid", grid, "--out", str(tmp_path / "t.csv")])
+    result = CliRunner().invoke(
+        cli, ["sweep", scenario, "--grid", grid, "--out", str(tmp_path / "t.csv")]
+    )
     assert result.exit_code == 2 and "strategies[9].name" in result.output
 
 

@@ -91,7 +91,10 @@ def test_ray_backend_gives_the_same_rows(reference, tmp_path):
              runtime_env={"env_vars": {"PYTHONPATH": str(SRC)}})
     try:
         out = tmp_path / "ray.csv"
-        assert run_sweep(tiny(), Path("."), expand_grid(GRID, tiny()), out, backend="ray") == (0, 16)
+        assert run_sweep(tiny(), Path("."), expand_grid(GRID, tiny()), out, backend="ray") == (
+            0,
+            16,
+        )
         assert by_id(read_table(out)) == reference
     finally:
         ray.shutdown()

@@ -97,9 +97,15 @@ def test_burstgpt_options_reach_the_reader():
 @pytest.mark.parametrize(
     "fields, message",
     [
-        ({"format": "generic", "path": "x.csv", "model": "GPT-4"}, "model only apply to format burstgpt"),
+        (
+            {"format": "generic", "path": "x.csv", "model": "GPT-4"},
+            "model only apply to format burstgpt",
+        ),
         ({"format": "azure", "path": "x.csv", "drop_failed": False}, "drop_failed only apply"),
-        ({"format": "generic", "path": "x.csv", "start_s": 5, "end_s": 5}, r"end_s \(5.0\) must be > start_s"),
+        (
+            {"format": "generic", "path": "x.csv", "start_s": 5, "end_s": 5},
+            r"end_s \(5.0\) must be > start_s",
+        ),
         ({"format": "generic", "path": "x.csv", "rate_scale": 0}, "greater than 0"),
         ({"format": "generic", "path": "x.csv", "repeat": 0}, "greater than or equal to 1"),
         ({"format": "csv", "path": "x.csv"}, "'azure', 'generic', 'mooncake' or 'burstgpt'"),

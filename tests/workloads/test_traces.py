@@ -102,7 +102,11 @@ GENERIC_HEAD = "arrival_s,prompt_tokens,output_tokens\n"
         ("0,1,1\n1,abc,2\n", "line 3, column prompt_tokens", "expected an integer >= 1, got 'abc'"),
         ("0,1,1\n1,0,2\n", "line 3, column prompt_tokens", "expected an integer >= 1, got '0'"),
         ("0,1,1\n1,2,2.5\n", "line 3, column output_tokens", "expected an integer >= 1, got '2.5'"),
-        ("0,1,1\nnan,1,1\n", "line 3, column arrival_s", "expected a finite number >= 0, got 'nan'"),
+        (
+            "0,1,1\nnan,1,1\n",
+            "line 3, column arrival_s",
+            "expected a finite number >= 0, got 'nan'",
+        ),
         ("-1,1,1\n", "line 2, column arrival_s", "expected a finite number >= 0, got '-1'"),
         ("0,1,1\n5,1,1\n4,1,1\n", "line 4, column arrival_s", "expected rows sorted by arrival_s"),
         ("0,1,1\n1,1\n", "line 3", "expected 3 fields like the header, got 2"),
@@ -157,10 +161,22 @@ def test_azure_bad_rows(tmp_path, row, expected):
 @pytest.mark.parametrize(
     "line, expected",
     [
-        ('{"timestamp": 1, "input_length": 5}', "line 2, key output_length: expected an integer >= 1, got nothing"),
-        ('{"timestamp": 1, "input_length": 0, "output_length": 1}', "line 2, key input_length: expected an integer >= 1, got 0"),
-        ('{"timestamp": "1", "input_length": 3, "output_length": 1}', "line 2, key timestamp: expected an integer, got '1'"),
-        ('{"timestamp": 1, "input_length": 3, "output_length": true}', "key output_length: expected an integer >= 1, got True"),
+        (
+            '{"timestamp": 1, "input_length": 5}',
+            "line 2, key output_length: expected an integer >= 1, got nothing",
+        ),
+        (
+            '{"timestamp": 1, "input_length": 0, "output_length": 1}',
+            "line 2, key input_length: expected an integer >= 1, got 0",
+        ),
+        (
+            '{"timestamp": "1", "input_length": 3, "output_length": 1}',
+            "line 2, key timestamp: expected an integer, got '1'",
+        ),
+        (
+            '{"timestamp": 1, "input_length": 3, "output_length": true}',
+            "key output_length: expected an integer >= 1, got True",
+        ),
         ("[1, 2]", "line 2: expected a JSON object, got list"),
         ("{oops", "line 2: expected a JSON object, got invalid JSON"),
     ],
@@ -195,7 +211,7 @@ def test_header_only_files_give_empty_tables(tmp_path):
 
 def test_integers_beyond_int64_are_user_errors(tmp_path):
     path = _write(tmp_path, "t.csv", GENERIC_HEAD + "0,99999999999999999999,1\n")
-    with pytest.raises(UserInputError, match="line 2, column prompt_tokens: .* fits in 64 bits"):
+    with pytest.raises(UserInputError, match=r"line 2, column prompt_tokens: .* fits in 64 bits"):
         read_generic_csv(path)
     huge = '{"timestamp": 0, "input_length": 99999999999999999999, "output_length": 1}\n'
     with pytest.raises(UserInputError, match="line 1, key input_length"):

@@ -34,7 +34,9 @@ class Severity(IntEnum):
         try:
             return cls[text.upper()]
         except KeyError:
-            raise ValueError(f"unknown severity {text!r}; expected info, warning or error") from None
+            raise ValueError(
+                f"unknown severity {text!r}; expected info, warning or error"
+            ) from None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .base import AutoscalerView
+from gpuscale.autoscaling.base import AutoscalerView
 
 
 def ticks_per_interval(interval_s: float, period_s: float) -> int:
@@ -19,7 +19,9 @@ def ticks_per_interval(interval_s: float, period_s: float) -> int:
     ratio = interval_s / period_s
     n = round(ratio)
     if n < 1 or not math.isclose(ratio, n, rel_tol=1e-9):
-        raise ValueError(f"interval {interval_s} s is not a whole multiple of the sampling period {period_s} s")
+        raise ValueError(
+            f"interval {interval_s} s is not a whole multiple of the sampling period {period_s} s"
+        )
     return n
 
 
@@ -29,7 +31,7 @@ class Sums:
 
     totals: tuple[tuple[str, float, int], ...] = ()
 
-    def add(self, **values: float | None) -> "Sums":
+    def add(self, **values: float | None) -> Sums:
         acc = {name: (total, count) for name, total, count in self.totals}
         for name, value in values.items():
             if value is None:
@@ -57,7 +59,8 @@ class Stamp:
 
 
 def push_window(window: tuple[Stamp, ...], sample: Stamp, length_s: float) -> tuple[Stamp, ...]:
-    """Append `sample` and drop samples that fell out of (now - length, now]: bounded by length / period."""
+    """Append `sample` and drop samples that fell out of (now - length, now]: bounded by length /
+    period."""
     cutoff = sample.time_s - length_s
     return tuple(s for s in window if s.time_s > cutoff) + (sample,)
 
@@ -74,4 +77,6 @@ def ready_pods(view: AutoscalerView) -> int:
 
 def pods_in_flight(view: AutoscalerView) -> int:
     """Pods asked for but not serving yet (Pending, or Running but not Ready)."""
-    return sum(1 for p in view.pods if p.phase != "Failed" and not (p.phase == "Running" and p.ready))
+    return sum(
+        1 for p in view.pods if p.phase != "Failed" and not (p.phase == "Running" and p.ready)
+    )

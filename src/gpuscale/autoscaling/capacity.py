@@ -23,7 +23,8 @@ from gpuscale.serving.performance import StepCost
 
 
 def prefill_time_s(cost: StepCost, prompt_tokens: int, chunk_tokens: int) -> float:
-    """Unloaded time to prefill one prompt, split into chunks of the token budget (chunked prefill)."""
+    """Unloaded time to prefill one prompt, split into chunks of the token budget (chunked
+    prefill)."""
     total, done = 0.0, 0
     while done < prompt_tokens:
         chunk = min(chunk_tokens, prompt_tokens - done)
@@ -45,7 +46,9 @@ def prefill_capacity_tokens_per_s(cost: StepCost, prompt_tokens: int, budget_tok
     return per_step * prompt_tokens / step
 
 
-def prefill_utilization_at_ttft(service_s: float, min_ttft_s: float, ttft_target_s: float) -> float | None:
+def prefill_utilization_at_ttft(
+    service_s: float, min_ttft_s: float, ttft_target_s: float
+) -> float | None:
     """Largest utilisation rho with min_ttft + M/D/1 wait <= target; None when min_ttft > target.
 
     M/D/1 mean wait with service time S: rho S / (2 (1 - rho)); solving for rho with slack
@@ -57,7 +60,9 @@ def prefill_utilization_at_ttft(service_s: float, min_ttft_s: float, ttft_target
     return 2.0 * slack / (service_s + 2.0 * slack)
 
 
-def decode_batch_at_itl(cost: StepCost, context_tokens: float, itl_target_s: float, max_batch: int) -> tuple[int, bool]:
+def decode_batch_at_itl(
+    cost: StepCost, context_tokens: float, itl_target_s: float, max_batch: int
+) -> tuple[int, bool]:
     """Largest batch b <= max_batch with step(b, b x context) <= target, and whether b = 1 meets it.
 
     The step time grows with b (more KV read, more per-sequence overhead), so a bisection finds
@@ -90,10 +95,19 @@ class ReplicaCapacity:
     itl_feasible: bool
 
 
-def replica_capacity(cost: StepCost, *, isl_tokens: float, osl_tokens: float, ttft_target_s: float,
-                     itl_target_s: float, budget_tokens: int, max_num_seqs: int, kv_capacity_tokens: int) -> ReplicaCapacity:
+def replica_capacity(
+    cost: StepCost,
+    *,
+    isl_tokens: float,
+    osl_tokens: float,
+    ttft_target_s: float,
+    itl_target_s: float,
+    budget_tokens: int,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+) -> ReplicaCapacity:
     """Prefill and decode throughput of one replica that meet the targets."""
-    isl = max(1, int(round(isl_tokens)))
+    isl = max(1, round(isl_tokens))
     capacity = prefill_capacity_tokens_per_s(cost, isl, budget_tokens)
     min_ttft = prefill_time_s(cost, isl, budget_tokens)
     rho = prefill_utilization_at_ttft(isl / capacity, min_ttft, ttft_target_s)
@@ -101,13 +115,22 @@ def replica_capacity(cost: StepCost, *, isl_tokens: float, osl_tokens: float, tt
     prefill = capacity * (rho if rho is not None else 1.0)
     context = isl + max(osl_tokens, 1.0) / 2.0
     kv_batch = int(kv_capacity_tokens // context)
-    batch, itl_ok = decode_batch_at_itl(cost, context, itl_target_s, min(max_num_seqs, max(kv_batch, 1)))
+    batch, itl_ok = decode_batch_at_itl(
+        cost, context, itl_target_s, min(max_num_seqs, max(kv_batch, 1))
+    )
     decode = batch / cost.decode_step_s(batch, batch * context)
     return ReplicaCapacity(prefill, decode, batch, min_ttft, rho is not None, itl_ok)
 
 
-def replicas_for(role: str, rate_per_s: float, isl_tokens: float, osl_tokens: float, cap: ReplicaCapacity,
-                 ttft_target_s: float, prefill_scale: float = 1.0) -> int:
+def replicas_for(
+    role: str,
+    rate_per_s: float,
+    isl_tokens: float,
+    osl_tokens: float,
+    cap: ReplicaCapacity,
+    ttft_target_s: float,
+    prefill_scale: float = 1.0,
+) -> int:
     """Replicas of `role` for the demand (0 for no demand; bounds are the caller's).
 
     prefill: ceil(rate x isl / prefill throughput), at least Dynamo's `sla_floor`

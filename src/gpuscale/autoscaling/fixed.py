@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.base import AutoscalerView, NoExplanation, PolicySpec
 
 
 class FixedParams(BaseModel):
@@ -17,7 +17,9 @@ class FixedParams(BaseModel):
     kind: Literal["fixed"] = "fixed"
     replicas: int = Field(ge=0, description="Replica count to hold.")
     period_s: float = Field(
-        default=15.0, gt=0, description="How often the count is re-asserted, s; 15 s like the HPA sync period."
+        default=15.0,
+        gt=0,
+        description="How often the count is re-asserted, s; 15 s like the HPA sync period.",
     )
 
 
@@ -40,4 +42,6 @@ def build(params: FixedParams) -> list[FixedReplicas]:
     return [FixedReplicas(params)]
 
 
-SPEC = PolicySpec(name="fixed", params=FixedParams, build=build, summary="Fixed replica count (no autoscaling).")
+SPEC = PolicySpec(
+    name="fixed", params=FixedParams, build=build, summary="Fixed replica count (no autoscaling)."
+)

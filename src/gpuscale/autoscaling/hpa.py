@@ -9,13 +9,14 @@ Reference: ../shared/reference/layer3-replica-autoscaling.md section 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import AutoscalerView, PolicySpec
-from .behavior import (
+from gpuscale.autoscaling.base import AutoscalerView, PolicySpec
+from gpuscale.autoscaling.behavior import (
     Behavior,
     ResolvedRules,
     Stamped,
@@ -26,7 +27,7 @@ from .behavior import (
     stabilize_with_behavior,
     store_scale_event,
 )
-from .replica_calc import (
+from gpuscale.autoscaling.replica_calc import (
     CpuReadiness,
     MetricError,
     Tolerances,
@@ -50,9 +51,15 @@ class MetricQuery(BaseModel):
 
     metric: str = Field(description="Series name, e.g. vllm:num_requests_waiting.")
     aggregation: Literal["sum", "avg", "max"] = Field(
-        default="sum", description="sum: a total, which External/AverageValue divides by the target (KEDA's default)."
+        default="sum",
+        description=(
+            "sum: a total, which External/AverageValue "
+            "divides by the target (KEDA's default)."
+        ),
     )
-    source: Literal["pods", "signal"] = Field(default="pods", description="pods: aggregate the per-pod series; signal: a view signal.")
+    source: Literal["pods", "signal"] = Field(
+        default="pods", description="pods: aggregate the per-pod series; signal: a view signal."
+    )
 
     @property
     def label(self) -> str:
@@ -72,8 +79,13 @@ class MetricTarget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    type: Literal["AverageValue", "Value", "Utilization"] = Field(description="Target type (reference 1.2).")
-    value: float = Field(gt=0, description="Target in the metric's own unit; for Utilization, percent of the request.")
+    type: Literal["AverageValue", "Value", "Utilization"] = Field(
+        description="Target type (reference 1.2)."
+    )
+    value: float = Field(
+        gt=0,
+        description="Target in the metric's own unit; for Utilization, percent of the request.",
+    )
 
 
 class MetricSpec(BaseModel):
@@ -81,15 +93,20 @@ class MetricSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    type: Literal["Pods", "External", "Object", "Resource"] = Field(description="Metric source type (reference 1.2).")
-    metric: str | None = Field(
-        default=None, description="Pods: per-pod series name; Resource: resource name (cpu, memory)."
+    type: Literal["Pods", "External", "Object", "Resource"] = Field(
+        description="Metric source type (reference 1.2)."
     )
-    query: MetricQuery | None = Field(default=None, description="External/Object: the scalar the pipeline returns.")
+    metric: str | None = Field(
+        default=None,
+        description="Pods: per-pod series name; Resource: resource name (cpu, memory).",
+    )
+    query: MetricQuery | None = Field(
+        default=None, description="External/Object: the scalar the pipeline returns."
+    )
     target: MetricTarget
 
     @model_validator(mode="after")
-    def _check_combination(self) -> "MetricSpec":
+    def _check_combination(self) -> MetricSpec:
         allowed = {
             "Pods": {"AverageValue"},
             "Resource": {"AverageValue", "Utilization"},
@@ -97,14 +114,20 @@ class MetricSpec(BaseModel):
             "Object": {"AverageValue", "Value"},
         }[self.type]
         if self.target.type not in allowed:
-            raise ValueError(f"{self.type} metrics accept target types {sorted(allowed)}, not {self.target.type}")
+            raise ValueError(
+                f"{self.type} metrics accept target types {sorted(allowed)}, not {self.target.type}"
+            )
         if self.type in ("Pods", "Resource"):
             if self.metric is None or self.query is not None:
-                raise ValueError(f"{self.type} metrics need `metric` (a per-pod series) and no `query`")
+                raise ValueError(
+                    f"{self.type} metrics need `metric` (a per-pod series) and no `query`"
+                )
         elif self.query is None or self.metric is not None:
             raise ValueError(f"{self.type} metrics need `query` and no `metric`")
         if self.target.type == "Utilization" and self.target.value != int(self.target.value):
-            raise ValueError("Utilization targets are whole percent (averageUtilization is an int32)")
+            raise ValueError(
+                "Utilization targets are whole percent (averageUtilization is an int32)"
+            )
         return self
 
     @property
@@ -119,8 +142,12 @@ class HpaParams(BaseModel):
 
     kind: Literal["hpa"] = "hpa"
     min_replicas: int = Field(
-        default=1, ge=0,
-        description="Floor (API default 1). 0 needs the alpha HPAScaleToZero gate and an Object/External metric.",
+        default=1,
+        ge=0,
+        description=(
+            "Floor (API default 1). 0 needs the alpha HPAScaleToZero gate and an Object/External "
+            "metric."
+        ),
     )
     max_replicas: int = Field(ge=1, description="Ceiling; required by the API.")
     metrics: tuple[MetricSpec, ...] = Field(
@@ -128,32 +155,54 @@ class HpaParams(BaseModel):
         description="Required here: the API default (cpu at 80 %) is inert for GPU serving pods.",
     )
     behavior: Behavior | None = Field(
-        default=None, description="None = legacy path (5-min max of proposals, scale-up cap max(2x, 4)), as KEDA leaves it."
+        default=None,
+        description=(
+            "None = legacy path (5-min max of proposals, scale-up cap max(2x, 4)), as KEDA leaves "
+            "it."
+        ),
     )
-    tolerance_frac: float = Field(default=0.1, ge=0, description="--horizontal-pod-autoscaler-tolerance (default 0.1).")
+    tolerance_frac: float = Field(
+        default=0.1, ge=0, description="--horizontal-pod-autoscaler-tolerance (default 0.1)."
+    )
     downscale_stabilization_s: float = Field(
-        default=300.0, ge=0, description="--horizontal-pod-autoscaler-downscale-stabilization (default 5 min)."
+        default=300.0,
+        ge=0,
+        description="--horizontal-pod-autoscaler-downscale-stabilization (default 5 min).",
     )
-    sync_period_s: float = Field(default=15.0, gt=0, description="--horizontal-pod-autoscaler-sync-period (default 15 s).")
+    sync_period_s: float = Field(
+        default=15.0, gt=0, description="--horizontal-pod-autoscaler-sync-period (default 15 s)."
+    )
     cpu_initialization_period_s: float = Field(
-        default=300.0, ge=0, description="--horizontal-pod-autoscaler-cpu-initialization-period (default 5 min); cpu only."
+        default=300.0,
+        ge=0,
+        description=(
+            "--horizontal-pod-autoscaler-cpu-initialization-period "
+            "(default 5 min); cpu only."
+        ),
     )
     initial_readiness_delay_s: float = Field(
-        default=30.0, ge=0, description="--horizontal-pod-autoscaler-initial-readiness-delay (default 30 s); cpu only."
+        default=30.0,
+        ge=0,
+        description="--horizontal-pod-autoscaler-initial-readiness-delay (default 30 s); cpu only.",
     )
 
     @model_validator(mode="after")
-    def _check_bounds(self) -> "HpaParams":
+    def _check_bounds(self) -> HpaParams:
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas {self.min_replicas} > max_replicas {self.max_replicas}")
-        if self.min_replicas == 0 and not any(m.type in ("Object", "External") for m in self.metrics):
-            raise ValueError("min_replicas 0 requires at least one Object or External metric (HPAScaleToZero)")
+        if self.min_replicas == 0 and not any(
+            m.type in ("Object", "External") for m in self.metrics
+        ):
+            raise ValueError(
+                "min_replicas 0 requires at least one Object or External metric (HPAScaleToZero)"
+            )
         return self
 
 
 @dataclass(frozen=True)
 class Fallback:
-    """KEDA fallback (static): after more than `failure_threshold` failed reads, aim at `replicas`."""
+    """KEDA fallback (static): after more than `failure_threshold` failed reads, aim at
+    `replicas`."""
 
     failure_threshold: int
     replicas: int
@@ -199,12 +248,24 @@ class HpaController:
         down_tol = up_tol = params.tolerance_frac
         if params.behavior is not None:
             b = params.behavior
-            self._up = resolve_rules(b.scale_up, scale_up=True, downscale_stabilization_s=params.downscale_stabilization_s)
-            self._down = resolve_rules(b.scale_down, scale_up=False, downscale_stabilization_s=params.downscale_stabilization_s)
+            self._up = resolve_rules(
+                b.scale_up,
+                scale_up=True,
+                downscale_stabilization_s=params.downscale_stabilization_s,
+            )
+            self._down = resolve_rules(
+                b.scale_down,
+                scale_up=False,
+                downscale_stabilization_s=params.downscale_stabilization_s,
+            )
             up_tol = self._up.tolerance_frac if self._up.tolerance_frac is not None else up_tol
-            down_tol = self._down.tolerance_frac if self._down.tolerance_frac is not None else down_tol
+            down_tol = (
+                self._down.tolerance_frac if self._down.tolerance_frac is not None else down_tol
+            )
         self._tol = Tolerances(down=down_tol, up=up_tol)
-        self._cpu = CpuReadiness(params.cpu_initialization_period_s, params.initial_readiness_delay_s)
+        self._cpu = CpuReadiness(
+            params.cpu_initialization_period_s, params.initial_readiness_delay_s
+        )
         # Scratch of the sync in progress, moved into HpaState.readings by `decide`.
         self._last_ratio: float | None = None
         self._readings: tuple[tuple[str, float | None, int], ...] = ()
@@ -233,13 +294,17 @@ class HpaController:
             return None, state
         return desired, self._record_scale(now, current, desired, state)
 
-    def _normalize(self, now: float, current: int, desired: int, state: HpaState) -> tuple[int, HpaState]:
+    def _normalize(
+        self, now: float, current: int, desired: int, state: HpaState
+    ) -> tuple[int, HpaState]:
         p, recs = self.params, state.recommendations or ()
         if self._up is None or self._down is None:
             stabilized, recs = stabilize_legacy(recs, now, desired, p.downscale_stabilization_s)
             result = legacy_bounded(current, stabilized, p.min_replicas, p.max_replicas)
         else:
-            stabilized, recs = stabilize_with_behavior(recs, now, current, desired, self._up, self._down)
+            stabilized, recs = stabilize_with_behavior(
+                recs, now, current, desired, self._up, self._down
+            )
             result = rate_limited(current, stabilized, p.min_replicas, p.max_replicas,
                                   state.up_events, state.down_events, self._up, self._down, now)
         return result, replace(state, recommendations=recs, condition="ValidMetricFound")
@@ -249,8 +314,18 @@ class HpaController:
         if self._up is None or self._down is None:
             return state
         if desired > current:
-            return replace(state, up_events=store_scale_event(state.up_events, now, desired - current, self._up.longest_period_s))
-        return replace(state, down_events=store_scale_event(state.down_events, now, current - desired, self._down.longest_period_s))
+            return replace(
+                state,
+                up_events=store_scale_event(
+                    state.up_events, now, desired - current, self._up.longest_period_s
+                ),
+            )
+        return replace(
+            state,
+            down_events=store_scale_event(
+                state.down_events, now, current - desired, self._down.longest_period_s
+            ),
+        )
 
     def explain(self, view: AutoscalerView, state: HpaState) -> dict[str, Any]:
         """Condition, the max proposal, each metric's usage ratio and the tolerance band."""
@@ -259,8 +334,11 @@ class HpaController:
                 "metrics": [{"metric": label, "usage_ratio": ratio, "replicas": replicas}
                             for label, ratio, replicas in state.readings]}
 
-    def _proposal(self, view: AutoscalerView, state: HpaState) -> tuple[int | None, tuple[int, ...], str]:
-        """`computeReplicasForMetrics`: max over metrics; None when all fail or a failure blocks scale-down."""
+    def _proposal(
+        self, view: AutoscalerView, state: HpaState
+    ) -> tuple[int | None, tuple[int, ...], str]:
+        """`computeReplicasForMetrics`: max over metrics; None when all fail or a failure blocks
+        scale-down."""
         failures = list(state.failures) or [0] * len(self.params.metrics)
         replicas, invalid, first_error = 0, 0, ""
         readings: list[tuple[str, float | None, int]] = []
@@ -275,11 +353,15 @@ class HpaController:
             if replicas == 0 or proposal > replicas:
                 replicas = proposal
         self._readings = tuple(readings)
-        if invalid >= len(self.params.metrics) or (invalid > 0 and replicas < view.current_replicas):
+        if invalid >= len(self.params.metrics) or (
+            invalid > 0 and replicas < view.current_replicas
+        ):
             return None, tuple(failures), first_error
         return replicas, tuple(failures), first_error
 
-    def _metric_proposal(self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]) -> int:
+    def _metric_proposal(
+        self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]
+    ) -> int:
         current = view.current_replicas
         pods = [p for p in view.pods if p.phase != "Failed"]
         target = spec.target
@@ -295,8 +377,13 @@ class HpaController:
                 self._last_ratio = sum(groups.samples.values()) / len(groups.samples) \
                     / to_milli(target.value)
             if target.type == "Utilization":
-                return resource_utilization_replicas(current, groups, self._requests(view, str(spec.metric)),
-                                                     int(target.value), self._tol)
+                return resource_utilization_replicas(
+                    current,
+                    groups,
+                    self._requests(view, str(spec.metric)),
+                    int(target.value),
+                    self._tol,
+                )
             return plain_metric_replicas(current, groups, to_milli(target.value), self._tol)
         usage = to_milli(self._read(view, spec, index, failures))
         if target.type == "AverageValue":  # status.replicas: pods that exist
@@ -307,7 +394,9 @@ class HpaController:
         ready = sum(1 for p in view.pods if p.phase == "Running" and p.ready) if view.pods else None
         return value_replicas(current, usage, to_milli(target.value), ready, self._tol)
 
-    def _read(self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]) -> float:
+    def _read(
+        self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]
+    ) -> float:
         value = self._reader(view, spec)
         if value is not None:
             failures[index] = 0
@@ -341,5 +430,8 @@ SPEC = PolicySpec(
     name="hpa",
     params=HpaParams,
     build=build,
-    summary="Kubernetes HPA autoscaling/v2: per-metric ratio proposals, max, behavior or legacy stabilization.",
+    summary=(
+        "Kubernetes HPA autoscaling/v2: per-metric ratio proposals, max, behavior or legacy "
+        "stabilization."
+    ),
 )

@@ -15,9 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import AutoscalerView, PolicySpec, ReplicaAutoscaler
-from .behavior import Behavior
-from .hpa import Fallback, HpaController, HpaParams, MetricQuery, MetricSpec, MetricTarget, query_value
+from gpuscale.autoscaling.base import AutoscalerView, PolicySpec, ReplicaAutoscaler
+from gpuscale.autoscaling.behavior import Behavior
+from gpuscale.autoscaling.hpa import (
+    Fallback,
+    HpaController,
+    HpaParams,
+    MetricQuery,
+    MetricSpec,
+    MetricTarget,
+    query_value,
+)
 
 
 class PrometheusTrigger(BaseModel):
@@ -26,13 +34,23 @@ class PrometheusTrigger(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["prometheus"] = "prometheus"
-    query: MetricQuery = Field(description="Aggregation of one per-pod series, e.g. sum(vllm:num_requests_waiting).")
-    threshold: float = Field(gt=0, description="HPA target per replica (AverageValue) or in total (Value).")
-    activation_threshold: float = Field(
-        default=0.0, description="Active iff value > this, strictly (prometheus_scaler.go; default 0)."
+    query: MetricQuery = Field(
+        description="Aggregation of one per-pod series, e.g. sum(vllm:num_requests_waiting)."
     )
-    metric_type: Literal["AverageValue", "Value"] = Field(default="AverageValue", description="KEDA default AverageValue.")
-    ignore_null_values: bool = Field(default=True, description="Empty result or NaN counts as 0 instead of an error (default true).")
+    threshold: float = Field(
+        gt=0, description="HPA target per replica (AverageValue) or in total (Value)."
+    )
+    activation_threshold: float = Field(
+        default=0.0,
+        description="Active iff value > this, strictly (prometheus_scaler.go; default 0).",
+    )
+    metric_type: Literal["AverageValue", "Value"] = Field(
+        default="AverageValue", description="KEDA default AverageValue."
+    )
+    ignore_null_values: bool = Field(
+        default=True,
+        description="Empty result or NaN counts as 0 instead of an error (default true).",
+    )
 
 
 class FallbackParams(BaseModel):
@@ -40,20 +58,26 @@ class FallbackParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    failure_threshold: int = Field(ge=0, description="Consecutive failed reads tolerated before falling back.")
+    failure_threshold: int = Field(
+        ge=0, description="Consecutive failed reads tolerated before falling back."
+    )
     replicas: int = Field(ge=0, description="Replica count the synthetic metric steers the HPA to.")
 
 
 class HorizontalPodAutoscalerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    behavior: Behavior | None = Field(default=None, description="Copied verbatim into the generated HPA.")
+    behavior: Behavior | None = Field(
+        default=None, description="Copied verbatim into the generated HPA."
+    )
 
 
 class Advanced(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    horizontal_pod_autoscaler_config: HorizontalPodAutoscalerConfig = Field(default_factory=HorizontalPodAutoscalerConfig)
+    horizontal_pod_autoscaler_config: HorizontalPodAutoscalerConfig = Field(
+        default_factory=HorizontalPodAutoscalerConfig
+    )
 
 
 class KedaParams(BaseModel):
@@ -62,29 +86,64 @@ class KedaParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["keda"] = "keda"
-    polling_interval_s: float = Field(default=30.0, gt=0, description="pollingInterval (default 30 s): the 0<->1 loop period.")
-    cooldown_period_s: float = Field(default=300.0, ge=0, description="cooldownPeriod (default 300 s) after the last active poll before ->0.")
-    initial_cooldown_period_s: float = Field(default=0.0, ge=0, description="initialCooldownPeriod (default 0) after creation.")
-    min_replica_count: int = Field(default=0, ge=0, description="minReplicaCount (default 0 = scale to zero).")
-    max_replica_count: int = Field(default=100, ge=1, description="maxReplicaCount (default 100), the HPA's maxReplicas.")
-    idle_replica_count: int | None = Field(default=None, ge=0, description="idleReplicaCount; must be < min (docs: only 0 works).")
-    triggers: tuple[PrometheusTrigger, ...] = Field(min_length=1, description="Prometheus triggers; active if any is.")
+    polling_interval_s: float = Field(
+        default=30.0, gt=0, description="pollingInterval (default 30 s): the 0<->1 loop period."
+    )
+    cooldown_period_s: float = Field(
+        default=300.0,
+        ge=0,
+        description="cooldownPeriod (default 300 s) after the last active poll before ->0.",
+    )
+    initial_cooldown_period_s: float = Field(
+        default=0.0, ge=0, description="initialCooldownPeriod (default 0) after creation."
+    )
+    min_replica_count: int = Field(
+        default=0, ge=0, description="minReplicaCount (default 0 = scale to zero)."
+    )
+    max_replica_count: int = Field(
+        default=100, ge=1, description="maxReplicaCount (default 100), the HPA's maxReplicas."
+    )
+    idle_replica_count: int | None = Field(
+        default=None, ge=0, description="idleReplicaCount; must be < min (docs: only 0 works)."
+    )
+    triggers: tuple[PrometheusTrigger, ...] = Field(
+        min_length=1, description="Prometheus triggers; active if any is."
+    )
     advanced: Advanced = Field(default_factory=Advanced)
-    fallback: FallbackParams | None = Field(default=None, description="Static fallback on failing triggers.")
-    hpa_sync_period_s: float = Field(default=15.0, gt=0, description="Sync period of the generated HPA (controller default 15 s).")
-    hpa_tolerance_frac: float = Field(default=0.1, ge=0, description="Controller tolerance of the generated HPA (default 0.1).")
+    fallback: FallbackParams | None = Field(
+        default=None, description="Static fallback on failing triggers."
+    )
+    hpa_sync_period_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="Sync period of the generated HPA (controller default 15 s).",
+    )
+    hpa_tolerance_frac: float = Field(
+        default=0.1, ge=0, description="Controller tolerance of the generated HPA (default 0.1)."
+    )
 
     @model_validator(mode="after")
-    def _check_counts(self) -> "KedaParams":
+    def _check_counts(self) -> KedaParams:
         if self.min_replica_count > self.max_replica_count:
-            raise ValueError(f"min_replica_count {self.min_replica_count} > max_replica_count {self.max_replica_count}")
-        if self.idle_replica_count is not None and self.idle_replica_count >= self.min_replica_count:
-            raise ValueError("idle_replica_count must be lower than min_replica_count (KEDA admission check)")
+            raise ValueError(
+                f"min_replica_count {self.min_replica_count} > max_replica_count "
+                f"{self.max_replica_count}"
+            )
+        if (
+            self.idle_replica_count is not None
+            and self.idle_replica_count >= self.min_replica_count
+        ):
+            raise ValueError(
+                "idle_replica_count must be lower than min_replica_count (KEDA admission check)"
+            )
         return self
 
 
-def trigger_value(view: AutoscalerView, query: MetricQuery, ignore_null_values: bool) -> float | None:
-    """The Prometheus scaler's reading: empty or NaN/Inf -> 0 when ignoring nulls, else an error (None)."""
+def trigger_value(
+    view: AutoscalerView, query: MetricQuery, ignore_null_values: bool
+) -> float | None:
+    """The Prometheus scaler's reading: empty or NaN/Inf -> 0 when ignoring nulls, else an error
+    (None)."""
     value = query_value(view, query)
     if value is None or not math.isfinite(value):
         return 0.0 if ignore_null_values else None
@@ -99,7 +158,8 @@ class KedaState:
 
 
 class KedaOperator:
-    """KEDA's own loop (`RequestScale`): owns 0 <-> max(min, 1) and -> idle; the HPA owns the rest."""
+    """KEDA's own loop (`RequestScale`): owns 0 <-> max(min, 1) and -> idle; the HPA owns the
+    rest."""
 
     def __init__(self, params: KedaParams):
         self.name = "keda-operator"
@@ -115,12 +175,17 @@ class KedaOperator:
             state = replace(state, created_s=now)
         values = [trigger_value(view, t.query, t.ignore_null_values) for t in p.triggers]
         is_error = any(v is None for v in values)
-        is_active = any(v is not None and v > t.activation_threshold for v, t in zip(values, p.triggers))
+        is_active = any(
+            v is not None and v > t.activation_threshold
+            for v, t in zip(values, p.triggers, strict=True)
+        )
         idle, min_count = p.idle_replica_count, p.min_replica_count
         if is_active:
             if (idle is not None and current < min_count) or current == 0:
                 # scaleFromZeroOrIdle: minReplicaCount if > 0, else 1
-                return self._change(current, min_count if min_count > 0 else 1), replace(state, last_active_s=now, condition="Activated")
+                return self._change(current, min_count if min_count > 0 else 1), replace(
+                    state, last_active_s=now, condition="Activated"
+                )
             if is_error:
                 return None, replace(state, condition="TriggerError")
             return None, replace(state, last_active_s=now, condition="Active")
@@ -138,11 +203,13 @@ class KedaOperator:
     def explain(self, view: AutoscalerView, state: KedaState) -> dict[str, Any]:
         """Activation: each trigger's value against its activation threshold (re-read from
         the same view `decide` saw; only the decision log calls this)."""
-        triggers = [{"query": t.query.label, "value": trigger_value(view, t.query, t.ignore_null_values),
-                     "activation_threshold": t.activation_threshold} for t in self.params.triggers]
+        pairs = [(t, trigger_value(view, t.query, t.ignore_null_values))
+                 for t in self.params.triggers]
+        triggers = [{"query": t.query.label, "value": value,
+                     "activation_threshold": t.activation_threshold} for t, value in pairs]
         return {"reason": state.condition, "triggers": triggers,
-                "active": any(x["value"] is not None and x["value"] > x["activation_threshold"]
-                              for x in triggers),
+                "active": any(value is not None and value > t.activation_threshold
+                              for t, value in pairs),
                 "last_active_s": state.last_active_s,
                 "cooldown_period_s": self.params.cooldown_period_s}
 
@@ -160,9 +227,14 @@ class KedaOperator:
 
 
 def generated_hpa_params(params: KedaParams) -> HpaParams:
-    """controllers/keda/hpa.go: one External metric per trigger (s<i>-prometheus), target = threshold."""
+    """controllers/keda/hpa.go: one External metric per trigger (s<i>-prometheus), target =
+    threshold."""
     metrics = tuple(
-        MetricSpec(type="External", query=t.query, target=MetricTarget(type=t.metric_type, value=t.threshold))
+        MetricSpec(
+            type="External",
+            query=t.query,
+            target=MetricTarget(type=t.metric_type, value=t.threshold),
+        )
         for t in params.triggers
     )
     return HpaParams(
@@ -196,5 +268,8 @@ SPEC = PolicySpec(
     name="keda",
     params=KedaParams,
     build=build,
-    summary="KEDA ScaledObject on Prometheus: operator loop for 0<->1 plus a generated HPA for 1<->N.",
+    summary=(
+        "KEDA ScaledObject on Prometheus: operator loop for "
+        "0<->1 plus a generated HPA for 1<->N."
+    ),
 )

@@ -26,9 +26,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import AutoscalerView, NoExplanation, PolicySpec
-from .behavior import clamp
-from .cadence import Stamp, push_window, ready_pods, window_mean
+from gpuscale.autoscaling.base import AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.behavior import clamp
+from gpuscale.autoscaling.cadence import Stamp, push_window, ready_pods, window_mean
 
 
 class KpaParams(BaseModel):
@@ -40,20 +40,44 @@ class KpaParams(BaseModel):
     metric: Literal["concurrency", "rps"] = Field(default="concurrency", description=(
         "concurrency: requests in flight (engine waiting + running, plus those the gateway "
         "holds, as the activator would); rps: the frontend request rate."))
-    tick_interval_s: float = Field(default=2.0, gt=0, description="Decision tick, s (multiscaler.go tickInterval 2 s).")
-    container_concurrency: int = Field(default=0, ge=0, description="containerConcurrency; 0 = unlimited (target default used).")
-    container_concurrency_target_default: float = Field(default=100.0, gt=0, description="Per-pod target when containerConcurrency is 0 (100).")
-    requests_per_second_target_default: float = Field(default=200.0, gt=0, description="Per-pod rps target (200).")
-    target: float | None = Field(default=None, gt=0, description="autoscaling.knative.dev/target annotation; overrides the defaults.")
-    target_utilization_frac: float = Field(default=0.7, gt=0, le=1, description="container-concurrency-target-percentage (70 %).")
-    stable_window_s: float = Field(default=60.0, ge=6, le=3600, description="stable-window (60 s; allowed 6 s - 1 h).")
-    panic_window_percentage: float = Field(default=10.0, ge=1, le=100, description="Panic window as % of stable (10 -> 6 s).")
-    panic_threshold_percentage: float = Field(default=200.0, gt=100, description="panic-threshold-percentage (200).")
+    tick_interval_s: float = Field(
+        default=2.0, gt=0, description="Decision tick, s (multiscaler.go tickInterval 2 s)."
+    )
+    container_concurrency: int = Field(
+        default=0, ge=0, description="containerConcurrency; 0 = unlimited (target default used)."
+    )
+    container_concurrency_target_default: float = Field(
+        default=100.0, gt=0, description="Per-pod target when containerConcurrency is 0 (100)."
+    )
+    requests_per_second_target_default: float = Field(
+        default=200.0, gt=0, description="Per-pod rps target (200)."
+    )
+    target: float | None = Field(
+        default=None,
+        gt=0,
+        description="autoscaling.knative.dev/target annotation; overrides the defaults.",
+    )
+    target_utilization_frac: float = Field(
+        default=0.7, gt=0, le=1, description="container-concurrency-target-percentage (70 %)."
+    )
+    stable_window_s: float = Field(
+        default=60.0, ge=6, le=3600, description="stable-window (60 s; allowed 6 s - 1 h)."
+    )
+    panic_window_percentage: float = Field(
+        default=10.0, ge=1, le=100, description="Panic window as % of stable (10 -> 6 s)."
+    )
+    panic_threshold_percentage: float = Field(
+        default=200.0, gt=100, description="panic-threshold-percentage (200)."
+    )
     max_scale_up_rate: float = Field(default=1000.0, gt=1, description="max-scale-up-rate (1000).")
     max_scale_down_rate: float = Field(default=2.0, gt=1, description="max-scale-down-rate (2).")
     enable_scale_to_zero: bool = Field(default=True, description="enable-scale-to-zero (true).")
-    scale_to_zero_grace_period_s: float = Field(default=30.0, ge=0, description="scale-to-zero-grace-period (30 s).")
-    scale_down_delay_s: float = Field(default=0.0, ge=0, le=3600, description="scale-down-delay (0 s): max of recent decisions.")
+    scale_to_zero_grace_period_s: float = Field(
+        default=30.0, ge=0, description="scale-to-zero-grace-period (30 s)."
+    )
+    scale_down_delay_s: float = Field(
+        default=0.0, ge=0, le=3600, description="scale-down-delay (0 s): max of recent decisions."
+    )
     min_scale: int = Field(default=0, ge=0, description="min-scale (0).")
     max_scale: int = Field(default=0, ge=0, description="max-scale (0 = unbounded).")
 
@@ -63,11 +87,16 @@ class KpaParams(BaseModel):
 
     @property
     def target_per_pod(self) -> float:
-        """target.go: max(0.01, total x utilisation); total = annotation, containerConcurrency or default."""
+        """target.go: max(0.01, total x utilisation); total = annotation, containerConcurrency or
+        default."""
         if self.metric == "rps":
             total = self.target or self.requests_per_second_target_default
         else:
-            total = self.target or self.container_concurrency or self.container_concurrency_target_default
+            total = (
+                self.target
+                or self.container_concurrency
+                or self.container_concurrency_target_default
+            )
         return max(0.01, total * self.target_utilization_frac)
 
 
@@ -111,7 +140,9 @@ class KpaController(NoExplanation):
     def decide(self, view: AutoscalerView, state: KpaState) -> tuple[int | None, KpaState]:
         p, now = self.params, view.now_s
         first = now if state.first_tick_s is None else state.first_tick_s
-        history = push_window(state.history, Stamp(now, observed_total(view, p.metric)), p.stable_window_s)
+        history = push_window(
+            state.history, Stamp(now, observed_total(view, p.metric)), p.stable_window_s
+        )
         state = replace(state, first_tick_s=first, history=history)
         stable = window_mean(history, now, p.stable_window_s) or 0.0
         panic = window_mean(history, now, p.panic_window_s) or 0.0
@@ -127,7 +158,9 @@ class KpaController(NoExplanation):
             state = replace(state, zero_since_s=None)
         return (None if desired == view.current_replicas else desired), state
 
-    def _decider(self, stable: float, panic: float, ready: int, now: float, state: KpaState) -> tuple[int, KpaState]:
+    def _decider(
+        self, stable: float, panic: float, ready: int, now: float, state: KpaState
+    ) -> tuple[int, KpaState]:
         p = self.params
         target = p.target_per_pod
         max_down, max_up = scale_bounds(ready, p.max_scale_up_rate, p.max_scale_down_rate)
@@ -141,7 +174,9 @@ class KpaController(NoExplanation):
         elif panic_since is not None and now - panic_since >= p.stable_window_s:
             panic_since = None
         if panic_since is None:
-            return desired_stable, replace(state, panic_since_s=None, max_panic_pods=0, panicking=False)
+            return desired_stable, replace(
+                state, panic_since_s=None, max_panic_pods=0, panicking=False
+            )
         # In panic the count only grows; the stable value counts too when it is the larger.
         peak = max(state.max_panic_pods, desired_stable, desired_panic)
         return peak, replace(state, panic_since_s=panic_since, max_panic_pods=peak, panicking=True)
@@ -153,7 +188,9 @@ class KpaController(NoExplanation):
             return max(1, p.min_scale), state
         since = now if state.zero_since_s is None else state.zero_since_s
         state = replace(state, zero_since_s=since)
-        active_long_enough = state.first_tick_s is not None and now - state.first_tick_s >= p.stable_window_s
+        active_long_enough = (
+            state.first_tick_s is not None and now - state.first_tick_s >= p.stable_window_s
+        )
         if current == 0 or (active_long_enough and now - since >= p.scale_to_zero_grace_period_s):
             return 0, state
         return current, state
@@ -167,5 +204,8 @@ SPEC = PolicySpec(
     name="kpa",
     params=KpaParams,
     build=build,
-    summary="Knative KPA: 60 s stable / 6 s panic window averages of concurrency or rps, panic at 200 %.",
+    summary=(
+        "Knative KPA: 60 s stable / 6 s panic window averages of concurrency or rps, panic at 200 "
+        "%."
+    ),
 )

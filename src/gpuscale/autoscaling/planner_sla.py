@@ -22,14 +22,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuscale.autoscaling.base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.behavior import clamp
+from gpuscale.autoscaling.cadence import Sums, ticks_per_interval
+from gpuscale.autoscaling.capacity import (
+    ReplicaCapacity,
+    prefill_capacity_tokens_per_s,
+    prefill_time_s,
+    replica_capacity,
+    replicas_for,
+)
+from gpuscale.autoscaling.predictors import ArimaPredictor, PredictorSpec, predict
 from gpuscale.errors import UserInputError
 from gpuscale.serving.performance import StepCost
-
-from .base import AutoscalerContext, AutoscalerView, NoExplanation, PolicySpec
-from .behavior import clamp
-from .cadence import Sums, ticks_per_interval
-from .capacity import ReplicaCapacity, prefill_capacity_tokens_per_s, prefill_time_s, replica_capacity, replicas_for
-from .predictors import ArimaPredictor, PredictorSpec, predict
 
 # Dynamo defaults.py @ 01127723 (reference 5.1): used when neither params nor scenario set them.
 DYNAMO_TTFT_S = 0.5
@@ -50,24 +55,45 @@ class SlaPlannerParams(BaseModel):
         "per scrape, so the interval mean is a time average of what Prometheus showed."))
     ttft_target_s: float | None = Field(default=None, gt=0, description=(
         "TTFT target, s. Unset: the scenario's slo.ttft_s, else Dynamo's 0.5 s."))
-    itl_target_s: float | None = Field(default=None, gt=0, description=(
-        "ITL (time per output token) target, s. Unset: the scenario's slo.tpot_s, else Dynamo's 0.05 s."))
+    itl_target_s: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "ITL (time per output token) target, s. Unset: the scenario's slo.tpot_s, else "
+            "Dynamo's 0.05 s."
+        ),
+    )
     predictor: PredictorSpec = Field(default_factory=ArimaPredictor, description=(
         "Load predictor for rate, ISL and OSL (Dynamo default: ARIMA; constant while warming up)."))
     history_points: int = Field(default=50, ge=1, le=10_000, description=(
         "Observations kept for the predictor (Dynamo's Prophet window is 50)."))
-    default_isl_tokens: float = Field(default=3000.0, gt=0, description="ISL assumed before any request is seen (Dynamo default 3000).")
-    default_osl_tokens: float = Field(default=150.0, gt=0, description="OSL assumed before any request is seen (Dynamo default 150).")
-    no_correction: bool = Field(default=False, description="Skip the actual/expected correction factors (Dynamo default false).")
+    default_isl_tokens: float = Field(
+        default=3000.0,
+        gt=0,
+        description="ISL assumed before any request is seen (Dynamo default 3000).",
+    )
+    default_osl_tokens: float = Field(
+        default=150.0,
+        gt=0,
+        description="OSL assumed before any request is seen (Dynamo default 150).",
+    )
+    no_correction: bool = Field(
+        default=False,
+        description="Skip the actual/expected correction factors (Dynamo default false).",
+    )
     max_correction_factor: float = Field(default=2.0, ge=1, description=(
         "Corrections are bounded to [1/f, f]. Dynamo has no such bound; here one anomalous "
         "interval would otherwise drive the ITL target to zero or infinity, and a model off by "
         "more than 2x is better fixed in the model than chased interval by interval."))
-    min_endpoint: int = Field(default=1, ge=0, description="Replica floor (Dynamo min_endpoint, default 1).")
-    max_gpu_budget: int = Field(default=8, ge=1, description="GPUs this role may use (Dynamo max_gpu_budget, default 8).")
+    min_endpoint: int = Field(
+        default=1, ge=0, description="Replica floor (Dynamo min_endpoint, default 1)."
+    )
+    max_gpu_budget: int = Field(
+        default=8, ge=1, description="GPUs this role may use (Dynamo max_gpu_budget, default 8)."
+    )
 
     @model_validator(mode="after")
-    def _whole_ticks(self) -> "SlaPlannerParams":
+    def _whole_ticks(self) -> SlaPlannerParams:
         ticks_per_interval(self.adjustment_interval_s, self.metric_pulling_interval_s)
         return self
 
@@ -124,10 +150,14 @@ class SlaPlanner(NoExplanation):
 
     def __init__(self, params: SlaPlannerParams, context: AutoscalerContext):
         if context.hardware is None or context.engine is None:
-            raise UserInputError("sla_planner needs the replica hardware and engine limits; run it in a scenario",
-                                 field="autoscaler.kind")
+            raise UserInputError(
+                "sla_planner needs the replica hardware and engine limits; run it in a scenario",
+                field="autoscaler.kind",
+            )
         if context.role not in ("serve", "prefill", "decode"):
-            raise UserInputError(f"sla_planner cannot size role {context.role!r}", field="autoscaler")
+            raise UserInputError(
+                f"sla_planner cannot size role {context.role!r}", field="autoscaler"
+            )
         self.name = "sla-planner"
         self.params = params
         self.period_s = params.metric_pulling_interval_s
@@ -136,18 +166,25 @@ class SlaPlanner(NoExplanation):
         self.cost = StepCost(context.hardware)
         self.ttft_s = params.ttft_target_s or context.slo_ttft_s or DYNAMO_TTFT_S
         self.itl_s = params.itl_target_s or context.slo_tpot_s or DYNAMO_ITL_S
-        self._ticks = ticks_per_interval(params.adjustment_interval_s, params.metric_pulling_interval_s)
+        self._ticks = ticks_per_interval(
+            params.adjustment_interval_s, params.metric_pulling_interval_s
+        )
         gpus = context.hardware.tp
         self.max_replicas = params.max_gpu_budget // gpus
         if self.max_replicas < params.min_endpoint:
             raise UserInputError(
-                f"max_gpu_budget {params.max_gpu_budget} holds {self.max_replicas} replicas of {gpus} GPUs, "
-                f"below min_endpoint {params.min_endpoint}", field="autoscaler.max_gpu_budget")
+                f"max_gpu_budget {params.max_gpu_budget} holds {self.max_replicas} replicas of "
+                f"{gpus} GPUs, "
+                f"below min_endpoint {params.min_endpoint}",
+                field="autoscaler.max_gpu_budget",
+            )
 
     def initial_state(self) -> SlaPlannerState:
         return SlaPlannerState()
 
-    def decide(self, view: AutoscalerView, state: SlaPlannerState) -> tuple[int | None, SlaPlannerState]:
+    def decide(
+        self, view: AutoscalerView, state: SlaPlannerState
+    ) -> tuple[int | None, SlaPlannerState]:
         window = state.window.add(**observe(view))
         tick = state.tick + 1
         if tick % self._ticks:
@@ -160,7 +197,11 @@ class SlaPlanner(NoExplanation):
 
     def _observation(self, window: Sums, history: tuple[Observation, ...]) -> Observation:
         rate_sum = window.total("rate")
-        prev = history[-1] if history else Observation(0.0, self.params.default_isl_tokens, self.params.default_osl_tokens)
+        prev = (
+            history[-1]
+            if history
+            else Observation(0.0, self.params.default_isl_tokens, self.params.default_osl_tokens)
+        )
         if rate_sum <= 0:  # no arrivals: lengths carry over so the predictor sees no false zero
             return Observation(window.mean("rate") or 0.0, prev.isl_tokens, prev.osl_tokens)
         return Observation(window.mean("rate") or 0.0, window.total("isl_x_rate") / rate_sum,
@@ -169,14 +210,23 @@ class SlaPlanner(NoExplanation):
     def plan(self, history: tuple[Observation, ...], window: Sums) -> SlaDecision:
         """Correct, predict and size: one Dynamo adjustment."""
         spec = self.params.predictor
-        nxt = Observation(predict(spec, [o.rate_per_s for o in history]),
-                          predict(spec, [o.isl_tokens for o in history]) or self.params.default_isl_tokens,
-                          predict(spec, [o.osl_tokens for o in history]) or self.params.default_osl_tokens)
+        nxt = Observation(
+            predict(spec, [o.rate_per_s for o in history]),
+            predict(spec, [o.isl_tokens for o in history]) or self.params.default_isl_tokens,
+            predict(spec, [o.osl_tokens for o in history]) or self.params.default_osl_tokens,
+        )
         last = history[-1]
         c_ttft, c_itl = self._corrections(window, last)
         cap = self._capacity(nxt, self.itl_s / c_itl)
-        need = replicas_for(self.role, nxt.rate_per_s, nxt.isl_tokens, nxt.osl_tokens, cap, self.ttft_s,
-                            prefill_scale=min(1.0, c_ttft))
+        need = replicas_for(
+            self.role,
+            nxt.rate_per_s,
+            nxt.isl_tokens,
+            nxt.osl_tokens,
+            cap,
+            self.ttft_s,
+            prefill_scale=min(1.0, c_ttft),
+        )
         replicas = clamp(need, self.params.min_endpoint, self.max_replicas)
         return SlaDecision(nxt, c_ttft, c_itl, cap, replicas)
 
@@ -201,16 +251,23 @@ class SlaPlanner(NoExplanation):
         if self.params.no_correction:
             return 1.0, 1.0
         ttft, itl, batch = window.mean("ttft"), window.mean("itl"), window.mean("batch")
-        isl = max(1, int(round(last.isl_tokens)))
+        isl = max(1, round(last.isl_tokens))
         budget = self.engine.max_num_batched_tokens
-        c_ttft = 1.0 if ttft is None else self._bounded(ttft / prefill_time_s(self.cost, isl, budget))
+        c_ttft = (
+            1.0 if ttft is None else self._bounded(ttft / prefill_time_s(self.cost, isl, budget))
+        )
         if itl is None or batch is None or (window.mean("waiting") or 0.0) >= 1.0:
             return c_ttft, 1.0
-        b = max(1, int(round(batch)))
+        b = max(1, round(batch))
         expected = self.cost.decode_step_s(b, b * (last.isl_tokens + last.osl_tokens / 2.0))
         if self.role == "serve":
             ready = max(1.0, window.mean("ready") or 1.0)
-            share = last.rate_per_s * isl / ready / prefill_capacity_tokens_per_s(self.cost, isl, budget)
+            share = (
+                last.rate_per_s
+                * isl
+                / ready
+                / prefill_capacity_tokens_per_s(self.cost, isl, budget)
+            )
             if share >= 1.0:
                 return c_ttft, 1.0
             expected /= 1.0 - share
@@ -229,6 +286,9 @@ SPEC = PolicySpec(
     name="sla_planner",
     params=SlaPlannerParams,
     build=build,
-    summary="Dynamo-style SLA planner: predict rate/ISL/OSL, size the role to meet TTFT/ITL from the performance model.",
+    summary=(
+        "Dynamo-style SLA planner: predict rate/ISL/OSL, size the role to meet TTFT/ITL from the "
+        "performance model."
+    ),
     needs_context=True,
 )

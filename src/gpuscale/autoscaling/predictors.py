@@ -18,7 +18,8 @@ Forecasts are floored at 0 because every predicted quantity (requests, tokens) i
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Sequence, Union
+from collections.abc import Sequence
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -47,36 +48,57 @@ class HoltWintersPredictor(_Predictor):
     """Additive Holt(-Winters) smoothing; `season_points` unset = double smoothing (no season)."""
 
     kind: Literal["holt_winters"] = "holt_winters"
-    alpha: float = Field(default=0.5, gt=0, le=1, description="Level smoothing (0..1]; 0.5 follows a change in ~2 intervals.")
-    beta: float = Field(default=0.3, ge=0, le=1, description="Trend smoothing [0..1]; 0.3 damps interval-to-interval noise.")
-    gamma: float = Field(default=0.3, ge=0, le=1, description="Season smoothing [0..1]; used only with a season.")
+    alpha: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="Level smoothing (0..1]; 0.5 follows a change in ~2 intervals.",
+    )
+    beta: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Trend smoothing [0..1]; 0.3 damps interval-to-interval noise.",
+    )
+    gamma: float = Field(
+        default=0.3, ge=0, le=1, description="Season smoothing [0..1]; used only with a season."
+    )
     season_points: int | None = Field(default=None, ge=2, description=(
         "Season length in observations (e.g. 480 for a day of 180-s intervals); unset = no season. "
         "Needs two full seasons of history before the seasonal form is used."))
 
 
 class ArimaPredictor(_Predictor):
-    """ARIMA-like: AR(`ar_order`) with intercept, least squares, on `difference`-times differenced data."""
+    """ARIMA-like: AR(`ar_order`) with intercept, least squares, on differenced data.
+
+    The series is differenced `difference` times before the fit."""
 
     kind: Literal["arima"] = "arima"
-    ar_order: int = Field(default=2, ge=1, le=10, description="AR lags p; 2 fits a trend or one cycle.")
-    difference: Literal[0, 1] = Field(default=1, description="d: 1 models changes (follows ramps), 0 levels.")
+    ar_order: int = Field(
+        default=2, ge=1, le=10, description="AR lags p; 2 fits a trend or one cycle."
+    )
+    difference: Literal[0, 1] = Field(
+        default=1, description="d: 1 models changes (follows ramps), 0 levels."
+    )
     min_points: int = Field(default=6, ge=2, description=(
         "History needed before fitting; fewer falls back to `constant`, as Dynamo warms up "
         "(reference 5.2). 6 = the fewest that determine AR(2) with intercept on differences: "
         "2p + 1 + d."))
 
     @model_validator(mode="after")
-    def _enough_points(self) -> "ArimaPredictor":
+    def _enough_points(self) -> ArimaPredictor:
         # p lags + intercept need p + 1 rows, each row needs p earlier values, d costs d points.
         need = 2 * self.ar_order + 1 + self.difference
         if self.min_points < need:
-            raise ValueError(f"min_points {self.min_points} < {need} needed to fit AR({self.ar_order}) with d={self.difference}")
+            raise ValueError(
+                f"min_points {self.min_points} < {need} needed to fit AR({self.ar_order}) with "
+                f"d={self.difference}"
+            )
         return self
 
 
 PredictorSpec = Annotated[
-    Union[ConstantPredictor, MovingAveragePredictor, HoltWintersPredictor, ArimaPredictor],
+    ConstantPredictor | MovingAveragePredictor | HoltWintersPredictor | ArimaPredictor,
     Field(discriminator="kind"),
 ]
 
@@ -103,10 +125,13 @@ def predict_holt(history: Sequence[float], alpha: float, beta: float) -> float:
     return level + trend
 
 
-def predict_holt_winters(history: Sequence[float], alpha: float, beta: float, gamma: float, season_points: int) -> float:
+def predict_holt_winters(
+    history: Sequence[float], alpha: float, beta: float, gamma: float, season_points: int
+) -> float:
     """Triple (additive) smoothing. Initialised from the first two seasons so that a line plus a
-    zero-mean periodic pattern is forecast exactly: trend = (mean of season 2 - mean of season 1) / m,
-    level at the end of season 1 = its mean + trend (m - 1) / 2, seasonals = x_i - level line."""
+    zero-mean periodic pattern is forecast exactly: trend = (mean of season 2 - mean of season 1)
+    / m, level at the end of season 1 = its mean + trend (m - 1) / 2, seasonals = x_i - level
+    line."""
     m = season_points
     if len(history) < 2 * m:
         return predict_holt(history, alpha, beta)
@@ -125,7 +150,8 @@ def predict_holt_winters(history: Sequence[float], alpha: float, beta: float, ga
 
 
 def predict_ar(history: Sequence[float], ar_order: int, difference: int) -> float:
-    """Fit x_t = c + sum_k phi_k x_{t-k} by least squares (on differences when d = 1), forecast one step.
+    """Fit x_t = c + sum_k phi_k x_{t-k} by least squares (on differences when d = 1), forecast
+    one step.
 
     numpy's lstsq returns the minimum-norm solution when the lags are collinear (a straight
     line), which still reproduces any series the model can fit exactly.
@@ -142,8 +168,10 @@ def predict_ar(history: Sequence[float], ar_order: int, difference: int) -> floa
     return float(x[-1] + step) if difference else step
 
 
-def predict(spec: ConstantPredictor | MovingAveragePredictor | HoltWintersPredictor | ArimaPredictor,
-            history: Sequence[float]) -> float:
+def predict(
+    spec: ConstantPredictor | MovingAveragePredictor | HoltWintersPredictor | ArimaPredictor,
+    history: Sequence[float],
+) -> float:
     """Forecast the next value of `history` (oldest first) with `spec`; 0 for an empty history."""
     if not history:
         return 0.0
@@ -153,7 +181,9 @@ def predict(spec: ConstantPredictor | MovingAveragePredictor | HoltWintersPredic
         if spec.season_points is None:
             value = predict_holt(history, spec.alpha, spec.beta)
         else:
-            value = predict_holt_winters(history, spec.alpha, spec.beta, spec.gamma, spec.season_points)
+            value = predict_holt_winters(
+                history, spec.alpha, spec.beta, spec.gamma, spec.season_points
+            )
     elif isinstance(spec, ArimaPredictor):
         if len(history) < spec.min_points:
             value = predict_constant(history)

@@ -9,10 +9,10 @@ per-pod average, so a ratio that lands exactly on the tolerance edge behaves as 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
 
-from .base import PodMetrics
+from gpuscale.autoscaling.base import PodMetrics
 
 _MAX_INT32 = 2**31 - 1
 
@@ -43,15 +43,16 @@ class CpuReadiness:
 
 
 def to_milli(value: float) -> int:
-    """Float -> milli-units; KEDA's metrics server rounds to the nearest milli (GenerateMetricInMili)."""
-    return int(round(value * 1000.0))
+    """Float -> milli-units; KEDA's metrics server rounds to the nearest milli
+    (GenerateMetricInMili)."""
+    return round(value * 1000.0)
 
 
 def ceil_i32(x: float) -> int:
     """`int32(math.Ceil(x))` with the controller's cap at MaxInt32 (also for +Inf)."""
     if math.isnan(x):
         return 0
-    return _MAX_INT32 if x > _MAX_INT32 else int(math.ceil(x))
+    return _MAX_INT32 if x > _MAX_INT32 else math.ceil(x)
 
 
 def _go_div(a: int, b: int) -> int:
@@ -79,7 +80,9 @@ class PodGroups:
     samples: Mapping[str, int]  # milli-values of the pods that count
 
 
-def group_pods(pods: Iterable[PodMetrics], metric: str, now_s: float, cpu: CpuReadiness | None) -> PodGroups:
+def group_pods(
+    pods: Iterable[PodMetrics], metric: str, now_s: float, cpu: CpuReadiness | None
+) -> PodGroups:
     """`groupPods` + `removeMetricsForPods`: Failed dropped, Pending unready, no sample missing."""
     ready, unready, missing, samples = 0, set(), set(), {}
     for pod in pods:
@@ -103,7 +106,8 @@ def _dampened(
     current: int, groups: PodGroups, ratio_of: Callable[[Mapping[str, int]], float],
     fill_scale_down: Callable[[str], int], tol: Tolerances,
 ) -> int:
-    """The shared tail of calcPlainMetricReplicas / GetResourceReplicas (reference 1.4 items 5-6)."""
+    """The shared tail of calcPlainMetricReplicas / GetResourceReplicas (reference 1.4 items
+    5-6)."""
     if not groups.samples:
         raise MetricError("did not receive metrics for targeted pods (pods might be unready)")
     ratio = ratio_of(groups.samples)
@@ -127,8 +131,11 @@ def _dampened(
     return proposal
 
 
-def plain_metric_replicas(current: int, groups: PodGroups, target_milli: int, tol: Tolerances) -> int:
-    """Pods metric or Resource AverageValue: mean per-pod value / target (calcPlainMetricReplicas)."""
+def plain_metric_replicas(
+    current: int, groups: PodGroups, target_milli: int, tol: Tolerances
+) -> int:
+    """Pods metric or Resource AverageValue: mean per-pod value / target
+    (calcPlainMetricReplicas)."""
 
     def ratio_of(samples: Mapping[str, int]) -> float:
         return _go_div(sum(samples.values()), len(samples)) / float(target_milli)
@@ -137,9 +144,14 @@ def plain_metric_replicas(current: int, groups: PodGroups, target_milli: int, to
 
 
 def resource_utilization_replicas(
-    current: int, groups: PodGroups, requests_milli: Mapping[str, int], target_pct: int, tol: Tolerances
+    current: int,
+    groups: PodGroups,
+    requests_milli: Mapping[str, int],
+    target_pct: int,
+    tol: Tolerances,
 ) -> int:
-    """Resource Utilization: sum usage / sum requests in whole percent, / target (GetResourceReplicas)."""
+    """Resource Utilization: sum usage / sum requests in whole percent, / target
+    (GetResourceReplicas)."""
 
     def ratio_of(samples: Mapping[str, int]) -> float:
         used = sum(v for n, v in samples.items() if n in requests_milli)
@@ -149,10 +161,14 @@ def resource_utilization_replicas(
         return _go_div(used * 100, requested) / float(target_pct)
 
     fallback_pct = max(100, target_pct)  # a missing pod on scale-down counts at its full request
-    return _dampened(current, groups, ratio_of, lambda n: _go_div(requests_milli[n] * fallback_pct, 100), tol)
+    return _dampened(
+        current, groups, ratio_of, lambda n: _go_div(requests_milli[n] * fallback_pct, 100), tol
+    )
 
 
-def value_replicas(current: int, usage_milli: int, target_milli: int, ready_pods: int | None, tol: Tolerances) -> int:
+def value_replicas(
+    current: int, usage_milli: int, target_milli: int, ready_pods: int | None, tol: Tolerances
+) -> int:
     """Object or External with target Value: ceil(ratio x ready pods) (getUsageRatioReplicaCount).
 
     `ready_pods` counts Running and Ready pods; None means the selector matched no pod at all.
@@ -167,7 +183,9 @@ def value_replicas(current: int, usage_milli: int, target_milli: int, ready_pods
     return ceil_i32(ratio * ready_pods)
 
 
-def average_value_replicas(status_replicas: int, usage_milli: int, target_milli: int, tol: Tolerances) -> int:
+def average_value_replicas(
+    status_replicas: int, usage_milli: int, target_milli: int, tol: Tolerances
+) -> int:
     """Object or External with target AverageValue: ceil(total / target) unless within tolerance.
 
     The tolerance test divides by target x status.replicas (pods that exist), so with no pods the

@@ -19,38 +19,59 @@ Actuation is direct (WVA's direct actuator): the HPA or KEDA object that usually
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import AutoscalerView, NoExplanation, PolicySpec
-from .behavior import clamp
-from .cadence import Stamp, pods_in_flight, push_window, ticks_per_interval
+from gpuscale.autoscaling.base import AutoscalerView, NoExplanation, PolicySpec
+from gpuscale.autoscaling.behavior import clamp
+from gpuscale.autoscaling.cadence import Stamp, pods_in_flight, push_window, ticks_per_interval
 
 
 class WvaParams(BaseModel):
-    """VariantAutoscaling with the saturation V1 analyzer; defaults from llm-d @ b08b1c7 (reference 6.3)."""
+    """VariantAutoscaling with the saturation V1 analyzer (reference 6.3).
+
+    Defaults from llm-d @ b08b1c7."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["wva"] = "wva"
-    interval_s: float = Field(default=60.0, gt=0, description="GLOBAL_OPT_INTERVAL, s (default 60 s).")
+    interval_s: float = Field(
+        default=60.0, gt=0, description="GLOBAL_OPT_INTERVAL, s (default 60 s)."
+    )
     sample_interval_s: float = Field(default=15.0, gt=0, description=(
         "How often the per-pod series are read for max_over_time, s; 15 s = the scrape interval, "
         "the resolution Prometheus itself would have."))
-    lookback_s: float = Field(default=60.0, gt=0, description="max_over_time range, s ([1m] in the collector).")
-    kv_cache_threshold_frac: float = Field(default=0.80, gt=0, le=1, description="kvCacheThreshold (0.80).")
-    queue_length_threshold: float = Field(default=5.0, gt=0, description="queueLengthThreshold (5).")
-    kv_spare_trigger_frac: float = Field(default=0.10, ge=0, le=1, description="kvSpareTrigger (0.10).")
+    lookback_s: float = Field(
+        default=60.0, gt=0, description="max_over_time range, s ([1m] in the collector)."
+    )
+    kv_cache_threshold_frac: float = Field(
+        default=0.80, gt=0, le=1, description="kvCacheThreshold (0.80)."
+    )
+    queue_length_threshold: float = Field(
+        default=5.0, gt=0, description="queueLengthThreshold (5)."
+    )
+    kv_spare_trigger_frac: float = Field(
+        default=0.10, ge=0, le=1, description="kvSpareTrigger (0.10)."
+    )
     queue_spare_trigger: float = Field(default=3.0, ge=0, description="queueSpareTrigger (3).")
-    variant_name: str = Field(default="default", description="Name of the one variant this run serves.")
-    variant_cost: float = Field(default=10.0, ge=0, description="variantCost (CR default \"10.0\").")
-    min_replicas: int = Field(default=1, ge=0, description="Floor of the actuating HPA (1); 0 needs KEDA or HPAScaleToZero.")
-    max_replicas: int = Field(default=10, ge=1, description="Ceiling of the actuating HPA; WVA itself has none.")
+    variant_name: str = Field(
+        default="default", description="Name of the one variant this run serves."
+    )
+    variant_cost: float = Field(default=10.0, ge=0, description='variantCost (CR default "10.0").')
+    min_replicas: int = Field(
+        default=1,
+        ge=0,
+        description="Floor of the actuating HPA (1); 0 needs KEDA or HPAScaleToZero.",
+    )
+    max_replicas: int = Field(
+        default=10, ge=1, description="Ceiling of the actuating HPA; WVA itself has none."
+    )
 
     @model_validator(mode="after")
-    def _check(self) -> "WvaParams":
+    def _check(self) -> WvaParams:
         ticks_per_interval(self.interval_s, self.sample_interval_s)
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas {self.min_replicas} > max_replicas {self.max_replicas}")
@@ -78,7 +99,11 @@ def pick_variant(variants: Sequence[Variant], direction: int) -> str | None:
     scale-down skips variants with no replica.
     """
     if direction > 0:
-        able = [v for v in variants if v.pending == 0 and (v.max_replicas is None or v.replicas < v.max_replicas)]
+        able = [
+            v
+            for v in variants
+            if v.pending == 0 and (v.max_replicas is None or v.replicas < v.max_replicas)
+        ]
         best = min(able, key=lambda v: (v.cost_usd_per_hour, -v.capacity, v.name), default=None)
     else:
         able = [v for v in variants if v.replicas > 0]
@@ -98,7 +123,11 @@ class Saturation:
 
 def analyze(kv: Sequence[float], queue: Sequence[float], p: WvaParams) -> Saturation:
     """Spare capacity over the non-saturated replicas (kv and queue are per ready replica)."""
-    free = [(k, q) for k, q in zip(kv, queue) if k < p.kv_cache_threshold_frac and q < p.queue_length_threshold]
+    free = [
+        (k, q)
+        for k, q in zip(kv, queue, strict=True)
+        if k < p.kv_cache_threshold_frac and q < p.queue_length_threshold
+    ]
     if not kv:
         return Saturation(0, None, None, "no ready replicas")
     if not free:
@@ -129,7 +158,10 @@ def _push(series: tuple[tuple[str, tuple[Stamp, ...]], ...], now_s: float, value
           lookback_s: float) -> tuple[tuple[str, tuple[Stamp, ...]], ...]:
     """Add this sample per pod; pods that left the view are forgotten, so state stays bounded."""
     old = dict(series)
-    return tuple((name, push_window(old.get(name, ()), Stamp(now_s, v), lookback_s)) for name, v in sorted(values.items()))
+    return tuple(
+        (name, push_window(old.get(name, ()), Stamp(now_s, v), lookback_s))
+        for name, v in sorted(values.items())
+    )
 
 
 class WvaController(NoExplanation):
@@ -146,9 +178,23 @@ class WvaController(NoExplanation):
 
     def decide(self, view: AutoscalerView, state: WvaState) -> tuple[int | None, WvaState]:
         p, now = self.params, view.now_s
-        ready = [pod for pod in view.pods if pod.phase == "Running" and pod.ready and "vllm:kv_cache_usage_perc" in pod.values]
-        kv = _push(state.kv, now, {pod.name: pod.values["vllm:kv_cache_usage_perc"] for pod in ready}, p.lookback_s)
-        queue = _push(state.queue, now, {pod.name: pod.values.get("vllm:num_requests_waiting", 0.0) for pod in ready}, p.lookback_s)
+        ready = [
+            pod
+            for pod in view.pods
+            if pod.phase == "Running" and pod.ready and "vllm:kv_cache_usage_perc" in pod.values
+        ]
+        kv = _push(
+            state.kv,
+            now,
+            {pod.name: pod.values["vllm:kv_cache_usage_perc"] for pod in ready},
+            p.lookback_s,
+        )
+        queue = _push(
+            state.queue,
+            now,
+            {pod.name: pod.values.get("vllm:num_requests_waiting", 0.0) for pod in ready},
+            p.lookback_s,
+        )
         tick = state.tick + 1
         state = replace(state, tick=tick, kv=kv, queue=queue)
         if tick % self._ticks:
@@ -159,7 +205,9 @@ class WvaController(NoExplanation):
         if current == 0:  # scale from zero on the gateway's flow-control queue
             desired = p.min_replicas or (1 if view.signals.get("gateway_queue", 0.0) > 0 else 0)
             return (desired or None), replace(state, desired=desired)
-        result = analyze([max(s.value for s in w) for _, w in kv], [max(s.value for s in w) for _, w in queue], p)
+        result = analyze(
+            [max(s.value for s in w) for _, w in kv], [max(s.value for s in w) for _, w in queue], p
+        )
         variant = Variant(p.variant_name, p.variant_cost, 1.0, replicas=current,
                           pending=pods_in_flight(view), max_replicas=p.max_replicas)
         step = result.step if pick_variant([variant], result.step) == p.variant_name else 0
@@ -176,5 +224,8 @@ SPEC = PolicySpec(
     name="wva",
     params=WvaParams,
     build=build,
-    summary="llm-d Workload Variant Autoscaler (saturation V1): KV/queue spare capacity, +-1 per 60 s, cheapest variant first.",
+    summary=(
+        "llm-d Workload Variant Autoscaler (saturation V1): KV/queue spare capacity, +-1 per 60 "
+        "s, cheapest variant first."
+    ),
 )

@@ -118,7 +118,7 @@ class Pod:
     # Added by the scheduling layer (defaults keep every other layer unchanged):
     # the PodGroup this pod's controller formed (min_member, topology, delays), shared by all
     # pods of the group; None = the scheduler forms one (see scheduling/groups.py).
-    group_spec: "PodGroupSpec | None" = None
+    group_spec: PodGroupSpec | None = None
     # PriorityClass preemptionPolicy: PreemptLowerPriority (Kubernetes default) or Never.
     preemption_policy: str = "PreemptLowerPriority"
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpuscale.core.decisions import DecisionLog
@@ -36,7 +37,7 @@ Handler = Callable[..., Any]
 class Simulation:
     """Owns the clock and the event heap."""
 
-    __slots__ = ("now_s", "_heap", "_seq", "_stopped", "num_events", "decisions")
+    __slots__ = ("_heap", "_seq", "_stopped", "decisions", "now_s", "num_events")
 
     def __init__(self) -> None:
         self.now_s: float = 0.0

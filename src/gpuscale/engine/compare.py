@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from gpuscale.engine.run import RunResult, run_strategy, scenario_requests
 from gpuscale.errors import UserInputError
@@ -23,7 +23,7 @@ class ScenarioResult:
     def typed(self, wall_s: list[float]) -> ResultFile:
         """The public summary as types (metrics/run_summary.py)."""
         runs = [run.summary.model_copy(update={"wall_s": round(wall, 4)})
-                for run, wall in zip(self.runs, wall_s)]
+                for run, wall in zip(self.runs, wall_s, strict=True)]
         return ResultFile(scenario=self.scenario.name, seed=self.scenario.seed, runs=runs)
 
     def to_json(self, wall_s: list[float]) -> dict:

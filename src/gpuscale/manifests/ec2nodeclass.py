@@ -13,8 +13,13 @@ from typing import Any
 ROOT_VOLUME = "500Gi"  # a 20-28 GB vLLM image plus 70-140 GB of weights cached on the node
 
 
-def render_ec2nodeclass(name: str, cluster_name: str, role: str,
-                        reservation_ids: tuple[str, ...] = (), reserved: bool = False) -> dict[str, Any]:
+def render_ec2nodeclass(
+    name: str,
+    cluster_name: str,
+    role: str,
+    reservation_ids: tuple[str, ...] = (),
+    reserved: bool = False,
+) -> dict[str, Any]:
     discovery = {"karpenter.sh/discovery": cluster_name}
     spec: dict[str, Any] = {
         "amiSelectorTerms": [{"alias": "al2023@latest"}],

@@ -46,7 +46,7 @@ def render_hpa(role: Role) -> dict[str, Any]:
 def adapter_rules(roles: list[Role]) -> dict[str, Any]:
     """prometheus-adapter `externalRules` (a ConfigMap the adapter's Helm values point at)."""
     rules = []
-    for external, series in sorted(set(EXTERNAL.values())):
+    for _external, series in sorted(set(EXTERNAL.values())):
         rules.append({
             "seriesQuery": f'{{__name__="{series}", namespace!="", service!=""}}',
             "resources": {"overrides": {"namespace": {"resource": "namespace"}}},

@@ -10,7 +10,8 @@ pods (a per-role scaler sees only its pool); fleet-wide the signals a planner re
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, Sized
+from collections.abc import Mapping, Sequence, Sized
+from typing import Any, Protocol
 
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd

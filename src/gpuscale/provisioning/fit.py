@@ -9,8 +9,9 @@ capacity; `Bin` is that hypothetical capacity and `first_fit` the simulation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 from gpuscale.catalog import InstanceType
 from gpuscale.cluster.objects import Node, NodeState, Pod, Taint, tolerates_all

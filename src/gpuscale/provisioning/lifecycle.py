@@ -11,7 +11,7 @@ creation (lifecycle/liveness.go); Cluster Autoscaler gives a node 15 min
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

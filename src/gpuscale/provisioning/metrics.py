@@ -12,7 +12,7 @@ Definitions (the `nodes` key of a run summary):
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
@@ -81,7 +81,8 @@ class NodeMetrics:
         if self.sim is None:
             return
         counts = Counter(n.state for n in self.nodes)
-        row = (self.sim.now_s, *(counts[s] for s in _STATES))
+        launching, registered, ready, draining = (counts[s] for s in _STATES)
+        row = (self.sim.now_s, launching, registered, ready, draining)
         if self.samples and self.samples[-1][1:] == row[1:]:
             return
         if self.samples and self.samples[-1][0] == row[0]:
@@ -91,8 +92,8 @@ class NodeMetrics:
 
     def summary(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         now_s = self.sim.now_s if self.sim is not None else 0.0
-        gpu_hours: Counter = Counter()
-        cost: Counter = Counter()
+        gpu_hours: dict[str, float] = defaultdict(float)
+        cost: dict[str, float] = defaultdict(float)
         for node in self.nodes:
             hours = node.billed_s(now_s) / SECONDS_PER_HOUR
             gpu_hours[node.capacity_type] += hours * node.num_gpus

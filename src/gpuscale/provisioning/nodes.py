@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuscale.catalog import InstanceType
 from gpuscale.cluster.objects import Node, Taint
-from gpuscale.provisioning.fit import (CAPACITY_TYPE_LABEL, NODEPOOL_LABEL, ZONE_LABEL,
-                                       instance_type_labels)
+from gpuscale.provisioning.fit import (
+    CAPACITY_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+    instance_type_labels,
+)
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
 # Karpenter on AWS picks the first capacity type with an available offering in this order
@@ -31,8 +37,11 @@ class TaintSpec(BaseModel):
         return Taint(self.key, self.value, self.effect)
 
 
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
 def make_node(name: str, instance_type: InstanceType, zone: str, capacity_type: str, pool: str,
-              labels: Mapping[str, str] = (), taints: tuple[Taint, ...] = (),
+              labels: Mapping[str, str] = _NO_LABELS, taints: tuple[Taint, ...] = (),
               pool_label: str = NODEPOOL_LABEL) -> Node:
     """A Node carrying the well-known labels a scheduler and node selectors look at."""
     all_labels = instance_type_labels(instance_type)

@@ -10,7 +10,8 @@ and `static` plug into the same `NodeProvider` seam.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

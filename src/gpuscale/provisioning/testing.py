@@ -18,7 +18,7 @@ from gpuscale.cluster.objects import NodeState, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.provisioning.base import NodeProvider
-from gpuscale.provisioning.fit import node_bin, pod_priority_order
+from gpuscale.provisioning.fit import Bin, node_bin, pod_priority_order
 
 
 class FirstFitBinder:
@@ -33,7 +33,7 @@ class FirstFitBinder:
             return
         nodes = sorted((n for n in self.cluster.nodes.values() if n.state is NodeState.READY),
                        key=lambda n: n.name)
-        bins: dict[str, object] = {}  # built on first use: most nodes are full most of the time
+        bins: dict[str, Bin] = {}  # built on first use: most nodes are full most of the time
 
         def fits(node, pod) -> bool:
             if pod.gpus > node.gpus_free:
@@ -80,7 +80,10 @@ class Harness:
         self.at(time_s, add)
 
     def delete_pods(self, time_s: float, *names: str) -> None:
-        self.at(time_s, lambda: [self.cluster.delete_pod(self.cluster.pods[n]) for n in names])
+        def delete() -> None:
+            for name in names:
+                self.cluster.delete_pod(self.cluster.pods[name])
+        self.at(time_s, delete)
 
     def nodes(self):
         return sorted(self.cluster.nodes.values(), key=lambda n: n.name)

@@ -47,9 +47,16 @@ def _png_bytes(chart: Chart) -> bytes:
         if line.points:
             ax.scatter(line.x, line.y, color=line.colour, label=label, s=24, alpha=0.8)
         else:
-            ax.plot(line.x, line.y, color=line.colour, label=label, linewidth=1.4,
-                    linestyle="--" if line.dash else "-", drawstyle="steps-post" if line.step else "default")
-    for y, label in chart.hlines:
+            ax.plot(
+                line.x,
+                line.y,
+                color=line.colour,
+                label=label,
+                linewidth=1.4,
+                linestyle="--" if line.dash else "-",
+                drawstyle="steps-post" if line.step else "default",
+            )
+    for y, _label in chart.hlines:
         ax.axhline(y, color="#cc0000", linestyle=":", linewidth=1)
     for x, label in chart.vlines:
         ax.axvline(x, color="#555555", linestyle="--", linewidth=1.2, label=label.split(":")[0])
@@ -60,7 +67,7 @@ def _png_bytes(chart: Chart) -> bytes:
     if chart.x_range is not None:
         ax.set_xlim(*chart.x_range)
     # Same y range rule as the SVG: from zero (or below, for negative data) to 5% over the top.
-    finite = [l.y[np.isfinite(l.y)] for l in chart.lines]
+    finite = [line.y[np.isfinite(line.y)] for line in chart.lines]
     values = np.concatenate([v for v in finite if len(v)] or [np.array([0.0, 1.0])])
     top = max(float(values.max()), chart.y_max_frac or 0.0)
     ax.set_ylim(bottom=min(0.0, float(values.min())), top=top * 1.05 if top > 0 else 1.0)

@@ -86,7 +86,7 @@ def fair_shares(queues: dict[str, Queue], leaf_requested: dict[str, float],
     return shares
 
 
-def ancestors(queues: dict[str, Queue], name: str) -> list[Queue]:
+def ancestors(queues: dict[str, Queue], name: str | None) -> list[Queue]:
     """The queue itself and its parents up to the top level."""
     out = []
     while name is not None and name in queues:

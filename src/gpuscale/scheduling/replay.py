@@ -27,8 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuscale.scheduling.placement import (argmax_random_tie, gpu_binpack, gpu_spread,
-                                           least_allocated, most_allocated)
+from gpuscale.scheduling.placement import (
+    argmax_random_tie,
+    gpu_binpack,
+    gpu_spread,
+    least_allocated,
+    most_allocated,
+)
 from gpuscale.workloads.gpu_jobs import AlibabaNodes, AlibabaPods
 
 WHOLE = 1000
@@ -45,7 +50,7 @@ class ReplayNodes:
     gpu_free: np.ndarray  # (nodes, max GPUs) milli; -1 where the node has no such GPU
 
     @classmethod
-    def from_trace(cls, nodes: AlibabaNodes) -> "ReplayNodes":
+    def from_trace(cls, nodes: AlibabaNodes) -> ReplayNodes:
         n, width = len(nodes), int(max(1, nodes.num_gpu.max()))
         gpu = np.full((n, width), -1, np.int64)
         for i, k in enumerate(nodes.num_gpu):
@@ -66,7 +71,7 @@ class ReplayNodes:
 def _shapes(pods: AlibabaPods) -> tuple[np.ndarray, np.ndarray]:
     """GPU pod shapes (k, milli, cpu, mem) and their frequencies (FGD's target workload)."""
     keys = Counter(zip(pods.num_gpu.tolist(), pods.gpu_milli.tolist(), pods.cpu_milli.tolist(),
-                       pods.memory_mib.tolist()))
+                       pods.memory_mib.tolist(), strict=True))
     shapes = [(s, c) for s, c in sorted(keys.items()) if s[0] > 0]
     arr = np.array([s for s, _ in shapes], float)
     freq = np.array([c for _, c in shapes], float)
@@ -102,14 +107,23 @@ class Placer:
         if len(idx) == 0:
             return None
         if self.policy.startswith("kube"):
-            score = (least_allocated if self.policy.endswith("least-allocated") else most_allocated)(
-                cpu, mem, nodes.free_cpu[idx], nodes.free_mem[idx], nodes.cap_cpu[idx],
-                nodes.cap_mem[idx])
+            score = (
+                least_allocated if self.policy.endswith("least-allocated") else most_allocated
+            )(
+                cpu,
+                mem,
+                nodes.free_cpu[idx],
+                nodes.free_mem[idx],
+                nodes.cap_cpu[idx],
+                nodes.cap_mem[idx],
+            )
             node = int(idx[argmax_random_tie(np.asarray(score), self.rng)])
         else:
             scorer = gpu_binpack if self.policy == "kai-binpack" else gpu_spread
             if k > 0:
-                free_after = np.where(nodes.gpu_free[idx] > 0, nodes.gpu_free[idx], 0).sum(1) / WHOLE
+                free_after = (
+                    np.where(nodes.gpu_free[idx] > 0, nodes.gpu_free[idx], 0).sum(1) / WHOLE
+                )
                 score = scorer(free_after - k * m / WHOLE, nodes.num_gpu[idx])
             else:
                 score = scorer((nodes.free_cpu[idx] - cpu), nodes.cap_cpu[idx])

@@ -65,7 +65,7 @@ class StandInProvider:
         todo = sorted((p for p in pods if p.name not in self.covered and p.node_name is None),
                       key=lambda p: (-p.gpus, p.name))
         free = [n.gpus_free for n in self.cluster.ready_nodes()]
-        new_nodes = []
+        new_nodes: list[str] = []
         for pod in todo:
             slot = next((i for i, f in enumerate(free) if f >= pod.gpus), None)
             if slot is not None:  # Karpenter would expect it to fit where it is

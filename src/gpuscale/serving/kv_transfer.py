@@ -8,7 +8,7 @@ the replicas' own observations at the next scrape (`ttft_observations`, drained 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.serving.performance import ReplicaHardware

@@ -26,9 +26,21 @@ NAN = math.nan
 class RequestTable:
     """Columns indexed by request id (= row in the arrival-sorted workload)."""
 
-    __slots__ = ("arrival_s", "prompt_tokens", "output_tokens", "first_token_s", "finish_s",
-                 "status", "num_preemptions", "num_retries", "drop_reasons", "num_arrived",
-                 "num_completed", "num_dropped", "recently_completed")
+    __slots__ = (
+        "arrival_s",
+        "drop_reasons",
+        "finish_s",
+        "first_token_s",
+        "num_arrived",
+        "num_completed",
+        "num_dropped",
+        "num_preemptions",
+        "num_retries",
+        "output_tokens",
+        "prompt_tokens",
+        "recently_completed",
+        "status",
+    )
 
     def __init__(self, requests: Requests) -> None:
         n = len(requests)
@@ -60,7 +72,7 @@ class RequestTable:
         self.num_completed += 1
         self.finish_s[rid] = now_s
 
-    def columns(self) -> "RequestColumns":
+    def columns(self) -> RequestColumns:
         """Numpy views of the columns (no copy); valid while this table lives."""
         return RequestColumns(
             arrival_s=np.frombuffer(self.arrival_s, dtype=np.float64),

@@ -7,7 +7,8 @@ Every start's components (seconds by name) are kept for the run summary's `cold_
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

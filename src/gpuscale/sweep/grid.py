@@ -124,10 +124,14 @@ def _override_sets(grid: dict, source: str) -> list[tuple[tuple[str, Any], ...]]
                 raise UserInputError("expected a non-empty list of values", source=source,
                                      field=f"parameters.{path}")
         paths = list(params)
-        return [tuple(zip(paths, combo)) for combo in itertools.product(*params.values())]
+        return [
+            tuple(zip(paths, combo, strict=True)) for combo in itertools.product(*params.values())
+        ]
     runs = grid["runs"]
     if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) for r in runs):
-        raise UserInputError("`runs` must be a non-empty list of mappings", source=source, field="runs")
+        raise UserInputError(
+            "`runs` must be a non-empty list of mappings", source=source, field="runs"
+        )
     return [tuple(run.items()) for run in runs]
 
 
@@ -152,8 +156,11 @@ def expand_grid(grid: Any, scenario_data: dict, *, source: str = "grid") -> list
         chosen = grid.get("strategies") or known
         missing = [name for name in chosen if name not in known]
         if missing:
-            raise UserInputError(f"no strategy named {', '.join(missing)}; known: {', '.join(known)}",
-                                 source=source, field="strategies")
+            raise UserInputError(
+                f"no strategy named {', '.join(missing)}; known: {', '.join(known)}",
+                source=source,
+                field="strategies",
+            )
         runs += [SweepRun(run_id_of(name, overrides), name, overrides) for name in chosen]
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):

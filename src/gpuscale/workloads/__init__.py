@@ -20,8 +20,8 @@ from gpuscale.workloads.traces import (
 )
 
 __all__ = [
-    "Requests",
     "TRACE_READERS",
+    "Requests",
     "TokenDistribution",
     "WorkloadSpec",
     "build_requests",

@@ -34,7 +34,7 @@ class Requests:
         return float(self.arrival_s[-1] - self.arrival_s[0]) if len(self) else 0.0
 
     @staticmethod
-    def concat(parts: list["Requests"]) -> "Requests":
+    def concat(parts: list[Requests]) -> Requests:
         """Merge several tables into one sorted by arrival (stable, so ties keep part order)."""
         if not parts:
             return Requests(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -137,7 +137,7 @@ def read_csv_columns(path: Path, required: Sequence[str]) -> dict[str, Column]:
         raise UserInputError(f"not UTF-8 text ({exc.reason})", source=source) from None
     except csv.Error as exc:
         raise UserInputError(f"malformed CSV ({exc})", source=source) from None
-    columns = list(zip(*rows)) if rows else [()] * len(header)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(header)
     return {
         name: Column(source, name, columns[i], lines)
         for i, name in enumerate(header)

@@ -9,7 +9,7 @@ and nothing else is clipped (STYLE.md section 3: a cap is a named parameter).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -100,6 +100,7 @@ class LognormalTokens(_Caps):
     def sigma_value(self) -> float:
         if self.sigma is not None:
             return self.sigma
+        assert self.p90_tokens is not None  # the validator requires exactly one of the two
         return math.log(self.p90_tokens / self.median_tokens) / Z90
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -138,7 +139,7 @@ class EmpiricalTokens(_Caps):
 
 
 TokenDistribution = Annotated[
-    Union[FixedTokens, LognormalTokens, UniformTokens, EmpiricalTokens],
+    FixedTokens | LognormalTokens | UniformTokens | EmpiricalTokens,
     Field(discriminator="kind"),
 ]
 

@@ -6,13 +6,22 @@ from dataclasses import dataclass, field
 
 from gpuscale.audit.diagnose.snapshot import NodeView, PodView, Snapshot, taints_of
 from gpuscale.audit.loader import Manifest
-from gpuscale.audit.nodepools import GPU_RESOURCE, allowed_instance_types, is_gpu_nodepool, requirements
+from gpuscale.audit.nodepools import (
+    GPU_RESOURCE,
+    allowed_instance_types,
+    is_gpu_nodepool,
+    requirements,
+)
 from gpuscale.cluster.objects import Taint, tolerates_all
 from gpuscale.units import parse_quantity
 
 
 def _expr_ok(expr: dict, labels: dict) -> bool:
-    key, op, values = expr.get("key"), expr.get("operator"), [str(v) for v in expr.get("values") or []]
+    key, op, values = (
+        expr.get("key"),
+        expr.get("operator"),
+        [str(v) for v in expr.get("values") or []],
+    )
     have = labels.get(key)
     if op == "In":
         return have is not None and str(have) in values
@@ -59,8 +68,9 @@ def node_fit(snap: Snapshot, pod: PodView) -> NodeFit:
     for node in snap.nodes:
         bad = untolerated(pod, node.taints)
         if bad:
-            fit.tainted[node.name] = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
-                                      for t in bad]
+            fit.tainted[node.name] = [
+                f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in bad
+            ]
         elif not selector_ok(pod, node.labels):
             fit.mismatched.append(node.name)
         elif not node.ready or node.unschedulable:
@@ -122,9 +132,12 @@ def pool_verdict(snap: Snapshot, pod: PodView, pool: Manifest) -> PoolVerdict:
             n.gpu_capacity for n in snap.nodes if n.nodepool == pool.name)
         smallest = min(it.num_gpus for it in fitting)
         if used_gpus + smallest > parse_quantity(limit):
-            return PoolVerdict(pool.name, "nodepool-limits",
-                               f"uses {used_gpus:g} of its {parse_quantity(limit):g}-GPU limit; the "
-                               f"smallest fitting node adds {smallest}")
+            return PoolVerdict(
+                pool.name,
+                "nodepool-limits",
+                f"uses {used_gpus:g} of its {parse_quantity(limit):g}-GPU limit; the "
+                f"smallest fitting node adds {smallest}",
+            )
     return PoolVerdict(pool.name, "", f"can launch {min(fitting, key=lambda it: it.num_gpus).name}")
 
 

@@ -19,8 +19,13 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 def taints_of(items) -> tuple[Taint, ...]:
     """Kubernetes taint dicts (Node spec or NodePool template) -> Taint values."""
-    return tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "NoSchedule")))
-                 for t in items or [] if isinstance(t, dict))
+    return tuple(
+        Taint(
+            str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "NoSchedule"))
+        )
+        for t in items or []
+        if isinstance(t, dict)
+    )
 
 
 def _gpus(resources: dict | None) -> int:
@@ -66,7 +71,11 @@ class PodView:
 
 def node_view(obj: Manifest) -> NodeView:
     status = obj.get("status") or {}
-    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
+    conditions = {
+        c.get("type"): c.get("status")
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    }
     return NodeView(name=obj.name, labels=obj.labels, taints=taints_of(obj.get("spec", "taints")),
                     ready=conditions.get("Ready") == "True",
                     unschedulable=bool(obj.get("spec", "unschedulable")),
@@ -77,9 +86,16 @@ def node_view(obj: Manifest) -> NodeView:
 
 def pod_view(obj: Manifest) -> PodView:
     spec = obj.get("spec") or {}
-    tolerations = tuple(Toleration(str(t.get("key", "") or ""), str(t.get("operator", "Equal") or "Equal"),
-                                   str(t.get("value", "") or ""), str(t.get("effect", "") or ""))
-                        for t in spec.get("tolerations") or [] if isinstance(t, dict))
+    tolerations = tuple(
+        Toleration(
+            str(t.get("key", "") or ""),
+            str(t.get("operator", "Equal") or "Equal"),
+            str(t.get("value", "") or ""),
+            str(t.get("effect", "") or ""),
+        )
+        for t in spec.get("tolerations") or []
+        if isinstance(t, dict)
+    )
     affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution") or {}
     return PodView(name=obj.name, namespace=obj.namespace or "default",
@@ -108,13 +124,20 @@ class Snapshot:
     def from_objects(cls, objects: list[Manifest]) -> Snapshot:
         def of(kind: str) -> list[Manifest]:
             return [o for o in objects if o.kind == kind]
-        return cls(nodes=[node_view(o) for o in of("Node")], pods=[pod_view(o) for o in of("Pod")],
-                   events=of("Event"), nodepools=of("NodePool"), nodeclaims=of("NodeClaim"),
-                   queues=[q for q in of("Queue") if q.api_version.startswith("scheduling.run.ai/")],
-                   podgroups=of("PodGroup"))
+        return cls(
+            nodes=[node_view(o) for o in of("Node")],
+            pods=[pod_view(o) for o in of("Pod")],
+            events=of("Event"),
+            nodepools=of("NodePool"),
+            nodeclaims=of("NodeClaim"),
+            queues=[q for q in of("Queue") if q.api_version.startswith("scheduling.run.ai/")],
+            podgroups=of("PodGroup"),
+        )
 
     def gpus_used(self, node: str) -> int:
-        return sum(p.gpus for p in self.pods if p.node_name == node and p.phase not in TERMINAL_PHASES)
+        return sum(
+            p.gpus for p in self.pods if p.node_name == node and p.phase not in TERMINAL_PHASES
+        )
 
     def gpus_free(self, node: NodeView) -> int:
         return max(0, node.gpu_allocatable - self.gpus_used(node.name))
@@ -126,7 +149,10 @@ class Snapshot:
         out = []
         for event in self.events:
             involved = event.get("involvedObject", default={}) or {}
-            if involved.get("name") == pod.name and (involved.get("namespace") or "default") == pod.namespace:
+            if (
+                involved.get("name") == pod.name
+                and (involved.get("namespace") or "default") == pod.namespace
+            ):
                 reason, message = event.get("reason", default=""), event.get("message", default="")
                 out.append(f"{reason}: {' '.join(str(message).split())}")
         return out

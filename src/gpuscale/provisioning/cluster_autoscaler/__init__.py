@@ -4,8 +4,7 @@ Belongs here: CA's own semantics (reference layer1-node-provisioning.md section 
 bind pods nor know about requests or replicas.
 """
 
-from gpuscale.provisioning.cluster_autoscaler.params import (ClusterAutoscalerParams,
-                                                             NodeGroupParams)
+from gpuscale.provisioning.cluster_autoscaler.params import ClusterAutoscalerParams, NodeGroupParams
 from gpuscale.provisioning.cluster_autoscaler.provider import ClusterAutoscalerProvider
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Pod
 from gpuscale.provisioning.cluster_autoscaler.params import NodeGroupParams
-from gpuscale.catalog import get_instance_type
 from gpuscale.provisioning.fit import capacity_of, sum_requests
 
 
@@ -45,7 +45,7 @@ def waste_score(option: Option) -> float:
 def _keep_best(options: list[Option], score) -> list[Option]:
     scores = [score(o) for o in options]
     best = min(scores)
-    return [o for o, s in zip(options, scores) if abs(s - best) <= 1e-9]
+    return [o for o, s in zip(options, scores, strict=True) if abs(s - best) <= 1e-9]
 
 
 def _priority(options: list[Option], priorities: dict[int, list[str]]) -> list[Option]:

@@ -50,9 +50,11 @@ class ClusterAutoscalerParams(BaseModel):
     kind: Literal["cluster_autoscaler"] = "cluster_autoscaler"
     node_groups: list[NodeGroupParams] = Field(min_length=1)
     scan_interval_s: float = Field(10.0, gt=0, description="--scan-interval; 10s.")
-    expanders: list[Expander] = Field(default_factory=lambda: ["least-waste"], min_length=1,
-                                      description="--expander chain; default least-waste; "
-                                      "remaining ties are broken at random.")
+    expanders: list[Expander] = Field(
+        default_factory=lambda: list[Expander](["least-waste"]),
+        min_length=1,
+        description="--expander chain; default least-waste; remaining ties are broken at random.",
+    )
     priorities: dict[int, list[str]] = Field(default_factory=dict, description="Priority "
                                              "expander ConfigMap: priority -> group-name "
                                              "regexes; highest wins, unmatched never chosen.")

@@ -4,8 +4,7 @@ Belongs here: Karpenter's own semantics (reference layer1-node-provisioning.md s
 Must not bind pods (layer 2 does) nor know about requests or replicas (the engine does).
 """
 
-from gpuscale.provisioning.karpenter.nodepool import (Budget, Disruption, NodePoolParams,
-                                                      Requirement)
+from gpuscale.provisioning.karpenter.nodepool import Budget, Disruption, NodePoolParams, Requirement
 from gpuscale.provisioning.karpenter.params import CapacityOutage, KarpenterParams
 from gpuscale.provisioning.karpenter.provider import KarpenterProvider
 

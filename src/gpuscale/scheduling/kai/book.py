@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 from gpuscale.cluster.groups import Queue
 from gpuscale.scheduling.gangs import Gang
@@ -14,8 +14,8 @@ class QueueBook:
         self.queues = dict(queues)
         for gang in gangs.values():  # a job naming an unknown queue gets a default top-level one
             self.queues.setdefault(gang.spec.queue, Queue(gang.spec.queue))
-        self.alloc: Counter = Counter()
-        self.alloc_np: Counter = Counter()  # non-preemptible, must stay within quota
+        self.alloc: dict[str, float] = defaultdict(float)
+        self.alloc_np: dict[str, float] = defaultdict(float)  # non-preemptible, within quota
         requested: Counter = Counter()
         for gang in gangs.values():
             bound = sum(p.gpus for p in gang.bound)

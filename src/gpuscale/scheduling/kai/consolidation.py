@@ -26,7 +26,10 @@ def consolidate(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book:
         pods = victim.bound
         if moved + len(pods) > budget:
             break
-        original = [(p, snap.by_name[p.node_name]) for p in pods]
+        original = []
+        for p in pods:
+            assert p.node_name is not None  # a complete gang's pods are all bound
+            original.append((p, snap.by_name[p.node_name]))
         for pod, nf in original:
             snap.forget(pod, nf)
         removed.append((victim, original))
@@ -48,7 +51,7 @@ def consolidate(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book:
 
 def _rehome(sched, removed, snap: Snapshot):
     """A place for every removed gang, all-or-nothing; a pod may land where it was."""
-    homes = []
+    homes: list[tuple[Gang, list]] = []
     for victim, original in removed:
         placement = sched.place_pods(victim, [p for p, _ in original], [], snap, None)
         if placement is None:

@@ -23,6 +23,7 @@ def _try_with_victims(sched, gang: Gang, victims: list[Gang], snap: Snapshot, bo
         if not allow(victim):
             continue
         for pod in victim.bound:
+            assert pod.node_name is not None  # `bound` pods have a node
             snap.forget(pod, snap.by_name[pod.node_name])
         book.add(victim, -sum(p.gpus for p in victim.bound))
         removed.append(victim)
@@ -34,6 +35,7 @@ def _try_with_victims(sched, gang: Gang, victims: list[Gang], snap: Snapshot, bo
             return True
     for victim in removed:  # nothing evicted: restore the snapshot and the book
         for pod in victim.bound:
+            assert pod.node_name is not None
             snap.assume(pod, snap.by_name[pod.node_name])
         book.add(victim, sum(p.gpus for p in victim.bound))
     return False

@@ -54,7 +54,7 @@ class KaiParams(BaseModel):
     stale_gang_eviction: bool = Field(True, description="Run stalegangeviction.")
 
     @model_validator(mode="after")
-    def _check_tree(self) -> "KaiParams":
+    def _check_tree(self) -> KaiParams:
         names = [q.name for q in self.queues]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate queue names in {names}")

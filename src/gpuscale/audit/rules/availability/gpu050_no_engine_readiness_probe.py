@@ -7,8 +7,14 @@ from collections.abc import Iterator
 from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
-from gpuscale.audit.workloads import (HEALTH_PATHS, container_gpus, containers, engine_of,
-                                      gpu_templates, is_gpu_inference)
+from gpuscale.audit.workloads import (
+    HEALTH_PATHS,
+    container_gpus,
+    containers,
+    engine_of,
+    gpu_templates,
+    is_gpu_inference,
+)
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
@@ -38,17 +44,25 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU050", name="inference-without-engine-readiness-probe", severity=Severity.WARNING,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet"), family="availability",
+    id="GPU050",
+    name="inference-without-engine-readiness-probe",
+    severity=Severity.WARNING,
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet"),
+    family="availability",
     summary="A GPU inference container has no readiness probe on its engine's health endpoint.",
-    message="container {name} {what}; it receives traffic before the model is loaded. Probe {paths}",
+    message=(
+        "container {name} {what}; it receives traffic before "
+        "the model is loaded. Probe {paths}"
+    ),
     why="An LLM server opens its port long before it can answer: loading weights, compiling and "
-        "capturing CUDA graphs take minutes. Without an HTTP readiness probe on the engine's "
-        "health endpoint the Service routes requests to a replica that fails or queues them, and "
-        "autoscalers count it as capacity too early.",
+    "capturing CUDA graphs take minutes. Without an HTTP readiness probe on the engine's "
+    "health endpoint the Service routes requests to a replica that fails or queues them, and "
+    "autoscalers count it as capacity too early.",
     fix="Add `readinessProbe.httpGet` on `/health` (vLLM, SGLang, TGI) or `/v2/health/ready` "
-        "(Triton), and a `startupProbe` long enough for the cold start.",
-    references=("serving-engine-metrics.md section 9 (reaction chain: model load -> readiness -> metrics)",
-                "layer3-replica-autoscaling.md section 1.4 (not-ready pods in HPA math)"),
+    "(Triton), and a `startupProbe` long enough for the cold start.",
+    references=(
+        "serving-engine-metrics.md section 9 (reaction chain: model load -> readiness -> metrics)",
+        "layer3-replica-autoscaling.md section 1.4 (not-ready pods in HPA math)",
+    ),
     check=check,
 )

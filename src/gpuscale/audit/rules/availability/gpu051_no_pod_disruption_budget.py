@@ -22,17 +22,22 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU051", name="inference-without-pod-disruption-budget", severity=Severity.WARNING,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet"), family="availability",
+    id="GPU051",
+    name="inference-without-pod-disruption-budget",
+    severity=Severity.WARNING,
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet"),
+    family="availability",
     summary="No PodDisruptionBudget selects the pods of a GPU inference workload.",
     message="no PodDisruptionBudget in namespace {ns} selects these pods ({labels}); a node drain "
-            "or consolidation may evict every replica at once",
+    "or consolidation may evict every replica at once",
     why="Karpenter consolidation, drift and Cluster Autoscaler scale-down drain nodes through the "
-        "Eviction API, which only holds back when a PDB says so. Without one, all replicas of a "
-        "model can be evicted together and the service is down for a full cold start.",
+    "Eviction API, which only holds back when a PDB says so. Without one, all replicas of a "
+    "model can be evicted together and the service is down for a full cold start.",
     fix="Add a PodDisruptionBudget with `maxUnavailable: 1` (or a `minAvailable` below the replica "
-        "floor, so drains can still proceed) selecting the serving pods.",
-    references=("layer1-node-provisioning.md section 1.8 (drain through the Eviction API, PDBs honoured)",
-                "layer1-node-provisioning.md section 2.3 (restrictive PDBs block CA scale-down)"),
+    "floor, so drains can still proceed) selecting the serving pods.",
+    references=(
+        "layer1-node-provisioning.md section 1.8 (drain through the Eviction API, PDBs honoured)",
+        "layer1-node-provisioning.md section 2.3 (restrictive PDBs block CA scale-down)",
+    ),
     check=check,
 )

@@ -1,4 +1,5 @@
-"""Template: a Cluster Autoscaler duration flag set below what GPU nodes need (per-instance flag)."""
+"""Template: a Cluster Autoscaler duration flag set below what GPU nodes need (per-instance
+flag)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ def ca_flags(obj: Manifest) -> Iterator[tuple[tuple, str, str]]:
     for tmpl in pod_templates(obj):
         for i, container in enumerate(containers(tmpl.template)):
             fields = {f: [str(w) for w in container.get(f) or []] for f in ("command", "args")}
-            words = " ".join(fields["command"] + fields["args"]) + " " + str(container.get("image", ""))
+            words = (
+                " ".join(fields["command"] + fields["args"]) + " " + str(container.get("image", ""))
+            )
             if "cluster-autoscaler" not in words:
                 continue
             for field, items in fields.items():
@@ -39,6 +42,16 @@ def ca_flag_rule(*, id: str, name: str, flag: str, minimum_s: float, summary: st
             if seconds < minimum_s:
                 yield Hit(path, {"flag": flag, "value": value, "min": format_duration(minimum_s)})
 
-    return Rule(id=id, name=name, severity=Severity.WARNING, kinds=("Deployment",), family="nodes",
-                summary=summary, message="cluster-autoscaler --{flag}={value} is below the {min} GPU nodes need",
-                why=why, fix=fix, references=references, check=check)
+    return Rule(
+        id=id,
+        name=name,
+        severity=Severity.WARNING,
+        kinds=("Deployment",),
+        family="nodes",
+        summary=summary,
+        message="cluster-autoscaler --{flag}={value} is below the {min} GPU nodes need",
+        why=why,
+        fix=fix,
+        references=references,
+        check=check,
+    )

@@ -26,7 +26,11 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         return
     if seconds < MIN_CONSOLIDATE_AFTER_S:
         shown = f"is {format_duration(seconds)}" if value is not None else "is unset (default 0s)"
-        path = ("spec", "disruption", "consolidateAfter") if value is not None else ("spec", "disruption")
+        path = (
+            ("spec", "disruption", "consolidateAfter")
+            if value is not None
+            else ("spec", "disruption")
+        )
         yield Hit(path, {"shown": shown, "min": format_duration(MIN_CONSOLIDATE_AFTER_S)})
 
 

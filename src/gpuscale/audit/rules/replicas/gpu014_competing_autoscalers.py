@@ -19,16 +19,24 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU014", name="workload-has-competing-autoscalers", severity=Severity.ERROR,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster"), family="replicas",
+    id="GPU014",
+    name="workload-has-competing-autoscalers",
+    severity=Severity.ERROR,
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster"),
+    family="replicas",
     summary="More than one HPA or ScaledObject targets the same workload.",
-    message="{count} autoscalers target this workload ({scalers}); they overwrite each other's replica count",
+    message=(
+        "{count} autoscalers target this workload ({scalers}); they overwrite each other's "
+        "replica count"
+    ),
     why="Each HPA (and the HPA KEDA generates) writes `/scale` on its own 15 s loop from its own "
-        "metrics. With two of them the replica count oscillates between their answers, and every "
-        "swing on a GPU service starts or kills a replica that takes minutes to warm up.",
+    "metrics. With two of them the replica count oscillates between their answers, and every "
+    "swing on a GPU service starts or kills a replica that takes minutes to warm up.",
     fix="Keep one scaler per workload and put every signal in it: an HPA takes the maximum over "
-        "its metrics, KEDA over its triggers.",
-    references=("layer3-replica-autoscaling.md section 1.5 (multiple metrics: the maximum wins)",
-                "layer3-replica-autoscaling.md section 2.2 (KEDA creates its own HPA)"),
+    "its metrics, KEDA over its triggers.",
+    references=(
+        "layer3-replica-autoscaling.md section 1.5 (multiple metrics: the maximum wins)",
+        "layer3-replica-autoscaling.md section 2.2 (KEDA creates its own HPA)",
+    ),
     check=check,
 )

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from gpuscale.audit.context import AuditContext
-from gpuscale.audit.loader import Manifest
+from gpuscale.audit.loader import Manifest, PathKey
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.workloads import cold_start_s, is_slo_critical
 
 # Reads (seconds, path, label) of the delay from the scaler, or None when it does not apply.
-DelayReader = Callable[[Manifest], "tuple[float, PathKey, str] | None"]
+DelayReader = Callable[[Manifest], tuple[float, PathKey, str] | None]
 
 
 def window_rule(*, id: str, name: str, kind: str, read: DelayReader, summary: str, why: str,

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from gpuscale.audit.loader import Manifest
-from gpuscale.audit.workloads import containers, gpu_templates, gpus_per_pod, parallel_size, pod_templates
+from gpuscale.audit.workloads import (
+    containers,
+    gpu_templates,
+    gpus_per_pod,
+    parallel_size,
+    pod_templates,
+)
 
 # layer2-scheduling.md sections 1.6, 1.7, 2.1, 3, 4: schedulers and markers that gang-schedule.
 GANG_SCHEDULERS = {"kai-scheduler", "volcano", "scheduler-plugins-scheduler", "coscheduler"}
 GANG_LABELS = ("scheduling.x-k8s.io/pod-group", "kueue.x-k8s.io/queue-name", "volcano.sh/job-name")
-GANG_ANNOTATIONS = ("pod-group-name", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+GANG_ANNOTATIONS = (
+    "pod-group-name",
+    "scheduling.k8s.io/group-name",
+    "scheduling.volcano.sh/group-name",
+)
 KAI_BATCH_MIN_MEMBER = "kai.scheduler/batch-min-member"
 
 
@@ -43,7 +53,11 @@ def pod_group_name(obj: Manifest) -> str | None:
     for tmpl in pod_templates(obj):
         meta = tmpl.template.get("metadata") or {}
         for source in (meta.get("annotations") or {}, meta.get("labels") or {}):
-            for key in ("pod-group-name", "scheduling.x-k8s.io/pod-group", "scheduling.k8s.io/group-name"):
+            for key in (
+                "pod-group-name",
+                "scheduling.x-k8s.io/pod-group",
+                "scheduling.k8s.io/group-name",
+            ):
                 if key in source:
                     return str(source[key])
     return None
@@ -53,10 +67,16 @@ def _nnodes(obj: Manifest) -> int:
     best = 1
     for tmpl in pod_templates(obj):
         for container in containers(tmpl.template):
-            args = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+            args = [
+                str(a) for a in (container.get("command") or []) + (container.get("args") or [])
+            ]
             for i, arg in enumerate(args):
                 if arg.startswith("--nnodes"):
-                    value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "1")
+                    value = (
+                        arg.split("=", 1)[1]
+                        if "=" in arg
+                        else (args[i + 1] if i + 1 < len(args) else "1")
+                    )
                     if value.isdigit():
                         best = max(best, int(value))
     return best

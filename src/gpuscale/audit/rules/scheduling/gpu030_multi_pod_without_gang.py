@@ -21,21 +21,28 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU030", name="multi-pod-gpu-workload-without-gang-scheduling", severity=Severity.ERROR,
+    id="GPU030",
+    name="multi-pod-gpu-workload-without-gang-scheduling",
+    severity=Severity.ERROR,
     kinds=("LeaderWorkerSet", "RayCluster", "Job", "CronJob", "Deployment", "StatefulSet"),
     family="scheduling",
-    summary="A GPU workload that needs several pods at once is placed pod by pod, without a gang scheduler.",
+    summary=(
+        "A GPU workload that needs several pods at once is placed pod by pod, without a gang "
+        "scheduler."
+    ),
     message="needs {pods} pods together ({why}, {gpus} GPUs) but uses {scheduler} with no gang: "
-            "a partial placement holds GPUs idle",
+    "a partial placement holds GPUs idle",
     why="kube-scheduler binds one pod at a time. When only some pods of a tensor/pipeline-parallel "
-        "group or a training job fit, the bound ones hold their GPUs while waiting for the rest; "
-        "two such workloads can deadlock, and Karpenter grows the cluster pod by pod (no atomic "
-        "multi-node launch) or stops at a limit with the gang never complete.",
+    "group or a training job fit, the bound ones hold their GPUs while waiting for the rest; "
+    "two such workloads can deadlock, and Karpenter grows the cluster pod by pod (no atomic "
+    "multi-node launch) or stops at a limit with the gang never complete.",
     fix="Schedule with a gang scheduler: KAI (`schedulerName: kai-scheduler`, PodGroup "
-        "`minMember` = pods needed), Volcano, the coscheduling plugin, Kueue admission, or "
-        "Kubernetes' own gang scheduling (alpha in 1.35).",
-    references=("layer2-scheduling.md section 1.4 (why multi-pod jobs partially allocate)",
-                "layer2-scheduling.md section 2.10 (how KAI avoids it)",
-                "layer1-node-provisioning.md section 1.9 (no atomic multi-node launch)"),
+    "`minMember` = pods needed), Volcano, the coscheduling plugin, Kueue admission, or "
+    "Kubernetes' own gang scheduling (alpha in 1.35).",
+    references=(
+        "layer2-scheduling.md section 1.4 (why multi-pod jobs partially allocate)",
+        "layer2-scheduling.md section 2.10 (how KAI avoids it)",
+        "layer1-node-provisioning.md section 1.9 (no atomic multi-node launch)",
+    ),
     check=check,
 )

@@ -20,22 +20,35 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     for tmpl in templates:
         want = gpus_per_pod(tmpl.template)
         if largest is None or want > largest.num_gpus:
-            most = f"{largest.num_gpus} ({largest.name})" if largest else "0 (no GPU instance type matches)"
-            yield Hit(tmpl.path + ("spec", "containers"), {"want": want, "most": most, "source": source})
+            most = (
+                f"{largest.num_gpus} ({largest.name})"
+                if largest
+                else "0 (no GPU instance type matches)"
+            )
+            yield Hit(
+                tmpl.path + ("spec", "containers"), {"want": want, "most": most, "source": source}
+            )
 
 
 RULE = Rule(
-    id="GPU032", name="pod-requests-more-gpus-than-any-node", severity=Severity.ERROR,
+    id="GPU032",
+    name="pod-requests-more-gpus-than-any-node",
+    severity=Severity.ERROR,
     kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "CronJob", "RayCluster", "Pod"),
     family="scheduling",
     summary="A pod requests more GPUs than the largest instance type it may run on.",
-    message="a pod requests {want} GPUs but the largest instance from {source} has {most}: it can never be scheduled",
+    message=(
+        "a pod requests {want} GPUs but the largest instance from {source} has {most}: it can "
+        "never be scheduled"
+    ),
     why="A pod's `nvidia.com/gpu` request must fit on one node; extended resources are never split "
-        "or overcommitted. Karpenter finds no instance type, Cluster Autoscaler no node group, and "
-        "the pod stays Pending without an obvious error on the workload.",
+    "or overcommitted. Karpenter finds no instance type, Cluster Autoscaler no node group, and "
+    "the pod stays Pending without an obvious error on the workload.",
     fix="Split the model over several pods (pipeline parallel, LeaderWorkerSet) or allow an "
-        "instance type with enough GPUs in the NodePool requirements.",
-    references=("layer2-scheduling.md section 1.5 (extended resources are whole, not overcommitted)",
-                "layer1-node-provisioning.md section 1.3 (instance-type choice)"),
+    "instance type with enough GPUs in the NodePool requirements.",
+    references=(
+        "layer2-scheduling.md section 1.5 (extended resources are whole, not overcommitted)",
+        "layer1-node-provisioning.md section 1.3 (instance-type choice)",
+    ),
     check=check,
 )

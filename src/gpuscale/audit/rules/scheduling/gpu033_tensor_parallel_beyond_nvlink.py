@@ -19,8 +19,10 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     instances, source = candidate_instances(obj, ctx)
     widest = max(instances, key=lambda it: it.nvlink_domain_gpus, default=None)
     if widest is not None and tp > widest.nvlink_domain_gpus:
-        yield Hit(templates[0].path + ("spec", "containers"),
-                  {"tp": tp, "domain": widest.nvlink_domain_gpus, "name": widest.name, "source": source})
+        yield Hit(
+            templates[0].path + ("spec", "containers"),
+            {"tp": tp, "domain": widest.nvlink_domain_gpus, "name": widest.name, "source": source},
+        )
 
 
 RULE = Rule(

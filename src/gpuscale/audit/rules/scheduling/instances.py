@@ -1,4 +1,5 @@
-"""Which instance types a workload's pods can land on: the input's GPU NodePools, else the catalogue."""
+"""Which instance types a workload's pods can land on: the input's GPU NodePools, else the
+catalogue."""
 
 from __future__ import annotations
 
@@ -15,8 +16,14 @@ def candidate_instances(obj: Manifest, ctx: AuditContext) -> tuple[list[Instance
     """GPU instance types the pods could get, and where that list came from."""
     pinned = None
     for tmpl in pod_templates(obj):
-        pinned = ((tmpl.template.get("spec") or {}).get("nodeSelector") or {}).get(NODEPOOL_LABEL) or pinned
-    pools = [p for p in ctx.of_kind("NodePool") if is_gpu_nodepool(p) and (pinned is None or p.name == pinned)]
+        pinned = ((tmpl.template.get("spec") or {}).get("nodeSelector") or {}).get(
+            NODEPOOL_LABEL
+        ) or pinned
+    pools = [
+        p
+        for p in ctx.of_kind("NodePool")
+        if is_gpu_nodepool(p) and (pinned is None or p.name == pinned)
+    ]
     if pools:
         found = {it.name: it for p in pools for it in allowed_instance_types(p) if it.num_gpus > 0}
         names = ", ".join(p.name for p in pools)

@@ -1,4 +1,5 @@
-"""GPU001: scaling LLM serving on DCGM GPU utilization, a duty cycle that reads ~100 % at batch 1."""
+"""GPU001: scaling LLM serving on DCGM GPU utilization, a duty cycle that reads ~100 % at batch
+1."""
 
 from gpuscale.audit.model import Severity
 from gpuscale.audit.rules.signals.scaler_metric_template import METRICS_REF, scaler_metric_rule

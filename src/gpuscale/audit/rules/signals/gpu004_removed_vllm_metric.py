@@ -12,13 +12,21 @@ from gpuscale.audit.scalers import signals
 
 # serving-engine-metrics.md sections 1.1-1.3: old name -> (replacement, history).
 RENAMED = {
-    "gpu_cache_usage_perc": ("vllm:kv_cache_usage_perc", "deprecated in 0.9, hidden in 0.10, gone by 0.12"),
-    "time_per_output_token_seconds": ("vllm:inter_token_latency_seconds",
-                                      "deprecated in 0.11, hidden in 0.12, removal planned for 0.13"),
+    "gpu_cache_usage_perc": (
+        "vllm:kv_cache_usage_perc",
+        "deprecated in 0.9, hidden in 0.10, gone by 0.12",
+    ),
+    "time_per_output_token_seconds": (
+        "vllm:inter_token_latency_seconds",
+        "deprecated in 0.11, hidden in 0.12, removal planned for 0.13",
+    ),
     "gpu_prefix_cache_queries": ("vllm:prefix_cache_queries_total", "deprecated in 0.9"),
     "gpu_prefix_cache_hits": ("vllm:prefix_cache_hits_total", "deprecated in 0.9"),
     "num_requests_swapped": ("nothing (the V1 engine has no swap)", "removed with the V0 engine"),
-    "cpu_cache_usage_perc": ("nothing (the V1 engine has no CPU swap space)", "removed with the V0 engine"),
+    "cpu_cache_usage_perc": (
+        "nothing (the V1 engine has no CPU swap space)",
+        "removed with the V0 engine",
+    ),
 }
 
 
@@ -55,18 +63,26 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU004", name="scaler-reads-removed-vllm-metric", severity=Severity.ERROR,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject", "PrometheusRule"), family="signals",
-    summary="A scaler query or recording rule reads a vLLM metric name that vLLM has deprecated or removed.",
+    id="GPU004",
+    name="scaler-reads-removed-vllm-metric",
+    severity=Severity.ERROR,
+    kinds=("HorizontalPodAutoscaler", "ScaledObject", "PrometheusRule"),
+    family="signals",
+    summary=(
+        "A scaler query or recording rule reads a vLLM metric name that vLLM has deprecated or "
+        "removed."
+    ),
     message="reads `{metric}` ({history}); current vLLM exports {new}",
     why="vLLM deprecates a metric in one minor release, hides it in the next and removes it in the "
-        "one after. When the series disappears the query returns nothing; KEDA's Prometheus "
-        "scaler treats an empty result as 0 (`ignoreNullValues` defaults to true) and scales in "
-        "while the servers are saturated.",
+    "one after. When the series disappears the query returns nothing; KEDA's Prometheus "
+    "scaler treats an empty result as 0 (`ignoreNullValues` defaults to true) and scales in "
+    "while the servers are saturated.",
     fix="Query the replacement name and pin the vLLM version the query was written for; add an "
-        "alert on `absent(...)` of the metric the autoscaler depends on.",
-    references=("serving-engine-metrics.md sections 1.1-1.3 (renames and deprecation policy)",
-                "serving-engine-metrics.md section 5.5, pitfall 4",
-                "vllm-project/vllm docs/design/metrics.md"),
+    "alert on `absent(...)` of the metric the autoscaler depends on.",
+    references=(
+        "serving-engine-metrics.md sections 1.1-1.3 (renames and deprecation policy)",
+        "serving-engine-metrics.md section 5.5, pitfall 4",
+        "vllm-project/vllm docs/design/metrics.md",
+    ),
     check=check,
 )

@@ -32,6 +32,16 @@ def scaler_metric_rule(*, id: str, name: str, metrics: tuple[str, ...], severity
                     yield Hit(signal.path, {"metric": metric, "what": what,
                                             "target": target.ref if target else "its target"})
 
-    return Rule(id=id, name=name, severity=severity, kinds=("HorizontalPodAutoscaler", "ScaledObject"),
-                summary=summary, message="scales {target} on `{metric}`, {what}", why=why,
-                fix=fix, references=references, check=check, family="signals")
+    return Rule(
+        id=id,
+        name=name,
+        severity=severity,
+        kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+        summary=summary,
+        message="scales {target} on `{metric}`, {what}",
+        why=why,
+        fix=fix,
+        references=references,
+        check=check,
+        family="signals",
+    )
