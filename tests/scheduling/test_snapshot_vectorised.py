@@ -77,3 +77,18 @@ def test_a_shape_that_fit_nowhere_fits_again_after_forget():
     assert snap.feasible(Pod(name="x", gpus=1)) == []
     snap.forget(holder, nf)
     assert snap.feasible(Pod(name="y", gpus=1)) == [nf]
+
+
+@settings(max_examples=60, deadline=None)
+@given(node_shapes, pod_shapes, st.sampled_from(["binpack", "spread"]))
+def test_best_fit_is_kais_pick_without_topology(nodes, pods, strategy):
+    from gpuscale.scheduling.kai import KaiParams, KaiScheduler
+
+    kai = KaiScheduler(KaiParams(placement_strategy=strategy))
+    snap = Snapshot(_cluster(nodes))
+    for i, shape in enumerate(pods):
+        pod = _pod(i, *shape)
+        expected = kai._pick(pod, snap.nodes, {})
+        assert snap.best_fit(pod, kai.binpack) is expected
+        if expected is not None:
+            snap.assume(pod, expected)

@@ -149,6 +149,17 @@ class Snapshot:
             self._fits_nowhere.add(shape)
         return found
 
+    def best_fit(self, pod: Pod, pack: bool) -> NodeFree | None:
+        """KAI's pick over all nodes with no topology rank (kai/scheduler.py `_pick`): the
+        feasible node with the fewest (pack) or most GPUs left after placing, or CPU for a
+        CPU-only pod; the first in node order on ties (argmin returns the first)."""
+        found = self.feasible_indices(pod)
+        if not len(found):
+            return None
+        a = self.arrays()
+        left = a[0, found] - pod.gpus if pod.gpus else a[1, found] - pod.cpu_milli
+        return self.nodes[int(found[int(np.argmin(left if pack else -left))])]
+
     def feasible(self, pod: Pod) -> list[NodeFree]:
         return [self.nodes[i] for i in self.feasible_indices(pod)]
 
