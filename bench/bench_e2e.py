@@ -55,7 +55,9 @@ def scenario_dict(scheduler: str = "kai") -> dict:
 
 
 def run_cli(path: Path, out: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    # PYTHONPATH first, so a compiled copy of the package given there is what runs.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT / "src")) if p)}
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "gpuscale", "simulate", str(path), "--format", "json",
                     "--out", str(out), "--force"], check=True, env=env, stdout=subprocess.DEVNULL)
@@ -104,6 +106,11 @@ def main() -> int:
         path = args.keep or Path(tmp) / "scenario.yaml"
         path.write_text(yaml.safe_dump(scenario_dict(args.scheduler), sort_keys=False))
         yard = heapq_ops_per_s()
+        import gpuscale.serving.replica as replica_module
+
+        compiled = replica_module.__file__.endswith(".so")
+        print(f"hot path: {'compiled (mypyc)' if compiled else 'pure Python'} "
+              f"({Path(replica_module.__file__).parent.parent})")
         print(f"scenario: 10 x Azure conv rate-scaled, Karpenter + {args.scheduler} + KEDA, "
               f"aggregated ({path})")
         if args.profile:
