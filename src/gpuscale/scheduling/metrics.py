@@ -74,13 +74,18 @@ class SchedulingMetrics:
         blocked = False
         queue_rate: Counter = Counter()
         for gang in gangs.values():
-            for pod in gang.bound:
-                queue_rate[gang.spec.queue] += pod.gpus
-            if gang.is_complete:
+            # `bound` once per gang (each property call rescans its pods): this runs at every
+            # observation over every gang; same order and sums as the properties give.
+            bound = gang.bound
+            queue = gang.spec.queue
+            for pod in bound:
+                queue_rate[queue] += pod.gpus
+            min_member = gang.min_member
+            if len(bound) >= min_member:  # gang.is_complete
                 continue
-            if gang.min_member > 1 and gang.pending:
+            if min_member > 1 and len(bound) < len(gang.pods):  # some pod is pending
                 blocked = True
-            for pod in gang.bound:  # bound but the job cannot start: the 7-of-8 waste
+            for pod in bound:  # bound but the job cannot start: the 7-of-8 waste
                 node = cluster.nodes.get(pod.node_name)
                 held_gpus += pod.gpus
                 if node is not None and node.num_gpus:
