@@ -36,6 +36,8 @@ class SchedulingMetrics:
         self.pending_since: dict[str, float] = {}
         self.series: list[tuple[float, int, int]] = []
         self.start_s: float | None = None
+        self._gangs_of: ClusterState | None = None
+        self._gangs: dict | None = None
 
     # -- events ------------------------------------------------------------------------------
     def pod_pending(self, pod: Pod, now_s: float) -> None:
@@ -68,8 +70,27 @@ class SchedulingMetrics:
         self.last_s = now_s
         self._recompute(now_s, cluster)
 
+    def gangs(self, cluster: ClusterState) -> dict:
+        """`form_gangs` of the cluster's pods, kept until a pod is added, bound, evicted or
+        deleted (gangs change only then). Observations come two to three per cycle and one
+        per pod deletion, each over every pod: recomputing them all made long runs quadratic.
+        Read-only for callers."""
+        if self._gangs_of is not cluster:
+            self._gangs_of, self._gangs = cluster, None
+            # First in line, so the cache is dropped before any other listener can observe.
+            for listeners in (cluster.on_pod_pending, cluster.on_pod_bound,
+                              cluster.on_pod_deleted):
+                listeners.insert(0, self._drop_gangs)
+            cluster.on_pod_evicted.insert(0, lambda pod, cause: self._drop_gangs(pod))
+        if self._gangs is None:
+            self._gangs = form_gangs(cluster.pods.values())
+        return self._gangs
+
+    def _drop_gangs(self, pod: Pod) -> None:
+        self._gangs = None
+
     def _recompute(self, now_s: float, cluster: ClusterState) -> None:
-        gangs = form_gangs(cluster.pods.values())
+        gangs = self.gangs(cluster)
         held_gpus = held_usd = 0.0
         blocked = False
         queue_rate: Counter = Counter()
