@@ -16,6 +16,9 @@ from pathlib import Path
 from gpuscale.engine.run import run_strategy, scenario_requests
 from gpuscale.scenario import scenario_from_dict
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from yardstick import heapq_ops_per_s, report_line  # noqa: E402
+
 TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "azure_llm_2023" / \
     "AzureLLMInferenceTrace_conv.csv"
 
@@ -70,6 +73,7 @@ def main() -> int:
     t0 = time.perf_counter()
     requests = scenario_requests(scenario, Path("."))
     load_s = time.perf_counter() - t0
+    yard = heapq_ops_per_s()
     best = float("inf")
     first = None
     for _ in range(args.repeat):
@@ -88,6 +92,7 @@ def main() -> int:
     print(f"first run (includes the one-off oracle capacity probe): {first:.3f} s")
     print(f"simulate (best of {args.repeat}): {best:.3f} s  "
           f"-> {len(requests) / best:,.0f} requests/s  ({result.extra['num_events']:,} events)")
+    print(report_line(f"simulate (best of {args.repeat})", len(requests) / best, yard))
     print(f"completed {summary['requests']['completed']}  SLO {summary['slo_attainment']:.3f}  "
           f"replicas peak {summary['replicas']['peak']}  GPU-h {summary['gpu_hours']:.1f}")
     return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench_azure_conv import KARPENTER as KARPENTER_POOL
 from bench_azure_conv import TRACE
+from yardstick import heapq_ops_per_s, report_line
 from gpuscale.engine.run import run_strategy, scenario_requests
 from gpuscale.scenario import scenario_from_dict
 
@@ -110,6 +111,7 @@ def main() -> int:
     t0 = time.perf_counter()
     requests = scenario_requests(scenario, Path("."))
     load_s = time.perf_counter() - t0
+    yard = heapq_ops_per_s()
     walls = []
     for _ in range(max(1, args.repeat)):
         t0 = time.perf_counter()
@@ -121,6 +123,7 @@ def main() -> int:
     print(f"{scenario.name}: {len(requests):,} requests (workload built in {load_s:.1f} s)")
     print(f"simulate: {wall:.1f} s -> {len(requests) / wall:,.0f} requests/s "
           f"({result.extra['num_events']:,} events)")
+    print(report_line("simulate (best)", len(requests) / wall, yard))
     if len(walls) > 1:
         rates = sorted(len(requests) / w for w in walls)
         print(f"  {len(walls)} runs: best {rates[-1]:,.0f}, median {rates[len(rates) // 2]:,.0f}, "

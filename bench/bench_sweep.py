@@ -16,7 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import sys
+
 from gpuscale.sweep import expand_grid, run_sweep
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from yardstick import REFERENCE_OPS_PER_S, heapq_ops_per_s  # noqa: E402
 
 
 def scenario(duration_s: float) -> dict:
@@ -56,6 +61,9 @@ def main() -> None:
     data = scenario(args.duration_s)
     runs = expand_grid(grid(args.runs), data)
     print(f"{len(runs)} runs of a {args.duration_s:.0f} s scenario, {os.cpu_count()} CPUs")
+    yard = heapq_ops_per_s()
+    print(f"heapq yardstick {yard:,.0f} ops/s in this process (figures below x "
+          f"{REFERENCE_OPS_PER_S / yard:.2f} read as on a {REFERENCE_OPS_PER_S / 1e6:.1f}M/s machine)")
     settings = [("local", 1), ("local", 2)] + ([("ray", 2)] if args.ray else [])
     for backend, workers in settings:
         with tempfile.TemporaryDirectory() as tmp:
@@ -65,8 +73,9 @@ def main() -> None:
         # With workers=1 the runs execute in this process: its CPU time is the runs' own cost,
         # which bounds throughput on an idle core whatever else shares the machine.
         cpu_note = f", {cpu / len(runs):.2f} CPU-s/run" if workers == 1 and backend == "local" else ""
+        # A run's requests are not counted here; a sweep's unit is the run.
         print(f"{backend:5s} workers={workers}: {wall:6.1f} s, {60 * len(runs) / wall:6.1f} runs/min"
-              f"{cpu_note}")
+              f" (normalised {60 * len(runs) / wall * REFERENCE_OPS_PER_S / yard:6.1f}){cpu_note}")
     if args.ray:
         import ray
 

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar, Union
 
-from pydantic import Field
-
 from gpuscale.errors import UserInputError
 
 T = TypeVar("T")
@@ -85,7 +83,10 @@ class Registry(Mapping[str, T]):
 
 def params_union(registry: Registry[Any], discriminator: str = "kind") -> Any:
     """The pydantic discriminated union of the registered params models, in registration
-    order (which fixes the order of the generated scenario reference)."""
+    order (which fixes the order of the generated scenario reference). pydantic is imported
+    here, not at module level: `audit` uses the registry and must start without it."""
+    from pydantic import Field
+
     models = tuple(entry.params for entry in registry.values())
     return Annotated[Union[models], Field(discriminator=discriminator)]  # type: ignore[valid-type]  # noqa: UP007 (a tuple of types)
 

@@ -23,7 +23,7 @@ import yaml
 from gpuscale.audit.sources import (HELM_HINT, KUSTOMIZATION_FILES, is_helm_template,
                                     kustomization_of, kustomize_resources)
 from gpuscale.errors import UserInputError
-from gpuscale.scenario.load import input_kind
+from gpuscale.scenario.kinds import input_kind
 
 DEFAULT_MAX_BYTES = 16 * 2**20  # 16 MiB per input: far above any real manifest bundle
 DEFAULT_MAX_NODES = 500_000  # expanded YAML nodes per document; a 16 MiB manifest has fewer

@@ -12,17 +12,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuscale.catalog import get_instance_type
+from gpuscale.catalog.specs import InstanceType
 from gpuscale.cluster.objects import Node, Pod, Taint
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import RandomStreams, Simulation
+from gpuscale.errors import UserInputError
 from gpuscale.metrics import billing
 from gpuscale.provisioning import NodeProvider, build_node_provider
-from gpuscale.scenario.schedule import NodeGroupSpec, ScheduleScenario
+from gpuscale.scenario.schedule import NodeGroupSpec, NodeListSpec, ScheduleScenario
 from gpuscale.scheduling import build_scheduler, ignore_unschedulable
 from gpuscale.scheduling.jobs import JobController
 from gpuscale.scheduling.standin import HOSTNAME_LABEL, ZONE_LABEL, StandInProvider
 from gpuscale.units import SECONDS_PER_HOUR
-from gpuscale.workloads.gpu_jobs import expand_jobs
+from gpuscale.workloads.gpu_jobs import (GpuJob, expand_jobs, openb_jobs, read_alibaba_nodes,
+                                         read_alibaba_pods)
+
+MIB_PER_GIB = 1024
 
 SYSTEM_PRIORITY = 1000  # pods that pre-occupy GPUs must not be preempted by the jobs studied
 DEFAULT_ZONE = "zone-a"  # zone label of unmanaged initial nodes that name none
@@ -78,11 +83,52 @@ def _adopt(provider: NodeProvider, group: NodeGroupSpec) -> list[Node]:
     return nodes
 
 
+def _openb_instance_type(cpu_milli: int, memory_mib: int, gpus: int, model: str) -> InstanceType:
+    """A node shape of an openb node list as an instance type: capacity only, no price (the
+    trace gives none), GPU model as a name (G1-G3 are undisclosed codes)."""
+    model = model or "none"
+    return InstanceType(name=f"openb-{model}x{gpus}-{cpu_milli // 1000}c-{memory_mib}Mi",
+                        gpu=model, num_gpus=gpus, vcpus=cpu_milli // 1000,
+                        memory_gib=memory_mib / MIB_PER_GIB, on_demand_usd_per_hour=0.0,
+                        nvlink_domain_gpus=0, zones=(), source="openb node list",
+                        verified=False)
+
+
+def _add_node_list(cluster: ClusterState, spec: NodeListSpec) -> None:
+    nodes = read_alibaba_nodes(spec.path)
+    shapes: dict[tuple, InstanceType] = {}
+    for i in range(len(nodes)):
+        key = (int(nodes.cpu_milli[i]), int(nodes.memory_mib[i]), int(nodes.num_gpu[i]),
+               str(nodes.model[i]))
+        itype = shapes.get(key) or shapes.setdefault(key, _openb_instance_type(*key))
+        name = str(nodes.name[i])
+        if name in cluster.nodes:
+            raise UserInputError(f"node {name} appears twice", source=str(spec.path), field="sn")
+        node = Node(name=name, instance_type=itype, zone=spec.zone,
+                    labels={HOSTNAME_LABEL: name, ZONE_LABEL: spec.zone,
+                            "gpuscale/openb-gpu-model": key[3]}, pool="openb")
+        cluster.add_node(node)
+        cluster.mark_node_ready(node, 0.0)
+
+
+def scenario_jobs(scenario: ScheduleScenario) -> list[GpuJob]:
+    """Every gang of the scenario: its `jobs` and `replicas`, then its pod list, by arrival."""
+    jobs = expand_jobs([*scenario.jobs, *scenario.replicas])
+    if scenario.pod_list is not None:
+        spec = scenario.pod_list
+        pods = read_alibaba_pods(spec.path)
+        jobs = sorted(jobs + openb_jobs(pods, at_once=spec.arrivals == "at_once",
+                                        queue=spec.queue), key=lambda j: j.arrival_s)
+    return jobs
+
+
 def build_cluster(scenario: ScheduleScenario, cluster: ClusterState | None = None,
                   provider: NodeProvider | None = None) -> ClusterState:
     """The cluster at t=0: initial nodes (adopted by `provider` when it can, unmanaged
     otherwise) and busy pods."""
     cluster = cluster if cluster is not None else ClusterState()
+    if scenario.node_list is not None:
+        _add_node_list(cluster, scenario.node_list)
     for group in scenario.initial_nodes:
         nodes = _adopt(provider, group) if provider is not None else []
         if not nodes:
@@ -111,7 +157,7 @@ def build_run(scenario: ScheduleScenario, spec) -> ScheduleRun:
     build_cluster(scenario, cluster, provider)
     initial = frozenset(cluster.nodes)
     scheduler = build_scheduler(spec)
-    jobs = JobController(sim, cluster, expand_jobs([*scenario.jobs, *scenario.replicas]))
+    jobs = JobController(sim, cluster, scenario_jobs(scenario))
     notify = provider.notify_unschedulable if provider is not None else ignore_unschedulable
     scheduler.attach(sim, cluster, streams, notify)
     return ScheduleRun(sim, cluster, scheduler, provider, jobs, initial)

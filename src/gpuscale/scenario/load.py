@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpuscale.errors import UserInputError
+from gpuscale.scenario.kinds import input_kind  # noqa: F401  (re-exported: callers import it from here)
 from gpuscale.scenario.models import Scenario
 
 
@@ -115,26 +116,6 @@ def load_yaml(path: Path) -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UserInputError(f"{where}invalid YAML: {problem}", source=str(path)) from None
-
-
-# Keys only a scheduling-only scenario (scenario/schedule.py) has.
-_SCHEDULE_ONLY_KEYS = frozenset({"jobs", "replicas", "schedulers", "initial_nodes"})
-
-
-def input_kind(data: Any) -> str | None:
-    """Which gpuscale input a parsed YAML document is, by its top-level keys: "plan" (a plan
-    input), "schedule" (a scheduling-only scenario), "scenario" (a serving scenario) or None.
-    Each command uses it to point a file given to the wrong command at the right one."""
-    if not isinstance(data, dict):
-        return None
-    keys = set(data)
-    if "workloads" in keys and "strategies" not in keys:
-        return "plan"
-    if "model" not in keys and _SCHEDULE_ONLY_KEYS & keys:
-        return "schedule"
-    if "workloads" not in keys and keys & {"strategies", "model"}:
-        return "scenario"
-    return None
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -10,7 +10,7 @@ their list moves to `initial_nodes`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -60,6 +60,34 @@ class NodeGroupSpec(BaseModel):
         return self
 
 
+class PodListSpec(BaseModel):
+    """GPU pods read from a CSV in the openb schema (Alibaba cluster-trace-gpu-v2023,
+    `openb_pod_list_*.csv`: name, cpu_milli, memory_mib, num_gpu, gpu_milli, creation_time,
+    deletion_time; ../shared/traces/README.md). Each row is a one-pod job."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path = Field(description="The CSV, relative to the scenario file.")
+    format: Literal["openb"] = Field("openb", description="Column schema of the file.")
+    arrivals: Literal["at_once", "trace"] = Field(
+        "at_once", description="`at_once`: every pod at t=0 in file order, never ending (the "
+        "FGD paper's fill); `trace`: at `creation_time` (first row = t=0), running "
+        "`deletion_time - creation_time` once bound.")
+    queue: str = Field("default-queue", description="KAI queue of every pod (KAI's "
+                       "fresh-install leaf queue by default).")
+
+
+class NodeListSpec(BaseModel):
+    """Nodes Ready at t=0 read from a CSV in the openb node schema (`sn, cpu_milli,
+    memory_mib, gpu, model`). Prices are unknown (0 $/h); GPU models are labels only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path = Field(description="The CSV, relative to the scenario file.")
+    format: Literal["openb"] = Field("openb", description="Column schema of the file.")
+    zone: str = Field("zone-a", description="Zone label of every node.")
+
+
 class ScheduleScenario(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -76,6 +104,10 @@ class ScheduleScenario(BaseModel):
                                                    "provider; not together with `nodes`.")
     jobs: list[GpuJobSpec] = Field(default_factory=list)
     replicas: list[MultiNodeReplicaSpec] = Field(default_factory=list)
+    pod_list: PodListSpec | None = Field(None, description="GPU pods from a pod-list CSV, "
+                                         "beside `jobs` and `replicas`.")
+    node_list: NodeListSpec | None = Field(None, description="Nodes Ready at t=0 from a "
+                                           "node-list CSV, beside `initial_nodes`.")
     schedulers: list[SchedulerSpec] = Field(
         default_factory=lambda: [KubeSchedulerParams(), KaiParams()],
         description="One run per entry, same inputs; default: both at their defaults.")
@@ -96,8 +128,9 @@ class ScheduleScenario(BaseModel):
         if self.nodes is not None and self.provider is not None:
             raise ValueError("give either `nodes` (a real node provider) or the legacy "
                              "`provider` (stand-in), not both")
-        if not self.initial_nodes and self.nodes is None:
-            raise ValueError("no nodes: give `initial_nodes` or a node provider under `nodes`")
+        if not self.initial_nodes and self.nodes is None and self.node_list is None:
+            raise ValueError("no nodes: give `initial_nodes`, `node_list` or a node provider "
+                             "under `nodes`")
         return self
 
 
@@ -110,4 +143,15 @@ def load_schedule_scenario(path: Path) -> ScheduleScenario:
     if isinstance(data, dict) and "model" in data:
         raise UserInputError("a serving scenario (it has `model`); run `gpuscale simulate` or "
                              "`gpuscale compare` on it", source=str(path), field="model")
-    return validate_mapping(ScheduleScenario, data, source=str(path))
+    scenario = validate_mapping(ScheduleScenario, data, source=str(path))
+    return _resolve_paths(scenario, path.parent)
+
+
+def _resolve_paths(scenario: ScheduleScenario, base: Path) -> ScheduleScenario:
+    """CSV paths are relative to the scenario file, as a trace path in `simulate` is."""
+    update = {}
+    for key in ("pod_list", "node_list"):
+        spec = getattr(scenario, key)
+        if spec is not None and not spec.path.is_absolute():
+            update[key] = spec.model_copy(update={"path": base / spec.path})
+    return scenario.model_copy(update=update) if update else scenario

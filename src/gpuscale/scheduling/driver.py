@@ -14,7 +14,7 @@ from gpuscale.cluster.objects import Node, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.scheduling.base import UnschedulableCallback
-from gpuscale.scheduling.gangs import form_gangs, queue_of
+from gpuscale.scheduling.gangs import queue_of
 from gpuscale.scheduling.metrics import SchedulingMetrics
 
 
@@ -115,7 +115,7 @@ class CycleScheduler:
             self.on_unschedulable(pods, now_s)
 
     def _record_completed_gangs(self) -> None:
-        for name, gang in form_gangs(self.cluster.pods.values()).items():
+        for name, gang in self.metrics.gangs(self.cluster).items():
             if not gang.is_complete:
                 self._complete.discard(name)
             elif name not in self._complete:

@@ -72,20 +72,20 @@ class KubeScheduler(CycleScheduler):
         return next_s if failed or next_s < np.inf else None
 
     def _schedule_one(self, pod: Pod, snap: Snapshot, now_s: float) -> bool:
-        feasible = snap.feasible(pod)
-        if not feasible:
+        # Filter and score on the snapshot's arrays: one numpy pass per pod, not a Python
+        # call per node (same nodes, same order, same scores as per-node filtering).
+        feasible = snap.feasible_indices(pod)
+        if not len(feasible):
             if not (self.params.preemption and pod.preemption_policy != "Never"):
                 return False
             target = self._preempt(pod, snap)
             if target is None:
                 return False
-            feasible = [target]
-        scores = self.scorer(pod.cpu_milli, pod.memory_mib,
-                             np.array([nf.cpu_milli for nf in feasible], float),
-                             np.array([nf.memory_mib for nf in feasible], float),
-                             np.array([nf.cap_cpu_milli for nf in feasible], float),
-                             np.array([nf.cap_memory_mib for nf in feasible], float))
-        nf = feasible[argmax_random_tie(np.asarray(scores, float), self.rng)]
+            feasible = np.array([target.index])
+        a = snap.arrays()
+        scores = self.scorer(pod.cpu_milli, pod.memory_mib, a[1, feasible], a[2, feasible],
+                             a[3, feasible], a[4, feasible])
+        nf = snap.nodes[int(feasible[argmax_random_tie(np.asarray(scores, float), self.rng)])]
         snap.assume(pod, nf)
         self.bind(pod, nf.node, now_s)
         return True
@@ -95,6 +95,8 @@ class KubeScheduler(CycleScheduler):
         reprieve as many as still fit (highest first); pick the node whose victims have the
         lowest top priority, then lowest priority sum, then fewest (layer2-scheduling.md 1.3).
         Victims are evicted now; graceful termination time is not modelled."""
+        if not snap.has_bound_priority_below(pod.priority):
+            return None  # no node has a victim: skip the per-node scan
         best_key, best = None, None
         for nf in snap.nodes:
             if not passes_static_filters(pod, nf):

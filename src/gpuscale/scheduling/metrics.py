@@ -36,6 +36,8 @@ class SchedulingMetrics:
         self.pending_since: dict[str, float] = {}
         self.series: list[tuple[float, int, int]] = []
         self.start_s: float | None = None
+        self._gangs_of: ClusterState | None = None
+        self._gangs: dict | None = None
 
     # -- events ------------------------------------------------------------------------------
     def pod_pending(self, pod: Pod, now_s: float) -> None:
@@ -68,19 +70,43 @@ class SchedulingMetrics:
         self.last_s = now_s
         self._recompute(now_s, cluster)
 
+    def gangs(self, cluster: ClusterState) -> dict:
+        """`form_gangs` of the cluster's pods, kept until a pod is added, bound, evicted or
+        deleted (gangs change only then). Observations come two to three per cycle and one
+        per pod deletion, each over every pod: recomputing them all made long runs quadratic.
+        Read-only for callers."""
+        if self._gangs_of is not cluster:
+            self._gangs_of, self._gangs = cluster, None
+            # First in line, so the cache is dropped before any other listener can observe.
+            for listeners in (cluster.on_pod_pending, cluster.on_pod_bound,
+                              cluster.on_pod_deleted):
+                listeners.insert(0, self._drop_gangs)
+            cluster.on_pod_evicted.insert(0, lambda pod, cause: self._drop_gangs(pod))
+        if self._gangs is None:
+            self._gangs = form_gangs(cluster.pods.values())
+        return self._gangs
+
+    def _drop_gangs(self, pod: Pod) -> None:
+        self._gangs = None
+
     def _recompute(self, now_s: float, cluster: ClusterState) -> None:
-        gangs = form_gangs(cluster.pods.values())
+        gangs = self.gangs(cluster)
         held_gpus = held_usd = 0.0
         blocked = False
         queue_rate: Counter = Counter()
         for gang in gangs.values():
-            for pod in gang.bound:
-                queue_rate[gang.spec.queue] += pod.gpus
-            if gang.is_complete:
+            # `bound` once per gang (each property call rescans its pods): this runs at every
+            # observation over every gang; same order and sums as the properties give.
+            bound = gang.bound
+            queue = gang.spec.queue
+            for pod in bound:
+                queue_rate[queue] += pod.gpus
+            min_member = gang.min_member
+            if len(bound) >= min_member:  # gang.is_complete
                 continue
-            if gang.min_member > 1 and gang.pending:
+            if min_member > 1 and len(bound) < len(gang.pods):  # some pod is pending
                 blocked = True
-            for pod in gang.bound:  # bound but the job cannot start: the 7-of-8 waste
+            for pod in bound:  # bound but the job cannot start: the 7-of-8 waste
                 node = cluster.nodes.get(pod.node_name)
                 held_gpus += pod.gpus
                 if node is not None and node.num_gpus:

@@ -173,3 +173,26 @@ def read_alibaba_nodes(path: Path) -> AlibabaNodes:
     c = _read_csv(Path(path), {"sn": str, "cpu_milli": int, "memory_mib": int, "gpu": int,
                                "model": str})
     return AlibabaNodes(c["sn"], c["cpu_milli"], c["memory_mib"], c["gpu"], c["model"])
+
+
+def openb_jobs(pods: AlibabaPods, *, at_once: bool, queue: str = DEFAULT_QUEUE) -> list[GpuJob]:
+    """One single-pod job per row of an openb pod list, in file order.
+
+    `at_once`: every pod is submitted at t=0 in file order and never ends (how the FGD paper
+    fills a cluster with the list); otherwise a pod arrives at its `creation_time` (shifted so
+    the first row is t=0) and runs `deletion_time - creation_time` once bound.
+    Approximation: a GPU-sharing pod (`num_gpu` 1, `gpu_milli` < 1000) takes one whole GPU,
+    because the cluster model and kube-scheduler allocate whole GPUs (the device plugin's
+    unit); `scheduling/replay.py` is the fractional-GPU replay of the same list.
+    """
+    first_s = int(pods.creation_s.min()) if len(pods) else 0
+    jobs = []
+    for i in range(len(pods)):
+        name = str(pods.name[i])
+        arrival_s = 0.0 if at_once else float(pods.creation_s[i] - first_s)
+        lifetime_s = math.inf if at_once else float(max(1, pods.deletion_s[i] - pods.creation_s[i]))
+        group = PodGroupSpec(name=name, min_member=1, queue=queue, priority=PRIORITY_TRAIN)
+        jobs.append(GpuJob(name, arrival_s, 1, int(pods.num_gpu[i]), int(pods.cpu_milli[i]),
+                           int(pods.memory_mib[i]), lifetime_s, PRIORITY_TRAIN, group))
+    # Stable on (arrival, file order): names are unique and in file order already.
+    return sorted(jobs, key=lambda j: j.arrival_s)

@@ -170,11 +170,18 @@ class KaiScheduler(CycleScheduler):
                    book: QueueBook | None) -> Placement | None:
         """One Statement: assume `required` on the snapshot or roll all of them back."""
         need_gpus = sum(p.gpus for p in required)
-        for nodes, rank in placement_attempts(snap.nodes, gang.spec.topology,
-                                              self.topology_levels, need_gpus):
+        topology = gang.spec.topology
+        # No topology constraint: one attempt over every node, rank 0 everywhere, picked on
+        # the snapshot's arrays (same node as `_pick`, without a Python call per node).
+        attempts = ([(None, {})] if not (topology.required_level or topology.preferred_level)
+                    else placement_attempts(snap.nodes, topology, self.topology_levels,
+                                            need_gpus))
+        for nodes, rank in attempts:
             placed: Placement = []
+            pick = ((lambda pod: snap.best_fit(pod, self.binpack)) if nodes is None
+                    else (lambda pod, nodes=nodes, rank=rank: self._pick(pod, nodes, rank)))
             for pod in required:
-                nf = self._pick(pod, nodes, rank)
+                nf = pick(pod)
                 if nf is None:
                     break
                 snap.assume(pod, nf)
@@ -182,7 +189,7 @@ class KaiScheduler(CycleScheduler):
             else:
                 extra = need_gpus
                 for pod in optional:
-                    nf = self._pick(pod, nodes, rank)
+                    nf = pick(pod)
                     if nf is not None and book is not None and book.allows(gang, extra + pod.gpus):
                         snap.assume(pod, nf)
                         placed.append((pod, nf))
