@@ -75,6 +75,9 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
         result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
                                           clock=time.perf_counter)
     data = result.to_json(walls)
+    from gpuscale.importer.resolved import attach_resolved, resolved_line
+
+    data = attach_resolved(data, scenario)
     if series or report is not None:
         from gpuscale.report.timeline import attach_series
 
@@ -91,6 +94,8 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
         click.echo(text, nl=False)
     else:
         print_summary(data)
+        for run in data["runs"]:
+            click.echo(f"resolved {resolved_line(run)}")
         if out is not None:
             click.echo(f"JSON summary written to {out}")
         if report is not None:
