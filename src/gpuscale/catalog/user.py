@@ -23,6 +23,8 @@ from gpuscale.catalog.specs import (GpuSpec, InstanceType, ModelSpec, _builtin_g
 from gpuscale.errors import UserInputError
 
 SECTIONS = ("models", "gpus", "instance_types")
+ALLOWED_BESIDE_CONFIG_JSON = ("config_json", "source", "max_context_tokens")
+_ZERO_OK = frozenset({"spot_discount_frac"})
 
 # A GPU given without efficiency factors takes the H100's (the same assumption the built-in
 # GPUs without a per-kernel profile make; gpus.yaml header) and says so in every result.
@@ -77,7 +79,7 @@ def _check_keys(entry: dict, allowed: dict, source: str, where: str, what: str) 
         if key not in allowed:
             close = difflib.get_close_matches(str(key), list(allowed), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise _fail(f"unknown {what} field{hint} (known: {', '.join(allowed)})", source,
+            raise _fail(f"unknown {what}{hint} (known: {', '.join(allowed)})", source,
                         f"{where}.{key}")
 
 
@@ -95,7 +97,8 @@ def _typed(cls, entry: dict, source: str, where: str, base: dict) -> dict:
         elif hint.startswith("float") and "None" in hint:
             out[key] = None if value is None else _number(value, source, path)
         elif hint.startswith("float"):
-            out[key] = _number(value, source, path, minimum=0, strictly=False)
+            # Sizes, rates and prices are > 0; a discount may be 0.
+            out[key] = _number(value, source, path, minimum=0, strictly=key not in _ZERO_OK)
         elif hint == "bool":
             if not isinstance(value, bool):
                 raise _fail(f"expected true or false, got {value!r}", source, path)
@@ -169,8 +172,10 @@ def _mla_fields(cfg: dict, hidden: int, heads: int, source: str, where: str) -> 
                                   num("qk_nope_head_dim"), num("v_head_dim"))
     q_rank = cfg.get("q_lora_rank")
     q_out = heads * (nope + rope)
-    q_params = hidden * q_out if not q_rank else hidden * q_rank + q_rank * q_out
-    kv_params = hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim)
+    # The low-rank paths carry an RMSNorm each (q_a_layernorm, kv_a_layernorm), counted as the
+    # built-in DeepSeek-V3 entry counts them.
+    q_params = hidden * q_out if not q_rank else hidden * q_rank + q_rank * q_out + q_rank
+    kv_params = hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + kv_rank
     return {"kv_elems_per_token_per_layer": kv_rank + rope, "head_dim": kv_rank + rope,
             "attention_params_per_layer": q_params + kv_params + heads * v_dim * hidden}
 
@@ -185,14 +190,14 @@ def _model(name: str, entry: Any, source: str) -> ModelSpec:
         base.pop("name")
     if isinstance(entry.get("config_json"), dict) or _HF_MARKERS & set(entry):
         if "config_json" in entry:
-            _check_keys(entry, dict.fromkeys(("config_json", "source", "max_context_tokens")),
-                        source, where, "model (beside config_json)")
+            _check_keys(entry, dict.fromkeys(ALLOWED_BESIDE_CONFIG_JSON),
+                        source, where, "model field (beside config_json)")
         cfg = entry.get("config_json", entry)
         data = _hf_model(name, cfg, source, where)
         extra = {k: v for k, v in entry.items() if k in ("source", "max_context_tokens")}
         data = _typed(ModelSpec, extra, source, where, data)
     else:
-        _check_keys(entry, _fields_of(ModelSpec), source, where, "model")
+        _check_keys(entry, _fields_of(ModelSpec), source, where, "model field")
         data = _typed(ModelSpec, entry, source, where, base)
         data.setdefault("source", f"user catalog {source}")
     _missing(ModelSpec, data, source, where)
@@ -212,7 +217,7 @@ def _gpu(name: str, entry: Any, source: str) -> GpuSpec:
     where = f"gpus.{name}"
     if not isinstance(entry, dict):
         raise _fail(f"expected a mapping of GPU fields, got {entry!r}", source, where)
-    _check_keys(entry, _fields_of(GpuSpec), source, where, "GPU")
+    _check_keys(entry, _fields_of(GpuSpec), source, where, "GPU field")
     builtin = _builtin_gpus().get(name)
     if builtin is not None:
         base = dataclasses.asdict(builtin)
@@ -260,7 +265,7 @@ def _instance_type(name: str, entry: Any, source: str, known_gpus: set[str]) -> 
     where = f"instance_types.{name}"
     if not isinstance(entry, dict):
         raise _fail(f"expected a mapping of instance-type fields, got {entry!r}", source, where)
-    _check_keys(entry, _fields_of(InstanceType), source, where, "instance type")
+    _check_keys(entry, _fields_of(InstanceType), source, where, "instance-type field")
     base: dict = {"source": f"user catalog {source}", "nvlink_domain_gpus": 1,
                   "verified": False, "spot_discount_frac": 0.3, "labels": {}}
     if name in _builtin_instance_types():

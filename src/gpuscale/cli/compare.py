@@ -47,7 +47,7 @@ def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path 
         run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
         return
     if scenario_file is None:
-        raise click.UsageError("missing SCENARIO_FILE (or --manifests PATH --trace FILE)")
+        raise click.UsageError("Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE).")
     if trace is not None or emit is not None:
         raise click.UsageError("--trace and --emit-scenario go with --manifests")
     scenario = load_scenario(scenario_file)

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from gpuscale.catalog.user import CatalogEntries, add_catalog, install
+from gpuscale.catalog.user import (ALLOWED_BESIDE_CONFIG_JSON, CatalogEntries, add_catalog,
+                                   install)
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import load_yaml
 
@@ -55,6 +56,12 @@ def _resolve_config_json(data: object, path: Path) -> object:
             if not isinstance(ref, str) or not ref:
                 raise UserInputError(f"expected a path to a config.json, got {ref!r}",
                                      source=str(path), field=where)
+            for key in entry:  # before reading the file: a typo costs nothing
+                if key not in ALLOWED_BESIDE_CONFIG_JSON:
+                    raise UserInputError(
+                        "unknown model field (beside config_json) (known: "
+                        f"{', '.join(ALLOWED_BESIDE_CONFIG_JSON)})", source=str(path),
+                        field=f"models.{name}.{key}")
             target = Path(ref) if Path(ref).is_absolute() else path.parent / ref
             out[name] = dict(entry, config_json=_read_config_json(target, str(path), where))
     return dict(data, models=out)
