@@ -167,3 +167,29 @@ def test_catalog_from_the_environment(monkeypatch):
 def test_manifests_need_a_trace():
     result = CliRunner().invoke(cli, ["simulate", "--manifests", str(MANIFESTS)])
     assert result.exit_code == 2 and "--trace" in result.output
+
+
+def test_every_model_command_takes_catalog_and_reports_its_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: {X: {hidden_size: 1}}\n")
+    for args in (["audit", str(MANIFESTS)], ["calibrate", "--row", "A1"],
+                 ["plan", str(tmp_path / "none.yaml")], ["schedule", str(CATALOG)],
+                 ["diagnose", str(CATALOG)], ["compare", str(CATALOG)],
+                 ["sweep", str(CATALOG), "--grid", str(CATALOG), "--out", str(tmp_path / "t.csv")]):
+        result = CliRunner().invoke(cli, [args[0], "--catalog", str(bad), *args[1:]])
+        assert result.exit_code == 2, (args, result.output)
+        assert result.output.strip().count("\n") == 0
+        assert f"{bad}: models.X.num_hidden_layers: missing required config.json field" in result.output
+
+
+def test_sweep_workers_see_the_user_catalog(tmp_path):
+    emitted = tmp_path / "scenario.yaml"
+    run_cli("simulate", "--manifests", str(MANIFESTS), "--trace", str(TRACE),
+            "--emit-scenario", str(emitted))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text('parameters:\n  "strategies[qwen3-32b].autoscaler.triggers[0].threshold": [5, 40]\n')
+    out = tmp_path / "table.csv"
+    result = CliRunner().invoke(cli, ["sweep", str(emitted), "--grid", str(grid), "--out", str(out),
+                                      "--workers", "2", "--catalog", str(CATALOG)])
+    assert result.exit_code == 0, result.output
+    assert len(out.read_text().splitlines()) == 3

@@ -229,6 +229,12 @@ def set_user_entries(user_models: dict[str, "ModelSpec"], user_gpus: dict[str, "
         table.cache_clear()
 
 
+def user_entries() -> tuple[dict, dict, dict]:
+    """(models, gpus, instance types) installed from user catalogs, for `set_user_entries` in
+    another process (sweep workers start without them)."""
+    return dict(_USER["models"]), dict(_USER["gpus"]), dict(_USER["instance_types"])
+
+
 def user_entry_names(section: str) -> frozenset[str]:
     """Names in `section` ("models", "gpus", "instance_types") that come from a user catalog."""
     return frozenset(_USER[section])

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.calibration import calibrate
 from gpuscale.errors import GpuscaleError
 
@@ -17,6 +18,7 @@ def _status(check) -> str:
 
 
 @click.command()
+@catalog_option
 @click.option("--row", "rows", multiple=True, help="Only these rows (e.g. A6, A15); repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def command(rows: tuple[str, ...], fmt: str) -> None:

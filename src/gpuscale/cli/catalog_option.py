@@ -7,12 +7,19 @@ environment variable alone works too).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 
 def _install(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> tuple:
+    if not value and not os.environ.get("GPUSCALE_CATALOG"):
+        # Nothing to load: keep light commands (audit) free of the loader's imports.
+        from gpuscale.catalog.specs import set_user_entries
+
+        set_user_entries({}, {}, {})
+        return value
     from gpuscale.importer.catalog_files import use_catalogs
 
     use_catalogs(list(value))

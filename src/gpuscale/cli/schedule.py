@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.io import check_output_path, dump_json, write_new_file
 
 
@@ -46,6 +47,7 @@ def _text(result: dict) -> str:
 
 
 @click.command()
+@catalog_option
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
