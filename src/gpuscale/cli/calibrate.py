@@ -6,6 +6,7 @@ import json
 
 import click
 
+from gpuscale.cli.calibrate_fit import fit_options, run_fit
 from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.calibration import calibrate
 from gpuscale.errors import GpuscaleError
@@ -21,8 +22,11 @@ def _status(check) -> str:
 @catalog_option
 @click.option("--row", "rows", multiple=True, help="Only these rows (e.g. A6, A15); repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def command(rows: tuple[str, ...], fmt: str) -> None:
-    """Reproduce the published measurements of calibration.md with the model."""
+@fit_options
+def command(rows: tuple[str, ...], fmt: str, **fit_args) -> None:
+    """Reproduce the published measurements of calibration.md with the model (or --fit yours)."""
+    if fit_args["fit_file"] is not None:
+        return run_fit(fmt=fmt, **fit_args)
     checks = calibrate(list(rows) or None)
     if fmt == "json":
         click.echo(json.dumps([c.as_dict() for c in checks], indent=2))
