@@ -88,7 +88,14 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
 
 
 def emit_scenario(path: Path, data: dict, *, force: bool) -> None:
+    import os
+
     check_output_path(path, force=force)
+    # The trace path relative to the written file (scenario paths resolve from their folder),
+    # so the scenario and the trace can move together.
+    trace = Path(data["workload"]["path"])
+    relative = os.path.relpath(trace, path.resolve().parent)
+    data = dict(data, workload=dict(data["workload"], path=relative))
     header = ("# Written by `gpuscale simulate --manifests ... --emit-scenario`: the scenario the\n"
               "# manifests describe. Run it with `gpuscale simulate FILE` (with the same\n"
               "# --catalog files when it names a user catalog entry).\n")
