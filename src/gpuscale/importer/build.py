@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpuscale.audit.loader import Manifest, load_inputs
 from gpuscale.catalog import Precision, get_instance_type, get_model
-from gpuscale.errors import UserInputError
+from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
 from gpuscale.importer import nodes as nodes_mod
 from gpuscale.importer import scalers, workload
 from gpuscale.importer.traces import detect_format
@@ -73,14 +73,20 @@ def _bounds(autoscaler: dict) -> tuple[int, int]:
 
 
 def _matches(selector: dict, labels: dict) -> bool:
-    wanted = selector.get("matchLabels") or {}
+    wanted = selector.get("matchLabels") if isinstance(selector, dict) else None
     return isinstance(wanted, dict) and bool(wanted) and all(
         labels.get(k) == v for k, v in wanted.items())
 
 
+def _pod_labels(wl) -> dict:
+    meta = wl.pod.get("metadata") if isinstance(wl.pod, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
 def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
     """Objects read but not simulated: say so rather than drop them silently."""
-    labels = (wl.pod.get("metadata") or {}).get("labels") or {}
+    labels = _pod_labels(wl)
     for pdb in _by_kind(objects, "PodDisruptionBudget"):
         if _matches(pdb.get("spec", "selector", default={}) or {}, labels):
             notes.append(f"{pdb.ref} applies to the serving pods; not simulated: the simulated "
@@ -163,6 +169,19 @@ def import_manifests(inputs: list[str], trace: Path, *, name: str | None = None,
                      stdin=None) -> Imported:
     """The Scenario the bundle describes, run on `trace`."""
     objects = load_inputs(inputs, stdin=stdin)
+    try:
+        return _import(objects, inputs, trace, name)
+    except WRONG_VALUE_ERRORS as exc:
+        # A field of a type its API does not allow, met where the readers above do not check
+        # it one by one: still one line naming the files, never a traceback.
+        sources = ", ".join(sorted({o.source for o in objects})) or ", ".join(inputs)
+        raise UserInputError(f"a field has a type its API does not allow ({exc}); check the "
+                             "objects with `kubectl apply --dry-run=client`",
+                             source=sources) from None
+
+
+def _import(objects: list[Manifest], inputs: list[str], trace: Path,
+            name: str | None) -> Imported:
     wl = workload.find_serving_workload(objects)
     defaults: list[str] = []
     notes = wl.notes
@@ -202,6 +221,6 @@ def _scheduler(objects: list[Manifest], wl, notes: list[str]) -> dict:
     queues = _by_kind(objects, "Queue")
     if wl.pod_spec.get("schedulerName") != KAI_SCHEDULER and not queues:
         return {"kind": "kube-scheduler"}
-    labels = (wl.pod.get("metadata") or {}).get("labels") or {}
+    labels = _pod_labels(wl)
     pod_queue = next((labels[k] for k in nodes_mod.KAI_QUEUE_LABELS if k in labels), None)
     return {"kind": "kai", "queues": nodes_mod.kai_queues(queues, pod_queue, notes)}

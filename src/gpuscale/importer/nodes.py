@@ -49,13 +49,20 @@ def tolerates(tolerations: list, taint: dict) -> bool:
 def node_pool(obj: Manifest, tolerations: list, notes: list[str]) -> dict:
     """One NodePool -> a validated NodePoolParams mapping (by field name, for the scenario)."""
     spec = obj.get("spec", "template", "spec", default={}) or {}
+    if not isinstance(spec, dict):
+        raise _fail(obj, ("spec", "template", "spec"), "expected a mapping")
+    if not isinstance(tolerations, list):
+        tolerations = []
     data: dict = {"name": obj.name}
     for key in ("requirements", "startupTaints", "expireAfter", "terminationGracePeriod",
                 "nodeClassRef"):
         if key in spec:
             data[key] = spec[key]
     kept = []
-    for index, taint in enumerate(spec.get("taints") or []):
+    taints = spec.get("taints") or []
+    if not isinstance(taints, list):
+        raise _fail(obj, ("spec", "template", "spec", "taints"), "expected a list of taints")
+    for index, taint in enumerate(taints):
         if not isinstance(taint, dict):
             raise _fail(obj, ("spec", "template", "spec", "taints", index), "expected a taint")
         if taint.get("key") == GPU_TAINT:
@@ -103,7 +110,10 @@ def pick_instance_type(pools: list[dict], gpus_per_pod: int, node_selector: dict
 def root_volume(obj: Manifest) -> tuple[float | None, str | None, bool]:
     """(size GiB, volume type, local NVMe RAID0) of an EC2NodeClass's largest EBS volume."""
     best: tuple[float | None, str | None] = (None, None)
-    for index, mapping in enumerate(obj.get("spec", "blockDeviceMappings") or []):
+    mappings = obj.get("spec", "blockDeviceMappings") or []
+    if not isinstance(mappings, list):
+        raise _fail(obj, ("spec", "blockDeviceMappings"), "expected a list of block devices")
+    for index, mapping in enumerate(mappings):
         ebs = mapping.get("ebs") if isinstance(mapping, dict) else None
         if not isinstance(ebs, dict) or ebs.get("volumeSize") is None:
             continue

@@ -46,7 +46,8 @@ class VllmArgs:
 
 def _env_of(container: dict) -> dict[str, str]:
     out = {}
-    for item in container.get("env") or []:
+    env = container.get("env") or []
+    for item in env if isinstance(env, list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
             out[item["name"]] = str(item["value"])
     return out
@@ -58,6 +59,8 @@ def _words(container: dict, env: dict[str, str]) -> list[str]:
         value = container.get(key) or []
         if isinstance(value, str):
             value = [value]
+        if not isinstance(value, list):
+            raise ValueError(f"`{key}` must be a list of strings, got {value!r}")
         words.extend(str(v) for v in value)
     words = [_ENV_REF.sub(lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
     # `sh -c "vllm serve ..."`: the engine's argv is the shell string, split as the shell would.

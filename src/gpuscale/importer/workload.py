@@ -36,7 +36,8 @@ class ServingWorkload:
 
     @property
     def pod_spec(self) -> dict:
-        return self.pod.get("spec") or {}
+        spec = self.pod.get("spec") if isinstance(self.pod, dict) else None
+        return spec if isinstance(spec, dict) else {}
 
 
 def _fail(obj: Manifest, path: tuple, message: str) -> UserInputError:
@@ -64,8 +65,14 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
             continue
         pod_path = _pod_path(obj)
         containers = obj.get(*pod_path, "spec", "containers") or []
+        if not isinstance(containers, list):
+            raise _fail(obj, pod_path + ("spec", "containers"), "expected a list of containers")
         for index, container in enumerate(containers):
-            if isinstance(container, dict) and is_vllm(container):
+            try:
+                vllm = isinstance(container, dict) and is_vllm(container)
+            except ValueError as exc:
+                raise _fail(obj, pod_path + ("spec", "containers", index), str(exc)) from None
+            if vllm:
                 found.append((obj, pod_path, index, container))
                 break
     if not found:
@@ -129,6 +136,8 @@ def model_section(wl: ServingWorkload) -> dict:
 
 def gpus_requested(wl: ServingWorkload, gpus_needed: int) -> int:
     resources = wl.container.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise _fail(wl.obj, wl.pod_path + ("spec", "containers"), "`resources` must be a mapping")
     value = None
     for section in ("limits", "requests"):
         if isinstance(resources.get(section), dict) and GPU_RESOURCE in resources[section]:
@@ -181,5 +190,5 @@ def cold_start_section(wl: ServingWorkload, defaults: list[str]) -> dict:
 
 def pod_annotations(wl: ServingWorkload) -> dict[str, str]:
     meta = wl.pod.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
+    annotations = meta.get("annotations") if isinstance(meta, dict) else {}
     return {str(k): str(v) for k, v in annotations.items()} if isinstance(annotations, dict) else {}
