@@ -267,3 +267,76 @@ def test_misshapen_fields_are_one_line_errors_never_tracebacks(tmp_path):
             import_manifests([str(write_bundle(tmp_path, mutated))], TRACE)
         except UserInputError as exc:
             assert "\n" not in str(exc), (path, str(exc))
+
+
+@pytest.mark.parametrize("model_id, name", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B"),
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "Llama-3.1-70B"),
+    ("llama-3.3-70b", "Llama-3.3-70B"),
+    ("/models/Qwen3-32B", "Qwen3-32B"),
+])
+def test_model_ids_map_to_catalog_names(model_id, name):
+    from gpuscale.importer.workload import catalog_model
+
+    use_catalogs([CATALOG])
+    assert catalog_model(model_id)[0] == name
+
+
+NEW_USER_BUNDLE = """\
+# Source: vllm/templates/statefulset.yaml (a Helm-rendered stream)
+apiVersion: v1
+kind: List
+items:
+- apiVersion: apps/v1
+  kind: StatefulSet
+  metadata: {name: llama}
+  spec:
+    replicas: 2
+    selector: {matchLabels: {app: llama}}
+    template:
+      metadata: {labels: {app: llama}}
+      spec:
+        nodeSelector: {node.kubernetes.io/instance-type: g6e.2xlarge}
+        containers:
+        - name: server
+          image: vllm/vllm-openai:latest
+          command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+          args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192",
+                 "--gpu-memory-utilization", "0.92"]
+          resources: {limits: {nvidia.com/gpu: 1}}
+- apiVersion: autoscaling/v2
+  kind: HorizontalPodAutoscaler
+  metadata: {name: llama}
+  spec:
+    scaleTargetRef: {apiVersion: apps/v1, kind: StatefulSet, name: llama}
+    minReplicas: 2
+    maxReplicas: 6
+    metrics:
+    - type: Pods
+      pods:
+        metric: {name: "vllm:num_requests_waiting"}
+        target: {type: AverageValue, averageValue: 2}
+"""
+
+
+def test_a_bundle_the_project_has_not_seen_runs_from_stdin_on_a_public_trace():
+    """A new user's StatefulSet + HPA as a `kubectl get -o yaml` List, a built-in model and
+    instance type, no NodePool (nodeSelector), the Azure code trace, piped on stdin."""
+    import json
+
+    from click.testing import CliRunner
+
+    from gpuscale.cli import cli
+
+    trace = SHARED / "azure_llm_2023" / "AzureLLMInferenceTrace_code.csv"
+    if not trace.exists():
+        pytest.skip("shared traces not present")
+    result = CliRunner().invoke(cli, ["simulate", "--manifests", "-", "--trace", str(trace),
+                                      "--format", "json"], input=NEW_USER_BUNDLE)
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.output)["runs"]
+    assert run["resolved"]["autoscaler"] == {"kind": "hpa", "min_replicas": 2, "max_replicas": 6}
+    assert run["resolved"]["nodes"]["kind"] == "pool"
+    assert run["resolved"]["model"]["name"] == "Llama-3.1-8B"
+    assert run["requests"]["total"] == 8819 and run["replicas"]["initial"] == 2
+    assert run["replicas"]["peak"] > 2  # the waiting queue grows past 2 per replica

@@ -99,7 +99,9 @@ def catalog_model(model_id: str) -> tuple[str, str]:
     names = models()
     base = model_id.rstrip("/").split("/")[-1]
     lowered = {n.lower(): n for n in names}
-    for candidate in (model_id, base, _SUFFIXES.sub("", base)):
+    stripped = _SUFFIXES.sub("", base)
+    # Older Hugging Face repos prefix the family ("Meta-Llama-3.1-8B-Instruct").
+    for candidate in (model_id, base, stripped, stripped.removeprefix("Meta-")):
         if candidate in names:
             return candidate, "" if candidate == model_id else f"model {model_id} read as {candidate}"
         if candidate.lower() in lowered:
