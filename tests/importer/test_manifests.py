@@ -340,3 +340,21 @@ def test_a_bundle_the_project_has_not_seen_runs_from_stdin_on_a_public_trace():
     assert run["resolved"]["model"]["name"] == "Llama-3.1-8B"
     assert run["requests"]["total"] == 8819 and run["replicas"]["initial"] == 2
     assert run["replicas"]["peak"] > 2  # the waiting queue grows past 2 per replica
+
+
+def test_pools_the_serving_pod_cannot_use_are_dropped_with_a_note(tmp_path):
+    docs = load_docs()
+    gpu_pool = of_kind(docs, "NodePool")
+    training = copy.deepcopy(gpu_pool)
+    training["metadata"]["name"] = "training"
+    training["spec"]["template"]["spec"]["taints"].append({"key": "team", "value": "research",
+                                                          "effect": "NoSchedule"})
+    cpu = copy.deepcopy(gpu_pool)
+    cpu["metadata"]["name"] = "cpu"
+    cpu["spec"]["template"]["spec"]["requirements"][0]["values"] = ["g6e.2xlarge"]
+    docs += [training, cpu]
+    imp = imported(tmp_path, docs)
+    names = [p.name for p in imp.scenario.strategies[0].nodes.node_pools]
+    assert names == ["gpu-l40s"]
+    assert any("team=research" in n for n in imp.notes)
+    assert any("NodePool/cpu dropped" in n for n in imp.notes)

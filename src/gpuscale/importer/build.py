@@ -115,8 +115,8 @@ def _cluster_and_nodes(objects, wl, tp: int, initial: int, max_replicas: int,
                        cold_start: dict) -> tuple[dict, dict | None]:
     tolerations = wl.pod_spec.get("tolerations") or []
     selector = wl.pod_spec.get("nodeSelector") or {}
-    pools = [nodes_mod.node_pool(o, tolerations, notes) for o in _by_kind(objects, "NodePool")]
     where = ", ".join(sorted({o.source for o in objects})) or "manifests"
+    pools = _serving_pools(objects, tolerations, selector, tp, notes, where)
     if pools:
         itype = nodes_mod.pick_instance_type(pools, tp, selector, where)
         nodes = {"kind": "karpenter", "node_pools": pools}
@@ -137,6 +137,35 @@ def _cluster_and_nodes(objects, wl, tp: int, initial: int, max_replicas: int,
     defaults.append(f"cluster: {ready} {itype.name} node(s) ready at t=0 (enough for the "
                     f"{initial} initial replica(s))")
     return {"instance_type": itype.name, "ready_nodes": ready, "max_nodes": most}, nodes
+
+
+def _serving_pools(objects, tolerations, selector, tp, notes, where) -> list[dict]:
+    """The NodePools the serving pod can land on; the others (a tainted training pool, a CPU
+    pool, one its nodeSelector excludes) are dropped with a note, as no serving pod uses them."""
+    pools, refused, unfit = [], [], []
+    wanted_pool = selector.get("karpenter.sh/nodepool")
+    for obj in _by_kind(objects, "NodePool"):
+        if wanted_pool is not None and obj.name != wanted_pool:
+            notes.append(f"{obj.ref} dropped: the serving pod's nodeSelector picks NodePool "
+                         f"{wanted_pool}")
+            continue
+        try:
+            pool = nodes_mod.node_pool(obj, tolerations, notes)
+        except nodes_mod.Untolerated as exc:
+            refused.append(exc)
+            continue
+        if not nodes_mod.fitting_offerings(pool, tp, selector):
+            unfit.append(pool)
+            continue
+        pools.append(pool)
+    if refused and not pools:
+        raise refused[0]
+    if unfit and not pools:
+        nodes_mod.pick_instance_type(unfit, tp, selector, where)  # raises, naming the pools
+    notes.extend(f"NodePool/{p['name']} dropped: none of its catalog instance types fits the "
+                 f"serving pod ({tp} GPUs)" for p in unfit)
+    notes.extend(f"NodePool dropped: {exc}" for exc in refused)
+    return pools
 
 
 def _node_class(objects, pools, itype, model_name, cold_start, defaults, notes) -> None:

@@ -24,6 +24,10 @@ GPU_TAINT = "nvidia.com/gpu"
 KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
 
 
+class Untolerated(UserInputError):
+    """A NodePool the serving pod can never land on (a taint it does not tolerate)."""
+
+
 def _fail(obj: Manifest, path: tuple, message: str) -> UserInputError:
     line, _ = obj.position(path)
     return UserInputError(f"{message} ({obj.ref}, line {line})", source=obj.source,
@@ -71,10 +75,12 @@ def node_pool(obj: Manifest, tolerations: list, notes: list[str]) -> dict:
             notes.append(f"{obj.ref}: taint {taint.get('key')} is tolerated by the serving pod; "
                          "not simulated (no other pods compete for these nodes)")
         else:
-            raise _fail(obj, ("spec", "template", "spec", "taints", index),
-                        f"the serving pod does not tolerate taint {taint.get('key')}="
-                        f"{taint.get('value', '')}:{taint.get('effect', 'NoSchedule')}, so it "
-                        "could never run on this NodePool; add the toleration or drop the pool")
+            line, _ = obj.position(("spec", "template", "spec", "taints", index))
+            raise Untolerated(
+                f"the serving pod does not tolerate taint {taint.get('key')}="
+                f"{taint.get('value', '')}:{taint.get('effect', 'NoSchedule')}, so it could "
+                f"never run on this NodePool; add the toleration ({obj.ref}, line {line})",
+                source=obj.source, field=format_path(("spec", "template", "spec", "taints", index)))
     data["taints"] = kept
     labels = obj.get("spec", "template", "metadata", "labels")
     if isinstance(labels, dict):
@@ -86,19 +92,23 @@ def node_pool(obj: Manifest, tolerations: list, notes: list[str]) -> dict:
     return params.model_dump(mode="json", exclude_defaults=True) | {"name": obj.name}
 
 
+def fitting_offerings(pool: dict, gpus_per_pod: int, node_selector: dict) -> list:
+    """(price, instance type name) of the pool's offerings one serving pod fits on."""
+    wanted = node_selector.get(INSTANCE_TYPE_LABEL)
+    out = []
+    for offering in pool_offerings(NodePoolParams.model_validate(pool)):
+        it = offering.instance_type
+        if it.num_gpus >= gpus_per_pod and (wanted is None or it.name == wanted) and all(
+                offering.labels.get(k) == v for k, v in node_selector.items()
+                if k in offering.labels):
+            out.append((offering.price_usd_per_hour, it.name))
+    return out
+
+
 def pick_instance_type(pools: list[dict], gpus_per_pod: int, node_selector: dict,
                        where: str) -> InstanceType:
     """The cheapest catalog offering any pool allows that fits one serving pod."""
-    wanted = node_selector.get(INSTANCE_TYPE_LABEL)
-    candidates: list[tuple[float, str]] = []
-    for pool in pools:
-        params = NodePoolParams.model_validate(pool)
-        for offering in pool_offerings(params):
-            it = offering.instance_type
-            if it.num_gpus >= gpus_per_pod and (wanted is None or it.name == wanted) and all(
-                    offering.labels.get(k) == v for k, v in node_selector.items()
-                    if k in offering.labels):
-                candidates.append((offering.price_usd_per_hour, it.name))
+    candidates = [c for pool in pools for c in fitting_offerings(pool, gpus_per_pod, node_selector)]
     if not candidates:
         names = ", ".join(p["name"] for p in pools)
         raise UserInputError(
