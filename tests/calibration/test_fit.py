@@ -98,3 +98,23 @@ def test_bad_bench_files_are_one_line(tmp_path, content, expected):
 def test_fit_needs_gpu_and_model(tmp_path):
     result = CliRunner().invoke(cli, ["calibrate", "--fit", str(tmp_path / "b.json")])
     assert result.exit_code == 2 and "--gpu and --model" in result.output
+
+
+def test_recorded_arrivals_and_token_budget_are_replayed_as_given():
+    """A point with its own arrival times (a request log) and the server's token budget: the
+    fit recovers the factors from predictions made with exactly those."""
+    from gpuscale.calibration.fit import fit
+
+    rng = np.random.default_rng(3)
+    prompt = np.clip(rng.lognormal(np.log(600), 0.5, 150), 16, 3000).astype(int)
+    output = np.clip(rng.lognormal(np.log(120), 0.5, 150), 2, 800).astype(int)
+    arrival = np.cumsum(rng.exponential(0.2, 150))
+    truth = replace(get_gpu("A100-80GB"), hbm_efficiency=0.55, compute_efficiency=0.6)
+    hw = ReplicaHardware(truth, get_model("Llama-3.1-8B"), Precision.BF16, Precision.BF16, 1)
+    template = BenchPoint("log", math.inf, prompt, output, 1, 1, 1, 128, 512, arrival)
+    r = predict(hw, template)
+    point = replace(template, mean_ttft_s=r.mean_ttft_s, mean_tpot_s=r.mean_tpot_s,
+                    output_tokens_per_s=r.output_tokens_per_s)
+    result = fit([point], "A100-80GB", "Llama-3.1-8B", 1)
+    assert result.hbm_efficiency == pytest.approx(0.55, rel=0.03)
+    assert result.compute_efficiency == pytest.approx(0.6, rel=0.05)

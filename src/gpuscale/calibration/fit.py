@@ -34,7 +34,7 @@ from gpuscale.workloads.base import Requests
 
 BOUNDS = (0.05, 1.0)  # an efficiency is a fraction of the datasheet peak
 MAX_REQUESTS_PER_POINT = 400  # replayed per point: enough for stable means, fast to search
-ROUNDS = 3  # coordinate sweeps; each narrows both factors
+ROUNDS = 5  # coordinate sweeps; each narrows both factors
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class BenchPoint:
     mean_tpot_s: float
     output_tokens_per_s: float
     max_num_seqs: int
+    max_num_batched_tokens: int | None = None  # None = vLLM's default for the GPU
+    arrival_s: np.ndarray | None = None  # recorded arrivals (replaces request_rate)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ def read_bench_results(path: Path, max_num_seqs: int) -> list[BenchPoint]:
 def _requests(point: BenchPoint) -> Requests:
     n = min(len(point.prompt_tokens), len(point.output_tokens))
     prompt, output = point.prompt_tokens[:n], point.output_tokens[:n]
+    if point.arrival_s is not None:
+        return Requests(np.asarray(point.arrival_s[:n], float), prompt, output)
     if math.isinf(point.request_rate_per_s):
         return offline_requests(prompt, output)
     return poisson_requests(np.random.default_rng(0), point.request_rate_per_s, prompt, output)
@@ -136,7 +140,8 @@ def predict(hw: ReplicaHardware, point: BenchPoint) -> BenchResult:
         raise UserInputError(f"{hw.model.name} does not fit {hw.gpu.name} at tp={hw.tp}",
                              field="--tp")
     big = hw.gpu.memory_gib >= 70
-    cfg = EngineConfig(point.max_num_seqs, 8192 if big else 2048, 16, blocks, 10**6, 1e9)
+    budget = point.max_num_batched_tokens or (8192 if big else 2048)
+    cfg = EngineConfig(point.max_num_seqs, budget, 16, blocks, 10**6, 1e9)
     return run_benchmark(hw, cfg, _requests(point))
 
 

@@ -15,11 +15,13 @@ project's YAML loader (so every input goes through the same hardened reader).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscale.catalog.specs import (GpuSpec, InstanceType, ModelSpec, _builtin_gpus,
-                                    _builtin_instance_types, _builtin_models, set_user_entries)
+                                    _builtin_instance_types, _builtin_models, get_gpu,
+                                    set_user_entries)
 from gpuscale.errors import UserInputError
 
 SECTIONS = ("models", "gpus", "instance_types")
@@ -73,8 +75,6 @@ def _fields_of(cls) -> dict[str, dataclasses.Field]:
 
 
 def _check_keys(entry: dict, allowed: dict, source: str, where: str, what: str) -> None:
-    import difflib
-
     for key in entry:
         if key not in allowed:
             close = difflib.get_close_matches(str(key), list(allowed), n=1)
@@ -283,8 +283,6 @@ def _instance_type(name: str, entry: Any, source: str, known_gpus: set[str]) -> 
         raise _fail("expected a mapping of label to string value", source, f"{where}.labels")
     _missing(InstanceType, data, source, where)
     if data["gpu"] not in known_gpus:
-        import difflib
-
         close = difflib.get_close_matches(data["gpu"], sorted(known_gpus), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise _fail(f"unknown GPU {data['gpu']!r}{hint} (add it under `gpus:`)", source,
@@ -331,6 +329,4 @@ def install(entries: CatalogEntries) -> None:
 def gpu_has_calibration_points(name: str) -> bool:
     """False for a GPU whose efficiency factors are assumed rather than fixed by measured rows
     (user entries without a fit, and the built-in GPUs gpus.yaml marks `assumed`)."""
-    from gpuscale.catalog.specs import get_gpu
-
     return not get_gpu(name).efficiency_source.lower().startswith(("assumed", "given in"))
