@@ -105,7 +105,7 @@ def test_higher_min_replica_count_holds_more_replicas_and_meets_the_slo_more(tmp
     assert run["replicas"]["mean"] > baseline["replicas"]["mean"]
     assert run["slo_attainment"] > baseline["slo_attainment"]
     # Not necessarily dearer: on this trace the baseline's late scale-up (node launch + a
-    # ~10-minute cold start of a 32B model) bills replicas that arrive after the burst.
+    # ~9-minute cold start of a 32B model) bills replicas that arrive after the burst.
 
 
 def test_nodepool_gpu_limit_caps_the_nodes(tmp_path, baseline):
