@@ -108,8 +108,8 @@ def test_engine_arguments_are_read_in_both_spellings_and_from_env(tmp_path):
     docs = load_docs()
     c = container(docs)
     c["command"] = ["/bin/sh", "-c"]
-    c["args"] = ["vllm serve $(MODEL) --tensor-parallel-size 4 --max-num-batched-tokens 4096 "
-                 "--max-num-seqs=64 --kv-cache-dtype fp8 --load-format runai_streamer"]
+    c["args"] = [("vllm serve $(MODEL) --tensor-parallel-size 4 --max-num-batched-tokens 4096 "
+                  "--max-num-seqs=64 --kv-cache-dtype fp8 --load-format runai_streamer")]
     c["env"].append({"name": "MODEL", "value": "Qwen/Qwen3-32B"})
     c["env"].append({"name": "VLLM_SKIP_P2P_CHECK", "value": "1"})
     scenario = imported(tmp_path, docs).scenario

@@ -26,7 +26,12 @@ import numpy as np
 
 from gpuscale.catalog import Precision, get_gpu, get_model
 from gpuscale.errors import UserInputError
-from gpuscale.serving.bench import BenchResult, offline_requests, poisson_requests, run_benchmark
+from gpuscale.serving.bench import (
+    BenchResult,
+    offline_requests,
+    poisson_requests,
+    run_benchmark,
+)
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
@@ -180,8 +185,8 @@ def fit(points: list[BenchPoint], gpu: str, model: str, tp: int,
 
     hbm, compute = base.hbm_efficiency, base.compute_efficiency
     for _ in range(ROUNDS):
-        hbm = _golden(lambda x: loss(x, compute), *BOUNDS)
-        compute = _golden(lambda x: loss(hbm, x), *BOUNDS)
+        hbm = _golden(lambda x, c=compute: loss(x, c), *BOUNDS)
+        compute = _golden(lambda x, h=hbm: loss(h, x), *BOUNDS)
     hw = ReplicaHardware(replace(base, hbm_efficiency=hbm, compute_efficiency=compute),
                          spec, precision, precision, tp)
     rows = []

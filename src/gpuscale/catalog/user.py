@@ -16,12 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuscale.catalog.specs import (GpuSpec, InstanceType, ModelSpec, _builtin_gpus,
-                                    _builtin_instance_types, _builtin_models, get_gpu,
-                                    set_user_entries)
+from gpuscale.catalog.specs import (
+    GpuSpec,
+    InstanceType,
+    ModelSpec,
+    _builtin_gpus,
+    _builtin_instance_types,
+    _builtin_models,
+    get_gpu,
+    set_user_entries,
+)
 from gpuscale.errors import UserInputError
 
 SECTIONS = ("models", "gpus", "instance_types")
@@ -62,7 +70,8 @@ def _number(value: Any, source: str, where: str, *, integer: bool = False,
     """A real number (an int where `integer`), above `minimum`; bools are not numbers."""
     kind = "an integer" if integer else "a number"
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or value != value:  # NaN is not a size
+    # NaN and inf are not sizes, rates or prices.
+    if isinstance(value, bool) or not ok or (isinstance(value, float) and not math.isfinite(value)):
         raise _fail(f"expected {kind}, got {value!r}", source, where)
     if minimum is not None and (value <= minimum if strictly else value < minimum):
         bound = f"> {minimum:g}" if strictly else f">= {minimum:g}"

@@ -13,7 +13,6 @@ import click
 import yaml
 
 from gpuscale.cli.io import check_output_path
-from gpuscale.errors import UserInputError
 
 
 def imported_lines(imported: list) -> list[str]:

@@ -45,7 +45,11 @@ def command(scenario_file: Path | None, manifests: str | None, trace: Path | Non
     if manifests is not None:
         if scenario_file is not None:
             raise click.UsageError("give a SCENARIO_FILE or --manifests, not both")
-        from gpuscale.cli.manifests_run import emit_scenario, import_bundles, run_imported
+        from gpuscale.cli.manifests_run import (
+            emit_scenario,
+            import_bundles,
+            run_imported,
+        )
 
         imported = import_bundles((manifests,), trace)
         if seed is not None:

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
-from gpuscale.catalog.user import (ALLOWED_BESIDE_CONFIG_JSON, CatalogEntries, add_catalog,
-                                   install)
+from gpuscale.catalog.user import (
+    ALLOWED_BESIDE_CONFIG_JSON,
+    CatalogEntries,
+    add_catalog,
+    install,
+)
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import load_yaml
 

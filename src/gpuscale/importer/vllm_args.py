@@ -60,7 +60,7 @@ def _words(container: dict, env: dict[str, str]) -> list[str]:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list):
-            raise ValueError(f"`{key}` must be a list of strings, got {value!r}")
+            raise TypeError(f"`{key}` must be a list of strings, got {value!r}")
         words.extend(str(v) for v in value)
     words = [_ENV_REF.sub(lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
     # `sh -c "vllm serve ..."`: the engine's argv is the shell string, split as the shell would.
@@ -77,7 +77,8 @@ def is_vllm(container: dict) -> bool:
 
 
 def parse_container(container: dict) -> VllmArgs:
-    """The engine flags of one container (`ValueError` names a flag whose value is wrong)."""
+    """The engine flags of one container (`ValueError` names a flag whose value is wrong,
+    `TypeError` a command or args that is not a list)."""
     env = _env_of(container)
     words = _words(container, env)
     out = VllmArgs(env=env)

@@ -70,7 +70,7 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
         for index, container in enumerate(containers):
             try:
                 vllm = isinstance(container, dict) and is_vllm(container)
-            except ValueError as exc:
+            except (TypeError, ValueError) as exc:
                 raise _fail(obj, pod_path + ("spec", "containers", index), str(exc)) from None
             if vllm:
                 found.append((obj, pod_path, index, container))
@@ -86,7 +86,7 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
     where = pod_path + ("spec", "containers", index)
     try:
         args = parse_container(container)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise _fail(obj, where + ("args",), str(exc)) from None
     replicas = obj.get("spec", "replicas", default=1)
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
