@@ -358,3 +358,13 @@ def test_pools_the_serving_pod_cannot_use_are_dropped_with_a_note(tmp_path):
     assert names == ["gpu-l40s"]
     assert any("team=research" in n for n in imp.notes)
     assert any("NodePool/cpu dropped" in n for n in imp.notes)
+
+
+def test_disabled_chunked_prefill_says_what_was_simulated(tmp_path):
+    docs = load_docs()
+    args = container(docs)["args"]
+    args[args.index("--enable-chunked-prefill")] = "--no-enable-chunked-prefill"
+    imp = imported(tmp_path, docs)
+    batching = getattr(imp.scenario.engine, "batching", None)
+    assert batching == "no_chunked_prefill" or any(
+        "simulated with chunked prefill" in n for n in imp.notes)

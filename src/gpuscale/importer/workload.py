@@ -173,7 +173,10 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
             shown = default if default is not None else "vLLM's default for the GPU"
             defaults.append(f"engine.{key}: {shown}")
     if args.get("chunked_prefill") is False:
-        if "batching" in EngineSettings.model_fields:
+        # A scenario field for non-chunked batching may exist in a later schema; use it only
+        # when it accepts this value, else say what was simulated.
+        batching = EngineSettings.model_fields.get("batching")
+        if batching is not None and "no_chunked_prefill" in str(batching.annotation):
             out["batching"] = "no_chunked_prefill"
         else:
             wl.notes.append("--no-enable-chunked-prefill: simulated with chunked prefill (the "
