@@ -366,5 +366,5 @@ def test_disabled_chunked_prefill_says_what_was_simulated(tmp_path):
     args[args.index("--enable-chunked-prefill")] = "--no-enable-chunked-prefill"
     imp = imported(tmp_path, docs)
     batching = getattr(imp.scenario.engine, "batching", None)
-    assert batching == "no_chunked_prefill" or any(
+    assert batching == "prefill_first" or any(
         "simulated with chunked prefill" in n for n in imp.notes)

@@ -176,8 +176,8 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
         # A scenario field for non-chunked batching may exist in a later schema; use it only
         # when it accepts this value, else say what was simulated.
         batching = EngineSettings.model_fields.get("batching")
-        if batching is not None and "no_chunked_prefill" in str(batching.annotation):
-            out["batching"] = "no_chunked_prefill"
+        if batching is not None and "prefill_first" in str(batching.annotation):
+            out["batching"] = "prefill_first"  # whole prompts in prefill-only steps (vLLM V0)
         else:
             wl.notes.append("--no-enable-chunked-prefill: simulated with chunked prefill (the "
                             "engine model always chunks, as vLLM V1 does)")
