@@ -54,7 +54,7 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
     for path in (out, report):
         if path is not None:
             check_result_path(path, force=force)
-    runs = []
+    runs, head = [], {}
     for imp in imported:
         result, walls = simulate_scenario(imp.scenario, Path("."), clock=time.perf_counter)
         part = attach_resolved(result.to_json(walls), imp.scenario)
@@ -63,8 +63,9 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
         for run in part["runs"]:
             run["imported"] = imp.as_json()
         runs.extend(part["runs"])
-    data = {"scenario": " vs ".join(i.scenario.name for i in imported),
-            "seed": imported[0].scenario.seed, "runs": runs}
+        head = head or {k: v for k, v in part.items() if k != "runs"}  # e.g. a format version
+    data = dict(head, scenario=" vs ".join(i.scenario.name for i in imported),
+                seed=imported[0].scenario.seed, runs=runs)
     text = result_json_text(data)
     if out is not None:
         write_result(out, text, force=force)
