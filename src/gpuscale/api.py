@@ -112,6 +112,9 @@ def simulate(scenario: str | Path | dict | Any, *, seed: int | None = None,
                         f"{type(scenario).__name__}")
     if seed is not None:
         model = model.model_copy(update={"seed": seed})
+    from gpuscale.importer.resolved import attach_resolved
+
     result, walls = simulate_scenario(model, root, strategies=strategies)
-    return SimulationResult(result.to_json(walls),
+    # The same JSON the CLI prints, `resolved` (what was simulated) included.
+    return SimulationResult(attach_resolved(result.to_json(walls), model),
                             {"ttft_s": model.slo.ttft_s, "tpot_s": model.slo.tpot_s})

@@ -33,7 +33,8 @@ HORIZON_S = {"consolidation-trap/scenario.yaml": 7200.0}
 
 def _scenario_files() -> list[Path]:
     return sorted(p for p in EXAMPLES.rglob("*.yaml")
-                  if "plans" not in p.relative_to(EXAMPLES).parts and p.name != "grid.yaml")
+                  if "plans" not in p.relative_to(EXAMPLES).parts and "my-cluster" not in p.parts
+                  and p.name != "grid.yaml")
 
 
 def case_names() -> list[str]:

@@ -243,8 +243,48 @@ def _load(filename: str) -> dict:
     return yaml.safe_load(text)
 
 
+# Entries of the user's catalog files (`--catalog`, GPUSCALE_CATALOG), already validated by
+# catalog/user.py: section -> name -> spec. They add to or replace the built-in entries.
+_USER: dict[str, dict] = {"models": {}, "gpus": {}, "instance_types": {}}
+
+
+def set_user_entries(user_models: dict[str, "ModelSpec"], user_gpus: dict[str, "GpuSpec"],
+                     user_instance_types: dict[str, "InstanceType"]) -> None:
+    """Install the user's catalog entries (replacing any installed before) for this process."""
+    _USER.update(models=dict(user_models), gpus=dict(user_gpus),
+                 instance_types=dict(user_instance_types))
+    for table in (gpus, models, instance_types):
+        table.cache_clear()
+
+
+def user_entries() -> tuple[dict, dict, dict]:
+    """(models, gpus, instance types) installed from user catalogs, for `set_user_entries` in
+    another process (sweep workers start without them)."""
+    return dict(_USER["models"]), dict(_USER["gpus"]), dict(_USER["instance_types"])
+
+
+def user_entry_names(section: str) -> frozenset[str]:
+    """Names in `section` ("models", "gpus", "instance_types") that come from a user catalog."""
+    return frozenset(_USER[section])
+
+
 @cache
 def gpus() -> dict[str, GpuSpec]:
+    return {**_builtin_gpus(), **_USER["gpus"]}
+
+
+@cache
+def models() -> dict[str, ModelSpec]:
+    return {**_builtin_models(), **_USER["models"]}
+
+
+@cache
+def instance_types() -> dict[str, InstanceType]:
+    return {**_builtin_instance_types(), **_USER["instance_types"]}
+
+
+@cache
+def _builtin_gpus() -> dict[str, GpuSpec]:
     out = {}
     for name, spec in _load("gpus.yaml").items():
         for key in ("allreduce_bus_frac", "allreduce_latency_us"):
@@ -259,12 +299,12 @@ def gpus() -> dict[str, GpuSpec]:
 
 
 @cache
-def models() -> dict[str, ModelSpec]:
+def _builtin_models() -> dict[str, ModelSpec]:
     return {name: ModelSpec(name=name, **spec) for name, spec in _load("models.yaml").items()}
 
 
 @cache
-def instance_types() -> dict[str, InstanceType]:
+def _builtin_instance_types() -> dict[str, InstanceType]:
     out = {}
     for name, spec in _load("instance_types.yaml").items():
         spec = dict(spec, zones=tuple(spec["zones"]))

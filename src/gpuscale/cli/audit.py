@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.audit import DEFAULT_MAX_BYTES, Severity, audit_objects, exit_code, load_inputs, select_rules
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.output import render_json, render_sarif, render_text
@@ -32,6 +33,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 
 
 @click.command(name="audit")
+@catalog_option
 @click.argument("inputs", nargs=-1)
 @click.option("--cluster", is_flag=True, help="Read objects from the current kubeconfig context (read-only).")
 @click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.calibrate_fit import fit_options, run_fit
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.calibration import calibrate
 from gpuscale.calibration.rows import data_row_checks
 from gpuscale.calibration.user_rows import load_rows
@@ -29,13 +31,17 @@ def as_json(checks) -> dict:
 
 
 @click.command()
+@catalog_option
 @click.option("--row", "rows", multiple=True, help="Only these rows (e.g. A6, A15); repeatable.")
 @click.option("--rows", "rows_file", type=click.Path(path_type=Path), default=None,
               help="Run the rows of this YAML file (docs/calibration.md gives the format) "
                    "instead of the built-in ones.")
 @output_option()
-def command(rows: tuple[str, ...], rows_file: Path | None, fmt: str) -> None:
-    """Reproduce the published measurements of calibration.md with the model."""
+@fit_options
+def command(rows: tuple[str, ...], rows_file: Path | None, fmt: str, **fit_args) -> None:
+    """Reproduce the published measurements of calibration.md with the model (or --fit yours)."""
+    if fit_args["fit_file"] is not None:
+        return run_fit(fmt=fmt, **fit_args)
     if rows_file is not None:
         user = load_rows(rows_file)
         wanted = {r.strip() for r in rows}

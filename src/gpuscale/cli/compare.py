@@ -1,4 +1,8 @@
-"""`gpuscale compare SCENARIO`: every strategy of the scenario on the same workload."""
+"""`gpuscale compare SCENARIO`: every strategy of the scenario on the same workload.
+
+`gpuscale compare --manifests TODAY --manifests PROPOSED --trace FILE` compares two manifest
+bundles (today's setup and a pull request's) on one trace.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +10,50 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import input_path
 from gpuscale.cli.run_common import report_options, run_and_report, run_options
+from gpuscale.cli.simulate import manifest_options
 from gpuscale.scenario import load_scenario
 
 
 @click.command("compare")
-@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.argument("scenario_file", type=click.Path(path_type=Path), required=False)
+@click.option("--manifests", "manifests", multiple=True,
+              help="A manifest bundle (file, directory or -); give it twice to compare two.")
+@manifest_options
+@catalog_option
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the scenario's seed.")
 @run_options
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here.")
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
-def command(scenario_file: Path, seed: int | None, fmt: str, out: Path | None, force: bool,
+def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path | None,
+            emit: Path | None, seed: int | None, fmt: str, out: Path | None, force: bool,
             series: bool, report: Path | None, wide: bool, seeds: int,
             fail_under: float | None, decisions: Path | None) -> None:
-    """Run every strategy in SCENARIO_FILE (- for stdin) on one workload draw and compare
-    them; the last line is the verdict (the cheapest strategy that meets the SLO)."""
+    """Run every strategy in SCENARIO_FILE (- for stdin; or each --manifests bundle) on one
+    workload draw and compare them; the last line is the verdict (the cheapest strategy that
+    meets the SLO)."""
+    if manifests:
+        if scenario_file is not None:
+            raise click.UsageError("give a SCENARIO_FILE or --manifests, not both")
+        if emit is not None:
+            raise click.UsageError("--emit-scenario goes with `simulate --manifests` (one bundle)")
+        if "-" in manifests and len(manifests) > 1:
+            raise click.UsageError("stdin (-) can hold only one of the bundles compared")
+        from gpuscale.cli.manifests_run import import_bundles, run_imported
+
+        imported = import_bundles(manifests, trace)
+        for imp in imported:
+            if seed is not None:
+                imp.scenario = imp.scenario.model_copy(update={"seed": seed})
+        run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
+        return
+    if scenario_file is None:
+        raise click.UsageError("Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE).")
+    if trace is not None or emit is not None:
+        raise click.UsageError("--trace and --emit-scenario go with --manifests")
     scenario_file = input_path(scenario_file)
     scenario = load_scenario(scenario_file)
     if seed is not None:

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.diagnose.causes import SNAPSHOT_KINDS, diagnose
@@ -28,6 +29,7 @@ def render_text(diagnoses) -> str:
 
 
 @click.command(name="diagnose")
+@catalog_option
 @click.argument("snapshot", required=False)
 @click.option("--cluster", is_flag=True, help="Read nodes, pods, events, ... from the current kubeconfig context.")
 @click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")

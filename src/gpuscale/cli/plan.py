@@ -9,11 +9,13 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import input_path, output_option
 from gpuscale.errors import UserInputError
 
 
 @click.command("plan")
+@catalog_option
 @click.argument("input_file", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write plan.md and manifests/*.yaml into this directory.")

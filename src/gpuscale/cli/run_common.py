@@ -159,6 +159,10 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
         click.echo(json_text_as(fmt, text), nl=False)
         return
     print_summary(data, wide=wide)
+    from gpuscale.importer.resolved import resolved_line
+
+    for run in data["runs"]:  # what was simulated, one line a run (issue 15)
+        click.echo(f"resolved {resolved_line(run)}")
     if out is not None and not is_stream(out):
         click.echo(f"JSON summary written to {out}")
     if report is not None:
@@ -199,6 +203,9 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
         result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
                                           clock=time.perf_counter, decisions=log)
     data = result.to_json(walls)
+    from gpuscale.importer.resolved import attach_resolved
+
+    data = attach_resolved(data, scenario)
     if series or report is not None:
         from gpuscale.report.timeline import attach_series
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import input_path, json_text_as, output_option
 
 from gpuscale.cli.io import check_output_path, dump_json, write_new_file
@@ -48,6 +49,7 @@ def _text(result: dict) -> str:
 
 
 @click.command()
+@catalog_option
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False, allow_dash=True,
                                            path_type=Path))
 @output_option()

@@ -1,4 +1,8 @@
-"""`gpuscale simulate SCENARIO`: run one scenario (all its strategies, or those named)."""
+"""`gpuscale simulate SCENARIO`: run one scenario (all its strategies, or those named).
+
+`gpuscale simulate --manifests PATH|- --trace FILE` imports the user's own manifests instead
+(importer/), optionally writing the equivalent scenario with `--emit-scenario FILE`.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +10,60 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import input_path
 from gpuscale.cli.run_common import report_options, run_and_report, run_options
 from gpuscale.scenario import load_scenario
 
 
+def manifest_options(fn):
+    fn = click.option("--emit-scenario", "emit", type=click.Path(path_type=Path), default=None,
+                      help="With --manifests: also write the equivalent scenario YAML here.")(fn)
+    fn = click.option("--trace", type=click.Path(path_type=Path), default=None,
+                      help="With --manifests: requests to replay (generic CSV, Azure, "
+                           "BurstGPT or Mooncake; detected).")(fn)
+    return fn
+
+
 @click.command("simulate")
-@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.argument("scenario_file", type=click.Path(path_type=Path), required=False)
+@click.option("--manifests", "manifests", default=None,
+              help="Kubernetes manifests (file, directory or - for stdin) to simulate instead "
+                   "of a scenario file.")
+@manifest_options
+@catalog_option
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the scenario's seed.")
 @click.option("--strategy", "strategies", multiple=True, help="Run only this strategy (repeatable).")
 @run_options
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here.")
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
-def command(scenario_file: Path, seed: int | None, strategies: tuple[str, ...], fmt: str,
+def command(scenario_file: Path | None, manifests: str | None, trace: Path | None,
+            emit: Path | None, seed: int | None, strategies: tuple[str, ...], fmt: str,
             out: Path | None, force: bool, series: bool, report: Path | None, wide: bool,
             seeds: int, fail_under: float | None, decisions: Path | None) -> None:
-    """Simulate SCENARIO_FILE (- for stdin) and print SLO attainment, goodput, GPU-hours and
-    cost."""
+    """Simulate SCENARIO_FILE (- for stdin; or --manifests) and print SLO attainment, goodput,
+    GPU-hours and cost."""
+    if manifests is not None:
+        if scenario_file is not None:
+            raise click.UsageError("give a SCENARIO_FILE or --manifests, not both")
+        from gpuscale.cli.manifests_run import (
+            emit_scenario,
+            import_bundles,
+            run_imported,
+        )
+
+        imported = import_bundles((manifests,), trace)
+        if seed is not None:
+            imported[0].scenario = imported[0].scenario.model_copy(update={"seed": seed})
+        if emit is not None:
+            emit_scenario(emit, imported[0].data, force=force)
+        run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
+        return
+    if scenario_file is None:
+        raise click.UsageError("Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE).")
+    if trace is not None or emit is not None:
+        raise click.UsageError("--trace and --emit-scenario go with --manifests")
     scenario_file = input_path(scenario_file)
     scenario = load_scenario(scenario_file)
     if seed is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.errors import UserInputError
 from gpuscale.report.terminal import make_console
 from gpuscale.scenario.load import load_yaml
@@ -19,6 +20,7 @@ from gpuscale.sweep import BACKENDS, expand_grid, load_grid, run_sweep
 
 
 @click.command("sweep")
+@catalog_option
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--grid", "grid_file", type=click.Path(path_type=Path), required=True,
               help="grid.yaml: `parameters` (cartesian product) or `runs` (a list of overrides).")

@@ -31,6 +31,8 @@ class SweepJob:
     scenario_data: dict
     base_dir: str
     scenario_hash: str
+    # The user catalog entries (`--catalog`) of the parent process: workers start without them.
+    user_catalog: tuple = ({}, {}, {})
 
 
 def table_columns(runs: list[SweepRun]) -> list[str]:
@@ -42,6 +44,9 @@ def run_one(job: SweepJob, run: SweepRun) -> dict:
     from gpuscale.engine import simulate_scenario
     from gpuscale.scenario import scenario_from_dict
 
+    from gpuscale.catalog.specs import set_user_entries
+
+    set_user_entries(*job.user_catalog)
     data = copy.deepcopy(job.scenario_data)
     for path, value in run.overrides:
         apply_override(data, path, value)
@@ -101,7 +106,10 @@ def run_sweep(scenario_data: dict, base_dir: Path, runs: list[SweepRun], out: Pa
     """Run what `out` does not hold yet; returns (runs skipped as done, runs executed)."""
     if backend not in BACKENDS:
         raise UserInputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    job = SweepJob(scenario_data, str(base_dir.resolve()), scenario_hash(scenario_data))
+    from gpuscale.catalog.specs import user_entries
+
+    job = SweepJob(scenario_data, str(base_dir.resolve()), scenario_hash(scenario_data),
+                   user_entries())
     table = ResultTable(out, table_columns(runs), scenario_hash=job.scenario_hash)
     todo = [run for run in runs if run.run_id not in table.done]
     skipped = len(runs) - len(todo)

@@ -1,0 +1,341 @@
+"""The user's own catalog entries: models, GPUs and instance types the built-in catalog lacks.
+
+A catalog file has up to three sections, `models:`, `gpus:` and `instance_types:`, each a
+mapping from name to entry. An entry whose name is already in the catalog overrides only the
+fields it gives. A model is written either in the catalog's own fields (`models.yaml`) or in
+its Hugging Face `config.json` field names (`hidden_size`, `num_hidden_layers`, ...; the
+caller reads a `config_json: PATH` file and passes its content as the mapping). GPUs and
+instance types use the built-in fields (`gpus.yaml`, `instance_types.yaml`).
+
+Belongs here: turning already-parsed data into frozen specs, with one-line errors naming the
+file, the field and what was expected. Must not read files: the caller loads them with the
+project's YAML loader (so every input goes through the same hardened reader).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuscale.catalog.specs import (
+    GpuSpec,
+    InstanceType,
+    ModelSpec,
+    _builtin_gpus,
+    _builtin_instance_types,
+    _builtin_models,
+    get_gpu,
+    set_user_entries,
+)
+from gpuscale.errors import UserInputError
+
+SECTIONS = ("models", "gpus", "instance_types")
+ALLOWED_BESIDE_CONFIG_JSON = ("config_json", "source", "max_context_tokens")
+_ZERO_OK = frozenset({"spot_discount_frac"})
+
+# A GPU given without efficiency factors takes the H100's (the same assumption the built-in
+# GPUs without a per-kernel profile make; gpus.yaml header) and says so in every result.
+ASSUMED_EFFICIENCY = "assumed (user catalog entry without calibration points; H100 factors)"
+REFERENCE_GPU = "H100-SXM"
+
+# Hugging Face config.json -> ModelSpec. `text_config` (multimodal wrappers such as Gemma 3
+# or Mistral-Small-3.1) is read in place of the top level when present.
+_HF_REQUIRED = {"hidden_size": "hidden", "num_hidden_layers": "layers",
+                "num_attention_heads": "q_heads", "vocab_size": "vocab"}
+_HF_MARKERS = frozenset(_HF_REQUIRED) | {"intermediate_size", "num_key_value_heads",
+                                          "max_position_embeddings", "head_dim", "model_type",
+                                          "architectures", "text_config"}
+_HF_EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+@dataclass
+class CatalogEntries:
+    """Validated entries of one or more catalog files, later files winning."""
+
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    gpus: dict[str, GpuSpec] = field(default_factory=dict)
+    instance_types: dict[str, InstanceType] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+
+
+def _fail(message: str, source: str, where: str) -> UserInputError:
+    return UserInputError(message, source=source, field=where)
+
+
+def _number(value: Any, source: str, where: str, *, integer: bool = False,
+            minimum: float | None = 0.0, strictly: bool = True) -> float | int:
+    """A real number (an int where `integer`), above `minimum`; bools are not numbers."""
+    kind = "an integer" if integer else "a number"
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    # NaN and inf are not sizes, rates or prices.
+    if isinstance(value, bool) or not ok or (isinstance(value, float) and not math.isfinite(value)):
+        raise _fail(f"expected {kind}, got {value!r}", source, where)
+    if minimum is not None and (value <= minimum if strictly else value < minimum):
+        bound = f"> {minimum:g}" if strictly else f">= {minimum:g}"
+        raise _fail(f"expected {kind} {bound}, got {value!r}", source, where)
+    return int(value) if integer else float(value)
+
+
+def _fields_of(cls) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls) if f.name != "name"}
+
+
+def _check_keys(entry: dict, allowed: dict, source: str, where: str, what: str) -> None:
+    for key in entry:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), list(allowed), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise _fail(f"unknown {what}{hint} (known: {', '.join(allowed)})", source,
+                        f"{where}.{key}")
+
+
+def _typed(cls, entry: dict, source: str, where: str, base: dict) -> dict:
+    """Check each given field against the dataclass field's type; merge over `base`."""
+    out = dict(base)
+    hints = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    for key, value in entry.items():
+        hint = hints[key]
+        path = f"{where}.{key}"
+        if hint.startswith("int") and "None" not in hint:
+            out[key] = _number(value, source, path, integer=True, minimum=0, strictly=False)
+        elif hint.startswith("int"):  # int | None
+            out[key] = None if value is None else _number(value, source, path, integer=True)
+        elif hint.startswith("float") and "None" in hint:
+            out[key] = None if value is None else _number(value, source, path)
+        elif hint.startswith("float"):
+            # Sizes, rates and prices are > 0; a discount may be 0.
+            out[key] = _number(value, source, path, minimum=0, strictly=key not in _ZERO_OK)
+        elif hint == "bool":
+            if not isinstance(value, bool):
+                raise _fail(f"expected true or false, got {value!r}", source, path)
+            out[key] = value
+        elif hint == "str":
+            if not isinstance(value, str) or not value:
+                raise _fail(f"expected a non-empty string, got {value!r}", source, path)
+            out[key] = value
+        else:
+            out[key] = value  # tuples and maps: checked by the section's own code
+    return out
+
+
+def _missing(cls, data: dict, source: str, where: str) -> None:
+    for name, f in _fields_of(cls).items():
+        no_default = (f.default is dataclasses.MISSING
+                      and f.default_factory is dataclasses.MISSING)  # type: ignore[misc]
+        if no_default and name not in data:
+            raise _fail("missing required field", source, f"{where}.{name}")
+
+
+# ---------------------------------------------------------------- models
+def _hf_model(name: str, cfg: dict, source: str, where: str) -> dict:
+    """ModelSpec fields from a config.json mapping (its extra keys are the file's own)."""
+    if isinstance(cfg.get("text_config"), dict):
+        cfg, where = cfg["text_config"], f"{where}.text_config"
+    for key in _HF_REQUIRED:
+        if key not in cfg:
+            raise _fail("missing required config.json field", source, f"{where}.{key}")
+
+    def num(key: str, default: Any = None, minimum: float = 0.0) -> int:
+        value = cfg.get(key, default)
+        return _number(value, source, f"{where}.{key}", integer=True, minimum=minimum)
+
+    hidden, heads = num("hidden_size"), num("num_attention_heads")
+    head_dim = cfg.get("head_dim") or hidden // heads  # config.json: null = hidden / heads
+    spec: dict = {
+        "layers": num("num_hidden_layers"), "hidden": hidden, "q_heads": heads,
+        "kv_heads": num("num_key_value_heads", heads),
+        "head_dim": _number(head_dim, source, f"{where}.head_dim", integer=True),
+        "vocab": num("vocab_size"),
+        "max_context_tokens": num("max_position_embeddings", 4096),
+        "attention_bias": bool(cfg.get("attention_bias", False)),
+        "source": f"config.json fields in {source}",
+    }
+    experts_key = next((k for k in _HF_EXPERTS if cfg.get(k)), None)
+    if experts_key is None:
+        spec["ffn"] = num("intermediate_size")
+    else:
+        # MoE: routed experts are `moe_intermediate_size` wide; the dense layers before them
+        # (`first_k_dense_replace`, DeepSeek) use `intermediate_size`.
+        spec["num_experts"] = num(experts_key)
+        spec["experts_per_token"] = num("num_experts_per_tok")
+        spec["ffn"] = num("moe_intermediate_size", cfg.get("intermediate_size"))
+        spec["shared_experts"] = num("n_shared_experts", 0, minimum=-1)
+        spec["dense_layers"] = num("first_k_dense_replace", 0, minimum=-1)
+        if spec["dense_layers"]:
+            spec["dense_ffn"] = num("intermediate_size")
+    if cfg.get("kv_lora_rank"):
+        spec.update(_mla_fields(cfg, hidden, heads, source, where))
+    return spec
+
+
+def _mla_fields(cfg: dict, hidden: int, heads: int, source: str, where: str) -> dict:
+    """Multi-head latent attention (DeepSeek-V2/V3): one latent of kv_lora_rank + rope dims is
+    cached per layer, and the projections are low-rank (parameter count from their shapes)."""
+    def num(key: str) -> int:
+        return _number(cfg.get(key), source, f"{where}.{key}", integer=True)
+
+    kv_rank, rope, nope, v_dim = (num("kv_lora_rank"), num("qk_rope_head_dim"),
+                                  num("qk_nope_head_dim"), num("v_head_dim"))
+    q_rank = cfg.get("q_lora_rank")
+    q_out = heads * (nope + rope)
+    # The low-rank paths carry an RMSNorm each (q_a_layernorm, kv_a_layernorm), counted as the
+    # built-in DeepSeek-V3 entry counts them.
+    q_params = hidden * q_out if not q_rank else hidden * q_rank + q_rank * q_out + q_rank
+    kv_params = hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + kv_rank
+    return {"kv_elems_per_token_per_layer": kv_rank + rope, "head_dim": kv_rank + rope,
+            "attention_params_per_layer": q_params + kv_params + heads * v_dim * hidden}
+
+
+def _model(name: str, entry: Any, source: str) -> ModelSpec:
+    where = f"models.{name}"
+    if not isinstance(entry, dict):
+        raise _fail(f"expected a mapping of model fields, got {entry!r}", source, where)
+    base = {}
+    if name in _builtin_models():
+        base = dataclasses.asdict(_builtin_models()[name])
+        base.pop("name")
+    if isinstance(entry.get("config_json"), dict) or _HF_MARKERS & set(entry):
+        if "config_json" in entry:
+            _check_keys(entry, dict.fromkeys(ALLOWED_BESIDE_CONFIG_JSON),
+                        source, where, "model field (beside config_json)")
+        cfg = entry.get("config_json", entry)
+        data = _hf_model(name, cfg, source, where)
+        extra = {k: v for k, v in entry.items() if k in ("source", "max_context_tokens")}
+        data = _typed(ModelSpec, extra, source, where, data)
+    else:
+        _check_keys(entry, _fields_of(ModelSpec), source, where, "model field")
+        data = _typed(ModelSpec, entry, source, where, base)
+        data.setdefault("source", f"user catalog {source}")
+    _missing(ModelSpec, data, source, where)
+    spec = ModelSpec(name=name, **data)
+    for key in ("layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn", "vocab"):
+        if getattr(spec, key) <= 0:
+            raise _fail(f"expected an integer > 0, got {getattr(spec, key)!r}", source,
+                        f"{where}.{key}")
+    if spec.q_heads % spec.kv_heads:
+        raise _fail(f"num_key_value_heads {spec.kv_heads} must divide the "
+                    f"{spec.q_heads} attention heads", source, f"{where}.kv_heads")
+    return spec
+
+
+# ---------------------------------------------------------------- GPUs
+def _gpu(name: str, entry: Any, source: str) -> GpuSpec:
+    where = f"gpus.{name}"
+    if not isinstance(entry, dict):
+        raise _fail(f"expected a mapping of GPU fields, got {entry!r}", source, where)
+    _check_keys(entry, _fields_of(GpuSpec), source, where, "GPU field")
+    builtin = _builtin_gpus().get(name)
+    if builtin is not None:
+        base = dataclasses.asdict(builtin)
+        base.pop("name")
+    else:
+        ref = _builtin_gpus()[REFERENCE_GPU]
+        base = {"fp8_tflops": None, "hbm_efficiency": ref.hbm_efficiency,
+                "compute_efficiency": ref.compute_efficiency,
+                "efficiency_source": ASSUMED_EFFICIENCY, "source": f"user catalog {source}",
+                "allreduce_bus_frac": ref.allreduce_bus_frac,
+                "allreduce_latency_us": ref.allreduce_latency_us,
+                "allreduce_source": f"assumed ({REFERENCE_GPU} fit)",
+                "fp8_efficiency_factor": ref.fp8_efficiency_factor}
+        if {"hbm_efficiency", "compute_efficiency"} & set(entry) and \
+                "efficiency_source" not in entry:
+            base["efficiency_source"] = f"given in {source}, no calibration points"
+    data = _typed(GpuSpec, entry, source, where, base)
+    for key in ("allreduce_bus_frac", "allreduce_latency_us"):
+        if key in entry:
+            data[key] = _tp_map(entry[key], source, f"{where}.{key}")
+    _missing(GpuSpec, data, source, where)
+    for key in ("bf16_tflops", "memory_gib", "memory_bandwidth_tbps", "link_gbps_per_direction"):
+        _number(data[key], source, f"{where}.{key}")
+    for key in ("hbm_efficiency", "compute_efficiency"):
+        value = _number(data[key], source, f"{where}.{key}")
+        if value > 1:
+            raise _fail(f"expected a fraction in (0, 1], got {value!r}", source, f"{where}.{key}")
+    return GpuSpec(name=name, **data)
+
+
+def _tp_map(value: Any, source: str, where: str) -> tuple[tuple[int, float], ...]:
+    if not isinstance(value, dict) or not value:
+        raise _fail(f"expected a mapping of TP degree to value, got {value!r}", source, where)
+    out = []
+    for key, item in value.items():
+        tp = int(key) if isinstance(key, int) or str(key).isdigit() else None
+        if tp is None or tp < 1:
+            raise _fail(f"expected a TP degree (integer >= 1), got {key!r}", source, where)
+        out.append((tp, _number(item, source, f"{where}.{key}")))
+    return tuple(sorted(out))
+
+
+# ---------------------------------------------------------------- instance types
+def _instance_type(name: str, entry: Any, source: str, known_gpus: set[str]) -> InstanceType:
+    where = f"instance_types.{name}"
+    if not isinstance(entry, dict):
+        raise _fail(f"expected a mapping of instance-type fields, got {entry!r}", source, where)
+    _check_keys(entry, _fields_of(InstanceType), source, where, "instance-type field")
+    base: dict = {"source": f"user catalog {source}", "nvlink_domain_gpus": 1,
+                  "verified": False, "spot_discount_frac": 0.3, "labels": {}}
+    if name in _builtin_instance_types():
+        base = dataclasses.asdict(_builtin_instance_types()[name])
+        base.pop("name")
+    data = _typed(InstanceType, entry, source, where, base)
+    if "zones" in entry:
+        zones = entry["zones"]
+        if not isinstance(zones, list) or not zones or not all(isinstance(z, str) for z in zones):
+            raise _fail(f"expected a non-empty list of zone names, got {zones!r}", source,
+                        f"{where}.zones")
+        data["zones"] = tuple(zones)
+    if "labels" in entry and not (isinstance(entry["labels"], dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in entry["labels"].items())):
+        raise _fail("expected a mapping of label to string value", source, f"{where}.labels")
+    _missing(InstanceType, data, source, where)
+    if data["gpu"] not in known_gpus:
+        close = difflib.get_close_matches(data["gpu"], sorted(known_gpus), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise _fail(f"unknown GPU {data['gpu']!r}{hint} (add it under `gpus:`)", source,
+                    f"{where}.gpu")
+    if data["num_gpus"] < 1 or not 1 <= data["nvlink_domain_gpus"] <= data["num_gpus"]:
+        raise _fail(f"needs num_gpus >= 1 and 1 <= nvlink_domain_gpus <= num_gpus, got "
+                    f"{data['num_gpus']} and {data['nvlink_domain_gpus']}", source, where)
+    if not 0 <= data["spot_discount_frac"] < 1:
+        raise _fail(f"expected a fraction in [0, 1), got {data['spot_discount_frac']!r}",
+                    source, f"{where}.spot_discount_frac")
+    return InstanceType(name=name, **data)
+
+
+# ---------------------------------------------------------------- files
+def add_catalog(entries: CatalogEntries, data: Any, source: str) -> CatalogEntries:
+    """Validate one parsed catalog file into `entries` (its entries win over earlier ones)."""
+    if not isinstance(data, dict):
+        raise UserInputError("expected a mapping with sections models, gpus, instance_types",
+                             source=source)
+    _check_keys(data, dict.fromkeys(SECTIONS), source, "(top level)", "catalog section")
+    for section in SECTIONS:
+        value = data.get(section) or {}
+        if not isinstance(value, dict):
+            raise _fail(f"expected a mapping of name to entry, got {value!r}", source, section)
+        for name in value:
+            if not isinstance(name, str) or not name:
+                raise _fail(f"expected a name (a string), got {name!r}", source, section)
+    for name, entry in (data.get("gpus") or {}).items():
+        entries.gpus[name] = _gpu(name, entry, source)
+    for name, entry in (data.get("models") or {}).items():
+        entries.models[name] = _model(name, entry, source)
+    known_gpus = set(_builtin_gpus()) | set(entries.gpus)
+    for name, entry in (data.get("instance_types") or {}).items():
+        entries.instance_types[name] = _instance_type(name, entry, source, known_gpus)
+    entries.sources.append(source)
+    return entries
+
+
+def install(entries: CatalogEntries) -> None:
+    """Make `entries` part of the catalog for this process (every lookup sees them)."""
+    set_user_entries(entries.models, entries.gpus, entries.instance_types)
+
+
+def gpu_has_calibration_points(name: str) -> bool:
+    """False for a GPU whose efficiency factors are assumed rather than fixed by measured rows
+    (user entries without a fit, and the built-in GPUs gpus.yaml marks `assumed`)."""
+    return not get_gpu(name).efficiency_source.lower().startswith(("assumed", "given in"))

@@ -1,0 +1,255 @@
+"""Manifests + trace -> one `Scenario` the unchanged simulator runs, plus what was assumed.
+
+`import_manifests` reads the bundle (files, directories or `-`), finds the vLLM workload, its
+scaler (HPA or ScaledObject whose scaleTargetRef names it), the Karpenter NodePools and their
+EC2NodeClasses, KAI Queues and PDBs, and builds the scenario mapping; the scenario's own
+validation then checks it. `defaults` lists every value the manifests left open (shown in the
+output), `notes` how something was read when it could not be taken literally.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuscale.audit.loader import Manifest, load_inputs
+from gpuscale.catalog import Precision, get_instance_type, get_model
+from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
+from gpuscale.importer import nodes as nodes_mod
+from gpuscale.importer import scalers, workload
+from gpuscale.importer.traces import detect_format
+from gpuscale.scenario.load import scenario_from_dict
+from gpuscale.scenario.models import Scenario
+from gpuscale.workloads.traces import TRACE_READERS
+
+DEFAULT_NAME = "manifests"
+KAI_SCHEDULER = "kai-scheduler"
+
+
+@dataclass
+class Imported:
+    scenario: Scenario
+    data: dict  # the scenario mapping (for --emit-scenario)
+    sources: list[str]
+    defaults: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"sources": self.sources, "defaults": self.defaults, "notes": self.notes}
+
+
+def _by_kind(objects: list[Manifest], *kinds: str) -> list[Manifest]:
+    return [o for o in objects if o.kind in kinds]
+
+
+def _scaler(objects: list[Manifest], target: str) -> tuple[Manifest | None, str]:
+    found = [o for o in _by_kind(objects, "HorizontalPodAutoscaler", "ScaledObject")
+             if scalers.target_name(o) == target]
+    if len(found) > 1:
+        refs = ", ".join(f"{o.ref} ({o.source})" for o in found)
+        raise UserInputError(f"several autoscalers scale {target}: {refs}; they would fight "
+                             "(audit rule GPU014); keep one", field="manifests")
+    return (found[0], found[0].kind) if found else (None, "")
+
+
+def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[str]) -> dict:
+    obj, kind = _scaler(objects, wl.obj.name)
+    if obj is None:
+        defaults.append(f"autoscaler: none scales {wl.obj.name}; held at spec.replicas "
+                        f"({wl.replicas})")
+        return {"kind": "fixed", "replicas": wl.replicas}
+    spec, more = scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scalers.scaled_object(obj)
+    notes.extend(more)
+    return spec
+
+
+def _bounds(autoscaler: dict) -> tuple[int, int]:
+    if autoscaler["kind"] == "hpa":
+        return autoscaler["min_replicas"], autoscaler["max_replicas"]
+    if autoscaler["kind"] == "keda":
+        return autoscaler.get("min_replica_count", 0), autoscaler.get("max_replica_count", 100)
+    return autoscaler["replicas"], autoscaler["replicas"]
+
+
+def _matches(selector: dict, labels: dict) -> bool:
+    wanted = selector.get("matchLabels") if isinstance(selector, dict) else None
+    return isinstance(wanted, dict) and bool(wanted) and all(
+        labels.get(k) == v for k, v in wanted.items())
+
+
+def _pod_labels(wl) -> dict:
+    meta = wl.pod.get("metadata") if isinstance(wl.pod, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
+    """Objects read but not simulated: say so rather than drop them silently."""
+    labels = _pod_labels(wl)
+    for pdb in _by_kind(objects, "PodDisruptionBudget"):
+        if _matches(pdb.get("spec", "selector", default={}) or {}, labels):
+            notes.append(f"{pdb.ref} applies to the serving pods; not simulated: the simulated "
+                         "Karpenter drains nodes without waiting on PodDisruptionBudgets")
+    for obj in _by_kind(objects, "Deployment"):
+        containers = obj.get("spec", "template", "spec", "containers") or []
+        if any(isinstance(c, dict) and "cluster-autoscaler" in str(c.get("image", ""))
+               for c in containers):
+            notes.append(f"{obj.ref} (Cluster Autoscaler) is not simulated from manifests; "
+                         "write a `nodes: {kind: cluster_autoscaler}` scenario for it")
+
+
+def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
+    fmt = detect_format(path)
+    requests = TRACE_READERS[fmt](path)
+    if len(requests) == 0:
+        raise UserInputError("trace has no requests", source=str(path))
+    duration_s = max(1.0, math.ceil(requests.span_s) + 1.0)
+    defaults.append(f"workload: {fmt} trace {path.name}, {len(requests)} requests over "
+                    f"{duration_s:g} s; drain 600 s")
+    return {"kind": "trace", "format": fmt, "path": str(path.resolve())}, duration_s
+
+
+def _cluster_and_nodes(objects, wl, tp: int, initial: int, max_replicas: int,
+                       model_name: str, defaults: list[str], notes: list[str],
+                       cold_start: dict) -> tuple[dict, dict | None]:
+    tolerations = wl.pod_spec.get("tolerations") or []
+    selector = wl.pod_spec.get("nodeSelector") or {}
+    where = ", ".join(sorted({o.source for o in objects})) or "manifests"
+    pools = _serving_pools(objects, tolerations, selector, tp, notes, where)
+    if pools:
+        itype = nodes_mod.pick_instance_type(pools, tp, selector, where)
+        nodes = {"kind": "karpenter", "node_pools": pools}
+        defaults.append("nodes: Karpenter node latencies launch 45 s + registration 120 s + "
+                        "initialization 105 s (medians; docs/provisioning.md)")
+        _node_class(objects, pools, itype, model_name, cold_start, defaults, notes)
+    else:
+        name = selector.get(nodes_mod.INSTANCE_TYPE_LABEL)
+        if not name:
+            raise UserInputError("no Karpenter NodePool and no node.kubernetes.io/instance-type "
+                                 "nodeSelector on the serving pod: the instance type is unknown; "
+                                 "add the NodePool manifest", field="manifests")
+        itype = get_instance_type(name)
+        nodes = None
+        defaults.append("nodes: no NodePool; a fixed-size pool with 5-minute node launches")
+    ready = nodes_mod.nodes_for(initial, tp, itype)
+    most = max(ready, nodes_mod.nodes_for(max(max_replicas, 1), tp, itype))
+    defaults.append(f"cluster: {ready} {itype.name} node(s) ready at t=0 (enough for the "
+                    f"{initial} initial replica(s))")
+    return {"instance_type": itype.name, "ready_nodes": ready, "max_nodes": most}, nodes
+
+
+def _serving_pools(objects, tolerations, selector, tp, notes, where) -> list[dict]:
+    """The NodePools the serving pod can land on; the others (a tainted training pool, a CPU
+    pool, one its nodeSelector excludes) are dropped with a note, as no serving pod uses them."""
+    pools, refused, unfit = [], [], []
+    wanted_pool = selector.get("karpenter.sh/nodepool")
+    for obj in _by_kind(objects, "NodePool"):
+        if wanted_pool is not None and obj.name != wanted_pool:
+            notes.append(f"{obj.ref} dropped: the serving pod's nodeSelector picks NodePool "
+                         f"{wanted_pool}")
+            continue
+        try:
+            pool = nodes_mod.node_pool(obj, tolerations, notes)
+        except nodes_mod.Untolerated as exc:
+            refused.append(exc)
+            continue
+        if not nodes_mod.fitting_offerings(pool, tp, selector):
+            unfit.append(pool)
+            continue
+        pools.append(pool)
+    if refused and not pools:
+        raise refused[0]
+    if unfit and not pools:
+        nodes_mod.pick_instance_type(unfit, tp, selector, where)  # raises, naming the pools
+    notes.extend(f"NodePool/{p['name']} dropped: none of its catalog instance types fits the "
+                 f"serving pod ({tp} GPUs)" for p in unfit)
+    notes.extend(f"NodePool dropped: {exc}" for exc in refused)
+    return pools
+
+
+def _node_class(objects, pools, itype, model_name, cold_start, defaults, notes) -> None:
+    classes = {o.name: o for o in _by_kind(objects, "EC2NodeClass")}
+    used = {p.get("node_class_ref", {}).get("name", "default") for p in pools}
+    found = [classes[n] for n in sorted(used) if n in classes]
+    if not found:
+        defaults.append("cold_start.weight_storage: gp3 (no EC2NodeClass given)")
+        return
+    size_gib, volume_type, raid0 = nodes_mod.root_volume(found[0])
+    if raid0:
+        cold_start["weight_storage"] = "local-nvme"
+    elif volume_type in ("gp3", "io2"):
+        cold_start["weight_storage"] = volume_type
+    else:
+        defaults.append(f"cold_start.weight_storage: gp3 ({found[0].ref} volumeType "
+                        f"{volume_type or 'unset'})")
+    if size_gib is not None and not raid0:
+        # Weights are downloaded to the node disk at their stored precision (bf16 here, an
+        # upper bound for fp8 checkpoints); the image is the 12 GB default.
+        weights_gib = get_model(model_name).weight_bytes(Precision.BF16) / 2**30
+        need_gib = 12e9 / 2**30 + weights_gib
+        if size_gib < need_gib:
+            notes.append(f"{found[0].ref}: {size_gib:g} GiB volume < ~{need_gib:.0f} GiB for the "
+                         "12 GB image plus the weights: pulls would fail with DiskPressure in "
+                         "the cluster (audit rule GPU026); simulated as if they fit")
+
+
+def import_manifests(inputs: list[str], trace: Path, *, name: str | None = None,
+                     stdin=None) -> Imported:
+    """The Scenario the bundle describes, run on `trace`."""
+    objects = load_inputs(inputs, stdin=stdin)
+    try:
+        return _import(objects, inputs, trace, name)
+    except WRONG_VALUE_ERRORS as exc:
+        # A field of a type its API does not allow, met where the readers above do not check
+        # it one by one: still one line naming the files, never a traceback.
+        sources = ", ".join(sorted({o.source for o in objects})) or ", ".join(inputs)
+        raise UserInputError(f"a field has a type its API does not allow ({exc}); check the "
+                             "objects with `kubectl apply --dry-run=client`",
+                             source=sources) from None
+
+
+def _import(objects: list[Manifest], inputs: list[str], trace: Path,
+            name: str | None) -> Imported:
+    wl = workload.find_serving_workload(objects)
+    defaults: list[str] = []
+    notes = wl.notes
+    model = workload.model_section(wl)
+    tp = model["tp"] * model.get("pp", 1)
+    workload.gpus_requested(wl, tp)
+    autoscaler = _autoscaler(objects, wl, defaults, notes)
+    low, high = _bounds(autoscaler)
+    initial = min(max(wl.replicas, low), high)
+    cold_start = workload.cold_start_section(wl, defaults)
+    cluster, nodes = _cluster_and_nodes(objects, wl, tp, initial, high, model["name"],
+                                        defaults, notes, cold_start)
+    workload_spec, duration_s = _trace(trace, defaults)
+    data: dict = {
+        "name": name or wl.obj.name or DEFAULT_NAME,
+        "description": f"imported from {', '.join(inputs)} with trace {trace}",
+        "duration_s": duration_s,
+        "model": model,
+        "engine": workload.engine_section(wl, defaults),
+        "cold_start": cold_start,
+        "cluster": cluster,
+        "workload": workload_spec,
+        "initial_replicas": initial,
+        "pod_annotations": workload.pod_annotations(wl),
+        "scheduler": _scheduler(objects, wl, notes),
+        "strategies": [{"name": name or wl.obj.name or DEFAULT_NAME, "autoscaler": autoscaler,
+                        **({"nodes": nodes} if nodes else {})}],
+    }
+    defaults.append("slo: ttft 2 s, tpot 0.2 s; scrape interval 15 s; request timeout 600 s")
+    _unsimulated(objects, wl, notes)
+    sources = sorted({o.source for o in objects})
+    scenario = scenario_from_dict(data, source=f"<scenario from {', '.join(inputs)}>")
+    return Imported(scenario, data, sources, defaults, notes)
+
+
+def _scheduler(objects: list[Manifest], wl, notes: list[str]) -> dict:
+    queues = _by_kind(objects, "Queue")
+    if wl.pod_spec.get("schedulerName") != KAI_SCHEDULER and not queues:
+        return {"kind": "kube-scheduler"}
+    labels = _pod_labels(wl)
+    pod_queue = next((labels[k] for k in nodes_mod.KAI_QUEUE_LABELS if k in labels), None)
+    return {"kind": "kai", "queues": nodes_mod.kai_queues(queues, pod_queue, notes)}

@@ -1,0 +1,199 @@
+"""The vLLM serving workload of a manifest bundle: which object, its pod, and the scenario's
+`model`, `engine`, `cold_start` and `pod_annotations` read from its container.
+
+Deployment and StatefulSet (`spec.template`) and LeaderWorkerSet (`spec.leaderWorkerTemplate`,
+leader template, else worker template) are read. One replica is one pod with `tp` GPUs: a
+LeaderWorkerSet group of more than one pod (a replica spread over nodes) is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpuscale.audit.loader import Manifest, format_path
+from gpuscale.catalog import models
+from gpuscale.errors import UserInputError
+from gpuscale.importer.vllm_args import VllmArgs, is_vllm, parse_container
+from gpuscale.scenario.models import EngineSettings, ModelDeployment
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+GPU_RESOURCE = "nvidia.com/gpu"
+# Hugging Face repo-name suffixes that do not change the architecture (same config.json shapes).
+_SUFFIXES = re.compile(r"(-(Instruct|Chat|chat|it|hf|Base|FP8|FP8-Dynamic|fp8|\d{4}))+$")
+_LOADERS = {"runai_streamer": "streamer"}
+
+
+@dataclass
+class ServingWorkload:
+    obj: Manifest
+    pod_path: tuple
+    pod: dict
+    container: dict
+    args: VllmArgs
+    replicas: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pod_spec(self) -> dict:
+        spec = self.pod.get("spec") if isinstance(self.pod, dict) else None
+        return spec if isinstance(spec, dict) else {}
+
+
+def _fail(obj: Manifest, path: tuple, message: str) -> UserInputError:
+    line, _ = obj.position(path)
+    return UserInputError(f"{message} ({obj.ref}, line {line})", source=obj.source,
+                          field=format_path(path))
+
+
+def _pod_path(obj: Manifest) -> tuple:
+    if obj.kind != "LeaderWorkerSet":
+        return ("spec", "template")
+    base = ("spec", "leaderWorkerTemplate")
+    size = obj.get(*base, "size", default=1)
+    if size != 1:
+        raise _fail(obj, base + ("size",), f"a group of {size} pods per replica (multi-node "
+                    "serving) is not simulated; the simulator's replica is one pod")
+    return base + (("leaderTemplate",) if obj.get(*base, "leaderTemplate") else ("workerTemplate",))
+
+
+def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
+    """The one workload whose pod runs vLLM; none or several is bad input."""
+    found = []
+    for obj in objects:
+        if obj.kind not in WORKLOAD_KINDS:
+            continue
+        pod_path = _pod_path(obj)
+        containers = obj.get(*pod_path, "spec", "containers") or []
+        if not isinstance(containers, list):
+            raise _fail(obj, pod_path + ("spec", "containers"), "expected a list of containers")
+        for index, container in enumerate(containers):
+            try:
+                vllm = isinstance(container, dict) and is_vllm(container)
+            except (TypeError, ValueError) as exc:
+                raise _fail(obj, pod_path + ("spec", "containers", index), str(exc)) from None
+            if vllm:
+                found.append((obj, pod_path, index, container))
+                break
+    if not found:
+        raise UserInputError("no Deployment, StatefulSet or LeaderWorkerSet running vLLM (a "
+                             "container whose image or command names vllm)", field="manifests")
+    if len(found) > 1:
+        refs = ", ".join(f"{o.ref} ({o.source})" for o, *_ in found)
+        raise UserInputError(f"several vLLM workloads ({refs}); give one deployment's manifests "
+                             "per --manifests", field="manifests")
+    obj, pod_path, index, container = found[0]
+    where = pod_path + ("spec", "containers", index)
+    try:
+        args = parse_container(container)
+    except (TypeError, ValueError) as exc:
+        raise _fail(obj, where + ("args",), str(exc)) from None
+    replicas = obj.get("spec", "replicas", default=1)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        raise _fail(obj, ("spec", "replicas"), f"expected an integer >= 0, got {replicas!r}")
+    return ServingWorkload(obj, pod_path, obj.get(*pod_path), container, args, replicas)
+
+
+def catalog_model(model_id: str) -> tuple[str, str]:
+    """(catalog name, note) for a served model id such as `Qwen/Qwen3-32B` or `org/X-Instruct`."""
+    names = models()
+    base = model_id.rstrip("/").split("/")[-1]
+    lowered = {n.lower(): n for n in names}
+    stripped = _SUFFIXES.sub("", base)
+    # Older Hugging Face repos prefix the family ("Meta-Llama-3.1-8B-Instruct").
+    for candidate in (model_id, base, stripped, stripped.removeprefix("Meta-")):
+        if candidate in names:
+            return candidate, "" if candidate == model_id else f"model {model_id} read as {candidate}"
+        if candidate.lower() in lowered:
+            return lowered[candidate.lower()], f"model {model_id} read as {lowered[candidate.lower()]}"
+    raise UserInputError(f"model {model_id!r} is not in the catalog (known: {', '.join(names)}); "
+                         "describe it in a --catalog file (config.json fields or config_json: "
+                         "PATH)", field="model")
+
+
+def model_section(wl: ServingWorkload) -> dict:
+    args, obj = wl.args, wl.obj
+    model_id = args.get("model")
+    if not model_id:
+        raise _fail(obj, wl.pod_path + ("spec", "containers"), "the vLLM container names no "
+                    "model (`vllm serve MODEL` or --model)")
+    name, note = catalog_model(model_id)
+    wl.notes += [note] if note else []
+    quant = (args.get("quantization") or "").lower()
+    if quant and quant not in ("fp8", "modelopt", "fbgemm_fp8", "compressed-tensors"):
+        raise UserInputError(f"--quantization {quant}: only bf16 and fp8 weights are simulated",
+                             source=obj.source, field="args")
+    fp8 = quant in ("fp8", "modelopt", "fbgemm_fp8") or "fp8" in model_id.lower()
+    out: dict = {"name": name, "precision": "fp8" if fp8 else "bf16", "tp": args.get("tp", 1)}
+    if (args.get("kv_cache_dtype") or "").lower().startswith("fp8"):
+        out["kv_precision"] = "fp8"
+    pp = args.get("pp", 1)
+    if "pp" in ModelDeployment.model_fields:
+        out["pp"] = pp
+    elif pp != 1:
+        raise UserInputError(f"--pipeline-parallel-size {pp}: pipeline parallelism is not "
+                             "simulated by this version", source=obj.source, field="args")
+    return out
+
+
+def gpus_requested(wl: ServingWorkload, gpus_needed: int) -> int:
+    resources = wl.container.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise _fail(wl.obj, wl.pod_path + ("spec", "containers"), "`resources` must be a mapping")
+    value = None
+    for section in ("limits", "requests"):
+        if isinstance(resources.get(section), dict) and GPU_RESOURCE in resources[section]:
+            value = resources[section][GPU_RESOURCE]
+            break
+    path = wl.pod_path + ("spec", "containers")
+    if value is None:
+        raise _fail(wl.obj, path, f"the vLLM container requests no {GPU_RESOURCE}")
+    try:
+        count = int(str(value))
+    except ValueError:
+        raise _fail(wl.obj, path, f"{GPU_RESOURCE} must be a whole number, got {value!r}") from None
+    if count < gpus_needed:
+        raise _fail(wl.obj, path, f"requests {count} GPU(s) but vLLM's parallelism needs "
+                    f"{gpus_needed}; the engine would not start")
+    if count > gpus_needed:
+        wl.notes.append(f"the pod requests {count} GPUs but vLLM uses {gpus_needed}: simulated "
+                        f"with {gpus_needed} (the real pod holds {count - gpus_needed} idle)")
+    return count
+
+
+def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
+    args = wl.args
+    out = {}
+    for key in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
+                "max_model_len", "block_size"):
+        if args.get(key) is not None:
+            out[key] = args.get(key)
+        elif key != "block_size":
+            default = EngineSettings.model_fields[key].default
+            shown = default if default is not None else "vLLM's default for the GPU"
+            defaults.append(f"engine.{key}: {shown}")
+    if args.get("chunked_prefill") is False:
+        # A scenario field for non-chunked batching may exist in a later schema; use it only
+        # when it accepts this value, else say what was simulated.
+        batching = EngineSettings.model_fields.get("batching")
+        if batching is not None and "prefill_first" in str(batching.annotation):
+            out["batching"] = "prefill_first"  # whole prompts in prefill-only steps (vLLM V0)
+        else:
+            wl.notes.append("--no-enable-chunked-prefill: simulated with chunked prefill (the "
+                            "engine model always chunks, as vLLM V1 does)")
+    return out
+
+
+def cold_start_section(wl: ServingWorkload, defaults: list[str]) -> dict:
+    env = wl.args.env
+    out: dict = {"loader": _LOADERS.get(wl.args.get("load_format") or "", "safetensors")}
+    if env.get("VLLM_SKIP_P2P_CHECK") == "1":
+        out["skip_p2p_check"] = True
+    defaults.append("cold_start.image_size_gb: 12 (vLLM image size; manifests do not say)")
+    return out
+
+
+def pod_annotations(wl: ServingWorkload) -> dict[str, str]:
+    meta = wl.pod.get("metadata") or {}
+    annotations = meta.get("annotations") if isinstance(meta, dict) else {}
+    return {str(k): str(v) for k, v in annotations.items()} if isinstance(annotations, dict) else {}
