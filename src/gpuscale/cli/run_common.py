@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,9 +27,11 @@ def report_options(fn):
 
 
 def _looks_like_our_output(path: Path) -> bool:
+    from gpuscale.inputs import load_json
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = load_json(path)
+    except UserInputError:
         return False
     return isinstance(data, dict) and {"scenario", "seed", "runs"} <= set(data)
 

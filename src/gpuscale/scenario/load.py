@@ -6,9 +6,9 @@ import difflib
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from gpuscale import inputs
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.models import Scenario
 
@@ -97,24 +97,9 @@ def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
 
 
 def load_yaml(path: Path) -> Any:
-    if not path.exists():
-        raise UserInputError("file not found", source=str(path))
-    if path.is_dir():
-        raise UserInputError("is a directory, expected a YAML file", source=str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserInputError(f"byte {exc.start}: not UTF-8 text (expected a YAML file)",
-                             source=str(path)) from None
-    except OSError as exc:
-        raise UserInputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserInputError(f"{where}invalid YAML: {problem}", source=str(path)) from None
+    """One YAML document, read through the hardened loader (gpuscale/inputs.py: size, depth,
+    aliases, duplicate keys, tags, 64-bit integers; docs/input-limits.md)."""
+    return inputs.load_yaml(path, what="YAML file")
 
 
 # Keys only a scheduling-only scenario (scenario/schedule.py) has.

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from gpuscale.errors import UserInputError
+from gpuscale.inputs import check_json_depth
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.columns import (
     Column,
@@ -129,6 +130,7 @@ def read_mooncake_jsonl(path: str | Path) -> Requests:
             for line_no, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
+                check_json_depth(line, source, field=f"line {line_no}")
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
