@@ -73,7 +73,8 @@ def test_macros_steps_lists_and_names():
     assert not cron_matches("*/15 * * * *", MONDAY + timedelta(minutes=50))
     assert cron_matches("0 8,20 * * MON", MONDAY + timedelta(hours=20))
     assert not cron_matches("0 8,20 * * TUE", MONDAY + timedelta(hours=20))
-    assert cron_matches("0 0 * * 7", MONDAY - timedelta(days=1))  # 7 is Sunday too
+    assert cron_matches("0 0 * * 0", MONDAY - timedelta(days=1))
+    assert cron_matches("0 0 ? * SUN", MONDAY - timedelta(days=1))  # robfig: `?` is `*`
 
 
 def test_day_of_month_or_day_of_week_when_both_restricted():
@@ -87,7 +88,8 @@ def test_day_of_month_or_day_of_week_when_both_restricted():
     assert not cron_matches("0 0 1 * *", MONDAY)
 
 
-@pytest.mark.parametrize("bad", ["* * * *", "61 * * * *", "0 0 * * 8", "*/0 * * * *"])
+@pytest.mark.parametrize("bad", ["* * * *", "61 * * * *", "0 0 * * 8", "*/0 * * * *",
+                                 "0 0 * * 7", "@fortnightly", "0 0 5-1 * *", "1-2-3 * * * *"])
 def test_malformed_cron_is_rejected(bad):
     with pytest.raises(ValueError):
         parse_cron(bad)

@@ -11,56 +11,121 @@ Simulation time 0 is `start_utc`; cron fields are matched on UTC minutes.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 
 from gpuscale.provisioning.karpenter.nodepool import Budget
 
+# robfig/cron v3 (what Karpenter's Budget.IsActive calls: cron.ParseStandard("TZ=UTC " + s),
+# kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go): descriptors, 5 fields, `?` = `*`,
+# weekday 0-6 (7 is out of range there), names case-insensitive, "N/step" = N-max/step.
 _MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
            "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
            "@hourly": "0 * * * *"}
-_NAMES = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8,
-          "sep": 9, "oct": 10, "nov": 11, "dec": 12,
-          "sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
-_BOUNDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+_MONTHS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8,
+           "sep": 9, "oct": 10, "nov": 11, "dec": 12}
+_DAYS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
+_FIELDS = ((0, 59, None), (0, 23, None), (1, 31, None), (1, 12, _MONTHS), (0, 6, _DAYS))
+# The NodePool CRD's pattern for `schedule` (same file): what the API server accepts. The
+# alternation is anchored only at its outer ends, as in the Go source.
+API_SCHEDULE_PATTERN = re.compile(r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))"
+                                  r"|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$")
 UNLIMITED = 10**9
 
 
-def _value(text: str) -> int:
-    return _NAMES[text.lower()] if text.lower() in _NAMES else int(text)
+class CronError(ValueError):
+    """A schedule robfig/cron cannot parse; the message is robfig's reason."""
 
 
-def _parse_field(text: str, low: int, high: int) -> frozenset[int]:
-    values: set[int] = set()
-    for part in text.split(","):
-        rng, _, step_text = part.partition("/")
-        step = int(step_text) if step_text else 1
-        if step < 1:
-            raise ValueError(f"cron step must be >= 1 in {text!r}")
-        if rng == "*":
-            start, end = low, high
-        elif "-" in rng:
-            a, b = rng.split("-", 1)
-            start, end = _value(a), _value(b)
+def _number(text: str, names: dict | None) -> int:
+    if names and text.lower() in names:
+        return names[text.lower()]
+    if not re.fullmatch(r"[+-]?\d{1,18}", text):  # Go's strconv.Atoi, bounded
+        raise CronError(f"failed to parse int from {text!r}")
+    value = int(text)
+    if value < 0:
+        raise CronError(f"negative number ({value}) not allowed: {text}")
+    return value
+
+
+def _parse_range(expr: str, low: int, high: int, names: dict | None) -> tuple[set[int], bool]:
+    """One comma part -> (values, star), as robfig's getRange."""
+    range_and_step = expr.split("/")
+    low_high = range_and_step[0].split("-")
+    star = False
+    if low_high[0] in ("*", "?"):
+        start, end, star = low, high, True
+    else:
+        start = _number(low_high[0], names)
+        if len(low_high) == 1:
+            end = start
+        elif len(low_high) == 2:
+            end = _number(low_high[1], names)
         else:
-            start = _value(rng)
-            end = high if step_text else start
-        if not (low <= start <= high and low <= end <= high and start <= end):
-            raise ValueError(f"cron field {text!r} out of range {low}-{high}")
-        values.update(range(start, end + 1, step))
-    return frozenset(values)
+            raise CronError(f"too many hyphens: {expr}")
+    if len(range_and_step) == 1:
+        step = 1
+    elif len(range_and_step) == 2:
+        step = _number(range_and_step[1], None)
+        if len(low_high) == 1:  # "N/step" means "N-max/step"
+            end = high
+        if step > 1:
+            star = False
+    else:
+        raise CronError(f"too many slashes: {expr}")
+    if start < low:
+        raise CronError(f"beginning of range ({start}) below minimum ({low}): {expr}")
+    if end > high:
+        raise CronError(f"end of range ({end}) above maximum ({high}): {expr}")
+    if start > end:
+        raise CronError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
+    if step == 0:
+        raise CronError(f"step of range should be a positive number: {expr}")
+    return set(range(start, end + 1, step)), star
+
+
+def _parse_field(text: str, low: int, high: int, names: dict | None) -> tuple[frozenset[int], bool]:
+    values: set[int] = set()
+    star = False
+    for part in (p for p in text.split(",") if p):  # robfig skips empty parts
+        got, part_star = _parse_range(part, low, high, names)
+        values |= got
+        star = star or part_star
+    return frozenset(values), star
 
 
 @lru_cache(maxsize=256)
 def parse_cron(expr: str) -> tuple[tuple[frozenset[int], ...], bool, bool]:
-    """5-field cron -> (value sets, dom is '*', dow is '*'); raises ValueError when malformed."""
-    text = _MACROS.get(expr.strip(), expr.strip())
+    """Schedule -> (value sets, day of month is a star, day of week is a star), read as
+    robfig/cron's ParseStandard reads it; raises CronError with robfig's reason."""
+    text = expr.strip()
+    if text.startswith("@"):
+        if text not in _MACROS:
+            raise CronError(f"unrecognized descriptor: {text}")
+        text = _MACROS[text]
     parts = text.split()
     if len(parts) != 5:
-        raise ValueError(f"cron {expr!r} needs 5 fields (minute hour day month weekday)")
-    sets = tuple(_parse_field(p, lo, hi) for p, (lo, hi) in zip(parts, _BOUNDS))
-    dow = frozenset(d % 7 for d in sets[4])  # 7 is Sunday too
-    return (*sets[:4], dow), parts[2].startswith("*"), parts[4].startswith("*")
+        raise CronError(f"expected exactly 5 fields, found {len(parts)}: {expr}")
+    parsed = [_parse_field(p, lo, hi, names) for p, (lo, hi, names) in zip(parts, _FIELDS)]
+    return tuple(values for values, _ in parsed), parsed[2][1], parsed[4][1]
+
+
+def schedule_problem(expr: str) -> str | None:
+    """Why Karpenter cannot use `expr`, or None. The API server refuses what its pattern does
+    not match; what it matches but robfig/cron cannot parse is accepted, and Karpenter then
+    allows no disruption for the pool (GetAllowedDisruptionsByReason returns 0 with the
+    error), so the simulator refuses it at load rather than simulate a pool that never
+    disrupts because of a typo."""
+    if not API_SCHEDULE_PATTERN.search(expr):
+        return (f"schedule {expr!r} is refused by the Kubernetes API (NodePool pattern: a 5-field "
+                "cron or @annually/@yearly/@monthly/@weekly/@daily/@midnight/@hourly)")
+    try:
+        parse_cron(expr)
+    except CronError as exc:
+        return (f"schedule {expr!r}: {exc}; the API server accepts it, but Karpenter cannot parse "
+                "it and then allows no disruption for the pool")
+    return None
 
 
 def _day_matches(expr: str, t: datetime) -> bool:
@@ -69,7 +134,8 @@ def _day_matches(expr: str, t: datetime) -> bool:
         return False
     dom_ok = t.day in dom
     dow_ok = (t.isoweekday() % 7) in dow
-    # Standard cron: when both day fields are restricted, either may match.
+    # robfig's dayMatches: when either day field is a star (`*`, `?`, `*/1`) both must match;
+    # when both are restricted, either may (day of month OR day of week).
     return dom_ok and dow_ok if (dom_star or dow_star) else dom_ok or dow_ok
 
 
