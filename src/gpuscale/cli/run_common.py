@@ -43,8 +43,10 @@ def check_result_path(path: Path, *, force: bool, overwrite_own: bool = False) -
 
 
 def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = False) -> None:
+    from gpuscale.outputs import write_atomic
+
     check_result_path(path, force=force, overwrite_own=overwrite_own)
-    path.write_text(text)
+    write_atomic(path, text)
 
 
 def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,

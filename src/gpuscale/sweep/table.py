@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscale.errors import UserInputError
+from gpuscale.outputs import write_atomic
 
 KEY_COLUMNS = ("run_id", "strategy", "scenario_hash")
 # (column, path into the run summary)
@@ -155,11 +156,11 @@ def _write_parquet_atomic(path: Path, rows: list[dict], columns: list[str]) -> N
         return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
 
     table = pa.Table.from_pylist([{c: cell(r[c]) for c in columns} for r in rows])
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp)
-    with tmp.open("rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    # O_EXCL temporary file in the table's directory + rename: a planted `<out>.tmp` symlink
+    # is never written through.
+    write_atomic(path, sink.getvalue().to_pybytes())
 
 
 def read_table(path: Path) -> list[dict]:
