@@ -90,3 +90,16 @@ def safe_filename(name: str, suffix: str = "") -> str:
         return name + suffix
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{clean[:MAX_NAME_CHARS - 9]}-{digest}{suffix}"
+
+
+# C0/C1 control characters (ESC starts ANSI and OSC sequences, BEL ends OSC), DEL, and the
+# Unicode bidirectional overrides that reorder what a terminal shows.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: object) -> str:
+    """User text fit for a terminal: control characters shown as \\xNN escapes, so a name can
+    neither style, hide nor rewrite output (rich markup is neutralised separately by printing
+    it as `rich.text.Text`, which is never parsed for markup)."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", str(text))

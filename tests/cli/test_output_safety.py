@@ -97,3 +97,20 @@ def test_plan_tenant_and_workload_names_are_dns1123_labels(tmp_path):
         result = CliRunner().invoke(cli, ["plan", str(path), "--no-simulate"])
         assert result.exit_code == 2, result.output
         assert field in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_markup_and_escapes_in_names_never_reach_the_terminal(tmp_path):
+    import yaml
+
+    data = yaml.safe_load(SCENARIO.read_text())
+    evil = "[/] [bold red]x\x1b]8;;http://evil\x07\x1b[2J"
+    data["name"] = "n[/]\x1b[31m"
+    data["strategies"][0]["name"] = evil
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(cli, ["simulate", str(path), "--strategy", evil])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "[/]" in result.output  # shown as written, not read as markup
+    result = CliRunner().invoke(cli, ["simulate", str(path), "--strategy", "no\x1b[2Jsuch"])
+    assert result.exit_code == 2 and "\x1b" not in result.output

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpuscale.outputs import terminal_safe
+
 
 def _fmt(value, digits: int = 2, suffix: str = "") -> str:
     if value is None:
@@ -47,6 +49,12 @@ def summary_cells(run: dict) -> list[str]:
     ]
 
 
+def _cell(value) -> Text:
+    """A cell from data that may hold user text (strategy, scenario names): control
+    characters escaped and never read as rich markup (`[/]` in a name crashed the table)."""
+    return value if isinstance(value, Text) else Text(terminal_safe(value))
+
+
 def slo_style(attainment: float) -> str:
     if attainment >= 0.99:
         return "green"
@@ -55,7 +63,7 @@ def slo_style(attainment: float) -> str:
 
 def summary_table(result_json: dict, *, plain: bool = False) -> Table:
     """The comparison table; `plain` = ASCII box and no styles (for files and logs)."""
-    table = Table(title=f"gpuscale: {result_json['scenario']} (seed {result_json['seed']})",
+    table = Table(title=_cell(f"gpuscale: {result_json['scenario']} (seed {result_json['seed']})"),
                   title_justify="left", box=box.ASCII if plain else box.HEAVY_HEAD)
     for header, justify in SUMMARY_COLUMNS:
         table.add_column(header, justify=justify)
@@ -69,7 +77,7 @@ def summary_table(result_json: dict, *, plain: bool = False) -> Table:
             cells[1] = Text(cells[1], style=slo_style(run["slo_attainment"]) + bold)
             if run["cost_usd"] == least_cost and len(runs) > 1:
                 cells[10] = Text(cells[10], style="bold")
-        table.add_row(*cells)
+        table.add_row(*map(_cell, cells))
     return table
 
 
@@ -94,7 +102,7 @@ def nodes_table(result_json: dict, *, plain: bool = False) -> Table | None:
     for run in runs:
         nodes = run.get("nodes", {})
         evictions = ", ".join(f"{k} {v}" for k, v in nodes.get("evictions", {}).items()) or "-"
-        table.add_row(run["name"], nodes.get("provider", "pool"), str(nodes.get("launched", 0)),
+        table.add_row(_cell(run["name"]), nodes.get("provider", "pool"), str(nodes.get("launched", 0)),
                       _wait(nodes, "p50"), _wait(nodes, "p99"), evictions,
                       str(nodes.get("requests_retried_after_eviction", 0)),
                       str(nodes.get("requests_failed_by_eviction", 0)),
