@@ -164,8 +164,9 @@ class _Builder:
     """Plain data from libyaml events, iteratively, with every limit checked as it goes."""
 
     def __init__(self, source: str, *, marks: bool, max_depth: int, max_documents: int,
-                 max_alias_nodes: int) -> None:
+                 max_alias_nodes: int, json_numbers: bool = False) -> None:
         self.source = source
+        self.json_numbers = json_numbers
         self.keep_marks = marks
         self.max_depth, self.max_documents = max_depth, max_documents
         self.max_alias_nodes = max_alias_nodes
@@ -230,6 +231,9 @@ class _Builder:
             number = self._constructor.construct_yaml_float(yaml.ScalarNode(FLOAT, text))
         except ValueError:
             self.fail(event.start_mark, f"!!float {_short(text)!r} is not a number")
+        if self.json_numbers and not math.isfinite(number):
+            self.fail(event.start_mark, f"{_short(text)} is not a number the Kubernetes API "
+                      "accepts (JSON has no infinity or NaN)")
         if math.isinf(number) and "inf" not in text.lower():
             # 1.0e400 overflows to infinity; `.inf` written as such is left to the field.
             self.fail(event.start_mark, f"number {_short(text)} is out of range (larger than "
@@ -350,10 +354,12 @@ class _Mark:
 
 def parse_yaml_documents(text: str, source: str, *, marks: bool = False,
                          max_depth: int = MAX_DEPTH, max_documents: int = MAX_DOCUMENTS,
-                         max_alias_nodes: int = MAX_ALIAS_NODES) -> list[Document]:
-    """Every document of a YAML (or JSON) stream, with the limits above."""
+                         max_alias_nodes: int = MAX_ALIAS_NODES,
+                         json_numbers: bool = False) -> list[Document]:
+    """Every document of a YAML (or JSON) stream, with the limits above. `json_numbers`
+    (Kubernetes manifests) also refuses `.inf` and `.nan`, which JSON cannot carry."""
     builder = _Builder(source, marks=marks, max_depth=max_depth, max_documents=max_documents,
-                       max_alias_nodes=max_alias_nodes)
+                       max_alias_nodes=max_alias_nodes, json_numbers=json_numbers)
     # libyaml refuses nesting past 1000 levels itself (ScannerError); our limit is lower.
     try:
         return builder.build(yaml.parse(text, Loader=_loader_class()))

@@ -123,7 +123,8 @@ def parse_text(text: str, source: str, *, max_nodes: int = DEFAULT_MAX_NODES) ->
     Read through the hardened loader (gpuscale/inputs.py): depth, document count, alias
     expansion (`max_nodes`), duplicate keys, tags and 64-bit integers are checked there."""
     out: list[Manifest] = []
-    for doc in _inputs.parse_yaml_documents(text, source, marks=True, max_alias_nodes=max_nodes):
+    for doc in _inputs.parse_yaml_documents(text, source, marks=True, max_alias_nodes=max_nodes,
+                                            json_numbers=True):
         data = doc.data
         if data is None:
             continue
