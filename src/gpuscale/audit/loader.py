@@ -92,16 +92,43 @@ class Manifest:
         return node
 
 
-def _objects_of(doc: dict, marks: dict, source: str, line: int) -> Iterator[Manifest]:
+def _is_list(doc: dict) -> bool:
     kind = doc.get("kind")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        for index, item in enumerate(doc["items"]):
-            if isinstance(item, dict):
-                prefix = ("items", index)
-                sub = {p[2:]: m for p, m in marks.items() if p[:2] == prefix}
-                yield from _one_object(item, sub, source, marks.get(prefix, (line, 1))[0], prefix)
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
+
+
+def _objects_of(doc: dict, marks: dict, source: str, line: int,
+                base: PathKey = ()) -> Iterator[Manifest]:
+    """The objects of one document; a `List` (also one nested in a List, as `kubectl get`
+    output concatenated by hand gives) yields its items."""
+    if not _is_list(doc):
+        yield from _one_object(doc, marks, source, line, base)
         return
-    yield from _one_object(doc, marks, source, line, ())
+    # Group the marks by item once: a per-item scan of every mark made a 5,000-item List
+    # quadratic.
+    by_item: dict[int, dict] = {}
+    for path, mark in marks.items():
+        if len(path) >= 2 and path[0] == "items" and isinstance(path[1], int):
+            by_item.setdefault(path[1], {})[path[2:]] = mark
+    for index, item in enumerate(doc["items"]):
+        if isinstance(item, dict):
+            sub = by_item.get(index, {})
+            item_line = marks.get(("items", index), (line, 1))[0]
+            yield from _objects_of(item, sub, source, item_line, base + ("items", index))
+
+
+# Kinds the rules read whose name other projects reuse under another API group. An object of
+# such a kind from another group (a `ScaledObject` of example.com) is not what the rules
+# model: it keeps its group in its kind ("ScaledObject.example.com", as kubectl names a
+# resource by kind.group), so no rule reads it as KEDA's.
+KIND_GROUPS = {"ScaledObject": "keda.sh", "NodePool": "karpenter.sh", "NodeClaim": "karpenter.sh",
+               "EC2NodeClass": "karpenter.k8s.aws", "HorizontalPodAutoscaler": "autoscaling"}
+
+
+def _audited_kind(kind: str, api_version: str) -> str:
+    group = api_version.rpartition("/")[0]
+    expected = KIND_GROUPS.get(kind)
+    return kind if expected is None or group == expected else f"{kind}.{group or 'core'}"
 
 
 def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -> Iterator[Manifest]:
@@ -112,7 +139,7 @@ def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -
         missing = "kind" if not isinstance(kind, str) else "apiVersion"
         raise UserInputError(f"line {line}: object has no string `{missing}`", source=source)
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    yield Manifest(kind=kind, api_version=api_version, name=str(meta.get("name", "")),
+    yield Manifest(kind=_audited_kind(kind, api_version), api_version=api_version, name=str(meta.get("name", "")),
                    namespace=str(meta.get("namespace", "") or ""), data=doc, source=source,
                    line=line, base_path=base, marks=marks)
 
