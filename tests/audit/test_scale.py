@@ -97,3 +97,37 @@ def test_a_scaledobject_of_another_group_is_not_audited_as_keda():
     assert audit_objects([obj]) == []
     keda = parse_text(text.replace("example.com/v1", "keda.sh/v1alpha1"), "s.yaml")
     assert keda[0].kind == "ScaledObject"
+
+
+def _snapshot(nodes: int, pending: int) -> str:
+    import copy
+    import json
+    from pathlib import Path
+
+    base = json.loads((Path(__file__).parent / "diagnose" / "insufficient-gpus.json").read_text())
+    items = base["items"]
+    node = next(i for i in items if i["kind"] == "Node")
+    busy = next(i for i in items if i["kind"] == "Pod" and i["metadata"]["name"] == "busy-n1")
+    waiting = next(i for i in items if i["kind"] == "Pod" and i is not busy
+                   and not i["spec"].get("nodeName"))
+    out = [i for i in items if i["kind"] not in ("Node", "Pod")]
+    for k in range(nodes):
+        n, p = copy.deepcopy(node), copy.deepcopy(busy)
+        n["metadata"]["name"] = n["metadata"]["labels"]["kubernetes.io/hostname"] = f"n{k}"
+        p["metadata"]["name"], p["spec"]["nodeName"] = f"busy-n{k}", f"n{k}"
+        out += [n, p]
+    for k in range(pending):
+        p = copy.deepcopy(waiting)
+        p["metadata"]["name"] = f"pending-{k}"
+        out.append(p)
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": out})
+
+
+def test_diagnose_two_thousand_nodes_and_pods_in_seconds():
+    from gpuscale.audit.diagnose import diagnose
+
+    objects = parse_text(_snapshot(1000, 200), "snap.json")
+    start = time.perf_counter()
+    results = diagnose(objects)
+    assert time.perf_counter() - start < 20  # minutes before the per-node GPU index
+    assert len(results) == 200
