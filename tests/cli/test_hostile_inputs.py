@@ -110,3 +110,21 @@ def test_deep_result_json_is_one_line_in_report(tmp_path):
     path = tmp_path / "r.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
     _one_line(["report", str(path), "--out", str(tmp_path / "r.html")], "nested deeper")
+
+
+@pytest.mark.parametrize("command", ["simulate", "plan", "schedule"])
+def test_dev_zero_as_input_is_refused_with_the_figure(command):
+    _one_line([command, "/dev/zero"], "/dev/zero", "16777216-byte limit")
+
+
+def test_dev_zero_as_a_trace_is_refused(tmp_path):
+    def edit(d):
+        d["workload"] = {"kind": "trace", "format": "generic", "path": "/dev/zero"}
+    _one_line(["simulate", str(_mutated(tmp_path, edit))], "not a regular file")
+
+
+def test_nan_cost_in_a_result_is_an_error_not_a_drawing(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"scenario": "s", "seed": 0, "runs": [{"name": "a", "cost_usd": NaN}]}')
+    _one_line(["report", str(path), "--out", str(tmp_path / "r.html")], "NaN is not a JSON number")
+    assert not (tmp_path / "r.html").exists()
