@@ -23,3 +23,16 @@ def test_draws_never_pass_the_ceiling(median, sigma, seed):
 def test_a_spread_past_any_measured_one_is_refused(spec):
     with pytest.raises(ValidationError):
         LognormalTokens(median_tokens=100, **spec)
+
+
+@pytest.mark.parametrize(("first", "match"), [("0001-01-01 00:00:00.0", "between 1678 and 2261"),
+                                              ("1700-01-01 00:00:00.0", "spans 323 years")])
+def test_azure_traces_spanning_centuries_are_refused_not_wrapped(tmp_path, first, match):
+    from gpuscale.errors import UserInputError
+    from gpuscale.workloads.traces import read_azure_llm_csv
+
+    path = tmp_path / "az.csv"
+    path.write_text(f"TIMESTAMP,ContextTokens,GeneratedTokens\n{first},10,10\n"
+                    "2023-01-01 00:00:00.0,10,10\n")
+    with pytest.raises(UserInputError, match=match):
+        read_azure_llm_csv(path)
