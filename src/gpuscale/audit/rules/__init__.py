@@ -34,6 +34,7 @@ _MODULES = (
     "nodes.gpu026_gpu_node_disk_too_small",
     "nodes.gpu027_ca_provision_timeout_too_short",
     "nodes.gpu028_ca_scale_down_too_soon",
+    "nodes.gpu029_budget_schedule_unusable",
     "scheduling.gpu030_multi_pod_without_gang",
     "scheduling.gpu031_min_member_below_pods_needed",
     "scheduling.gpu032_pod_larger_than_any_node",
