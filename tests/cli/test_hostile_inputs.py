@@ -128,3 +128,18 @@ def test_nan_cost_in_a_result_is_an_error_not_a_drawing(tmp_path):
     path.write_text('{"scenario": "s", "seed": 0, "runs": [{"name": "a", "cost_usd": NaN}]}')
     _one_line(["report", str(path), "--out", str(tmp_path / "r.html")], "NaN is not a JSON number")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_prompts_longer_than_max_model_len_are_rejected_as_vllm_does(tmp_path):
+    import json
+
+    def edit(d):
+        d["engine"] = dict(d.get("engine") or {}, max_model_len=32768)
+    path = _mutated(tmp_path, edit)
+    result = CliRunner().invoke(cli, ["simulate", str(path), "--strategy", "karpenter",
+                                      "--format", "json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.output)["runs"][0]
+    # The spike's ~64k-token prompts (median 64,000, sigma 0.3) cannot be served at 32k.
+    rejected = run["drops_by_reason"].get("exceeds_max_model_len", 0)
+    assert 100 <= rejected <= 120
