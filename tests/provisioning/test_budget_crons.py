@@ -51,3 +51,25 @@ def test_question_mark_is_a_star_and_days_are_or_only_when_both_restricted():
     assert cron_matches("0 0 1 * 1", monday)
     assert not cron_matches("0 0 1 */1 1", monday + timedelta(days=1))
     assert not cron_matches("0 0 */1 * 1", monday + timedelta(days=1))
+
+
+_GO_PATTERN = __import__("re").compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))\Z")
+
+
+@given(st.text(alphabet=" \t\nab@*/1", max_size=14))
+def test_the_api_pattern_check_agrees_with_the_crd_regex(expr):
+    from gpuscale.provisioning.karpenter.budgets import api_accepts_schedule
+
+    # `\s` of RE2 is [\t\n\f\r ]; on this alphabet Python's agrees. `\Z`: Go's `$`.
+    assert api_accepts_schedule(expr) == bool(_GO_PATTERN.search(expr))
+
+
+def test_a_huge_schedule_is_checked_in_linear_time():
+    import time
+
+    from gpuscale.provisioning.karpenter.budgets import schedule_problem
+
+    start = time.perf_counter()
+    assert "refused by the Kubernetes API" in schedule_problem("x" * 100_000)
+    assert time.perf_counter() - start < 2
