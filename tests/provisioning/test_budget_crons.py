@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuscale.provisioning.karpenter.budgets import CronError, cron_matches, parse_cron, schedule_problem
@@ -57,6 +57,7 @@ _GO_PATTERN = __import__("re").compile(
     r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))\Z")
 
 
+@settings(max_examples=1000, deadline=None)
 @given(st.text(alphabet=" \t\nab@*/1", max_size=14))
 def test_the_api_pattern_check_agrees_with_the_crd_regex(expr):
     from gpuscale.provisioning.karpenter.budgets import api_accepts_schedule

@@ -135,8 +135,12 @@ def _descendants(pid: int) -> set[int]:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_workers_die_with_a_killed_sweep(tmp_path, sig):
+    """Each run here takes far longer than the 10 s allowed: a worker that finishes its run
+    for nobody fails (they did, for over a minute)."""
     scenario, grid, out = tmp_path / "s.yaml", tmp_path / "g.yaml", tmp_path / "k.csv"
-    scenario.write_text(yaml.safe_dump(tiny()))
+    long_runs = tiny(duration_s=40_000)
+    long_runs["workload"] = dict(long_runs["workload"], duration_s=40_000)
+    scenario.write_text(yaml.safe_dump(long_runs))
     grid.write_text(yaml.safe_dump(GRID))
     cmd = [sys.executable, "-c", "from gpuscale.cli import main; main()", "sweep", str(scenario),
            "--grid", str(grid), "--out", str(out), "--workers", "2"]
@@ -148,9 +152,10 @@ def test_workers_die_with_a_killed_sweep(tmp_path, sig):
         workers = _descendants(proc.pid)  # forkserver + 2 workers
         time.sleep(0.05)
     assert workers, "no worker processes started"
+    time.sleep(1.0)  # the workers are inside their first run
     proc.send_signal(sig)
     proc.wait()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in workers):
         time.sleep(0.1)
     alive = [p for p in workers if Path(f"/proc/{p}").exists()

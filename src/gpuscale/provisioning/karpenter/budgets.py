@@ -37,22 +37,28 @@ _RE2_SPACE = frozenset("\t\n\f\r ")  # RE2's \s; `.` is anything but \n
 
 
 def api_accepts_schedule(expr: str) -> bool:
-    """Does the CRD pattern match `expr` (RE2 semantics: `$` is the end of the text)?"""
+    """Does the CRD pattern match `expr` (RE2 semantics: `$` is the end of the text)?
+
+    The second alternative, `(.+)\\s(.+)\\s(.+)\\s(.+)\\s(.+)$`, is run as a small NFA over
+    the text read backwards: state 2k expects the first character of field k (from the
+    right), 2k+1 is inside field k; at most 10 states per character, so linear time."""
     if _API_DESCRIPTOR.match(expr):
         return True
-    end = len(expr)
-    for _ in range(4):  # the four `\s` separators, each the rightmost that leaves a field
-        i = end - 2
-        while i >= 0:
-            if expr[i + 1] == "\n":  # a field (`.+`) cannot hold a newline
-                return False
-            if expr[i] in _RE2_SPACE:
-                break
-            i -= 1
-        if i < 0:
+    states = {0}
+    for ch in reversed(expr):
+        nxt = set()
+        for state in states:
+            inside = state % 2 == 1
+            if ch != "\n":  # `.`: a character of the field (starting it, or inside it)
+                nxt.add(state if inside else state + 1)
+            if inside and ch in _RE2_SPACE and state < 9:
+                nxt.add(state + 1)  # the separator after field k
+        if 9 in nxt:
+            return True  # the leftmost field has a character: the unanchored search matches
+        states = nxt
+        if not states:
             return False
-        end = i
-    return end >= 1 and expr[end - 1] != "\n"
+    return False
 
 
 UNLIMITED = 10**9
