@@ -22,5 +22,6 @@ class UserInputError(GpuscaleError):
 
 
 # What reading a value of the wrong type raises (a string where a mapping was, "10%" as a count):
-# caught where user data is read past its schema, and turned into a UserInputError.
-WRONG_VALUE_ERRORS = (AttributeError, KeyError, IndexError, TypeError, ValueError)
+# caught where user data is read past its schema, and turned into a UserInputError. OverflowError:
+# a huge number that passed its checks overflowing in arithmetic (math.ceil of inf).
+WRONG_VALUE_ERRORS = (AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError)

@@ -5,6 +5,8 @@ Kubernetes quantities ("80Gi", "500m", "1.5") and durations ("30s", "5m", "1h", 
 
 from __future__ import annotations
 
+import math
+
 import re
 
 GIB = 2**30
@@ -24,16 +26,29 @@ _DURATION_UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 def parse_quantity(value: str | int | float) -> float:
     """Kubernetes resource quantity -> plain number ("80Gi" -> 85899345920.0, "500m" -> 0.5)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return _bounded_quantity(float(value), value)
     match = _QUANTITY_RE.match(str(value).strip())
     if not match:
         raise ValueError(f"not a Kubernetes quantity: {value!r} (expected e.g. '8', '500m', '80Gi')")
     number, suffix = float(match.group(1)), match.group(2)
     if suffix in _BINARY:
-        return number * _BINARY[suffix]
+        return _bounded_quantity(number * _BINARY[suffix], value)
     if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
+        return _bounded_quantity(number * _DECIMAL[suffix], value)
     raise ValueError(f"unknown quantity suffix {suffix!r} in {value!r}")
+
+
+# Largest quantity read: 2^63 (8 EiB of memory; any GPU or CPU count is far below). A
+# 400-digit GPU count would otherwise overflow to inf and then raise OverflowError in the
+# arithmetic that rounds it.
+MAX_QUANTITY = float(2**63)
+
+
+def _bounded_quantity(number: float, value) -> float:
+    if not math.isfinite(number) or abs(number) > MAX_QUANTITY:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+        raise ValueError(f"quantity {shown} is out of range (at most 2^63)")
+    return number
 
 
 def parse_duration_s(value: str | int | float) -> float:

@@ -131,7 +131,7 @@ def test_format_path():
 
 
 keys = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=6)
-values = st.recursive(st.integers() | st.text(alphabet="xyz ", max_size=5),
+values = st.recursive(st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(alphabet="xyz ", max_size=5),
                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
                       max_leaves=12)
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpuscale.cron import cron_matches, parse_cron
 from gpuscale.provisioning.karpenter.budgets import (UNLIMITED, allowed_disruptions,
-                                                     budget_active, budget_nodes, cron_matches,
-                                                     parse_cron)
+                                                     budget_active, budget_nodes)
 from gpuscale.provisioning.karpenter.nodepool import Budget
 
 MONDAY = datetime(2026, 1, 5, tzinfo=timezone.utc)  # 2026-01-05 is a Monday
@@ -73,7 +73,8 @@ def test_macros_steps_lists_and_names():
     assert not cron_matches("*/15 * * * *", MONDAY + timedelta(minutes=50))
     assert cron_matches("0 8,20 * * MON", MONDAY + timedelta(hours=20))
     assert not cron_matches("0 8,20 * * TUE", MONDAY + timedelta(hours=20))
-    assert cron_matches("0 0 * * 7", MONDAY - timedelta(days=1))  # 7 is Sunday too
+    assert cron_matches("0 0 * * 0", MONDAY - timedelta(days=1))
+    assert cron_matches("0 0 ? * SUN", MONDAY - timedelta(days=1))  # robfig: `?` is `*`
 
 
 def test_day_of_month_or_day_of_week_when_both_restricted():
@@ -87,7 +88,8 @@ def test_day_of_month_or_day_of_week_when_both_restricted():
     assert not cron_matches("0 0 1 * *", MONDAY)
 
 
-@pytest.mark.parametrize("bad", ["* * * *", "61 * * * *", "0 0 * * 8", "*/0 * * * *"])
+@pytest.mark.parametrize("bad", ["* * * *", "61 * * * *", "0 0 * * 8", "*/0 * * * *",
+                                 "0 0 * * 7", "@fortnightly", "0 0 5-1 * *", "1-2-3 * * * *"])
 def test_malformed_cron_is_rejected(bad):
     with pytest.raises(ValueError):
         parse_cron(bad)

@@ -75,8 +75,10 @@ def test_fixed_and_empirical():
 
 
 def test_huge_sigma_does_not_overflow_int64():
-    out = LognormalTokens(median_tokens=1e6, sigma=50).sample(np.random.default_rng(1), 1000)
-    assert out.min() >= 1 and out.max() <= 2**62
+    from gpuscale.workloads.distributions import DEFAULT_CEILING_TOKENS, MAX_SIGMA
+
+    out = LognormalTokens(median_tokens=1e6, sigma=MAX_SIGMA).sample(np.random.default_rng(1), 1000)
+    assert out.min() >= 1 and out.max() <= DEFAULT_CEILING_TOKENS
 
 
 @pytest.mark.parametrize(

@@ -228,7 +228,7 @@ def test_bad_specs_fail_validation_with_the_field_named(data, message):
 
 
 def test_absurd_volume_is_refused_before_allocating():
-    with pytest.raises(UserInputError, match="would generate about"):
+    with pytest.raises(UserInputError, match="means about 86,400,000,000 requests"):
         build({"kind": "poisson", "rate_per_s": 1e6, "duration_s": 86_400})
 
 

@@ -13,24 +13,21 @@ few hundred nodes actually written down.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
+from gpuscale import inputs as _inputs
 from gpuscale.audit.sources import (HELM_HINT, KUSTOMIZATION_FILES, is_helm_template,
                                     kustomization_of, kustomize_resources)
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.kinds import input_kind
 
-DEFAULT_MAX_BYTES = 16 * 2**20  # 16 MiB per input: far above any real manifest bundle
-DEFAULT_MAX_NODES = 500_000  # expanded YAML nodes per document; a 16 MiB manifest has fewer
+DEFAULT_MAX_BYTES = _inputs.MAX_BYTES  # 16 MiB per input: far above any real manifest bundle
+DEFAULT_MAX_NODES = _inputs.MAX_ALIAS_NODES  # nodes added through YAML aliases per stream
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 PathKey = tuple  # of str (mapping key) and int (sequence index)
 
@@ -98,76 +95,43 @@ class Manifest:
         return node
 
 
-def _expanded_size(root: yaml.Node, limit: int, where: str) -> None:
-    """Count nodes as if every alias were copied; refuse past `limit` (alias bombs)."""
-    memo: dict[int, int] = {}
-
-    def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key in memo:  # an alias: its subtree counts again, but is not walked again
-            return memo[key]
-        memo[key] = 0  # recursive alias guard (a node reachable from itself counts once)
-        if isinstance(node, yaml.MappingNode):
-            total = 1 + sum(size(k) + size(v) for k, v in node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            total = 1 + sum(size(v) for v in node.value)
-        else:
-            total = 1
-        if total > limit:
-            line = node.start_mark.line + 1
-            raise UserInputError(
-                f"line {line}: document expands to more than {limit} nodes through YAML "
-                "aliases (alias bomb?); refusing it", source=where)
-        memo[key] = total
-        return total
-
-    size(root)
-
-
-class _Builder:
-    """Turn a composed node tree into plain data plus a path -> (line, column) table."""
-
-    def __init__(self) -> None:
-        self._constructor = yaml.SafeLoader("")  # only its scalar constructors are used
-        self.marks: dict[PathKey, tuple[int, int]] = {}
-
-    def build(self, node: yaml.Node, path: PathKey = (), depth: int = 0):
-        if depth > 200:
-            raise ValueError("nesting deeper than 200 levels")
-        if isinstance(node, yaml.ScalarNode):
-            return self._constructor.construct_object(node)
-        if isinstance(node, yaml.SequenceNode):
-            out = []
-            for index, item in enumerate(node.value):
-                self.marks[path + (index,)] = (item.start_mark.line + 1, item.start_mark.column + 1)
-                out.append(self.build(item, path + (index,), depth + 1))
-            return out
-        out: dict = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:  # `<<: *defaults` merges, explicit keys win
-                merged = self.build(value_node, path, depth + 1)
-                for item in merged if isinstance(merged, list) else [merged]:
-                    for k, v in (item or {}).items():
-                        out.setdefault(k, v)
-                continue
-            key = self.build(key_node, path, depth + 1)
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
-                raise ValueError(f"unsupported mapping key at line {key_node.start_mark.line + 1}")
-            self.marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = self.build(value_node, path + (key,), depth + 1)
-        return out
-
-
-def _objects_of(doc: dict, marks: dict, source: str, line: int) -> Iterator[Manifest]:
+def _is_list(doc: dict) -> bool:
     kind = doc.get("kind")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        for index, item in enumerate(doc["items"]):
-            if isinstance(item, dict):
-                prefix = ("items", index)
-                sub = {p[2:]: m for p, m in marks.items() if p[:2] == prefix}
-                yield from _one_object(item, sub, source, marks.get(prefix, (line, 1))[0], prefix)
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
+
+
+def _objects_of(doc: dict, marks: dict, source: str, line: int,
+                base: PathKey = ()) -> Iterator[Manifest]:
+    """The objects of one document; a `List` (also one nested in a List, as `kubectl get`
+    output concatenated by hand gives) yields its items."""
+    if not _is_list(doc):
+        yield from _one_object(doc, marks, source, line, base)
         return
-    yield from _one_object(doc, marks, source, line, ())
+    # Group the marks by item once: a per-item scan of every mark made a 5,000-item List
+    # quadratic.
+    by_item: dict[int, dict] = {}
+    for path, mark in marks.items():
+        if len(path) >= 2 and path[0] == "items" and isinstance(path[1], int):
+            by_item.setdefault(path[1], {})[path[2:]] = mark
+    for index, item in enumerate(doc["items"]):
+        if isinstance(item, dict):
+            sub = by_item.get(index, {})
+            item_line = marks.get(("items", index), (line, 1))[0]
+            yield from _objects_of(item, sub, source, item_line, base + ("items", index))
+
+
+# Kinds the rules read whose name other projects reuse under another API group. An object of
+# such a kind from another group (a `ScaledObject` of example.com) is not what the rules
+# model: it keeps its group in its kind ("ScaledObject.example.com", as kubectl names a
+# resource by kind.group), so no rule reads it as KEDA's.
+KIND_GROUPS = {"ScaledObject": "keda.sh", "NodePool": "karpenter.sh", "NodeClaim": "karpenter.sh",
+               "EC2NodeClass": "karpenter.k8s.aws", "HorizontalPodAutoscaler": "autoscaling"}
+
+
+def _audited_kind(kind: str, api_version: str) -> str:
+    group = api_version.rpartition("/")[0]
+    expected = KIND_GROUPS.get(kind)
+    return kind if expected is None or group == expected else f"{kind}.{group or 'core'}"
 
 
 def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -> Iterator[Manifest]:
@@ -178,50 +142,28 @@ def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -
         missing = "kind" if not isinstance(kind, str) else "apiVersion"
         raise UserInputError(f"line {line}: object has no string `{missing}`", source=source)
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    yield Manifest(kind=kind, api_version=api_version, name=str(meta.get("name", "")),
+    yield Manifest(kind=_audited_kind(kind, api_version), api_version=api_version, name=str(meta.get("name", "")),
                    namespace=str(meta.get("namespace", "") or ""), data=doc, source=source,
                    line=line, base_path=base, marks=marks)
 
 
 def parse_text(text: str, source: str, *, max_nodes: int = DEFAULT_MAX_NODES) -> list[Manifest]:
-    """All objects in one YAML/JSON text; a syntax error names the file, line and column."""
+    """All objects in one YAML/JSON text; a syntax error names the file, line and column.
+
+    Read through the hardened loader (gpuscale/inputs.py): depth, document count, alias
+    expansion (`max_nodes`), duplicate keys, tags and 64-bit integers are checked there."""
     out: list[Manifest] = []
-    try:
-        for root in yaml.compose_all(text, Loader=_Loader):
-            if root is None:
-                continue
-            _expanded_size(root, max_nodes, source)
-            builder = _Builder()
-            data = builder.build(root)
-            if data is None:
-                continue
-            if not isinstance(data, dict):
-                raise UserInputError(
-                    f"line {root.start_mark.line + 1}: expected a Kubernetes object (a mapping), "
-                    f"found a {type(data).__name__}", source=source)
-            out.extend(_objects_of(data, builder.marks, source, root.start_mark.line + 1))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
-        raise UserInputError(f"{where}{problem}", source=source) from None
-    except yaml.YAMLError as exc:
-        raise UserInputError(f"invalid YAML: {str(exc).splitlines()[0]}", source=source) from None
-    except (ValueError, RecursionError) as exc:
-        raise UserInputError(f"cannot read: {exc}", source=source) from None
+    for doc in _inputs.parse_yaml_documents(text, source, marks=True, max_alias_nodes=max_nodes,
+                                            json_numbers=True):
+        data = doc.data
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            raise UserInputError(
+                f"line {doc.line}: expected a Kubernetes object (a mapping), "
+                f"found a {type(data).__name__}", source=source)
+        out.extend(_objects_of(data, doc.marks, source, doc.line))
     return out
-
-
-def _read_limited(handle, limit: int, source: str) -> str:
-    data = handle.read(limit + 1)  # never more than the limit plus one byte
-    if len(data) > limit:
-        raise UserInputError(f"input is larger than the {limit}-byte limit (--max-bytes)", source=source)
-    if isinstance(data, bytes):
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UserInputError(f"byte {exc.start}: not UTF-8 text", source=source) from None
-    return data
 
 
 def expand_inputs(inputs: Iterable[str]) -> list[str]:
@@ -291,8 +233,8 @@ def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
     hint = ""
     for path in files:
         try:
-            docs = list(yaml.load_all(Path(path).read_text(encoding="utf-8"), Loader=_Loader))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            docs = [d.data for d in _inputs.parse_yaml_documents(_inputs.read_text(path), path)]
+        except UserInputError:
             return None  # load_inputs reports those with their line
         for doc in docs:
             if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
@@ -308,16 +250,7 @@ def load_inputs(inputs: Iterable[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
     """Every object in every input, in input order."""
     objects: list[Manifest] = []
     for item in expand_inputs(inputs):
-        if item == "-":
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            text = _read_limited(stream, max_bytes, "<stdin>")
-            objects.extend(parse_text(text, "<stdin>", max_nodes=max_nodes))
-            continue
-        size = Path(item).stat().st_size
-        if size > max_bytes:  # refuse before reading a byte
-            raise UserInputError(f"file is {size} bytes, over the {max_bytes}-byte limit "
-                                 "(--max-bytes)", source=item)
-        with open(item, "rb") as handle:
-            text = _read_limited(handle, max_bytes, item)
-        objects.extend(parse_text(text, item, max_nodes=max_nodes))
+        source = "<stdin>" if item == "-" else item
+        text = _inputs.read_text(item, max_bytes=max_bytes, what="manifest file", stdin=stdin)
+        objects.extend(parse_text(text, source, max_nodes=max_nodes))
     return objects

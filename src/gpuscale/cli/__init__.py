@@ -48,14 +48,20 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except GpuscaleError as exc:
-            # One clear line, no traceback; the exit code lives on the exception class.
-            click.echo(f"gpuscale: error: {exc}", err=True)
+            # One clear line, no traceback; the exit code lives on the exception class. User
+            # text in it (names, values, paths) is shown with control characters escaped.
+            from gpuscale.outputs import terminal_safe
+
+            click.echo(f"gpuscale: error: {terminal_safe(exc)}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:
             # A subcommand's bad option or argument: the same one-line shape (click's own
             # three-line usage block buries the message), exit code 2 as click gives it.
             where = exc.ctx.command_path if exc.ctx else ctx.command_path
-            click.echo(f"gpuscale: error: {exc.format_message()} (see `{where} --help`)", err=True)
+            from gpuscale.outputs import terminal_safe
+
+            click.echo(f"gpuscale: error: {terminal_safe(exc.format_message())} "
+                       f"(see `{where} --help`)", err=True)
             ctx.exit(exc.exit_code)
 
 

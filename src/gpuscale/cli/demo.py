@@ -6,9 +6,9 @@ from importlib import resources
 from pathlib import Path
 
 import click
-import yaml
 
 from gpuscale.cli.run_common import report_options, run_and_report, run_options
+from gpuscale.inputs import parse_yaml
 from gpuscale.scenario import scenario_from_dict
 
 
@@ -33,7 +33,7 @@ def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: 
     if print_scenario:
         click.echo(text, nl=False)
         return
-    scenario = scenario_from_dict(yaml.safe_load(text), source="demo.yaml")
+    scenario = scenario_from_dict(parse_yaml(text, "demo.yaml"), source="demo.yaml")
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
     run_and_report(scenario, Path("."), strategies=None, fmt=fmt, out=out, force=force,

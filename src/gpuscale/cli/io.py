@@ -24,8 +24,13 @@ def check_output_path(path: Path, *, force: bool = False) -> None:
     """Refuse an output path we could not or should not write, before any work is done."""
     if is_stream(path):
         return
+
+    from gpuscale.outputs import is_device
+
     if path.is_dir():
         raise UserInputError(f"{path} is a directory; expected a file path")
+    if is_device(path):  # /dev/null, /dev/stdout: written in place, nothing to replace
+        return
     if path.exists() and not force:
         raise UserInputError(f"{path} exists; pass --force to overwrite it")
     if path.parent and not path.parent.is_dir():
@@ -34,11 +39,13 @@ def check_output_path(path: Path, *, force: bool = False) -> None:
 
 def write_new_file(path: Path, text: str, *, force: bool = False) -> None:
     """Write `text` to `path`, refusing to replace an existing file unless `force`."""
+    from gpuscale.outputs import write_atomic
+
     check_output_path(path, force=force)
     if str(path) == "-":
         sys.stdout.write(text)
         return
-    path.write_text(text)
+    write_atomic(path, text)
 
 
 def dump_json(data: object) -> str:

@@ -56,8 +56,10 @@ class StdinPath:
         self.suffix = ""
 
     def _read(self) -> str:
-        if self._text is None:
-            self._text = sys.stdin.read()
+        if self._text is None:  # capped like every input (gpuscale/inputs.py)
+            from gpuscale.inputs import read_text
+
+            self._text = read_text("-")
         return self._text
 
     def exists(self) -> bool:
@@ -86,7 +88,8 @@ class StdinPath:
     def __str__(self) -> str:
         return "<stdin>"
 
-    __fspath__ = __str__
+    def __fspath__(self) -> str:
+        return "-"  # what gpuscale.inputs reads as stdin
 
 
 def input_path(value: Path | str) -> Path:

@@ -45,24 +45,30 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
     plan_input = load_plan_input(input_file)
     plan = _run_plan(plan_input, input_file.parent, not no_simulate, time_budget_s,
                      show_progress=sys.stderr.isatty() and fmt == "table")
-    files = render_plan_manifests(plan)
+    from gpuscale.outputs import real_directory, safe_filename, write_atomic
+
+    # Workload names become file names: a 300-character name must not fail with
+    # "File name too long" (the hash keeps long names distinct).
+    files = {safe_filename(name.removesuffix(".yaml"), ".yaml"): objects
+             for name, objects in render_plan_manifests(plan).items()}
     text = render_plan_md(plan, sorted(files))
     if out is not None:
         # --force replaces what a plan writes (plan.md, manifests/*.yaml) and nothing else:
-        # other files a user keeps in the directory are never deleted.
+        # other files a user keeps in the directory are never deleted, and nothing is written
+        # or deleted through a symbolic link planted in DIR.
         out.mkdir(exist_ok=True)
-        old_manifests = out / "manifests"
+        old_manifests = real_directory(out / "manifests", "manifests")
         if old_manifests.is_dir():
             for stale in old_manifests.glob("*.yaml"):
-                stale.unlink()
+                stale.unlink()  # a symlink named *.yaml is removed itself, not its target
         if files:
             old_manifests.mkdir(exist_ok=True)
-        (out / "plan.md").write_text(text)
+        write_atomic(out / "plan.md", text)  # replaces a planted plan.md symlink, not its target
         for name, objects in sorted(files.items()):
-            (out / "manifests" / name).write_text(to_yaml(objects))
+            write_atomic(out / "manifests" / name, to_yaml(objects))
         if files:
-            (out / "manifests" / "kustomization.yaml").write_text(
-                to_yaml([render_kustomization(files)]))
+            write_atomic(out / "manifests" / "kustomization.yaml",
+                         to_yaml([render_kustomization(files)]))
         _write_scenarios(out, plan.scenarios, input_file)
     if fmt == "yaml":
         if not files:

@@ -6,7 +6,6 @@ strategies, series kept), or a sweep table (.csv/.parquet, drawn as a Pareto fro
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -32,14 +31,9 @@ def _result_from_scenario(path: Path) -> dict:
 
 
 def _read_result(path: Path) -> dict:
-    if not path.exists():
-        raise UserInputError("file not found", source=str(path))
-    if path.is_dir():
-        raise UserInputError("is a directory, expected a result JSON file", source=str(path))
-    try:
-        data = json.loads(path.read_text())
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        raise UserInputError(f"not JSON: {exc}", source=str(path)) from None
+    from gpuscale.inputs import load_json
+
+    data = load_json(path, what="result JSON file")
     if not (isinstance(data, dict) and isinstance(data.get("runs"), list)):
         raise UserInputError("not a gpuscale result (expected keys scenario, seed, runs)",
                              source=str(path))

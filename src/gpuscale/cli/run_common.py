@@ -60,9 +60,11 @@ def report_options(fn):
 
 
 def _looks_like_our_output(path: Path) -> bool:
+    from gpuscale.inputs import load_json
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = load_json(path)
+    except UserInputError:
         return False
     return isinstance(data, dict) and {"scenario", "seed", "runs"} <= set(data)
 
@@ -74,14 +76,13 @@ def check_result_path(path: Path, *, force: bool, overwrite_own: bool = False) -
 
 
 def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = False) -> None:
+    from gpuscale.outputs import write_atomic
+
     check_result_path(path, force=force, overwrite_own=overwrite_own)
     if str(path) == "-":
         click.echo(text, nl=False)
-    elif is_stream(path):
-        with open(path, "w") as stream:
-            stream.write(text)
     else:
-        path.write_text(text)
+        write_atomic(path, text)  # devices (/dev/null) in place, files via temp + rename
 
 
 def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
@@ -160,9 +161,10 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
         return
     print_summary(data, wide=wide)
     from gpuscale.importer.resolved import resolved_line
+    from gpuscale.outputs import terminal_safe
 
     for run in data["runs"]:  # what was simulated, one line a run (issue 15)
-        click.echo(f"resolved {resolved_line(run)}")
+        click.echo(f"resolved {terminal_safe(resolved_line(run))}")
     if out is not None and not is_stream(out):
         click.echo(f"JSON summary written to {out}")
     if report is not None:

@@ -52,6 +52,13 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
         return
     console = make_console(stderr=True)
     start = time.perf_counter()
+
+    def on_dropped(what: list[str]) -> None:
+        from gpuscale.outputs import terminal_safe
+
+        click.echo(terminal_safe(f"gpuscale: resuming {out}: dropped {len(what)} unreadable "
+                                 f"part(s), their runs run again: {'; '.join(what[:5])}"), err=True)
+
     if sys.stderr.isatty():
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeElapsedColumn, TimeRemainingColumn)
@@ -65,14 +72,16 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
 
         with bar:
             skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
-                                     workers=workers, address=address, on_row=on_row)
+                                     workers=workers, address=address, on_row=on_row,
+                                     on_dropped=on_dropped)
     else:
         def on_row(row: dict, done: int, total: int) -> None:
             click.echo(f"[{done}/{total}] {row['run_id']} {row['strategy']}: SLO met "
                        f"{100 * (row['slo_attainment'] or 0):.1f}%, ${row['cost_usd']}", err=True)
 
         skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
-                                 workers=workers, address=address, on_row=on_row)
+                                 workers=workers, address=address, on_row=on_row,
+                                     on_dropped=on_dropped)
     wall_s = time.perf_counter() - start
     rate = f", {60 * ran / wall_s:.1f} runs/min" if ran and wall_s > 0 else ""
     click.echo(f"{len(runs)} runs: {skipped} already in {out}, {ran} run in {wall_s:.1f} s{rate}")

@@ -88,8 +88,15 @@ class ClusterInput(Strict):
         return sum(g.nodes for g in self.node_groups)
 
 
+# A Kubernetes namespace / Service name: a DNS-1123 label (at most 63 characters), validated as
+# the API server would. The name is pasted into PromQL label matchers and file names, so
+# anything else (`prod"} or vector(1000)`) is refused here rather than escaped downstream.
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
 class Tenant(Strict):
-    name: str = Field(description="Team; becomes a KAI leaf queue and (by default) a namespace.")
+    name: str = Field(pattern=DNS1123_LABEL, max_length=63, description="Team; becomes a KAI "
+                      "leaf queue and (by default) a namespace: a DNS-1123 label.")
     kind: Literal["inference", "training"] = "inference"
     priority: int = Field(100, description="KAI queue priority (default 100); production inference "
                           "should sit above training.")
@@ -137,8 +144,10 @@ Signal = Literal["auto", "queue_depth", "kv_cache", "composite", "gpu_util", "gp
 
 
 class WorkloadInput(Strict):
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="DNS-1123 name.")
-    tenant: str = Field("default", description="Tenant (KAI queue) the workload runs in.")
+    name: str = Field(pattern=DNS1123_LABEL, max_length=63, description="DNS-1123 label "
+                      "(at most 63 characters).")
+    tenant: str = Field("default", pattern=DNS1123_LABEL, max_length=63,
+                        description="Tenant (KAI queue) the workload runs in.")
     model: str = Field(description="Catalog model, e.g. Llama-3.3-70B.")
     precision: Precision = Precision.BF16
     tp: int | Literal["choose"] = Field("choose", description="Tensor-parallel size or 'choose'.")

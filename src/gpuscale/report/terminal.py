@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuscale.metrics.run_summary import load_run
+from gpuscale.outputs import terminal_safe
 
 # box.SIMPLE_HEAD in ASCII: no vertical rules, so each column costs 2 characters, not 3.
 PLAIN_BOX = box.Box("    \n    \n -- \n    \n    \n -- \n    \n    \n", ascii=True)
@@ -86,6 +87,12 @@ _INDEX = {header: i for i, (header, _) in enumerate(SUMMARY_COLUMNS)}
 _JUSTIFY = dict(SUMMARY_COLUMNS)
 
 
+def _cell(value) -> Text:
+    """A cell from data that may hold user text (strategy, scenario names): control
+    characters escaped and never read as rich markup (`[/]` in a name crashed the table)."""
+    return value if isinstance(value, Text) else Text(terminal_safe(value))
+
+
 def slo_style(attainment: float) -> str:
     if attainment >= 0.99:
         return "green"
@@ -93,7 +100,7 @@ def slo_style(attainment: float) -> str:
 
 
 def _table(title: str, plain: bool) -> Table:
-    return Table(title=title, title_justify="left", box=PLAIN_BOX if plain else box.SIMPLE_HEAD,
+    return Table(title=_cell(title), title_justify="left", box=PLAIN_BOX if plain else box.SIMPLE_HEAD,
                  pad_edge=False, show_edge=False)
 
 
@@ -123,7 +130,7 @@ def summary_table(result_json: dict, *, plain: bool = False, wide: bool = False)
                                            style=slo_style(run["slo_attainment"]) + bold)
             if run["cost_usd"] == least_cost and len(runs) > 1:
                 full[_INDEX["cost $"]] = Text(full[_INDEX["cost $"]], style="bold")
-        table.add_row(*(full[_INDEX[name]] for _, name in columns))
+        table.add_row(*(_cell(full[_INDEX[name]]) for _, name in columns))
     return table
 
 
@@ -134,7 +141,7 @@ def details_table(result_json: dict, *, plain: bool = False) -> Table:
     _add_columns(table, DETAIL_COLUMNS, runs)
     for run in runs:
         full = summary_cells(run)
-        table.add_row(*(full[_INDEX[name]] for _, name in DETAIL_COLUMNS))
+        table.add_row(*(_cell(full[_INDEX[name]]) for _, name in DETAIL_COLUMNS))
     return table
 
 
@@ -161,7 +168,7 @@ def nodes_table(result_json: dict, *, plain: bool = False) -> Table | None:
     for run in runs:
         nodes = run.get("nodes", {})
         evictions = ", ".join(f"{k} {v}" for k, v in nodes.get("evictions", {}).items()) or "-"
-        table.add_row(run["name"], nodes.get("provider", "pool"), str(nodes.get("launched", 0)),
+        table.add_row(_cell(run["name"]), nodes.get("provider", "pool"), str(nodes.get("launched", 0)),
                       _wait(nodes), evictions,
                       str(nodes.get("requests_retried_after_eviction", 0)),
                       str(nodes.get("requests_failed_by_eviction", 0)))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import difflib
+import math
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from gpuscale import inputs
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.kinds import input_kind  # noqa: F401  (re-exported: callers import it from here)
 from gpuscale.scenario.models import Scenario
+from gpuscale.workloads import limits
 
 
 def _field_path(loc: tuple) -> str:
@@ -78,6 +80,60 @@ def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
 
 M = TypeVar("M", bound=BaseModel)
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _means_never(model: BaseModel, name: str) -> bool:
+    """A field whose default is +inf ("inf = never", e.g. empty_node_ttl_s) accepts +inf."""
+    field = type(model).model_fields.get(name)
+    default = getattr(field, "default", None)
+    return isinstance(default, float) and default == math.inf
+
+
+def _unbounded_number(value: Any, loc: tuple = ()) -> tuple[tuple, Any] | None:
+    """The first number the user set that is not finite (NaN, inf, a "1e400" string pydantic
+    turned into inf) or an integer past 64 bits, with its place; defaults are not checked.
+
+    One walk over every validated input instead of a `finite` flag on each of the ~40 models:
+    no simulated quantity is meaningfully infinite, and a NaN rate or an infinite duration
+    otherwise runs into the time limit or yields zero requests and "SLO met". A field whose
+    default is +inf means "never" and accepts +inf."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (loc, value)
+    if isinstance(value, int):
+        return None if _INT64[0] <= value <= _INT64[1] else (loc, value)
+    if isinstance(value, BaseModel):
+        for name in value.model_fields_set:
+            item = getattr(value, name, None)
+            if item == math.inf and _means_never(value, name):
+                continue
+            found = _unbounded_number(item, loc + (name,))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _unbounded_number(item, loc + (index,))
+            if found:
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found = _unbounded_number(item, loc + (key,))
+            if found:
+                return found
+    return None
+
+
+def check_finite(model: BaseModel, *, source: str) -> None:
+    """Refuse a non-finite number or an integer past 64 bits anywhere in `model`."""
+    found = _unbounded_number(model)
+    if found:
+        loc, value = found
+        shown = repr(value) if isinstance(value, float) else f"an integer of {len(str(value))} digits"
+        raise UserInputError(f"expected a finite number (see docs/input-limits.md), got {shown}",
+                             source=source, field=_field_path(loc))
+
 
 def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
     """Validate user data into `model`, turning pydantic's report into one UserInputError line
@@ -85,37 +141,42 @@ def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
     if not isinstance(data, dict):
         raise UserInputError("expected a mapping at the top level", source=source)
     try:
-        return model.model_validate(data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         field, message = _first_error(exc, data)
         raise UserInputError(message, source=source, field=field) from None
     except UserInputError as exc:  # catalog lookups inside validators
         raise UserInputError(str(exc), source=source) from None
+    check_finite(validated, source=source)
+    return validated
+
+
+def check_scenario_size(scenario: Scenario, *, source: str) -> None:
+    """Refuse, at load, a scenario no run can finish: more requests than a run holds or a
+    horizon past the limit (workloads/limits.py, docs/input-limits.md), with the figure."""
+    horizon_s = scenario.duration_s + scenario.drain_s
+    if horizon_s > limits.MAX_HORIZON_S:
+        raise UserInputError(
+            f"the run spans {horizon_s:,.0f} s ({horizon_s / 86_400:,.1f} days) with drain_s, more "
+            f"than the {limits.MAX_HORIZON_S / 86_400:.0f}-day horizon of one run "
+            "(docs/input-limits.md); simulate a representative window and scale the result",
+            source=source, field="duration_s")
+    try:
+        limits.check_planned(scenario.workload)
+    except UserInputError as exc:
+        raise UserInputError(str(exc), source=source, field="workload") from None
 
 
 def scenario_from_dict(data: Any, *, source: str = "<scenario>") -> Scenario:
-    return validate_mapping(Scenario, data, source=source)
+    scenario = validate_mapping(Scenario, data, source=source)
+    check_scenario_size(scenario, source=source)
+    return scenario
 
 
 def load_yaml(path: Path) -> Any:
-    if not path.exists():
-        raise UserInputError("file not found", source=str(path))
-    if path.is_dir():
-        raise UserInputError("is a directory, expected a YAML file", source=str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserInputError(f"byte {exc.start}: not UTF-8 text (expected a YAML file)",
-                             source=str(path)) from None
-    except OSError as exc:
-        raise UserInputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserInputError(f"{where}invalid YAML: {problem}", source=str(path)) from None
+    """One YAML document, read through the hardened loader (gpuscale/inputs.py: size, depth,
+    aliases, duplicate keys, tags, 64-bit integers; docs/input-limits.md)."""
+    return inputs.load_yaml(path, what="YAML file")
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -146,6 +146,11 @@ class Replica:
 
         `kv_ready`: its prompt's KV cache (and first token) came from a prefill replica.
         """
+        if not kv_ready and self.table.prompt_tokens[rid] >= self.cfg.max_model_len:
+            # vLLM's OpenAI server answers 400 ("maximum context length is N tokens") for a
+            # prompt that leaves no room for one output token; it is never served.
+            self.table.drop(rid, now_s, "exceeds_max_model_len")
+            return
         if kv_ready:
             self.kv_ready.add(rid)
         self.waiting.append(rid)

@@ -120,6 +120,9 @@ def _override_sets(grid: dict, source: str) -> list[tuple[tuple[str, Any], ...]]
             raise UserInputError("`parameters` must map paths to lists of values", source=source,
                                  field="parameters")
         for path, values in params.items():
+            if not isinstance(path, str):  # `1: [a, b]` or `true: ...` parse as non-strings
+                raise UserInputError(f"parameter path {path!r} is not a string (a dotted path "
+                                     "such as workload.rate_per_s)", source=source, field="parameters")
             if not isinstance(values, list) or not values:
                 raise UserInputError("expected a non-empty list of values", source=source,
                                      field=f"parameters.{path}")
@@ -132,6 +135,11 @@ def _override_sets(grid: dict, source: str) -> list[tuple[tuple[str, Any], ...]]
         raise UserInputError(
             "`runs` must be a non-empty list of mappings", source=source, field="runs"
         )
+    for index, run in enumerate(runs):
+        bad = [key for key in run if not isinstance(key, str)]
+        if bad:
+            raise UserInputError(f"override path {bad[0]!r} is not a string (a dotted path)",
+                                 source=source, field=f"runs[{index}]")
     return [tuple(run.items()) for run in runs]
 
 
@@ -154,6 +162,9 @@ def expand_grid(grid: Any, scenario_data: dict, *, source: str = "grid") -> list
         scenario = scenario_from_dict(data, source=f"{source} (overrides {dict(overrides)})")
         known = [s.name for s in scenario.strategies]
         chosen = grid.get("strategies") or known
+        if not isinstance(chosen, list) or not all(isinstance(n, str) for n in chosen):
+            raise UserInputError("`strategies` must be a list of strategy names (strings)",
+                                 source=source, field="strategies")
         missing = [name for name in chosen if name not in known]
         if missing:
             raise UserInputError(

@@ -59,6 +59,35 @@ def run_one(job: SweepJob, run: SweepRun) -> dict:
     return row
 
 
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this worker when the sweep process is gone (SIGKILL, SIGTERM,
+    a crash), instead of finishing its run for nobody. Linux: the kernel sends SIGKILL when
+    the forkserver (our parent, which exits with the sweep) dies; everywhere: a thread that
+    polls the sweep's pid once a second."""
+    import signal
+    import threading
+    import time
+
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # a recycled pid of another user: the sweep is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
     if workers <= 1:  # in-process: no pickling, and a debugger or profiler sees the run
         for run in runs:
@@ -69,7 +98,9 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
     # imported the simulator, so each worker starts in milliseconds.
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["gpuscale.sweep.runner", "gpuscale.engine"])
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                               initializer=_die_with_parent, initargs=(os.getpid(),))
+    finished = False
     try:
         pending = {pool.submit(run_one, job, run) for run in runs}
         while pending:
@@ -77,9 +108,14 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
             # Stable order among runs finishing together: by run id.
             for future in sorted(done, key=lambda f: f.result()["run_id"]):
                 yield future.result()
+        finished = True
     finally:
-        # Interrupted (Ctrl-C, an error): runs not started are dropped, not waited for.
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:
+            # Interrupted (Ctrl-C, SIGTERM, an error): runs in progress are stopped, not
+            # waited for; they are not in the table, so a resume runs them again.
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def _ray(job: SweepJob, runs: list[SweepRun], address: str | None, workers: int | None) -> Iterator[dict]:
@@ -89,6 +125,8 @@ def _ray(job: SweepJob, runs: list[SweepRun], address: str | None, workers: int 
         raise UserInputError("--backend ray needs Ray: pip install 'gpuscale[ray]'") from None
     if not ray.is_initialized():
         # An explicit address joins a running cluster; none starts a local one for this sweep.
+        if address:
+            _check_reachable(address)
         kwargs = {"address": address} if address else {"num_cpus": workers} if workers else {}
         ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
     remote = ray.remote(num_cpus=1)(run_one)
@@ -100,17 +138,74 @@ def _ray(job: SweepJob, runs: list[SweepRun], address: str | None, workers: int 
             yield ray.get(ref)
 
 
+RAY_CONNECT_TIMEOUT_S = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a Ray address nothing listens on within RAY_CONNECT_TIMEOUT_S: `ray.init` to a
+    dead address retries for minutes and ignores SIGINT/SIGTERM while it does."""
+    import socket
+
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" or a form Ray resolves itself
+    try:
+        with socket.create_connection((host, int(port)), timeout=RAY_CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise UserInputError(f"no Ray cluster answers at {address} within "
+                             f"{RAY_CONNECT_TIMEOUT_S:.0f} s ({exc.strerror or exc}); start one "
+                             "(`ray start --head`) or drop --address to run Ray locally",
+                             field="--address") from None
+
+
+def _lock(out: Path):
+    """An exclusive lock on `<out>.lock` for the whole sweep: two sweeps appending to one table
+    wrote each run twice. flock is released by the kernel when the process dies."""
+    import fcntl
+
+    lock_path = out.with_name(out.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise UserInputError(f"cannot create the sweep lock {lock_path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UserInputError(f"another sweep is writing {out} (it holds {lock_path.name}); wait "
+                             "for it to finish or give another --out") from None
+    return fd
+
+
 def run_sweep(scenario_data: dict, base_dir: Path, runs: list[SweepRun], out: Path, *,
               backend: str = "local", workers: int | None = None, address: str | None = None,
-              on_row: OnRow | None = None) -> tuple[int, int]:
-    """Run what `out` does not hold yet; returns (runs skipped as done, runs executed)."""
+              on_row: OnRow | None = None,
+              on_dropped: Callable[[list[str]], None] | None = None) -> tuple[int, int]:
+    """Run what `out` does not hold yet; returns (runs skipped as done, runs executed).
+    `on_dropped` hears what resuming could not keep of the table (those runs run again)."""
     if backend not in BACKENDS:
         raise UserInputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     from gpuscale.catalog.specs import user_entries
 
     job = SweepJob(scenario_data, str(base_dir.resolve()), scenario_hash(scenario_data),
                    user_entries())
+    if not out.parent.exists():
+        raise UserInputError(f"directory {out.parent} does not exist")
+    lock = _lock(out)
+    try:
+        return _run_locked(job, runs, out, backend, workers, address, on_row, on_dropped)
+    finally:
+        os.close(lock)  # releases the flock
+
+
+def _run_locked(job: SweepJob, runs: list[SweepRun], out: Path, backend: str,
+                workers: int | None, address: str | None, on_row: OnRow | None,
+                on_dropped: Callable[[list[str]], None] | None) -> tuple[int, int]:
     table = ResultTable(out, table_columns(runs), scenario_hash=job.scenario_hash)
+    if table.dropped and on_dropped is not None:
+        on_dropped(table.dropped)
     todo = [run for run in runs if run.run_id not in table.done]
     skipped = len(runs) - len(todo)
     if not todo:

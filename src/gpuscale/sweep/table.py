@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.run_summary import RunSummary
+from gpuscale.outputs import write_atomic
 
 KEY_COLUMNS = ("run_id", "strategy", "scenario_hash")
 # (column, field of the typed run summary); a renamed field fails here, at import, not as None.
@@ -69,7 +70,7 @@ def decode_cell(text: str) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hand-edited cell: kept as its text
         return text
 
 
@@ -82,11 +83,18 @@ class ResultTable:
         self.parquet = path.suffix == ".parquet"
         if not path.parent.exists():
             raise UserInputError(f"directory {path.parent} does not exist")
-        self.rows: list[dict] = read_table(path) if path.exists() else []
+        if path.is_symlink():  # appends would go wherever the link points
+            raise UserInputError(f"{path} is a symbolic link; give --out a plain file path")
+        # What resuming could not keep (a garbage line, a corrupt Parquet file), for the CLI
+        # to say; those runs simply run again.
+        self.dropped: list[str] = []
+        self.rows: list[dict] = []
         if self.parquet:
             _require_pyarrow()
+            if path.exists():
+                self.rows = self._resume_parquet()
         elif path.exists():
-            self._check_csv_header()
+            self._resume_csv()
         else:
             self._write_csv_text(_csv_line(self.columns))
         other = {r.get("scenario_hash") for r in self.rows} - {scenario_hash}
@@ -95,18 +103,65 @@ class ResultTable:
                                  "(scenario hash differs); write to a new --out", source=str(path))
         self.done = {str(r["run_id"]) for r in self.rows}
 
-    def _check_csv_header(self) -> None:
-        with self.path.open("rb") as handle:
-            data = handle.read()
-        header = next(csv.reader(io.StringIO(data.decode().split("\n", 1)[0])), [])
+    def _resume_csv(self) -> None:
+        """Keep every readable row; rewrite the file without the others (a half-written or
+        garbage last line, bytes that are not UTF-8, a row of the wrong width)."""
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        header_text = lines[0].decode("utf-8", errors="replace")
+        header = next(csv.reader(io.StringIO(header_text)), [])
         if header != self.columns:
             raise UserInputError("the table's columns differ from this grid's; write to a new "
                                  "--out", source=str(self.path))
-        if data and not data.endswith(b"\n"):
-            # Killed mid-write: drop the partial last line, its run is simply run again.
-            with self.path.open("r+b") as handle:
-                handle.truncate(data.rfind(b"\n") + 1)
-            self.rows = read_table(self.path)
+        good: list[str] = []
+        for number, raw in enumerate(lines[1:], start=2):
+            if not raw.strip():
+                continue
+            problem = None
+            try:
+                text = raw.decode("utf-8")
+                cells = next(csv.reader(io.StringIO(text)), [])
+                if len(cells) != len(self.columns):
+                    problem = f"{len(cells)} fields, expected {len(self.columns)}"
+                else:
+                    row = _decode_row(dict(zip(self.columns, cells)))
+            except (UnicodeDecodeError, csv.Error, ValueError) as exc:
+                problem = type(exc).__name__
+            if number == len(lines) and not data.endswith(b"\n"):
+                problem = problem or "cut short (killed mid-write)"
+            if problem:
+                self.dropped.append(f"line {number} ({problem})")
+                continue
+            good.append(text + "\n")
+            self.rows.append(row)
+        if self.dropped or not data.endswith(b"\n"):
+            write_atomic(self.path, _csv_line(self.columns) + "".join(good))
+
+    def _resume_parquet(self) -> list[dict]:
+        """Rows of every readable row group; an unreadable file is moved aside, not deleted."""
+        import pyarrow.parquet as pq
+
+        try:
+            handle = pq.ParquetFile(self.path)
+        except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a bad footer
+            aside = self.path.with_name(self.path.name + ".unreadable")
+            if aside.exists() or aside.is_symlink():
+                raise UserInputError(f"unreadable Parquet ({type(exc).__name__}) and {aside} "
+                                     "exists; move one of them", source=str(self.path)) from None
+            os.rename(self.path, aside)
+            self.dropped.append(f"the whole file ({type(exc).__name__}: {str(exc)[:80]}); moved "
+                                f"to {aside.name}")
+            return []
+        if handle.schema_arrow.names != self.columns:
+            raise UserInputError("the table's columns differ from this grid's; write to a new "
+                                 "--out", source=str(self.path))
+        rows: list[dict] = []
+        for group in range(handle.num_row_groups):
+            try:
+                rows.extend(handle.read_row_group(group).to_pylist())
+            except Exception as exc:
+                self.dropped.append(f"row group {group} ({type(exc).__name__})")
+        return rows
 
     def _write_csv_text(self, text: str) -> None:
         with self.path.open("a", newline="") as handle:
@@ -150,11 +205,11 @@ def _write_parquet_atomic(path: Path, rows: list[dict], columns: list[str]) -> N
         return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
 
     table = pa.Table.from_pylist([{c: cell(r[c]) for c in columns} for r in rows])
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp)
-    with tmp.open("rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    # O_EXCL temporary file in the table's directory + rename: a planted `<out>.tmp` symlink
+    # is never written through.
+    write_atomic(path, sink.getvalue().to_pybytes())
 
 
 def read_table(path: Path) -> list[dict]:
@@ -168,8 +223,7 @@ def read_table(path: Path) -> list[dict]:
         import pyarrow.parquet as pq
 
         return pq.read_table(path).to_pylist()
-    with path.open(newline="") as handle:
-        text = handle.read()
+    text = path.read_bytes().decode("utf-8", errors="replace")
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]  # a partial last line is not a row
     reader = csv.DictReader(io.StringIO(text))
@@ -177,5 +231,9 @@ def read_table(path: Path) -> list[dict]:
     if missing:
         raise UserInputError(f"not a gpuscale sweep table: no column(s) {', '.join(missing)}",
                              source=str(path))
-    return [{k: decode_cell(v) if k not in ("run_id", "strategy", "scenario_hash") else v
-             for k, v in row.items()} for row in reader]
+    return [_decode_row(row) for row in reader]
+
+
+def _decode_row(row: dict) -> dict:
+    return {k: decode_cell(v) if k not in ("run_id", "strategy", "scenario_hash") else v
+            for k, v in row.items()}

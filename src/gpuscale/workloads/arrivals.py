@@ -117,6 +117,7 @@ def spike_arrivals(
     rng: np.random.Generator, at_s: float, count: int, spread_s: float
 ) -> np.ndarray:
     """`count` arrivals uniform on [at_s, at_s + spread_s] (all at `at_s` if spread_s is 0)."""
+    _check_volume(count, "this spike")
     times = at_s + rng.random(count) * spread_s
     times.sort()
     return times

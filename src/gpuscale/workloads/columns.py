@@ -94,7 +94,10 @@ def _empty_int() -> np.ndarray:
 
 def check_exists(path: Path, source: str) -> None:
     if not path.is_file():
-        what = "is a directory, not a trace file" if path.is_dir() else "trace file not found"
+        # /dev/zero or a FIFO would be read until memory runs out, or block: only regular files.
+        what = ("is a directory, not a trace file" if path.is_dir() else
+                "is not a regular file (a device or pipe); expected a trace file" if path.exists()
+                else "trace file not found")
         raise UserInputError(f"{what} (looked at {path})", source=source)
 
 

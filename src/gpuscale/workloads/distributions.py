@@ -17,6 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 # Standard normal quantile at 0.90, used to turn a p90 into a lognormal sigma:
 # p90 = median * exp(sigma * Z90). Value of the inverse normal CDF at 0.9.
 Z90 = 1.2815515655446004
+# Longest length drawn when `max_tokens` is not set: 10 M tokens, the longest context window
+# any served model advertises (Llama 4 Scout). Without it a heavy tail (sigma 1000) drew
+# 2^62-token requests that stayed in flight forever.
+DEFAULT_CEILING_TOKENS = 10_000_000
+# Largest lognormal sigma: exp(10 * Z90) puts the p90 at ~370,000x the median, far past any
+# measured length distribution (the Azure traces: p90/median 2.7-3.3, shared/traces/README.md).
+MAX_SIGMA = 10.0
 
 
 class _Caps(BaseModel):
@@ -31,8 +38,9 @@ class _Caps(BaseModel):
     max_tokens: int | None = Field(
         None,
         ge=1,
-        description="Largest length drawn, tokens; draws above are lowered to it. Default none "
-        "(no upper cap); set it to the model's context length to keep heavy tails servable.",
+        description="Largest length drawn, tokens; draws above are lowered to it. Default "
+        "10,000,000 (the longest context any model serves); set it to the model's context "
+        "length to keep heavy tails servable.",
     )
 
     @model_validator(mode="after")
@@ -45,7 +53,7 @@ class _Caps(BaseModel):
 
     def _apply_caps(self, values: np.ndarray) -> np.ndarray:
         """Integer draws -> int64 within [min_tokens, max_tokens]."""
-        hi = self.max_tokens if self.max_tokens is not None else np.iinfo(np.int64).max
+        hi = self.max_tokens if self.max_tokens is not None else DEFAULT_CEILING_TOKENS
         return np.clip(values, self.min_tokens, hi).astype(np.int64, copy=False)
 
     def _round_and_cap(self, draws: np.ndarray) -> np.ndarray:
@@ -53,7 +61,7 @@ class _Caps(BaseModel):
 
         Clipping happens on floats first: a heavy tail can exceed the int64 range.
         """
-        hi = float(self.max_tokens) if self.max_tokens is not None else 2.0**62
+        hi = float(self.max_tokens) if self.max_tokens is not None else float(DEFAULT_CEILING_TOKENS)
         np.clip(draws, self.min_tokens, hi, out=draws)
         np.rint(draws, out=draws)
         return draws.astype(np.int64)
@@ -80,7 +88,8 @@ class LognormalTokens(_Caps):
     kind: Literal["lognormal"] = "lognormal"
     median_tokens: float = Field(..., gt=0, description="Median length, tokens.")
     sigma: float | None = Field(
-        None, gt=0, description="Standard deviation of ln(length); give this or p90_tokens."
+        None, gt=0, le=MAX_SIGMA,
+        description="Standard deviation of ln(length), at most 10; give this or p90_tokens.",
     )
     p90_tokens: float | None = Field(
         None, gt=0, description="90th-percentile length, tokens; give this or sigma."
@@ -90,6 +99,9 @@ class LognormalTokens(_Caps):
     def _one_spread(self):
         if (self.sigma is None) == (self.p90_tokens is None):
             raise ValueError("lognormal needs exactly one of sigma or p90_tokens")
+        if self.p90_tokens is not None and self.sigma_value > MAX_SIGMA:
+            raise ValueError(f"p90_tokens / median_tokens means sigma {self.sigma_value:.3g}, "
+                             f"past {MAX_SIGMA:g}")
         if self.p90_tokens is not None and self.p90_tokens <= self.median_tokens:
             raise ValueError(
                 f"p90_tokens ({self.p90_tokens}) must be > median_tokens ({self.median_tokens})"

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.errors import UserInputError
 from gpuscale.workloads.base import Requests
+from gpuscale.workloads.limits import check_trace
 from gpuscale.workloads.traces import TRACE_READERS, read_burstgpt_csv
 
 
@@ -151,5 +152,10 @@ class TraceWorkload(BaseModel):
             # Tile by the window when it lies inside the trace, else by the trace's own length.
             trace_end_s = trace_period_s(full)
             end_s = trace_end_s if self.end_s is None else min(self.end_s, trace_end_s)
-            cut = tile(cut, self.repeat, end_s - self.start_s)
-        return head(scale_rate(cut, self.rate_scale), self.max_requests)
+            period_s = end_s - self.start_s
+            check_trace(len(cut) * self.repeat, 0.0, self.path)  # the tiled arrays, before tiling
+            cut = tile(cut, self.repeat, period_s)
+        replayed = head(scale_rate(cut, self.rate_scale), self.max_requests)
+        end_s = float(replayed.arrival_s[-1]) if len(replayed) else 0.0
+        check_trace(len(replayed), end_s, self.path)  # a trace spanning centuries
+        return replayed

@@ -21,6 +21,7 @@ from gpuscale.workloads.generators import (
     PiecewiseWorkload,
     PoissonWorkload,
 )
+from gpuscale.workloads.limits import check_planned
 from gpuscale.workloads.replay import TraceWorkload
 
 
@@ -79,4 +80,5 @@ def build_requests(spec: WorkloadSpec, rng: np.random.Generator, base_dir: Path)
     `base_dir` resolves relative trace paths (the scenario file's folder). Errors in trace
     files are `UserInputError`s; a generator that would exceed the memory guard is one too.
     """
+    check_planned(spec)  # before any array is drawn: the size follows from the fields
     return spec.generate(rng, Path(base_dir))

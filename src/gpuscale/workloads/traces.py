@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from gpuscale.errors import UserInputError
+from gpuscale.inputs import check_json_depth
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.columns import (
     Column,
@@ -41,6 +42,27 @@ def _relative_sorted(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarr
 _AZURE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?")
 
 
+# Nanosecond timestamps hold 1678-2262 only, and their differences wrap past 292 years:
+# outside these, numpy gives wrong times without an error (year 0001 read as 1754).
+_NS_RANGE = (np.datetime64("1678-01-01", "us"), np.datetime64("2262-01-01", "us"))
+MAX_TRACE_SPAN_YEARS = 100
+
+
+def _check_azure_range(col: Column, expected: str) -> None:
+    try:
+        coarse = np.asarray(col.values, dtype="datetime64[us]")  # +-290,000 years: no wrap
+    except ValueError:
+        return  # an impossible date: the exact parse below names its row
+    low, high = int(np.argmin(coarse)), int(np.argmax(coarse))
+    if coarse[low] < _NS_RANGE[0] or coarse[high] >= _NS_RANGE[1]:
+        bad = low if coarse[low] < _NS_RANGE[0] else high
+        raise col.fail(bad, expected + " between 1678 and 2261")
+    span_years = (coarse[high] - coarse[low]).astype(np.int64) / 1e6 / (365.25 * 86_400)
+    if span_years > MAX_TRACE_SPAN_YEARS:
+        raise col.fail(high, f"{expected} within {MAX_TRACE_SPAN_YEARS} years of the others "
+                       f"(the trace spans {span_years:.0f} years)")
+
+
 def _azure_arrivals(col: Column) -> np.ndarray:
     """Seconds since the first row. numpy parses up to 9 fractional digits (strptime only 6),
     but it also accepts 'NaT' and bare dates, so each value is matched against the exact form
@@ -51,6 +73,7 @@ def _azure_arrivals(col: Column) -> np.ndarray:
             raise col.fail(i, expected)
     if not col.values:
         return np.zeros(0)
+    _check_azure_range(col, expected)
     try:
         stamps = np.asarray(col.values, dtype="datetime64[ns]")
     except ValueError:  # well-formed but impossible, e.g. month 13: find the row
@@ -129,6 +152,7 @@ def read_mooncake_jsonl(path: str | Path) -> Requests:
             for line_no, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
+                check_json_depth(line, source, field=f"line {line_no}")
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from dataclasses import dataclass, field
 
 from gpuscale.audit.loader import Manifest
@@ -135,9 +137,16 @@ class Snapshot:
         )
 
     def gpus_used(self, node: str) -> int:
-        return sum(
-            p.gpus for p in self.pods if p.node_name == node and p.phase not in TERMINAL_PHASES
-        )
+        # Summed per node once: a scan of every pod per (pending pod, node) made 2,000 nodes
+        # and pods take minutes. The views are not changed after the snapshot is built.
+        used = self.__dict__.get("_gpus_used")
+        if used is None:
+            used = defaultdict(int)
+            for pod in self.pods:
+                if pod.node_name and pod.phase not in TERMINAL_PHASES:
+                    used[pod.node_name] += pod.gpus
+            self.__dict__["_gpus_used"] = used
+        return used.get(node, 0)
 
     def gpus_free(self, node: NodeView) -> int:
         return max(0, node.gpu_allocatable - self.gpus_used(node.name))
@@ -146,13 +155,15 @@ class Snapshot:
         return [p for p in self.pods if p.phase == "Pending" and not p.node_name and p.gpus > 0]
 
     def events_for(self, pod: PodView) -> list[str]:
-        out = []
-        for event in self.events:
-            involved = event.get("involvedObject", default={}) or {}
-            if (
-                involved.get("name") == pod.name
-                and (involved.get("namespace") or "default") == pod.namespace
-            ):
+        by_pod = self.__dict__.get("_events_by_pod")
+        if by_pod is None:  # indexed once, in event order
+            by_pod = defaultdict(list)
+            for event in self.events:
+                involved = event.get("involvedObject", default={}) or {}
+                if not isinstance(involved, dict):
+                    continue
+                key = (involved.get("name"), involved.get("namespace") or "default")
                 reason, message = event.get("reason", default=""), event.get("message", default="")
-                out.append(f"{reason}: {' '.join(str(message).split())}")
-        return out
+                by_pod[key].append(f"{reason}: {' '.join(str(message).split())}")
+            self.__dict__["_events_by_pod"] = by_pod
+        return list(by_pod.get((pod.name, pod.namespace), ()))

@@ -44,6 +44,7 @@ _MODULES = (
     "scheduling.gpu031_min_member_below_pods_needed",
     "scheduling.gpu032_pod_larger_than_any_node",
     "scheduling.gpu033_tensor_parallel_beyond_nvlink",
+    "nodes.gpu034_budget_schedule_unusable",
     "queues.gpu040_queue_limit_forbids_resource",
     "queues.gpu041_inference_preemptible_by_training",
     "availability.gpu050_no_engine_readiness_probe",

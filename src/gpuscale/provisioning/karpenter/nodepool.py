@@ -97,6 +97,12 @@ class Budget(BaseModel):
     def _schedule_needs_duration(self) -> Budget:
         if (self.schedule is None) != (self.duration is None):
             raise ValueError("budget schedule and duration must be set together")
+        if self.schedule is not None:
+            from gpuscale.cron import schedule_problem
+
+            problem = schedule_problem(self.schedule)
+            if problem:  # at load, not mid-run (ValueError from the cron matcher)
+                raise ValueError(problem)
         return self
 
     @property

@@ -12,6 +12,8 @@ from gpuscale.provisioning.latency import NodeLatencies
 from gpuscale.provisioning.nodes import CapacityType, check_unique
 from gpuscale.provisioning.spot import SpotParams
 
+# Wall times budget schedules can be simulated at (docs/input-limits.md).
+START_UTC_RANGE = (datetime(1970, 1, 1, tzinfo=timezone.utc), datetime(2200, 1, 1, tzinfo=timezone.utc))
 # A Monday, so weekday budget schedules ("0 9 * * 1-5") line up with the first simulated day.
 DEFAULT_START_UTC = datetime(2026, 1, 5, tzinfo=timezone.utc)
 
@@ -76,4 +78,9 @@ class KarpenterParams(BaseModel):
             raise ValueError("batch_max_s must be >= batch_idle_s")
         if self.start_utc.tzinfo is None:
             object.__setattr__(self, "start_utc", self.start_utc.replace(tzinfo=timezone.utc))
+        if not START_UTC_RANGE[0] <= self.start_utc < START_UTC_RANGE[1]:
+            # Budget schedules add run seconds to it (and walk back a duration): year 1 or 9999
+            # would overflow datetime mid-run.
+            raise ValueError(f"start_utc {self.start_utc.isoformat()} is outside "
+                             f"{START_UTC_RANGE[0]:%Y}-{START_UTC_RANGE[1]:%Y}")
         return self
