@@ -20,8 +20,13 @@ from pathlib import Path
 
 import yaml
 
-from gpuscale.audit.sources import (HELM_HINT, KUSTOMIZATION_FILES, is_helm_template,
-                                    kustomization_of, kustomize_resources)
+from gpuscale.audit.sources import (
+    HELM_HINT,
+    KUSTOMIZATION_FILES,
+    is_helm_template,
+    kustomization_of,
+    kustomize_resources,
+)
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import input_kind
 

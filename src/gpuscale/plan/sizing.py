@@ -16,14 +16,21 @@ from gpuscale.catalog import InstanceType, ModelSpec
 from gpuscale.catalog.specs import Precision
 from gpuscale.plan.inputs import TrafficShape, WorkloadInput
 from gpuscale.serving.cold_start import cold_start_medians
-from gpuscale.serving.engine_defaults import (ACTIVATION_RESERVE_GIB, BLOCK_SIZE, DEFAULT_IMAGE_SIZE_GB,
-                                              DEFAULT_WEIGHT_LOADER, DEFAULT_WEIGHT_STORAGE,
-                                              GPU_MEMORY_UTILIZATION, NON_TORCH_GIB,
-                                              default_max_num_batched_tokens,
-                                              default_max_num_seqs, default_weight_load_gbps)
+from gpuscale.serving.engine_defaults import (
+    ACTIVATION_RESERVE_GIB,
+    BLOCK_SIZE,
+    DEFAULT_IMAGE_SIZE_GB,
+    DEFAULT_WEIGHT_LOADER,
+    DEFAULT_WEIGHT_STORAGE,
+    GPU_MEMORY_UTILIZATION,
+    NON_TORCH_GIB,
+    default_max_num_batched_tokens,
+    default_max_num_seqs,
+    default_weight_load_gbps,
+)
 from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu, num_kv_blocks
-from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.performance import ReplicaHardware, step_time_s
+from gpuscale.serving.replica import EngineConfig
 from gpuscale.units import GIB
 from gpuscale.workloads import build_requests
 
@@ -66,7 +73,7 @@ def _tp_sizes(model: ModelSpec, widest: int) -> list[int]:
 
 
 def choose_parallelism(model: ModelSpec, precision: Precision, instance: InstanceType,
-                       domain_gpus: int, stats: "TrafficStats | None" = None,
+                       domain_gpus: int, stats: TrafficStats | None = None,
                        itl_slo_s: float = 0.2) -> Parallelism:
     """The TP (power of two, splitting the heads, inside one node and NVLink domain) whose
     replica serves a request cheapest, among those whose KV cache holds the workload's tokens

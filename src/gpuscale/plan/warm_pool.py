@@ -121,7 +121,7 @@ class CandidateSetup:
     empty_node_ttl_s: float = float("inf")  # the plan's consolidateAfter (WhenEmpty)
 
 
-def drain_s(stats: TrafficStats, setup: "CandidateSetup") -> float:
+def drain_s(stats: TrafficStats, setup: CandidateSetup) -> float:
     """Long enough for the longest output to finish at the ITL SLO after the window ends, so
     no request is cut off by the end of the run (at least 300 s)."""
     return float(max(300.0, math.ceil(1.2 * (setup.ttft_slo_s
