@@ -58,7 +58,7 @@ def parse_cron(expr: str) -> tuple[tuple[frozenset[int], ...], bool, bool]:
     parts = text.split()
     if len(parts) != 5:
         raise ValueError(f"cron {expr!r} needs 5 fields (minute hour day month weekday)")
-    sets = tuple(_parse_field(p, lo, hi) for p, (lo, hi) in zip(parts, _BOUNDS))
+    sets = tuple(_parse_field(p, lo, hi) for p, (lo, hi) in zip(parts, _BOUNDS, strict=True))
     dow = frozenset(d % 7 for d in sets[4])  # 7 is Sunday too
     return (*sets[:4], dow), parts[2].startswith("*"), parts[4].startswith("*")
 
