@@ -2,8 +2,9 @@
 without its deprecation banner (setuptools >= 77, PEP 639)."""
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ docs/architecture.md. The package never writes to a Kubernetes cluster.
 
 __version__ = "0.1.0"
 
-__all__ = ["simulate", "SimulationResult", "__version__"]
+__all__ = ["SimulationResult", "__version__", "simulate"]
 
 
 def __getattr__(name: str):

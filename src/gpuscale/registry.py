@@ -88,7 +88,7 @@ def params_union(registry: Registry[Any], discriminator: str = "kind") -> Any:
     from pydantic import Field
 
     models = tuple(entry.params for entry in registry.values())
-    return Annotated[Union[models], Field(discriminator=discriminator)]  # type: ignore[valid-type]  # noqa: UP007 (a tuple of types)
+    return Annotated[Union[models], Field(discriminator=discriminator)]  # noqa: UP007 (a tuple of types)
 
 
 def _kind_default(params: Any) -> str | None:

@@ -29,7 +29,9 @@ def parse_quantity(value: str | int | float) -> float:
         return _bounded_quantity(float(value), value)
     match = _QUANTITY_RE.match(str(value).strip())
     if not match:
-        raise ValueError(f"not a Kubernetes quantity: {value!r} (expected e.g. '8', '500m', '80Gi')")
+        raise ValueError(
+            f"not a Kubernetes quantity: {value!r} (expected e.g. '8', '500m', '80Gi')"
+        )
     number, suffix = float(match.group(1)), match.group(2)
     if suffix in _BINARY:
         return _bounded_quantity(number * _BINARY[suffix], value)
@@ -72,7 +74,7 @@ def format_duration(seconds: float) -> str:
     """Seconds -> the shortest Go-style duration string ("3600" -> "1h")."""
     if seconds == float("inf"):
         return "Never"
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds % 3600 == 0 and seconds:
         return f"{seconds // 3600}h"
     if seconds % 60 == 0 and seconds:

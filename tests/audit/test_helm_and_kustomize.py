@@ -43,7 +43,9 @@ def test_a_helm_template_given_by_name_is_refused_with_the_hint(tmp_path):
 def test_kustomize_directory_is_read_through_its_resources(tmp_path):
     (tmp_path / "base").mkdir()
     shutil.copy(FIRES, tmp_path / "base" / "app.yaml")
-    (tmp_path / "unlisted.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    (tmp_path / "unlisted.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+    )
     (tmp_path / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - base\n")
     (tmp_path / "base" / "kustomization.yaml").write_text("resources:\n  - app.yaml\n")
@@ -65,10 +67,14 @@ def test_a_transforming_kustomization_is_refused_with_the_kubectl_kustomize_hint
 
 def test_a_prometheus_rule_with_alert_templates_is_not_mistaken_for_helm(tmp_path):
     (tmp_path / "rule.yaml").write_text(
-        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {name: r, namespace: m}\n"
+        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: "
+        "{name: r, namespace: m}\n"
         "spec:\n  groups:\n  - name: g\n    rules:\n    - alert: A\n      expr: up == 0\n"
-        "      annotations:\n        summary: \"{{ $labels.pod }} down for {{ $value }}\"\n")
-    (tmp_path / "chart.yaml").write_text('metadata:\n  name: "{{ .Values.name }}"\nkind: Deployment\napiVersion: apps/v1\n')
+        '      annotations:\n        summary: "{{ $labels.pod }} down for {{ $value }}"\n'
+    )
+    (tmp_path / "chart.yaml").write_text(
+        'metadata:\n  name: "{{ .Values.name }}"\nkind: Deployment\napiVersion: apps/v1\n'
+    )
     result = _audit(str(tmp_path), "-o", "json")
     import json
     assert json.loads(result.stdout)["objects"] == 1  # the rule; the quoted .Values file skipped

@@ -30,7 +30,10 @@ def test_docs_yaml_examples_parse_and_build():
     gpu, keda, kv, _ = specs
     assert gpu.metrics[0].metric == "DCGM_FI_DEV_GPU_UTIL" and gpu.metrics[0].target.value == 70
     assert keda.triggers[0].query.aggregation == "sum" and keda.triggers[0].threshold == 5
-    assert kv.metrics[0].query.aggregation == "avg" and kv.behavior.scale_down.policies[0].period_s == 120
+    assert (
+        kv.metrics[0].query.aggregation == "avg"
+        and kv.behavior.scale_down.policies[0].period_s == 120
+    )
 
 
 def test_docs_gpu_util_example_scales_out_on_any_traffic_and_never_in():
@@ -39,9 +42,16 @@ def test_docs_gpu_util_example_scales_out_on_any_traffic_and_never_in():
 
     spec = TypeAdapter(AutoscalerSpec).validate_python(yaml.safe_load(doc_yaml_blocks()[0]))
     (hpa,) = build_autoscalers(spec)
-    log = drive(hpa, lambda t, n: view(t, n, pods("DCGM_FI_DEV_GPU_UTIL", [99.0] * n)), start=1, until_s=1800)
+    log = drive(
+        hpa,
+        lambda t, n: view(t, n, pods("DCGM_FI_DEV_GPU_UTIL", [99.0] * n)),
+        start=1,
+        until_s=1800,
+    )
     assert log[0] == (0.0, 2)  # ceil(99/70 x 1) = 2
-    assert [n for _, n in log] == sorted(n for _, n in log) and log[-1][1] == 8  # only ever up, to max
+    assert [n for _, n in log] == sorted(n for _, n in log) and log[-1][
+        1
+    ] == 8  # only ever up, to max
 
 
 def test_unknown_kind_lists_known_ones():
@@ -55,19 +65,61 @@ def test_duplicate_kind_fails():
         AUTOSCALERS.register("hpa", PolicySpec("hpa", HpaParams, lambda p: [], "again"))
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"max_replicas": 2, "metrics": [{"type": "Pods", "metric": "m", "target": {"type": "Value", "value": 1}}]},
-     "Pods metrics accept"),
-    ({"min_replicas": 5, "max_replicas": 2, "metrics": [{"type": "Pods", "metric": "m", "target": {"type": "AverageValue", "value": 1}}]},
-     "min_replicas 5 > max_replicas 2"),
-    ({"min_replicas": 0, "max_replicas": 2, "metrics": [{"type": "Pods", "metric": "m", "target": {"type": "AverageValue", "value": 1}}]},
-     "Object or External"),
-    ({"max_replicas": 2, "metrics": [{"type": "External", "metric": "m", "target": {"type": "Value", "value": 1}}]},
-     "need `query`"),
-    ({"max_replicas": 2, "metrics": [{"type": "Pods", "metric": "m", "target": {"type": "AverageValue", "value": 1}}],
-      "behavior": {"scale_up": {"policies": [{"type": "Pods", "value": 1, "period_s": 3600}]}}},
-     "less than or equal to 1800"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (
+            {
+                "max_replicas": 2,
+                "metrics": [
+                    {"type": "Pods", "metric": "m", "target": {"type": "Value", "value": 1}}
+                ],
+            },
+            "Pods metrics accept",
+        ),
+        (
+            {
+                "min_replicas": 5,
+                "max_replicas": 2,
+                "metrics": [
+                    {"type": "Pods", "metric": "m", "target": {"type": "AverageValue", "value": 1}}
+                ],
+            },
+            "min_replicas 5 > max_replicas 2",
+        ),
+        (
+            {
+                "min_replicas": 0,
+                "max_replicas": 2,
+                "metrics": [
+                    {"type": "Pods", "metric": "m", "target": {"type": "AverageValue", "value": 1}}
+                ],
+            },
+            "Object or External",
+        ),
+        (
+            {
+                "max_replicas": 2,
+                "metrics": [
+                    {"type": "External", "metric": "m", "target": {"type": "Value", "value": 1}}
+                ],
+            },
+            "need `query`",
+        ),
+        (
+            {
+                "max_replicas": 2,
+                "metrics": [
+                    {"type": "Pods", "metric": "m", "target": {"type": "AverageValue", "value": 1}}
+                ],
+                "behavior": {
+                    "scale_up": {"policies": [{"type": "Pods", "value": 1, "period_s": 3600}]}
+                },
+            },
+            "less than or equal to 1800",
+        ),
+    ],
+)
 def test_invalid_hpa_params_are_rejected(bad, message):
     with pytest.raises(ValidationError, match=message):
         HpaParams(**bad)
@@ -76,11 +128,18 @@ def test_invalid_hpa_params_are_rejected(bad, message):
 def test_keda_idle_must_be_below_min():
     with pytest.raises(ValidationError, match="idle_replica_count"):
         TypeAdapter(AutoscalerSpec).validate_python(
-            {"kind": "keda", "idle_replica_count": 0, "triggers": [{"query": {"metric": "q"}, "threshold": 1}]})
+            {
+                "kind": "keda",
+                "idle_replica_count": 0,
+                "triggers": [{"query": {"metric": "q"}, "threshold": 1}],
+            }
+        )
 
 
 def test_fixed_holds_its_count():
-    (ctrl,) = build_autoscalers(TypeAdapter(AutoscalerSpec).validate_python({"kind": "fixed", "replicas": 3}))
+    (ctrl,) = build_autoscalers(
+        TypeAdapter(AutoscalerSpec).validate_python({"kind": "fixed", "replicas": 3})
+    )
     from .hpa_views import view
 
     assert ctrl.decide(view(0, 5), ctrl.initial_state())[0] == 3

@@ -45,7 +45,7 @@ def test_a5_gap_under_the_literal_reading_is_exactly_one_non_torch_term():
     # arithmetic reproduced on a log of the same version (#10360) adds up to the hundredth.
     literal = rows._a5_blocks(rows.A5_ACTIVATION_AS_STATED_GIB)
     assert literal - 1952 == pytest.approx(0.35 * 1024 / 2, abs=20)
-    assert 0.9 * 47.54 - 19.60 - 0.44 == pytest.approx(22.74, abs=0.01)
+    assert pytest.approx(22.74, abs=0.01) == 0.9 * 47.54 - 19.60 - 0.44
 
 
 def test_a8_throughput_passes_and_latency_misses_low_with_a_reason():
@@ -72,7 +72,7 @@ def test_a8_latency_runs_at_the_submissions_load_relative_to_the_models_own_capa
 def test_a8_measured_in_flight_is_littles_law_on_the_mlperf_log():
     # 74.4245 completed/s x 44.95 s mean latency = 3,346 in the system over 4 TP2 instances:
     # close to the engine's batch limit (1,024 in NVIDIA's server config), far above ~140.
-    assert rows.A8_MEASURED_IN_FLIGHT == pytest.approx(836.4, abs=0.5)
+    assert pytest.approx(836.4, abs=0.5) == rows.A8_MEASURED_IN_FLIGHT
     # Cross-check with the other columns of the row: output tok/s per replica x latency per
     # token must give the same count within the spread of the output lengths (TTFT + ~290 x TPOT).
     tokens_per_req = 21_606 / rows.A8_COMPLETED_PER_S
@@ -168,14 +168,14 @@ def test_row_selection_is_exact_and_unknown_rows_are_refused():
     assert rows._row_ids("A1-A3") == {"A1", "A2", "A3"} and rows._row_ids("A10") == {"A10"}
     selected = {c.row for c in rows.calibrate(["A2"])}
     assert selected and selected <= {"A1", "A2", "A3"}
-    with pytest.raises(UserInputError, match="unknown calibration row.*A99"):
+    with pytest.raises(UserInputError, match=r"unknown calibration row.*A99"):
         rows.calibrate(["A99"])
 
 
 def test_fp8_factor_is_fixed_by_a10_2048_128_and_leaves_bf16_alone():
     """The one FP8 GEMM factor is fixed by A10 2048/128 (it makes that row exact); the BF16
     GEMM rows A1-A3 do not see it, and A100 (no FP8 tensor cores) ignores it."""
-    from gpuscale.catalog.specs import get_gpu, Precision
+    from gpuscale.catalog.specs import Precision, get_gpu
 
     long_in = rows.row_a10()[2]
     assert long_in.label == "8B FP8 H100 2048/128"

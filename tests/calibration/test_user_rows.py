@@ -58,7 +58,7 @@ def test_unknown_fields_are_refused_in_one_line_naming_file_and_field(tmp_path):
     assert "Traceback" not in out.output and len(out.output.strip().splitlines()) == 1
     with pytest.raises(UserInputError, match="needs concurrency"):
         parse_rows(ROW.replace("concurrency: 50", ""), "x.yaml")
-    with pytest.raises(UserInputError, match="engine.kind"):
+    with pytest.raises(UserInputError, match=r"engine.kind"):
         parse_rows(ROW.replace("kind: trtllm", "kind: tgi"), "x.yaml")
 
 
@@ -82,8 +82,8 @@ def test_closed_loop_keeps_at_most_n_requests_in_flight_and_honours_think_time()
 
 
 def test_closed_loop_concurrency_one_is_serial():
-    from gpuscale.serving.bench import replay_closed_loop
     from gpuscale.calibration.user_rows import row_hardware
+    from gpuscale.serving.bench import replay_closed_loop
     from gpuscale.serving.replica import EngineConfig
 
     (row,) = parse_rows(ROW, "x")

@@ -85,6 +85,8 @@ def test_pods_deleted_together_are_all_free_before_any_listener_hears():
         cluster.add_pod(pod)
         cluster.bind(pod, node, 0.0)
     seen = []
-    cluster.on_pod_deleted.append(lambda p: seen.append((p.name, node.gpus_free, len(cluster.pods))))
+    cluster.on_pod_deleted.append(
+        lambda p: seen.append((p.name, node.gpus_free, len(cluster.pods)))
+    )
     cluster.delete_pods(pods)
     assert seen == [(f"p{i}", node.num_gpus, 0) for i in range(3)]

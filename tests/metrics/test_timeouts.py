@@ -4,8 +4,7 @@ import math
 
 import numpy as np
 
-from gpuscale.metrics.summary import (percentile_with_inf, request_summary,
-                                      slo_breach_minutes)
+from gpuscale.metrics.summary import percentile_with_inf, request_summary, slo_breach_minutes
 from gpuscale.serving.requests_table import COMPLETED, DROPPED, RequestColumns
 
 

@@ -22,7 +22,12 @@ def test_writes_plan_md_and_manifests(tmp_path):
     files = sorted(p.name for p in (out / "manifests").iterdir())
     assert "nodepool-gpu-serving.yaml" in files and "chat-scaler.yaml" in files
     docs = list(yaml.safe_load_all((out / "manifests" / "chat.yaml").read_text()))
-    assert [d["kind"] for d in docs] == ["Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor"]
+    assert [d["kind"] for d in docs] == [
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "ServiceMonitor",
+    ]
     assert list(docs[0]) == ["apiVersion", "kind", "metadata", "spec"]  # stable key order
 
 
@@ -35,7 +40,9 @@ def test_never_overwrites_without_force(tmp_path):
     assert (out / "keep.txt").read_text() == "mine"
     (out / "manifests").mkdir()
     (out / "manifests" / "stale.yaml").write_text("old plan output")
-    result = _run(str(EXAMPLES / "llama70b-fp8-h100-chat.yaml"), "--out", str(out), "--no-simulate", "--force")
+    result = _run(
+        str(EXAMPLES / "llama70b-fp8-h100-chat.yaml"), "--out", str(out), "--no-simulate", "--force"
+    )
     assert result.exit_code == 0 and (out / "plan.md").exists()
     # --force replaces the plan's own outputs, never a file the user keeps there.
     assert (out / "keep.txt").read_text() == "mine"
@@ -44,11 +51,16 @@ def test_never_overwrites_without_force(tmp_path):
 
 
 def test_json_format_is_the_plan_as_data():
-    result = _run(str(EXAMPLES / "shared-cluster-prod-and-training.yaml"), "--format", "json", "--no-simulate")
+    result = _run(
+        str(EXAMPLES / "shared-cluster-prod-and-training.yaml"), "--format", "json", "--no-simulate"
+    )
     data = json.loads(result.output)
     assert data["name"] == "shared-h100"
     # 3 requested traps + the replica spanning two nodes, which no simulation can verify
-    assert len(data["refusals"]) == 4 and {r["workload"] for r in data["roles"]} == {"assistant", "frontier"}
+    assert len(data["refusals"]) == 4 and {r["workload"] for r in data["roles"]} == {
+        "assistant",
+        "frontier",
+    }
     assert any("spanning 2 nodes" in r["requested"] for r in data["refusals"])
 
 

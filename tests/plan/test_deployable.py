@@ -50,7 +50,10 @@ def test_the_selector_label_is_attached_by_the_service_monitor(name):
     for monitor in monitors:
         assert monitor["spec"]["targetLabels"] == ["gpuscale.io/scaler-target"]
         service = services[monitor["metadata"]["name"]]
-        assert service["metadata"]["labels"]["gpuscale.io/scaler-target"] == service["metadata"]["name"]
+        assert (
+            service["metadata"]["labels"]["gpuscale.io/scaler-target"]
+            == service["metadata"]["name"]
+        )
 
 
 def test_grafana_dashboard_shows_the_signals_the_scalers_use():

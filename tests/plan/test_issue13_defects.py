@@ -14,8 +14,13 @@ from gpuscale.plan import make_plan, plan_input_from_dict
 from gpuscale.plan.model import EvidenceRow
 from gpuscale.plan.report import render_plan_md
 from gpuscale.plan.search import SearchBudget
-from gpuscale.plan.sizing import (choose_parallelism, engine_config_of, replica_capacity,
-                                  replica_hardware, traffic_stats)
+from gpuscale.plan.sizing import (
+    choose_parallelism,
+    engine_config_of,
+    replica_capacity,
+    replica_hardware,
+    traffic_stats,
+)
 from gpuscale.plan.warm_pool import boundary_found, search_min_replicas, simulate_candidate
 
 from .helpers import example_dict
@@ -69,9 +74,9 @@ def test_defect4_none_passing_searches_up_to_the_gpu_limit_or_fails():
 
 
 def test_defect4_no_smallest_claim_without_the_boundary():
+    from gpuscale.plan.inputs import SloInput
     from gpuscale.plan.search import FloorSearch
     from gpuscale.plan.sizing_search import _floor_method
-    from gpuscale.plan.inputs import SloInput
     unbounded = FloorSearch("x", "queue depth, queue 4", 9, False, (_row(9, True),))
     text = _floor_method(unbounded, SloInput(), 40, 3, 1, 9)
     assert "smallest" not in text and "boundary below it was not reached" in text
@@ -139,11 +144,17 @@ def test_defect10_disaggregated_plan_md_tells_one_story():
 def test_defect11_plan_and_simulate_share_the_engine_defaults(gpu_type):
     from gpuscale.engine.run import engine_config
     from gpuscale.scenario import scenario_from_dict
-    scenario = scenario_from_dict({
-        "name": "x", "duration_s": 60.0, "model": {"name": "Llama-3.1-8B", "precision": "fp8", "tp": 1},
-        "cluster": {"instance_type": gpu_type, "ready_nodes": 1},
-        "workload": {"kind": "poisson", "duration_s": 60.0, "rate_per_s": 1.0},
-        "strategies": [{"name": "f", "autoscaler": {"kind": "fixed", "replicas": 1}}]}, source="x")
+    scenario = scenario_from_dict(
+        {
+            "name": "x",
+            "duration_s": 60.0,
+            "model": {"name": "Llama-3.1-8B", "precision": "fp8", "tp": 1},
+            "cluster": {"instance_type": gpu_type, "ready_nodes": 1},
+            "workload": {"kind": "poisson", "duration_s": 60.0, "rate_per_s": 1.0},
+            "strategies": [{"name": "f", "autoscaler": {"kind": "fixed", "replicas": 1}}],
+        },
+        source="x",
+    )
     it = get_instance_type(gpu_type)
     hw = replica_hardware(get_model("Llama-3.1-8B"), Precision.FP8, it, 1)
     assert engine_config_of(hw) == engine_config(scenario, hw)

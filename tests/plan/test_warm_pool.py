@@ -87,9 +87,14 @@ def test_simulated_warm_pool_does_not_shrink_when_cold_start_grows():
 def test_disaggregated_floors_are_checked_on_a_pd_simulation():
     data = example_dict("disaggregated-prefill-decode")
     plan = make_plan(plan_input_from_dict(data), Path("."))
-    decision = next(d for d in plan.decisions if d.subject.endswith("prefill/decode floors, simulated"))
+    decision = next(
+        d for d in plan.decisions if d.subject.endswith("prefill/decode floors, simulated")
+    )
     roles = {r.role: r for r in plan.roles}
-    assert decision.choice == f"prefill {roles['prefill'].min_replicas}, decode {roles['decode'].min_replicas}"
+    assert (
+        decision.choice
+        == f"prefill {roles['prefill'].min_replicas}, decode {roles['decode'].min_replicas}"
+    )
     assert "P99 TTFT" in decision.reason and "(meets)" in decision.reason
 
 

@@ -8,7 +8,12 @@ from hypothesis import strategies as st
 
 from gpuscale.cluster.objects import NodeState
 from gpuscale.provisioning.fit import node_used
-from gpuscale.provisioning.testing import cluster_autoscaler_spec, h100_pool, karpenter, make_harness
+from gpuscale.provisioning.testing import (
+    cluster_autoscaler_spec,
+    h100_pool,
+    karpenter,
+    make_harness,
+)
 
 PODS = st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.floats(0, 600),
                           st.one_of(st.none(), st.floats(0, 1200))), min_size=1, max_size=12)

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from gpuscale.catalog import get_instance_type
 from gpuscale.cli import cli
 from gpuscale.core import RandomStreams, Simulation
-from gpuscale.scheduling import build_scheduler
-from gpuscale.scheduling.jobs import JobController
 from gpuscale.engine.schedule import build_cluster, run_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario as load_scenario
+from gpuscale.scheduling import build_scheduler
+from gpuscale.scheduling.jobs import JobController
 from gpuscale.workloads.gpu_jobs import expand_jobs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -75,11 +75,23 @@ def test_two_teams_fair_shares_and_reclaim_only_under_quota():
 
 def test_cli_schedule_json(tmp_path):
     out = tmp_path / "s.json"
-    result = CliRunner().invoke(cli, ["schedule", str(EXAMPLES / "seven-of-eight" / "scenario.yaml"),
-                                      "--format", "json", "--out", str(out)])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "schedule",
+            str(EXAMPLES / "seven-of-eight" / "scenario.yaml"),
+            "--format",
+            "json",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert [r["scheduler"] for r in data["runs"]] == ["kube-scheduler/LeastAllocated", "kai/binpack"]
+    assert [r["scheduler"] for r in data["runs"]] == [
+        "kube-scheduler/LeastAllocated",
+        "kai/binpack",
+    ]
     again = CliRunner().invoke(cli, ["schedule", str(EXAMPLES / "seven-of-eight" / "scenario.yaml"),
                                      "--format", "json", "--out", str(out)])
     assert again.exit_code == 2  # refuses to overwrite

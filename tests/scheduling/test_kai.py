@@ -71,7 +71,10 @@ def test_non_preemptible_may_use_only_in_quota_gpus(h):
 
 def test_over_quota_weights_order_allocation(h):
     h.node("n0", itype="p4de.24xlarge")  # 8 GPUs
-    queues = (QueueParams(name="q1", over_quota_weight=3), QueueParams(name="q2", over_quota_weight=1))
+    queues = (
+        QueueParams(name="q1", over_quota_weight=3),
+        QueueParams(name="q2", over_quota_weight=1),
+    )
     jobs1 = [h.gang(f"a{i}", 1, 1, queue="q1") for i in range(8)]
     jobs2 = [h.gang(f"b{i}", 1, 1, queue="q2") for i in range(8)]
     h.attach(kai(queues=queues))

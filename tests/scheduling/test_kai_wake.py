@@ -38,7 +38,9 @@ def _run(example: str, every_second: bool):
     log: list[tuple] = []
     run.cluster.on_pod_bound.append(
         lambda p: log.append((run.sim.now_s, "bind", p.name, p.node_name)))
-    run.cluster.on_pod_evicted.append(lambda p, cause: log.append((run.sim.now_s, "evict", p.name, cause)))
+    run.cluster.on_pod_evicted.append(
+        lambda p, cause: log.append((run.sim.now_s, "evict", p.name, cause))
+    )
     cycles = []
     cycle = run.scheduler.cycle
     run.scheduler.cycle = lambda now_s, quiet: (cycles.append(now_s), cycle(now_s, quiet))[1]
@@ -49,11 +51,17 @@ def _run(example: str, every_second: bool):
     return log, summary, provider, run.jobs.summary(), len(cycles), reports
 
 
-@pytest.mark.parametrize("example", ["seven-of-eight/scenario.yaml", "seven-of-eight/karpenter.yaml",
-                                     "gang-partial-launch/karpenter.yaml",
-                                     "gang-partial-launch/karpenter-ice.yaml",
-                                     "gang-partial-launch/cluster-autoscaler.yaml",
-                                     "two-teams/scenario.yaml"])
+@pytest.mark.parametrize(
+    "example",
+    [
+        "seven-of-eight/scenario.yaml",
+        "seven-of-eight/karpenter.yaml",
+        "gang-partial-launch/karpenter.yaml",
+        "gang-partial-launch/karpenter-ice.yaml",
+        "gang-partial-launch/cluster-autoscaler.yaml",
+        "two-teams/scenario.yaml",
+    ],
+)
 def test_waiting_for_a_change_decides_as_a_cycle_every_second(example):
     log, summary, provider, jobs, cycles, reports = _run(example, every_second=False)
     old_log, old_summary, old_provider, old_jobs, old_cycles, old_reports = _run(example, True)

@@ -27,7 +27,7 @@ def test_multi_pod_job_binds_partially(h):
 
 def test_gpus_are_not_scored_least_allocated_follows_cpu(h):
     # a: all 4 GPUs free but CPU mostly requested; b: 1 GPU free, CPU idle
-    a, b = h.node("a"), h.node("b", busy=3)
+    a, _b = h.node("a"), h.node("b", busy=3)
     cpu_hog = Pod(name="hog", gpus=0, cpu_milli=80_000)
     h.cluster.add_pod(cpu_hog)
     h.cluster.bind(cpu_hog, a, 0.0)
@@ -38,7 +38,7 @@ def test_gpus_are_not_scored_least_allocated_follows_cpu(h):
 
 
 def test_most_allocated_packs_by_cpu(h):
-    a, b = h.node("a"), h.node("b")
+    a, _b = h.node("a"), h.node("b")
     hog = Pod(name="hog", gpus=0, cpu_milli=40_000)
     h.cluster.add_pod(hog)
     h.cluster.bind(hog, a, 0.0)

@@ -8,6 +8,7 @@ data/profiling/network/h100_dgx/all_reduce.csv).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -37,8 +38,8 @@ def test_gemm_curve_is_smooth_and_follows_the_profile_through_the_knee(tp):
     # No hard switch: at the point where the two rooflines are equal the smooth curve is
     # sqrt(2) above either (a max() would be exactly on them) and the slope changes gradually.
     times = [perf.layer_linear_time_s(hw, n) for n in range(1, 2049, 64)]
-    steps = [b - a for a, b in zip(times, times[1:])]
-    assert all(b >= a - 1e-12 for a, b in zip(steps, steps[1:]))  # convex, no kink downwards
+    steps = [b - a for a, b in itertools.pairwise(times)]
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(steps))  # convex, no kink downwards
 
 
 def test_lm_head_runs_once_per_sequence_not_per_prefill_token():

@@ -51,7 +51,7 @@ workloads = st.integers(1, 25).flatmap(lambda n: st.tuples(
 def test_analytical_replica_matches_step_by_step_reference(workload, small_kv):
     arrivals, prompts, outputs = workload
     # A small cache forces preemptions, but must still hold the largest request alone.
-    blocks = max(math.ceil((p + o) / 16) + 2 for p, o in zip(prompts, outputs)) + 40 \
+    blocks = max(math.ceil((p + o) / 16) + 2 for p, o in zip(prompts, outputs, strict=True)) + 40 \
         if small_kv else 100_000
     cfg = _cfg(num_blocks=blocks)
     table = _run_replica(cfg, arrivals, prompts, outputs)

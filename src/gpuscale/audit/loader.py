@@ -19,8 +19,13 @@ from pathlib import Path
 
 
 from gpuscale import inputs as _inputs
-from gpuscale.audit.sources import (HELM_HINT, KUSTOMIZATION_FILES, is_helm_template,
-                                    kustomization_of, kustomize_resources)
+from gpuscale.audit.sources import (
+    HELM_HINT,
+    KUSTOMIZATION_FILES,
+    is_helm_template,
+    kustomization_of,
+    kustomize_resources,
+)
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.kinds import input_kind
 

@@ -23,8 +23,10 @@ from gpuscale.errors import UserInputError
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 HELM_HINT = "this is a Helm template: run `helm template RELEASE CHART | gpuscale audit -`"
 _TEMPLATE_ACTION = re.compile(r"\{\{-?\s*[^}]*\}\}")
-_HELM_WORDS = re.compile(r"\{\{-|-\}\}|\{\{\s*(?:\.Values|\.Release|\.Chart|\.Capabilities|include\s|"
-                         r"template\s|toYaml|if\s|range\s|with\s|end\s*\}\}|define\s)|\.Values\.")
+_HELM_WORDS = re.compile(
+    r"\{\{-|-\}\}|\{\{\s*(?:\.Values|\.Release|\.Chart|\.Capabilities|include\s|"
+    r"template\s|toYaml|if\s|range\s|with\s|end\s*\}\}|define\s)|\.Values\."
+)
 # Keys of a kustomization that only list or describe; any other key changes the objects.
 _PLAIN_KEYS = {"apiVersion", "kind", "resources", "metadata"}
 

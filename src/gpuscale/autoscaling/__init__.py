@@ -1,4 +1,5 @@
-"""Layer 3: replica autoscaling (HPA autoscaling/v2, KEDA, Knative KPA, planners) and the signals they read.
+"""Layer 3: replica autoscaling (HPA autoscaling/v2, KEDA, Knative KPA, planners) and the
+signals they read.
 
 Belongs here: pure decision logic over `AutoscalerView`. Must not touch engines or nodes.
 
@@ -11,16 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..registry import Registry, params_union
-from . import fixed, hpa, keda, kpa, planner_load, planner_sla, wva
-from .base import AutoscalerContext, AutoscalerView, PodMetrics, PolicySpec, ReplicaAutoscaler
-from .fixed import FixedParams
-from .hpa import HpaParams
-from .keda import KedaParams
-from .kpa import KpaParams
-from .planner_load import LoadPlannerParams
-from .planner_sla import SlaPlannerParams
-from .wva import WvaParams
+from gpuscale.autoscaling import fixed, hpa, keda, kpa, planner_load, planner_sla, wva
+from gpuscale.autoscaling.base import (
+    AutoscalerContext,
+    AutoscalerView,
+    PodMetrics,
+    PolicySpec,
+    ReplicaAutoscaler,
+)
+from gpuscale.autoscaling.fixed import FixedParams
+from gpuscale.autoscaling.hpa import HpaParams
+from gpuscale.autoscaling.keda import KedaParams
+from gpuscale.autoscaling.kpa import KpaParams
+from gpuscale.autoscaling.planner_load import LoadPlannerParams
+from gpuscale.autoscaling.planner_sla import SlaPlannerParams
+from gpuscale.autoscaling.wva import WvaParams
+from gpuscale.registry import Registry, params_union
 
 AUTOSCALERS: Registry[PolicySpec[Any]] = Registry("autoscaler kind")
 for _spec in (hpa.SPEC, keda.SPEC, fixed.SPEC, kpa.SPEC, planner_sla.SPEC, planner_load.SPEC,
@@ -36,7 +43,9 @@ def get_policy(kind: str) -> PolicySpec[Any]:
     return AUTOSCALERS.require(kind, field="kind")
 
 
-def build_autoscalers(spec: Any, context: AutoscalerContext | None = None) -> list[ReplicaAutoscaler]:
+def build_autoscalers(
+    spec: Any, context: AutoscalerContext | None = None
+) -> list[ReplicaAutoscaler]:
     """Controllers for one validated params model (any member of `AutoscalerSpec`).
 
     `context` (role, hardware, engine limits, SLO) reaches only policies that declare

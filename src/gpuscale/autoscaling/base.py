@@ -8,13 +8,13 @@ loop for 0<->1 and the HPA it generates for 1<->N), which is why `build` returns
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence, TypeVar
-
-from ..registry import PolicySpec as RegistryPolicySpec
+from typing import Any, Protocol, TypeVar
 
 # The one per-pod metrics type: the scrape (metrics/) writes it, every policy reads it.
 from gpuscale.metrics.store import PodMetrics
+from gpuscale.registry import PolicySpec as RegistryPolicySpec
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,9 @@ class AutoscalerView:
 
     def aggregate(self, metric: str, how: str = "sum") -> float | None:
         """PromQL-like `sum|avg|max(metric)` over Running pods that export it; None if none do."""
-        values = [p.values[metric] for p in self.pods if p.phase == "Running" and metric in p.values]
+        values = [
+            p.values[metric] for p in self.pods if p.phase == "Running" and metric in p.values
+        ]
         if not values:
             return None
         if how == "sum":

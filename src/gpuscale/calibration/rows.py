@@ -11,8 +11,8 @@ its own measurement (A5), the reading used is derived in code, and shown with th
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -368,13 +368,20 @@ def row_a13() -> list[CheckResult]:
 # -- cold start (A15-A18) ------------------------------------------------------------------------
 def row_a15() -> list[CheckResult]:
     hw = _hw("H100-SXM", "Llama-3.1-70B", 8, FP8, FP8)
-    common = dict(image_size_gb=12.0, pull_image=False, storage="page-cache", loader="streamer")
-    cold = cold_start_medians(hw, warm_compile_cache=False, skip_p2p_check=False, **common)
-    warm = cold_start_medians(hw, warm_compile_cache=True, skip_p2p_check=True, **common)
-    checks = [CheckResult("A15", name, measured, cold[key], 0.50, "s") for name, key, measured in (
-        ("P2P check (TP8)", "p2p_check_s", 60.0), ("weights from page cache", "weight_load_s", 10.0),
-        ("Dynamo bytecode", "dynamo_s", 15.0), ("torch.compile cold", "compile_s", 70.0),
-        ("CUDA-graph capture", "cuda_graph_s", 60.0))]
+    common = functools.partial(cold_start_medians, hw, image_size_gb=12.0, pull_image=False,
+                               storage="page-cache", loader="streamer")
+    cold = common(warm_compile_cache=False, skip_p2p_check=False)
+    warm = common(warm_compile_cache=True, skip_p2p_check=True)
+    checks = [
+        CheckResult("A15", name, measured, cold[key], 0.50, "s")
+        for name, key, measured in (
+            ("P2P check (TP8)", "p2p_check_s", 60.0),
+            ("weights from page cache", "weight_load_s", 10.0),
+            ("Dynamo bytecode", "dynamo_s", 15.0),
+            ("torch.compile cold", "compile_s", 70.0),
+            ("CUDA-graph capture", "cuda_graph_s", 60.0),
+        )
+    ]
     checks.append(CheckResult("A15", "total cold", 210.0, sum(cold.values()), 0.40, "s"))
     checks.append(CheckResult("A15", "total warm cache + P2P skip (1.5-2 min)", 105.0,
                               sum(warm.values()), 0.40, "s"))
@@ -444,4 +451,4 @@ def calibrate(only: list[str] | None = None) -> list[CheckResult]:
     return out
 
 
-__all__ = ["CheckResult", "ROWS", "calibrate"]
+__all__ = ["ROWS", "CheckResult", "calibrate"]

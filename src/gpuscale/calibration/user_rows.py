@@ -68,7 +68,7 @@ class RowWorkload(_Strict):
     seed: int = 0
 
     @model_validator(mode="after")
-    def _fields_of_kind(self) -> "RowWorkload":
+    def _fields_of_kind(self) -> RowWorkload:
         need = {"offline": ("requests",), "poisson": ("rate_per_s", "duration_s"),
                 "closed_loop": ("concurrency", "requests")}[self.kind]
         missing = [f for f in need if getattr(self, f) is None]
@@ -99,7 +99,7 @@ class UserRow(_Strict):
     checks: list[RowCheck] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _known(self) -> "UserRow":
+    def _known(self) -> UserRow:
         known_name(get_gpu, self.gpu)
         known_name(get_model, self.model)
         if error := get_model(self.model).tp_error(self.tp):

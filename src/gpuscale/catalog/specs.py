@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
-from typing import Callable
 from importlib import resources
 
 import yaml
@@ -86,12 +87,12 @@ class GpuSpec:
         if not self.allreduce_small_us:
             return affine
         points = _at_tp(self.allreduce_small_us, tp)
-        last_bytes, last_us = points[-1]
+        last_bytes, _last_us = points[-1]
         if payload_bytes >= last_bytes:
             return affine
         if payload_bytes <= points[0][0]:
             return points[0][1] * 1e-6
-        for (b0, t0), (b1, t1) in zip(points, points[1:]):
+        for (b0, t0), (b1, t1) in itertools.pairwise(points):
             if payload_bytes <= b1:
                 return (t0 + (t1 - t0) * (payload_bytes - b0) / (b1 - b0)) * 1e-6
         return affine
@@ -194,7 +195,9 @@ class ModelSpec:
         attention = self.layers * self.attention_params
         dense = self.dense_layers * 3 * self.hidden * self.dense_ffn
         active_experts = self.experts_per_token + self.shared_experts
-        moe = self.moe_layers * (active_experts * self.expert_params + self.hidden * self.num_experts)
+        moe = self.moe_layers * (
+            active_experts * self.expert_params + self.hidden * self.num_experts
+        )
         return embeddings + attention + dense + moe
 
     def kv_bytes_per_token(self, kv_precision: Precision) -> int:

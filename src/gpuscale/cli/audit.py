@@ -78,9 +78,9 @@ def command(inputs, cluster, kube_context, kubeconfig, namespace, fmt, fail_on, 
         raise UserInputError(skipped[0][1], source=skipped[0][0])
     for source, why in skipped:  # the rest is audited; say what was not, and how to audit it
         click.echo(f"gpuscale audit: skipped {source}: {why}", err=True)
-    if inputs and not objects and (why := why_no_objects(inputs)) is not None:
+    if inputs and not objects and (no_objects := why_no_objects(inputs)) is not None:
         # "0 objects, no findings" would read as a clean audit of a file that held no manifest.
-        source, reason, hint = why
+        source, reason, hint = no_objects
         raise UserInputError(f"{reason}; {hint}" if hint else reason, source=source)
     if cluster:
         from gpuscale.audit.cluster import read_cluster

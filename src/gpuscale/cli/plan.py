@@ -30,8 +30,12 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
             time_budget_s: float) -> None:
     """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML; -
     for stdin)."""
-    from gpuscale.manifests.plan import (all_manifests_yaml, render_kustomization,
-                                         render_plan_manifests, to_yaml)
+    from gpuscale.manifests.plan import (
+        all_manifests_yaml,
+        render_kustomization,
+        render_plan_manifests,
+        to_yaml,
+    )
     from gpuscale.plan import load_plan_input, plan_to_json
     from gpuscale.plan.report import render_plan_md
 

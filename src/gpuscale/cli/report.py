@@ -54,9 +54,8 @@ def _check_drawable(path: Path, *, results: list[dict] = (), sweep_rows: list[di
 
 
 def load_inputs(paths: list[Path], title: str | None) -> ReportInputs:
-    from gpuscale.sweep.table import read_table
-
     from gpuscale.cli.options import input_path
+    from gpuscale.sweep.table import read_table
 
     inputs = ReportInputs()
     for path in map(input_path, paths):  # `-`: a result JSON on stdin

@@ -126,7 +126,9 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
             click.echo(textwrap.fill(note, width=98, initial_indent="- ",
                                      subsequent_indent="  ", break_on_hyphens=False))
         if line:
-            click.echo(textwrap.fill(line, width=98, subsequent_indent="  ", break_on_hyphens=False))
+            click.echo(
+                textwrap.fill(line, width=98, subsequent_indent="  ", break_on_hyphens=False)
+            )
     if fail_under is not None and (gate := failing_gate(results, fail_under)) is not None:
         click.echo(f"gpuscale: {gate}", err=True)
         click.get_current_context().exit(1)

@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import input_path, json_text_as, output_option
-
 from gpuscale.cli.io import check_output_path, dump_json, write_new_file
+from gpuscale.cli.options import input_path, json_text_as, output_option
 
 
 def _text(result: dict) -> str:

@@ -17,8 +17,8 @@ reaches the layers one way.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
 
@@ -176,7 +176,9 @@ class ClusterState:
                 listener(pod)
 
     def pending_pods(self) -> list[Pod]:
-        return [p for p in self.pods.values() if p.node_name is None and p.phase is PodPhase.PENDING]
+        return [
+            p for p in self.pods.values() if p.node_name is None and p.phase is PodPhase.PENDING
+        ]
 
     def ready_nodes(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.state is NodeState.READY]

@@ -16,8 +16,14 @@ from typing import Callable
 from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
-from gpuscale.metrics.store import (FB_USED, GPU_UTIL, KV_USAGE, PREFILL_TOKENS_WAITING, RUNNING,
-                                    WAITING)
+from gpuscale.metrics.store import (
+    FB_USED,
+    GPU_UTIL,
+    KV_USAGE,
+    PREFILL_TOKENS_WAITING,
+    RUNNING,
+    WAITING,
+)
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import RequestTable

@@ -73,8 +73,12 @@ def render_dashboard(plan: Plan) -> dict[str, Any]:
 
 def render_dashboard_configmap(plan: Plan) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": f"{plan.name}-dashboard", "namespace": "monitoring",
-                     "labels": dict(DASHBOARD_LABEL, **{"app.kubernetes.io/managed-by": "gpuscale"})},
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{plan.name}-dashboard",
+            "namespace": "monitoring",
+            "labels": dict(DASHBOARD_LABEL, **{"app.kubernetes.io/managed-by": "gpuscale"}),
+        },
         "data": {f"{plan.name}.json": json.dumps(render_dashboard(plan), indent=2)},
     }

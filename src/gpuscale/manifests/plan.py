@@ -31,23 +31,42 @@ TERMINATION_GRACE_PERIOD = "1h"  # bounds a drain that a PDB holds up; expiry st
 
 def nodepool_params(pool: NodePoolPlan) -> NodePoolParams:
     requirements = [
-        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(pool.instance_types)},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool.capacity_types)},
+        {
+            "key": "node.kubernetes.io/instance-type",
+            "operator": "In",
+            "values": list(pool.instance_types),
+        },
+        {
+            "key": "karpenter.sh/capacity-type",
+            "operator": "In",
+            "values": list(pool.capacity_types),
+        },
     ]
     if pool.zones:
         requirements.append({"key": "topology.kubernetes.io/zone", "operator": "In",
                              "values": list(pool.zones)})
-    return NodePoolParams.model_validate({
-        "name": pool.name, "weight": pool.weight, "requirements": requirements,
-        "labels": {"gpuscale.io/pool": pool.name},
-        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
-        "limits": {"nvidia.com/gpu": pool.gpu_limit},
-        "expire_after": "720h", "termination_grace_period": TERMINATION_GRACE_PERIOD,
-        "disruption": {"consolidation_policy": "WhenEmpty",
-                       "consolidate_after": format_duration(pool.consolidate_after_s),
-                       "budgets": [{"nodes": pool.budget_nodes}]},
-        "node_class_ref": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": NODE_CLASS},
-    })
+    return NodePoolParams.model_validate(
+        {
+            "name": pool.name,
+            "weight": pool.weight,
+            "requirements": requirements,
+            "labels": {"gpuscale.io/pool": pool.name},
+            "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+            "limits": {"nvidia.com/gpu": pool.gpu_limit},
+            "expire_after": "720h",
+            "termination_grace_period": TERMINATION_GRACE_PERIOD,
+            "disruption": {
+                "consolidation_policy": "WhenEmpty",
+                "consolidate_after": format_duration(pool.consolidate_after_s),
+                "budgets": [{"nodes": pool.budget_nodes}],
+            },
+            "node_class_ref": {
+                "group": "karpenter.k8s.aws",
+                "kind": "EC2NodeClass",
+                "name": NODE_CLASS,
+            },
+        }
+    )
 
 
 def render_plan_manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
@@ -65,9 +84,10 @@ def render_plan_manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
     if topology:
         files["kai-topology.yaml"] = [render_topology(topology, plan.topology_levels)]
     for role in plan.roles:
-        pool = SERVING_POOL if role.critical else BATCH_POOL
-        files[f"{role.name}.yaml"] = [render_workload(role, pool, topology), render_service(role),
-                                      render_pdb(role), render_service_monitor(role)]
+        pool_name = SERVING_POOL if role.critical else BATCH_POOL
+        files[f"{role.name}.yaml"] = [render_workload(role, pool_name, topology),
+                                      render_service(role), render_pdb(role),
+                                      render_service_monitor(role)]
         scaler = render_scaled_object(role) if role.autoscaler == "keda" else render_hpa(role)
         files[f"{role.name}-scaler.yaml"] = [scaler]
     hpa_roles = [r for r in plan.roles if r.autoscaler == "hpa"]
@@ -86,7 +106,8 @@ def render_kustomization(files: dict[str, list[dict[str, Any]]]) -> dict[str, An
 
 
 def all_manifests_yaml(files: dict[str, list[dict[str, Any]]]) -> str:
-    """Every object of every file as one stream, for `gpuscale plan -o yaml | kubectl apply -f -`."""
+    """Every object of every file as one stream, for `gpuscale plan -o yaml | kubectl apply -f
+    -`."""
     return "---\n".join(to_yaml(files[name]) for name in sorted(files))
 
 

@@ -63,10 +63,12 @@ def _role_rules(role: Role, ttft_slo_s: float) -> tuple[list[dict], dict]:
         "labels": {"severity": "critical", "workload": role.workload, "role": role.role},
         "annotations": {
             "summary": f"P99 TTFT of {role.name} above {ttft_slo_s:g} s for {ALERT_FOR}",
-            "description": ("The autoscaling plan is not holding the SLO. Roll back: kubectl -n "
-                            f"{role.namespace} annotate scaledobject {role.name} "
-                            "autoscaling.keda.sh/paused-replicas=<last good replicas>, then re-apply the "
-                            "previous manifests from version control."),
+            "description": (
+                "The autoscaling plan is not holding the SLO. Roll back: kubectl -n "
+                f"{role.namespace} annotate scaledobject {role.name} "
+                "autoscaling.keda.sh/paused-replicas=<last good replicas>, then re-apply the "
+                "previous manifests from version control."
+            ),
         },
     }
     return records, alert
@@ -75,9 +77,12 @@ def _role_rules(role: Role, ttft_slo_s: float) -> tuple[list[dict], dict]:
 def render_prometheus_rule(plan: Plan) -> dict[str, Any]:
     """Recording rules for the dashboard plus the kill-switch alert, one group each."""
     records: list[dict] = [
-        _record("gpuscale:gpu_pods_pending",
-                'sum(kube_pod_status_phase{phase="Pending"} * on (namespace, pod) group_left() '
-                'max by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"}) > bool 0)'),
+        _record(
+            "gpuscale:gpu_pods_pending",
+            'sum(kube_pod_status_phase{phase="Pending"} * on (namespace, pod) group_left() '
+            'max by (namespace, pod) '
+            '(kube_pod_container_resource_requests{resource="nvidia_com_gpu"}) > bool 0)',
+        ),
     ]
     alerts: list[dict] = []
     for role in plan.roles:
@@ -116,16 +121,36 @@ def kill_switch_test(plan: Plan, role: Role, rules_path: str) -> dict[str, Any]:
     labels = f'{selector(role)}, service="{role.name}"'
     # 100 requests a minute. Minutes 0-10: all under 0.5 s (every finite bucket counts them);
     # from minute 11 all land above 80 s, i.e. only in +Inf.
-    series = [{"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="{le}"}}',
-               "values": "0+100x10 1000+0x30"} for le in ("0.5", "1", "2.5", "5", "10", "20", "40", "80")]
+    series = [
+        {
+            "series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="{le}"}}',
+            "values": "0+100x10 1000+0x30",
+        }
+        for le in ("0.5", "1", "2.5", "5", "10", "20", "40", "80")
+    ]
     series.append({"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="+Inf"}}',
                    "values": "0+100x41"})
     _, alert = _role_rules(role, slo)
     return {
-        "rule_files": [rules_path], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [
-            {"eval_time": "5m", "alertname": ALERT, "exp_alerts": []},
-            {"eval_time": "30m", "alertname": ALERT, "exp_alerts": [
-                {"exp_labels": dict(alert["labels"]), "exp_annotations": dict(alert["annotations"])}]},
-        ]}],
+        "rule_files": [rules_path],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": "5m", "alertname": ALERT, "exp_alerts": []},
+                    {
+                        "eval_time": "30m",
+                        "alertname": ALERT,
+                        "exp_alerts": [
+                            {
+                                "exp_labels": dict(alert["labels"]),
+                                "exp_annotations": dict(alert["annotations"]),
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
     }

@@ -43,8 +43,10 @@ def _resources(role: Role) -> dict[str, Any]:
     # 80 % of the node's CPU and memory per GPU share: room for daemonsets and the kubelet.
     cpu = max(1, math.floor(it.vcpus * share * 0.8))
     mem = max(1, math.floor(it.memory_gib * share * 0.8))
-    return {"requests": {"cpu": str(cpu), "memory": f"{mem}Gi", "nvidia.com/gpu": role.gpus_per_pod},
-            "limits": {"memory": f"{mem}Gi", "nvidia.com/gpu": role.gpus_per_pod}}
+    return {
+        "requests": {"cpu": str(cpu), "memory": f"{mem}Gi", "nvidia.com/gpu": role.gpus_per_pod},
+        "limits": {"memory": f"{mem}Gi", "nvidia.com/gpu": role.gpus_per_pod},
+    }
 
 
 def _probe(path: str, period_s: int, failures: int) -> dict[str, Any]:
@@ -78,7 +80,9 @@ def pod_template(role: Role, pool: str, topology: str | None) -> dict[str, Any]:
             "schedulerName": "kai-scheduler",
             "priorityClassName": "inference",
             "nodeSelector": {NODEPOOL_LABEL: pool},
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ],
             "terminationGracePeriodSeconds": 120,
             "containers": [container],
             "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}],
@@ -101,11 +105,20 @@ def render_workload(role: Role, pool: str, topology: str | None) -> dict[str, An
                          "template": template}}
     meta = _metadata(role)
     meta["annotations"].update(template["metadata"].get("annotations", {}))
-    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta,
-            "spec": {"replicas": role.min_replicas, "startupPolicy": "LeaderCreated",
-                     "leaderWorkerTemplate": {"size": role.pods_per_replica,
-                                              "restartPolicy": "RecreateGroupOnPodRestart",
-                                              "workerTemplate": template}}}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": meta,
+        "spec": {
+            "replicas": role.min_replicas,
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {
+                "size": role.pods_per_replica,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "workerTemplate": template,
+            },
+        },
+    }
 
 
 def render_service(role: Role) -> dict[str, Any]:

@@ -37,11 +37,11 @@ import math
 
 import numpy as np
 
+from gpuscale.metrics.summary import slo_met_mask
 from gpuscale.serving.bench import run_table
 from gpuscale.serving.performance import ReplicaHardware, step_time_s
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import COMPLETED
-from gpuscale.metrics.summary import slo_met_mask
 from gpuscale.units import SECONDS_PER_HOUR
 
 ORACLE_WINDOW_S = 300.0

@@ -68,8 +68,11 @@ def slo_breach_minutes(cols: RequestColumns, ttft_slo_s: float, scrape_times_s: 
     lo = np.searchsorted(known_sorted, np.asarray(scrape_times_s) - window_s, side="right")
     hi = np.searchsorted(known_sorted, np.asarray(scrape_times_s), side="right")
     breached = 0
-    for start, stop in zip(lo, hi):
-        if stop > start and percentile_with_inf(np.sort(ttft_sorted[start:stop]), 99.0) > ttft_slo_s:
+    for start, stop in zip(lo, hi, strict=True):
+        if (
+            stop > start
+            and percentile_with_inf(np.sort(ttft_sorted[start:stop]), 99.0) > ttft_slo_s
+        ):
             breached += 1
     return breached * interval_s / 60.0
 

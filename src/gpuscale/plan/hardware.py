@@ -14,8 +14,15 @@ from dataclasses import dataclass
 from gpuscale.catalog import InstanceType, get_instance_type, get_model
 from gpuscale.errors import UserInputError
 from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
-from gpuscale.plan.sizing import (Capacity, Parallelism, TrafficStats, choose_parallelism,
-                                  replica_capacity, replica_hardware, unreachable_ttft_frac)
+from gpuscale.plan.sizing import (
+    Capacity,
+    Parallelism,
+    TrafficStats,
+    choose_parallelism,
+    replica_capacity,
+    replica_hardware,
+    unreachable_ttft_frac,
+)
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.units import GIB
 
@@ -40,7 +47,9 @@ class HardwareOption:
 
     @property
     def label(self) -> str:
-        return f"{self.it.name} TP{self.par.tp}" + (f" x PP{self.par.pp}" if self.par.pp > 1 else "")
+        return f"{self.it.name} TP{self.par.tp}" + (
+            f" x PP{self.par.pp}" if self.par.pp > 1 else ""
+        )
 
 
 def _widen_for_ttft(model, w: WorkloadInput, it: InstanceType, domain: int, par: Parallelism,
@@ -88,7 +97,9 @@ def hardware_options(plan: PlanInput, w: WorkloadInput, stats: TrafficStats,
     """Every allowed instance type's option, best first: one node before several, an
     explicit TP inside its NVLink domain before one outside it, then cheapest request."""
     model = get_model(w.model)
-    names = plan.cluster.instance_types or sorted({g.instance_type for g in plan.cluster.node_groups})
+    names = plan.cluster.instance_types or sorted(
+        {g.instance_type for g in plan.cluster.node_groups}
+    )
     options, too_small = [], []
     for name in names:
         it = get_instance_type(name)
@@ -108,14 +119,17 @@ def hardware_options(plan: PlanInput, w: WorkloadInput, stats: TrafficStats,
         options.append(HardwareOption(it, par, cap, hw, frac, usd, par.tp > domain))
     if not options:
         if too_small and len(too_small) == len(names):
-            raise UserInputError(f"workload {w.name}: tp {w.tp} needs {w.tp} GPUs in one node (a TP "
-                                 f"group is one pod); GPUs per node: {', '.join(too_small)}; use "
-                                 "tp: choose or an instance type with more GPUs")
+            raise UserInputError(
+                f"workload {w.name}: tp {w.tp} needs {w.tp} GPUs in one node (a TP "
+                f"group is one pod); GPUs per node: {', '.join(too_small)}; use "
+                "tp: choose or an instance type with more GPUs"
+            )
         weights_gib = model.weight_bytes(w.precision) / GIB
         raise UserInputError(
-            f"workload {w.name}: {w.model} fits none of {', '.join(names)}: its {weights_gib:.0f} GiB "
-            f"of {w.precision.value} weights leave no KV cache"
-            + (f" at TP{w.tp} x PP{w.pp}; use tp: choose" if isinstance(w.tp, int) else ""))
+            f"workload {w.name}: {w.model} fits none of {', '.join(names)}: "
+            f"its {weights_gib:.0f} GiB of {w.precision.value} weights leave no KV cache"
+            + (f" at TP{w.tp} x PP{w.pp}; use tp: choose" if isinstance(w.tp, int) else "")
+        )
     allowed = 1.0 - slo.goodput_frac
     return sorted(options, key=lambda o: (not o.one_node, o.outside_domain,
                                           o.unreachable_ttft_frac > allowed, o.usd_per_request))

@@ -9,7 +9,7 @@ plan with its reason instead of being silently ignored or obeyed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,8 +17,11 @@ from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import input_kind, load_yaml, validate_mapping
-from gpuscale.workloads.distributions import (DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS,
-                                              TokenDistribution)
+from gpuscale.workloads.distributions import (
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
+    TokenDistribution,
+)
 from gpuscale.workloads.replay import TraceWorkload
 
 
@@ -58,8 +61,11 @@ class ClusterInput(Strict):
     regions: list[str] = Field(default_factory=lambda: ["us-east-1"])
     zones: list[str] = Field(default_factory=list, description="Allowed zones; empty = every zone "
                              "the instance types are offered in.")
-    instance_types: list[str] = Field(default_factory=list, description="GPU instance types "
-                                      "Karpenter may launch; empty = none (fixed node groups only).")
+    instance_types: list[str] = Field(
+        default_factory=list,
+        description="GPU instance types "
+        "Karpenter may launch; empty = none (fixed node groups only).",
+    )
     node_groups: list[NodeGroup] = Field(default_factory=list)
     nvlink_domain_gpus: int | None = Field(None, ge=1, description="GPUs per NVLink domain; None = "
                                            "the catalog's per instance type (8 on p5/p4).")
@@ -75,8 +81,11 @@ class ClusterInput(Strict):
                                 "3-10 min unless images/drivers are pre-baked (calibration A18).")
     node_role: str | None = Field(None, description="IAM role of the nodes; default "
                                   "KarpenterNodeRole-<name>.")
-    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = Field(
-        None, description="Requested policy; WhenEmptyOrUnderutilized is refused for GPU pools.")
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = (
+        Field(
+            None, description="Requested policy; WhenEmptyOrUnderutilized is refused for GPU pools."
+        )
+    )
 
     @field_validator("instance_types")
     @classmethod
@@ -120,21 +129,25 @@ class TrafficShape(Strict):
     output_tokens: TokenDistribution = Field(DEFAULT_OUTPUT_TOKENS, description="Output lengths.")
 
     @model_validator(mode="after")
-    def _burst_fits(self) -> "TrafficShape":
+    def _burst_fits(self) -> TrafficShape:
         if self.burst_duration_s >= self.burst_period_s:
             raise ValueError("burst_duration_s must be shorter than burst_period_s")
         if self.burst_factor * self.burst_duration_s > self.burst_period_s:
-            raise ValueError(f"burst_factor x burst_duration_s ({self.burst_factor * self.burst_duration_s:g} s)"
-                             f" exceeds burst_period_s ({self.burst_period_s:g} s): the mean rate "
-                             "cannot hold with a non-negative base rate")
+            raise ValueError(
+                f"burst_factor x burst_duration_s ({self.burst_factor * self.burst_duration_s:g} s)"
+                f" exceeds burst_period_s ({self.burst_period_s:g} s): the mean rate "
+                "cannot hold with a non-negative base rate"
+            )
         return self
 
 
-Traffic = Annotated[Union[TrafficShape, TraceWorkload], Field(discriminator="kind")]
+Traffic = Annotated[TrafficShape | TraceWorkload, Field(discriminator="kind")]
 
 
 class SloInput(Strict):
-    ttft_p99_s: float = Field(2.0, gt=0, description="P99 time to first token, s (MLPerf server: 2 s).")
+    ttft_p99_s: float = Field(
+        2.0, gt=0, description="P99 time to first token, s (MLPerf server: 2 s)."
+    )
     itl_p99_s: float = Field(0.2, gt=0, description="P99 inter-token latency, s (MLPerf: 200 ms).")
     goodput_frac: float = Field(0.99, gt=0, le=1, description="Share of requests that must meet "
                                 "both latency SLOs.")
@@ -166,14 +179,16 @@ class WorkloadInput(Strict):
     max_replicas: int | None = Field(None, ge=1, description="None = sized from the peak rate.")
     autoscaler: Literal["keda", "hpa"] = Field("keda", description="hpa renders an HPA + "
                                                "prometheus-adapter rules instead of KEDA.")
-    scale_on: Signal = Field("auto", description="Requested signal; gpu_util/gpu_memory are refused.")
+    scale_on: Signal = Field(
+        "auto", description="Requested signal; gpu_util/gpu_memory are refused."
+    )
     gang_scheduling: bool | None = Field(None, description="None = decide; false for a model "
                                          "spanning pods is refused.")
     image: str = Field("vllm/vllm-openai:v0.11.0", description="Serving image (vLLM).")
     slo: SloInput | None = Field(None, description="Per-workload SLO; None = the plan's.")
 
     @model_validator(mode="after")
-    def _tp(self) -> "WorkloadInput":
+    def _tp(self) -> WorkloadInput:
         if isinstance(self.tp, int) and not 1 <= self.tp <= 64:
             raise ValueError("tp must be 1-64 or 'choose'")
         if isinstance(self.tp, int) and (error := get_model(self.model).tp_error(self.tp)):
@@ -182,7 +197,9 @@ class WorkloadInput(Strict):
 
 
 class SimulationSettings(Strict):
-    seed: int = Field(0, ge=0, description="Seed of the sizing simulations (non-negative, as numpy requires).")
+    seed: int = Field(
+        0, ge=0, description="Seed of the sizing simulations (non-negative, as numpy requires)."
+    )
     max_candidates: int = Field(8, ge=1, le=32, description="Most warm-pool sizes simulated per "
                                 "workload (each is one short run).")
     quiet_before_burst_s: float = Field(600.0, ge=0, description="Trough load before the burst, s.")
@@ -200,7 +217,7 @@ class PlanInput(Strict):
     simulation: SimulationSettings = Field(default_factory=SimulationSettings)
 
     @model_validator(mode="after")
-    def _references(self) -> "PlanInput":
+    def _references(self) -> PlanInput:
         tenants = {t.name for t in self.all_tenants}
         for w in self.workloads:
             if w.tenant not in tenants:

@@ -18,7 +18,9 @@ def _cell(text: str) -> str:
 def _fmt(value, digits: int = 3) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "timeout"  # a P99 among requests that never got a first token (metrics/summary.py)
-    return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    return (
+        "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    )
 
 
 _EVIDENCE_HEAD = ["| candidate | min replicas | P99 TTFT s | P99 TPOT s | SLO attainment | dropped "
@@ -27,10 +29,13 @@ _EVIDENCE_HEAD = ["| candidate | min replicas | P99 TTFT s | P99 TPOT s | SLO at
 
 
 def _rows(rows) -> list[str]:
-    return [f"| {_cell(r.config or '-')} | {r.min_replicas} | {_fmt(r.ttft_p99_s)} | {_fmt(r.itl_p99_s)} "
-            f"| {_fmt(r.slo_attainment)} | {r.dropped} | {_fmt(r.gpu_hours, 2)} "
-            f"| {_fmt(r.oracle_gpu_hours, 2)} | {'yes' if r.meets_slo else 'no'} | {_cell(r.why or '-')} |"
-            for r in rows]
+    return [
+        f"| {_cell(r.config or '-')} | {r.min_replicas} | {_fmt(r.ttft_p99_s)} | "
+        f"{_fmt(r.itl_p99_s)} | {_fmt(r.slo_attainment)} | {r.dropped} | {_fmt(r.gpu_hours, 2)} | "
+        f"{_fmt(r.oracle_gpu_hours, 2)} | {'yes' if r.meets_slo else 'no'} | "
+        f"{_cell(r.why or '-')} |"
+        for r in rows
+    ]
 
 
 def _evidence(plan: Plan) -> list[str]:
@@ -62,7 +67,10 @@ def render_plan_md(plan: Plan, files: list[str]) -> str:
     out = [f"# Autoscaling plan: {plan.name}", ""]
     if plan.refusals:
         out += ["## Refused requests", "", "| requested | instead | why |", "|---|---|---|"]
-        out += [f"| {_cell(r.requested)} | {_cell(r.instead)} | {_cell(r.reason)} |" for r in plan.refusals]
+        out += [
+            f"| {_cell(r.requested)} | {_cell(r.instead)} | {_cell(r.reason)} |"
+            for r in plan.refusals
+        ]
         out.append("")
     if plan.managed_endpoint_advice:
         out += ["## Advice", "", plan.managed_endpoint_advice, "", "No manifests were written.", ""]
@@ -84,12 +92,21 @@ def render_plan_md(plan: Plan, files: list[str]) -> str:
                    f"| {c.gpu_hours_per_day:.1f} | {c.cost_usd_per_day:.2f} "
                    f"| {_fmt(c.oracle_gpu_hours_per_day, 1)} | {_fmt(c.efficiency_frac)} "
                    f"| {_fmt(c.simulated_efficiency_frac)} |")
-    out += ["", "GPU-hours/day: the mean-rate fleet (never below the warm pool) in whole on-demand nodes for "
-            "24 h. Oracle: the one `simulate` reports (metrics/oracle.py): whole nodes that appear the "
-            "moment they are needed, at a replica's sustained throughput at the TPOT SLO on this "
-            "workload's length mix; efficiency in the simulation is that oracle over the chosen "
-            "candidate's simulated GPU-hours.",
-            "", "## Manifests", ""] + [f"- `manifests/{f}`" for f in files]
-    out += ["", "Placeholders to check before applying: the node IAM role, the discovery tag on subnets and "
-            "security groups, the model path in `--model`, the serving image tag.", ""]
+    out += [
+        "",
+        "GPU-hours/day: the mean-rate fleet (never below the warm pool) in whole on-demand nodes "
+        "for 24 h. Oracle: the one `simulate` reports (metrics/oracle.py): whole nodes that "
+        "appear the moment they are needed, at a replica's sustained throughput at the TPOT SLO "
+        "on this workload's length mix; efficiency in the simulation is that oracle over the "
+        "chosen candidate's simulated GPU-hours.",
+        "",
+        "## Manifests",
+        "",
+    ] + [f"- `manifests/{f}`" for f in files]
+    out += [
+        "",
+        "Placeholders to check before applying: the node IAM role, the discovery tag on subnets "
+        "and security groups, the model path in `--model`, the serving image tag.",
+        "",
+    ]
     return "\n".join(out)

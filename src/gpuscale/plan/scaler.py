@@ -50,8 +50,14 @@ def window_s(cold_s: float, node_ready_s: float) -> int:
 
 
 def triggers(signal: str, queue_thr: float) -> tuple[dict, ...]:
-    queue = {"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"}, "threshold": queue_thr}
-    kv = {"query": {"metric": "vllm:kv_cache_usage_perc", "aggregation": "sum"}, "threshold": KV_TARGET_FRAC}
+    queue = {
+        "query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
+        "threshold": queue_thr,
+    }
+    kv = {
+        "query": {"metric": "vllm:kv_cache_usage_perc", "aggregation": "sum"},
+        "threshold": KV_TARGET_FRAC,
+    }
     return {"queue_depth": (queue,), "kv_cache": (kv,), "composite": (queue, kv)}[signal]
 
 
@@ -60,10 +66,14 @@ def _signal(w: WorkloadInput, opt: HardwareOption, refusals: list[Refusal]) -> t
     prefill_frac = cap.prefill_s * cap.requests_per_s
     auto = ("queue_depth" if prefill_frac >= PREFILL_BOUND_FRAC else
             "kv_cache" if prefill_frac <= DECODE_BOUND_FRAC else "composite")
-    why = (f"prefill takes {prefill_frac:.0%} of a replica's busy time: "
-           + {"queue_depth": "prefill-bound, so queued requests (TTFT) saturate first",
-              "kv_cache": "decode-bound, so the KV cache (concurrent sequences) saturates first",
-              "composite": "mixed, so the scaler takes the larger of queue depth and KV-cache use"}[auto])
+    why = (
+        f"prefill takes {prefill_frac:.0%} of a replica's busy time: "
+        + {
+            "queue_depth": "prefill-bound, so queued requests (TTFT) saturate first",
+            "kv_cache": "decode-bound, so the KV cache (concurrent sequences) saturates first",
+            "composite": "mixed, so the scaler takes the larger of queue depth and KV-cache use",
+        }[auto]
+    )
     if w.scale_on in ("gpu_util", "gpu_memory"):
         metric = "DCGM_FI_DEV_GPU_UTIL" if w.scale_on == "gpu_util" else "DCGM_FI_DEV_FB_USED"
         refusals.append(Refusal(

@@ -13,8 +13,8 @@ time budget is spent (the clock comes from the CLI; nothing below it reads the w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from gpuscale.plan.model import EvidenceRow
 from gpuscale.plan.warm_pool import boundary_found, search_min_replicas

@@ -16,14 +16,21 @@ from gpuscale.catalog import InstanceType, ModelSpec
 from gpuscale.catalog.specs import Precision
 from gpuscale.plan.inputs import TrafficShape, WorkloadInput
 from gpuscale.serving.cold_start import cold_start_medians
-from gpuscale.serving.engine_defaults import (ACTIVATION_RESERVE_GIB, BLOCK_SIZE, DEFAULT_IMAGE_SIZE_GB,
-                                              DEFAULT_WEIGHT_LOADER, DEFAULT_WEIGHT_STORAGE,
-                                              GPU_MEMORY_UTILIZATION, NON_TORCH_GIB,
-                                              default_max_num_batched_tokens,
-                                              default_max_num_seqs, default_weight_load_gbps)
+from gpuscale.serving.engine_defaults import (
+    ACTIVATION_RESERVE_GIB,
+    BLOCK_SIZE,
+    DEFAULT_IMAGE_SIZE_GB,
+    DEFAULT_WEIGHT_LOADER,
+    DEFAULT_WEIGHT_STORAGE,
+    GPU_MEMORY_UTILIZATION,
+    NON_TORCH_GIB,
+    default_max_num_batched_tokens,
+    default_max_num_seqs,
+    default_weight_load_gbps,
+)
 from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu, num_kv_blocks
-from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.performance import ReplicaHardware, step_time_s
+from gpuscale.serving.replica import EngineConfig
 from gpuscale.units import GIB
 from gpuscale.workloads import build_requests
 
@@ -66,7 +73,7 @@ def _tp_sizes(model: ModelSpec, widest: int) -> list[int]:
 
 
 def choose_parallelism(model: ModelSpec, precision: Precision, instance: InstanceType,
-                       domain_gpus: int, stats: "TrafficStats | None" = None,
+                       domain_gpus: int, stats: TrafficStats | None = None,
                        itl_slo_s: float = 0.2) -> Parallelism:
     """The TP (power of two, splitting the heads, inside one node and NVLink domain) whose
     replica serves a request cheapest, among those whose KV cache holds the workload's tokens
@@ -186,19 +193,34 @@ def traffic_stats(workload: WorkloadInput, base_dir: Path, window_s: float) -> T
         period, dur = traffic.burst_period_s, traffic.burst_duration_s
         base = (mean * period - burst * dur) / (period - dur)
         trough = base * (1 - traffic.diurnal_swing_frac)
-        return TrafficStats(mean, burst, trough, dur, period, float(prompts.mean()),
-                            float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
-                            prompts, outputs)
+        return TrafficStats(
+            mean,
+            burst,
+            trough,
+            dur,
+            period,
+            float(prompts.mean()),
+            float(outputs.mean()),
+            _p99(prompts + outputs),
+            int(outputs.max(initial=0)),
+            prompts,
+            outputs,
+        )
     requests = build_requests(traffic, rng, base_dir)
     keep = requests.arrival_s < requests.arrival_s[0] + window_s if len(requests.arrival_s) else []
     arrival = requests.arrival_s[keep] - (requests.arrival_s[0] if len(requests.arrival_s) else 0)
     span = max(float(arrival.max()) if len(arrival) else 1.0, 1.0)
     mean = len(arrival) / span
     burst = max(_window_peak(arrival, 60.0), mean)
-    trough = min(float(np.percentile(np.bincount((arrival // 60).astype(np.int64)), 10)) / 60.0, mean) \
-        if len(arrival) else 0.0
+    trough = (
+        min(float(np.percentile(np.bincount((arrival // 60).astype(np.int64)), 10)) / 60.0, mean)
+        if len(arrival)
+        else 0.0
+    )
     prompts, outputs = requests.prompt_tokens[keep], requests.output_tokens[keep]
-    whole_s = float(requests.arrival_s[-1] - requests.arrival_s[0]) if len(requests.arrival_s) else 0.0
+    whole_s = (
+        float(requests.arrival_s[-1] - requests.arrival_s[0]) if len(requests.arrival_s) else 0.0
+    )
     return TrafficStats(mean, burst, trough, 60.0, span, float(prompts.mean()),
                         float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
                         prompts, outputs, whole_s)
@@ -249,11 +271,18 @@ def engine_config_of(hw: ReplicaHardware, request_timeout_s: float = 600.0) -> E
     with the scenario's EngineSettings defaults), for the shared oracle."""
     return EngineConfig(
         max_num_seqs=default_max_num_seqs(hw.gpu),
-        max_num_batched_tokens=default_max_num_batched_tokens(hw.gpu), block_size=BLOCK_SIZE,
-        num_blocks=num_kv_blocks(hw, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
-                                 block_size=BLOCK_SIZE, activation_reserve_gib=ACTIVATION_RESERVE_GIB,
-                                 non_torch_gib=NON_TORCH_GIB),
-        max_model_len=hw.model.max_context_tokens, request_timeout_s=request_timeout_s)
+        max_num_batched_tokens=default_max_num_batched_tokens(hw.gpu),
+        block_size=BLOCK_SIZE,
+        num_blocks=num_kv_blocks(
+            hw,
+            gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+            block_size=BLOCK_SIZE,
+            activation_reserve_gib=ACTIVATION_RESERVE_GIB,
+            non_torch_gib=NON_TORCH_GIB,
+        ),
+        max_model_len=hw.model.max_context_tokens,
+        request_timeout_s=request_timeout_s,
+    )
 
 
 def queue_threshold(capacity_rps: float, ttft_slo_s: float) -> int:

@@ -11,9 +11,9 @@ the analytic estimate, said so in the decision.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from gpuscale.metrics.oracle import oracle_gpu_hours_for, replica_sustained_rps
 from gpuscale.plan.hardware import HardwareOption
@@ -21,11 +21,26 @@ from gpuscale.plan.inputs import PlanInput, SloInput, TraceWorkload, WorkloadInp
 from gpuscale.plan.layers import consolidate_after_for
 from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Role, WarmPool
 from gpuscale.plan.scaler import ScalerChoice, scaler_choice, scaler_variants
-from gpuscale.plan.search import (HARDWARE_OPTIONS, RECHECK_SEEDS, FloorSearch, SearchBudget,
-                                  evidence_with_reasons, missed, pick_winner, search_floor)
-from gpuscale.plan.sizing import (KV_TARGET_FRAC, TrafficStats, engine_config_of, replicas_for)
-from gpuscale.plan.warm_pool import (CandidateSetup, analytic_warm_pool, candidate_scenario_dict, pd_candidate_scenario_dict,
-                                     search_min_replicas, simulate_candidate, verify_pd_floors)
+from gpuscale.plan.search import (
+    HARDWARE_OPTIONS,
+    RECHECK_SEEDS,
+    FloorSearch,
+    SearchBudget,
+    evidence_with_reasons,
+    missed,
+    pick_winner,
+    search_floor,
+)
+from gpuscale.plan.sizing import KV_TARGET_FRAC, TrafficStats, engine_config_of, replicas_for
+from gpuscale.plan.warm_pool import (
+    CandidateSetup,
+    analytic_warm_pool,
+    candidate_scenario_dict,
+    pd_candidate_scenario_dict,
+    search_min_replicas,
+    simulate_candidate,
+    verify_pd_floors,
+)
 from gpuscale.units import format_duration
 
 BURST_HEADROOM = 1.2  # max replicas cover the peak rate x this at the target load
@@ -49,7 +64,9 @@ def _per_node(opt: HardwareOption) -> int:
     return max(1, opt.it.num_gpus // opt.gpus) if opt.one_node else 1
 
 
-def _max_replicas(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, opt: HardwareOption) -> int:
+def _max_replicas(
+    plan: PlanInput, w: WorkloadInput, stats: TrafficStats, opt: HardwareOption
+) -> int:
     peak = max(stats.burst_rate_per_s,
                stats.mean_rate_per_s * (1 + getattr(w.traffic, "diurnal_swing_frac", 0)))
     value = w.max_replicas or replicas_for(peak * BURST_HEADROOM, opt.cap.requests_per_s)
@@ -106,7 +123,9 @@ def _fixed_best(plan, w, stats, opt, setup, slo, base_dir, floor, budget) -> Evi
     def evaluate(n: int) -> EvidenceRow:
         budget.tick(f"fixed fleet {n}")
         data = candidate_scenario_dict(plan, w, stats, setup, floor)
-        data["strategies"] = [{"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n}}]
+        data["strategies"] = [
+            {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n}}
+        ]
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
                                            math.ceil(n / setup.replicas_per_node))
         row = simulate_candidate(data, base_dir, slo.ttft_p99_s, slo.goodput_frac)
@@ -189,17 +208,30 @@ def _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool: War
             data = pd_candidate_scenario_dict(plan, w, stats, setup, prefill_min, decode_min,
                                               scaler.queue_threshold, KV_TARGET_FRAC)
             row = simulate_candidate(data, base_dir, slo.ttft_p99_s, slo.goodput_frac)
-            return replace(row, config=f"prefill {prefill_min} + decode {decode_min}",
-                           why="disaggregated check: " + ("meets the SLO" if row.meets_slo else
-                                                          missed(row, slo.ttft_p99_s, slo.goodput_frac)))
+            return replace(
+                row,
+                config=f"prefill {prefill_min} + decode {decode_min}",
+                why="disaggregated check: "
+                + (
+                    "meets the SLO"
+                    if row.meets_slo
+                    else missed(row, slo.ttft_p99_s, slo.goodput_frac)
+                ),
+            )
 
         prefill, decode, rows = verify_pd_floors(
-            evaluate, floors["prefill"], floors["decode"], max(1, plan.simulation.max_candidates // 2))
+            evaluate,
+            floors["prefill"],
+            floors["decode"],
+            max(1, plan.simulation.max_candidates // 2),
+        )
         met = rows[-1].meets_slo
-        method = ("prefill/decode floors split from the aggregated search, then simulated as a "
-                  "disaggregated deployment (two pools, KV transfer, prefill on queue depth, decode "
-                  "on KV-cache use); the prefill floor was raised until the SLO held"
-                  + ("" if met else "; the last floors tried still miss the SLO"))
+        method = (
+            "prefill/decode floors split from the aggregated search, then simulated as a "
+            "disaggregated deployment (two pools, KV transfer, prefill on queue depth, decode "
+            "on KV-cache use); the prefill floor was raised until the SLO held"
+            + ("" if met else "; the last floors tried still miss the SLO")
+        )
         return {"prefill": prefill, "decode": decode}, WarmPool(
             prefill + decode, True, method, tuple(rows) + pool.evidence, pool.analytic_estimate,
             pool.recheck)
@@ -223,7 +255,9 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     first = options[0]
     base = scaler_choice(plan, w, first, slo, refusals)
     if not simulate or not first.one_node:
-        sized = _analytic(plan, w, stats, slo, first, base, _max_replicas(plan, w, stats, first), simulate)
+        sized = _analytic(
+            plan, w, stats, slo, first, base, _max_replicas(plan, w, stats, first), simulate
+        )
         sized.decisions += _scaler_decisions(w, sized, slo)
         return sized
     tried: list[tuple[HardwareOption, ScalerChoice, int, int, FloorSearch]] = []
@@ -237,8 +271,15 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
             estimate = analytic_warm_pool(stats, opt.cap.requests_per_s, variant.reaction_s,
                                           slo.ttft_p99_s)
             setup = _setup(plan, opt, variant, max_repl, w, slo)
-            fs = search_floor(opt.label, variant.label, _evaluator(plan, w, stats, setup, slo, base_dir),
-                              min(estimate, hi), hi, plan.simulation.max_candidates, budget)
+            fs = search_floor(
+                opt.label,
+                variant.label,
+                _evaluator(plan, w, stats, setup, slo, base_dir),
+                min(estimate, hi),
+                hi,
+                plan.simulation.max_candidates,
+                budget,
+            )
             tried.append((opt, variant, max_repl, hi, fs))
     win = pick_winner([t[-1] for t in tried])
     opt, scaler, max_repl, hi, fs = next((t for t in tried if t[-1] is win), tried[0])
@@ -255,8 +296,12 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
         # `compare` on the replay scenario shows
         budget.tick(f"{opt.label}, floor {rounded} (whole nodes)")
         rerun = _evaluator(plan, w, stats, setup, slo, base_dir)(rounded)
-        evidence = tuple(replace(r, why=f"meets the SLO; rounded up to {rounded} to fill whole nodes")
-                         if r.why.startswith("winner") else r for r in evidence)
+        evidence = tuple(
+            replace(r, why=f"meets the SLO; rounded up to {rounded} to fill whole nodes")
+            if r.why.startswith("winner")
+            else r
+            for r in evidence
+        )
         chosen = replace(rerun, config=f"{opt.label}, {scaler.label}",
                          why="winner: cheapest that meets the SLO, floor in whole nodes")
         evidence += (chosen,)
@@ -279,17 +324,28 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Dec
     s, pool, cap = sized.scaler, sized.pool, sized.option.cap
     subject = (f"{w.name}: aggregated floor (split into prefill and decode below)"
                if w.disaggregated else f"{w.name}: min replicas")
-    out = [Decision("warm-pool", subject, str(pool.min_replicas), pool.method
-                    + f"; reaction time {format_duration(s.reaction_s)} (signal lag + cold start "
-                    f"{format_duration(s.cold_start_s)} + node start-up)"),
-           Decision("replicas", f"{w.name}: scaler", f"{w.autoscaler.upper()} on "
-                    f"{s.signal.replace('_', ' ')}; queue {s.queue_threshold}/replica, KV "
-                    f"{KV_TARGET_FRAC:.0%}/replica; {pool.min_replicas}-{sized.max_replicas} replicas; "
-                    f"scale-down stabilization {s.scale_down_window_s} s",
-                    s.signal_why + f". A replica serves ~{cap.requests_per_s:.2f} req/s; the queue "
-                    f"threshold drains in about half the {slo.ttft_p99_s:g} s TTFT SLO. The window is "
-                    "1.5 x (cold start + node start-up), longer than bringing a replica back, and "
-                    "never below 300 s")]
+    out = [
+        Decision(
+            "warm-pool",
+            subject,
+            str(pool.min_replicas),
+            pool.method
+            + f"; reaction time {format_duration(s.reaction_s)} (signal lag + cold start "
+            f"{format_duration(s.cold_start_s)} + node start-up)",
+        ),
+        Decision(
+            "replicas",
+            f"{w.name}: scaler",
+            f"{w.autoscaler.upper()} on "
+            f"{s.signal.replace('_', ' ')}; queue {s.queue_threshold}/replica, KV "
+            f"{KV_TARGET_FRAC:.0%}/replica; {pool.min_replicas}-{sized.max_replicas} replicas; "
+            f"scale-down stabilization {s.scale_down_window_s} s",
+            s.signal_why + f". A replica serves ~{cap.requests_per_s:.2f} req/s; the queue "
+            f"threshold drains in about half the {slo.ttft_p99_s:g} s TTFT SLO. The window is "
+            "1.5 x (cold start + node start-up), longer than bringing a replica back, and "
+            "never below 300 s",
+        ),
+    ]
     chosen = next((r for r in pool.evidence if r.why.startswith("winner")), None)
     if chosen is not None and chosen.slo_attainment < slo.goodput_frac:
         out.append(Decision("warm-pool", f"{w.name}: goodput", f"{chosen.slo_attainment:.1%} below "
@@ -299,8 +355,8 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Dec
                    key=lambda r: r.min_replicas, default=pool.evidence[-1])
         missed = []
         if last.ttft_p99_s is None or last.ttft_p99_s > slo.ttft_p99_s:
-            missed.append(f"P99 TTFT {last.ttft_p99_s if last.ttft_p99_s is not None else float('nan'):.2f} s "
-                          f"> {slo.ttft_p99_s:g} s")
+            ttft_p99_s = last.ttft_p99_s if last.ttft_p99_s is not None else float("nan")
+            missed.append(f"P99 TTFT {ttft_p99_s:.2f} s > {slo.ttft_p99_s:g} s")
         if last.itl_p99_s is not None and last.itl_p99_s > slo.itl_p99_s:
             missed.append(f"P99 TPOT {last.itl_p99_s:.3f} s > {slo.itl_p99_s:g} s")
         out.append(Decision("warm-pool", f"{w.name}: SLO not met", "; ".join(missed) or
@@ -309,7 +365,13 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Dec
                             "measured, not assumed"))
     if pool.recheck:
         worst = min(pool.recheck, key=lambda r: r.slo_attainment)
-        out.append(Decision("warm-pool", f"{w.name}: robustness", f"worst SLO attainment "
-                            f"{worst.slo_attainment:.1%} ({worst.config})", "the winner re-run on "
-                            "other seeds" + (" and a shifted trace window" if len(pool.recheck) > RECHECK_SEEDS else "")))
+        out.append(
+            Decision(
+                "warm-pool",
+                f"{w.name}: robustness",
+                f"worst SLO attainment {worst.slo_attainment:.1%} ({worst.config})",
+                "the winner re-run on other seeds"
+                + (" and a shifted trace window" if len(pool.recheck) > RECHECK_SEEDS else ""),
+            )
+        )
     return out

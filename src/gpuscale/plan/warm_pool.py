@@ -11,9 +11,9 @@ that passes and the one below it that fails. Approximations: docs/plan.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from gpuscale.plan.inputs import PlanInput, TrafficShape, WorkloadInput
 from gpuscale.plan.model import EvidenceRow
@@ -98,10 +98,21 @@ def shape_phases(traffic: TrafficShape, stats: TrafficStats, plan: PlanInput) ->
     """One burst on top of the trough: the moment the fleet is at its floor."""
     sim = plan.simulation
     return [
-        {"name": "trough", "duration_s": sim.quiet_before_burst_s or 1.0,
-         "rate_per_s": stats.trough_rate_per_s},
-        {"name": "burst", "duration_s": traffic.burst_duration_s, "rate_per_s": stats.burst_rate_per_s},
-        {"name": "after", "duration_s": sim.after_burst_s or 1.0, "rate_per_s": stats.trough_rate_per_s},
+        {
+            "name": "trough",
+            "duration_s": sim.quiet_before_burst_s or 1.0,
+            "rate_per_s": stats.trough_rate_per_s,
+        },
+        {
+            "name": "burst",
+            "duration_s": traffic.burst_duration_s,
+            "rate_per_s": stats.burst_rate_per_s,
+        },
+        {
+            "name": "after",
+            "duration_s": sim.after_burst_s or 1.0,
+            "rate_per_s": stats.trough_rate_per_s,
+        },
     ]
 
 
@@ -121,7 +132,7 @@ class CandidateSetup:
     empty_node_ttl_s: float = float("inf")  # the plan's consolidateAfter (WhenEmpty)
 
 
-def drain_s(stats: TrafficStats, setup: "CandidateSetup") -> float:
+def drain_s(stats: TrafficStats, setup: CandidateSetup) -> float:
     """Long enough for the longest output to finish at the ITL SLO after the window ends, so
     no request is cut off by the end of the run (at least 300 s)."""
     return float(max(300.0, math.ceil(1.2 * (setup.ttft_slo_s

@@ -43,8 +43,14 @@ class Placement:
 def _hardware_decisions(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, slo: SloInput,
                         out: PlanOut) -> None:
     names = ", ".join(plan.cluster.instance_types or [opt.it.name])
-    out.decisions.append(Decision("nodes", f"{w.name}: hardware", f"{opt.it.name}, TP{opt.par.tp} x "
-                                  f"PP{opt.par.pp}", opt.par.reason + f"; instance types allowed: {names}"))
+    out.decisions.append(
+        Decision(
+            "nodes",
+            f"{w.name}: hardware",
+            f"{opt.it.name}, TP{opt.par.tp} x PP{opt.par.pp}",
+            opt.par.reason + f"; instance types allowed: {names}",
+        )
+    )
     allowed = 1.0 - slo.goodput_frac
     if opt.unreachable_ttft_frac > 0:
         bound = 1.0 - opt.unreachable_ttft_frac
@@ -60,11 +66,16 @@ def _hardware_decisions(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, 
                 "the longest prompts slower than the TTFT SLO; raise the SLO, shorten the prompts, "
                 "or use faster GPUs"))
     if not opt.one_node:
-        out.refusals.append(Refusal(
-            f"{w.name}: a simulated warm pool for a replica spanning {math.ceil(opt.gpus / opt.it.num_gpus)} nodes",
-            "an analytic estimate, not verified by simulation",
-            "the simulator places only replicas inside one node, so a configuration of pipeline "
-            "stages across nodes cannot be checked; prefer a model/precision that fits one node"))
+        out.refusals.append(
+            Refusal(
+                f"{w.name}: a simulated warm pool for a replica spanning "
+                f"{math.ceil(opt.gpus / opt.it.num_gpus)} nodes",
+                "an analytic estimate, not verified by simulation",
+                "the simulator places only replicas inside one node, so a configuration of "
+                "pipeline stages across nodes cannot be checked; prefer a model/precision that "
+                "fits one node",
+            )
+        )
 
 
 def _placement(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, out: PlanOut) -> Placement:
@@ -75,25 +86,56 @@ def _placement(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, out: Plan
     finest = plan.cluster.topology_labels[-1] if plan.cluster.topology_labels else None
     if gang:
         if w.gang_scheduling is False:
-            out.refusals.append(Refusal(
-                f"{w.name}: no gang scheduling", "a KAI gang of the whole replica",
-                f"one replica is {pods} pods (TP{par.tp} x PP{par.pp}); scheduled pod by pod, a "
-                "partial placement holds GPUs idle and two replicas can deadlock (layer2 1.4, audit GPU030)"))
-        out.decisions.append(Decision(
-            "scheduling", f"{w.name}: gang", f"LeaderWorkerSet of size {pods}, schedulerName "
-            f"kai-scheduler (KAI's pod-grouper makes one PodGroup per group, minMember {pods})",
-            "TP x PP spans pods; all of a replica's pods start together or none does (layer2 2.10)"))
+            out.refusals.append(
+                Refusal(
+                    f"{w.name}: no gang scheduling",
+                    "a KAI gang of the whole replica",
+                    f"one replica is {pods} pods (TP{par.tp} x PP{par.pp}); scheduled pod by pod, "
+                    "a partial placement holds GPUs idle and two replicas can deadlock "
+                    "(layer2 1.4, audit GPU030)",
+                )
+            )
+        out.decisions.append(
+            Decision(
+                "scheduling",
+                f"{w.name}: gang",
+                f"LeaderWorkerSet of size {pods}, schedulerName "
+                f"kai-scheduler (KAI's pod-grouper makes one PodGroup per group, minMember {pods})",
+                "TP x PP spans pods; all of a replica's pods start together or none does "
+                "(layer2 2.10)",
+            )
+        )
     else:
-        out.decisions.append(Decision("scheduling", f"{w.name}: gang", "none needed",
-                                      f"one replica is one pod with {opt.gpus} GPUs, already atomic"))
+        out.decisions.append(
+            Decision(
+                "scheduling",
+                f"{w.name}: gang",
+                "none needed",
+                f"one replica is one pod with {opt.gpus} GPUs, already atomic",
+            )
+        )
     required = domain_label if gang and par.tp > it.num_gpus else None
-    preferred = (domain_label if domain_label != "kubernetes.io/hostname" else finest) if gang else None
-    out.decisions.append(Decision(
-        "scheduling", f"{w.name}: topology",
-        f"required {required}" if required else (f"preferred {preferred}" if preferred else "none"),
-        (f"the TP{par.tp} group runs inside one pod on one node, i.e. one NVLink domain of "
-         f"{plan.cluster.nvlink_domain_gpus or it.nvlink_domain_gpus} GPUs")
-        + ("; pipeline stages prefer one block so activations cross few switches" if preferred else "")))
+    preferred = (
+        (domain_label if domain_label != "kubernetes.io/hostname" else finest) if gang else None
+    )
+    out.decisions.append(
+        Decision(
+            "scheduling",
+            f"{w.name}: topology",
+            f"required {required}"
+            if required
+            else (f"preferred {preferred}" if preferred else "none"),
+            (
+                f"the TP{par.tp} group runs inside one pod on one node, i.e. one NVLink domain of "
+                f"{plan.cluster.nvlink_domain_gpus or it.nvlink_domain_gpus} GPUs"
+            )
+            + (
+                "; pipeline stages prefer one block so activations cross few switches"
+                if preferred
+                else ""
+            ),
+        )
+    )
     return Placement(gpus_per_pod, pods, gang, required, preferred)
 
 
@@ -122,11 +164,17 @@ def _pd_split(w: WorkloadInput, opt: HardwareOption, out: PlanOut) -> dict[str, 
     if not w.disaggregated:
         return {"serve": 1.0}
     prefill_frac = min(0.9, max(0.1, opt.cap.prefill_s * opt.cap.requests_per_s))
-    out.decisions.append(Decision(
-        "replicas", f"{w.name}: prefill/decode", "two Deployments with separate ScaledObjects: prefill "
-        "on queue depth, decode on KV-cache use", "prefill is compute-bound and drives TTFT, decode is "
-        f"bandwidth-bound and drives ITL; the floor found by the aggregated search is split "
-        f"{prefill_frac:.0%}/{1 - prefill_frac:.0%} by each phase's share of a replica's time"))
+    out.decisions.append(
+        Decision(
+            "replicas",
+            f"{w.name}: prefill/decode",
+            "two Deployments with separate ScaledObjects: prefill "
+            "on queue depth, decode on KV-cache use",
+            "prefill is compute-bound and drives TTFT, decode is "
+            f"bandwidth-bound and drives ITL; the floor found by the aggregated search is split "
+            f"{prefill_frac:.0%}/{1 - prefill_frac:.0%} by each phase's share of a replica's time",
+        )
+    )
     return {"prefill": prefill_frac, "decode": 1 - prefill_frac}
 
 

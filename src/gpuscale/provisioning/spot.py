@@ -10,7 +10,7 @@ when the instance is reclaimed. Interruption times are drawn per instance type f
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -118,12 +118,21 @@ def timeline_charts(views: list[RunView]) -> list[Chart]:
         for view in views:
             x = view.columns["time_s"] / 60.0
             for fn, dashed in parts:
-                lines.append(Line(view.name, x, np.asarray(fn(view), dtype=float), colours[view.name],
-                                  dash=dashed, step=step, group=view.name))
-        hlines = ()
+                lines.append(
+                    Line(
+                        view.name,
+                        x,
+                        np.asarray(fn(view), dtype=float),
+                        colours[view.name],
+                        dash=dashed,
+                        step=step,
+                        group=view.name,
+                    )
+                )
+        hlines: tuple[tuple[float, str], ...] = ()
         if hline_key and views[0].slo.get(hline_key):
             hlines = ((float(views[0].slo[hline_key]), "SLO"),)
-        markers = ()
+        markers: tuple[Marker, ...] = ()
         if chart_id == "replicas":
             markers = tuple(Marker(t / 60.0, kind, detail, MARKER_COLOURS.get(kind, GREY), v.name)
                             for v in views for t, kind, detail in v.markers)
@@ -144,9 +153,19 @@ def cdf_charts(views: list[RunView]) -> list[Chart]:
         if not lines:
             continue
         slo = views[0].slo.get(key)
-        charts.append(Chart(f"cdf_{key}", title, f"{key.split('_')[0].upper()} (s, log)",
-                            "fraction of requests", lines, y_max_frac=1.0, log_x=True,
-                            hlines=(), markers=(Marker(float(slo), "slo", "SLO", SLO_RED),) if slo else ()))
+        charts.append(
+            Chart(
+                f"cdf_{key}",
+                title,
+                f"{key.split('_')[0].upper()} (s, log)",
+                "fraction of requests",
+                lines,
+                y_max_frac=1.0,
+                log_x=True,
+                hlines=(),
+                markers=(Marker(float(slo), "slo", "SLO", SLO_RED),) if slo else (),
+            )
+        )
     return charts
 
 
@@ -188,7 +207,11 @@ def cost_slo_chart(views: list[RunView], target_frac: float | None = None) -> Ch
     for v in views:
         s = typed[v.name]
         same = spots[(round(s.cost_usd, 6), round(s.slo_attainment, 6))]
-        label = v.name if len(same) == 1 else f"{v.name} (= {', '.join(n for n in same if n != v.name)})"
+        label = (
+            v.name
+            if len(same) == 1
+            else f"{v.name} (= {', '.join(n for n in same if n != v.name)})"
+        )
         lines.append(Line(v.name, np.array([s.cost_usd]), np.array([s.slo_attainment]),
                           colours[v.name], points=True, group=v.name, labels=(label,),
                           nudge_px=7.0 * same.index(v.name), show_labels=True))
@@ -216,7 +239,9 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 
 def pareto_chart(rows: list[dict]) -> Chart | None:
     """All sweep runs as points, the Pareto frontier of cost vs SLO attainment as a line."""
-    usable = [r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None]
+    usable = [
+        r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None
+    ]
     if not usable:
         return None
     points = [(float(r["cost_usd"]), float(r["slo_attainment"])) for r in usable]
@@ -225,8 +250,14 @@ def pareto_chart(rows: list[dict]) -> Chart | None:
     # Tooltips name what was varied (strategy and parameter values), not the run hash.
     labels = tuple("; ".join([str(r.get("strategy", ""))] +
                              [f"{param_label(k)}={r.get(k)}" for k in params]) for r in usable)
-    all_points = Line("sweep runs", np.array([p[0] for p in points]), np.array([p[1] for p in points]),
-                      PALETTE[5], points=True, labels=labels)
+    all_points = Line(
+        "sweep runs",
+        np.array([p[0] for p in points]),
+        np.array([p[1] for p in points]),
+        PALETTE[5],
+        points=True,
+        labels=labels,
+    )
     frontier = Line("Pareto frontier", np.array([points[i][0] for i in front]),
                     np.array([points[i][1] for i in front]), PALETTE[1], step=True,
                     labels=tuple(labels[i] for i in front))

@@ -11,14 +11,23 @@ from dataclasses import dataclass, field
 from html import escape
 
 from gpuscale import __version__
-from gpuscale.report.charts import (Chart, cdf_charts, cost_slo_chart, param_label, pareto_chart,
-                                    pareto_front, run_colours, timeline_charts)
+from gpuscale.report.charts import (
+    Chart,
+    cdf_charts,
+    cost_slo_chart,
+    param_label,
+    pareto_chart,
+    pareto_front,
+    run_colours,
+    timeline_charts,
+)
 from gpuscale.report.svg import HEIGHT, render_svg
 from gpuscale.report.terminal import SUMMARY_COLUMNS, summary_cells
 from gpuscale.report.timeline import RunView, run_views
 
 CSS = """
-body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1360px;padding:0 12px;color:#111;background:#fafafa}
+body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1360px;padding:0 12px;\
+color:#111;background:#fafafa}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
 th,td{padding:3px 7px;border-bottom:1px solid #e5e5e5;white-space:nowrap}
@@ -26,7 +35,8 @@ th{white-space:normal;vertical-align:bottom;max-width:90px}
 td.r,th.r{text-align:right}.note{color:#555;font-size:13px}
 figure{margin:10px 0;background:#fff;border:1px solid #e5e5e5}
 svg.chart{display:block;width:100%;height:auto}
-.runs label{margin-right:14px;font-size:13px}.swatch{display:inline-block;width:10px;height:10px;margin:0 4px}
+.runs label{margin-right:14px;font-size:13px}\
+.swatch{display:inline-block;width:10px;height:10px;margin:0 4px}
 """
 
 # Toggles hide one run's lines in every chart; the cursor follows the mouse across all
@@ -41,11 +51,14 @@ SCRIPT = """
       });
     });
   });
-  var timelines=Array.prototype.filter.call(charts,function(s){return s.getAttribute('data-timeline')==='1';});
+  var timelines=Array.prototype.filter.call(charts,function(s){
+    return s.getAttribute('data-timeline')==='1';
+  });
   // The value of each drawn series at the cursor, read back from its path (pixels -> data
   // with the chart's own y range), so the cursor says "run A 4, run B 7" and not only the time.
   function valueAt(path,px){
-    var d=path.getAttribute('d')||'',re=/([MLHV])([-0-9.]+)(?:,([-0-9.]+))?/g,m,x=null,y=null,best=null;
+    var d=path.getAttribute('d')||'',re=/([MLHV])([-0-9.]+)(?:,([-0-9.]+))?/g,
+      m,x=null,y=null,best=null;
     while((m=re.exec(d))){
       if(m[1]==='M'||m[1]==='L'){x=+m[2];y=+m[3];}else if(m[1]==='H'){x=+m[2];}else{y=+m[2];}
       if(x!==null&&x<=px){best=y;}
@@ -59,7 +72,8 @@ SCRIPT = """
       if(path.style.display==='none'){return;}
       var py=valueAt(path,px);if(py===null){return;}
       var v=y0+(py-p0)/(p1-p0)*(y1-y0),t=path.querySelector('title');
-      out.push((t?t.textContent:'')+(path.getAttribute('stroke-dasharray')?' (dashed)':'')+' '+(Math.abs(v)>=100?v.toFixed(0):v.toPrecision(3)));
+      out.push((t?t.textContent:'')+(path.getAttribute('stroke-dasharray')?' (dashed)':'')+' '+
+        (Math.abs(v)>=100?v.toFixed(0):v.toPrecision(3)));
     });
     return out.join(', ');
   }
@@ -147,14 +161,18 @@ def _summary_html(results: list[dict]) -> str:
             cells = summary_cells(run)
             rows.append("<tr>" + "".join(
                 f'<td class="{"r" if j == "right" else ""}">{escape(c)}</td>'
-                for c, (_, j) in zip(cells, SUMMARY_COLUMNS)) + "</tr>")
-        out.append(f'<p class="note">{escape(str(data.get("scenario", "")))}, seed '
-                   f'{escape(str(data.get("seed", "")))}</p><table><tr>{head}</tr>{"".join(rows)}</table>')
+                for c, (_, j) in zip(cells, SUMMARY_COLUMNS, strict=True)) + "</tr>")
+        out.append(
+            f'<p class="note">{escape(str(data.get("scenario", "")))}, seed '
+            f"{escape(str(data.get('seed', '')))}</p><table><tr>{head}</tr>{''.join(rows)}</table>"
+        )
     return "".join(out)
 
 
 def _pareto_table(rows: list[dict]) -> str:
-    usable = [r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None]
+    usable = [
+        r for r in rows if r.get("cost_usd") is not None and r.get("slo_attainment") is not None
+    ]
     front = pareto_front([(float(r["cost_usd"]), float(r["slo_attainment"])) for r in usable])
     if not front:
         return ""
@@ -179,8 +197,11 @@ def render_html(inputs: ReportInputs) -> str:
     by_id = {c.chart_id: c for c in charts}
     colours = run_colours([v.name for v in views if v.has_series])
     toggles = "".join(
-        f'<label><input type="checkbox" class="run-toggle" data-run="{escape(n, quote=True)}" checked>'
-        f'<span class="swatch" style="background:{c}"></span>{escape(n)}</label>' for n, c in colours.items())
+        f'<label><input type="checkbox" class="run-toggle" '
+        f'data-run="{escape(n, quote=True)}" checked>'
+        f'<span class="swatch" style="background:{c}"></span>{escape(n)}</label>'
+        for n, c in colours.items()
+    )
     parts = [f"<h1>{escape(inputs.title)}</h1>"]
     if inputs.results:
         parts.append("<h2>Summary</h2>" + _summary_html(inputs.results))
@@ -188,20 +209,27 @@ def render_html(inputs: ReportInputs) -> str:
         parts.append(_figure(by_id["cost_vs_slo"]))
     timelines = [c for c in charts if c.timeline]
     if timelines:
-        parts.append(f'<h2>Timelines</h2><div class="runs">{toggles}</div>'
-                     '<p class="note">Markers on the replicas chart: green = scale up, orange = '
-                     'scale down, red = eviction. Move the mouse over a chart for a shared cursor.</p>')
+        parts.append(
+            f'<h2>Timelines</h2><div class="runs">{toggles}</div>'
+            '<p class="note">Markers on the replicas chart: green = scale up, orange = '
+            "scale down, red = eviction. Move the mouse over a chart for a shared cursor.</p>"
+        )
         parts += [_figure(c) for c in timelines]
     elif views:
-        parts.append('<p class="note">These results carry no time series: rerun with '
-                     '<code>--series</code> or <code>--report</code> to get timelines and CDFs.</p>')
+        parts.append(
+            '<p class="note">These results carry no time series: rerun with '
+            "<code>--series</code> or <code>--report</code> to get timelines and CDFs.</p>"
+        )
     cdfs = [c for c in charts if c.chart_id.startswith("cdf_")]
     if cdfs:
         parts.append("<h2>Latency CDFs</h2>" + "".join(_figure(c) for c in cdfs))
     if "pareto" in by_id:
-        parts.append("<h2>Sweep</h2>" + _figure(by_id["pareto"]) +
-                     "<p class=\"note\">Runs on the Pareto frontier (no other run is cheaper and at "
-                     "least as good):</p>" + _pareto_table(inputs.sweep_rows))
+        parts.append(
+            "<h2>Sweep</h2>"
+            + _figure(by_id["pareto"])
+            + '<p class="note">Runs on the Pareto frontier (no other run is cheaper and at '
+            "least as good):</p>" + _pareto_table(inputs.sweep_rows)
+        )
     parts.append(f'<p class="note">gpuscale {escape(__version__)}</p>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(inputs.title)}</title><style>{CSS}</style></head><body>"

@@ -42,7 +42,9 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def thin(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+def thin(
+    x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
     """At most ~max_points points: each bucket keeps its min and max (in time order)."""
     if len(x) <= max_points:
         return x, y
@@ -55,19 +57,20 @@ def thin(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np
             continue
         lo, hi = idx[np.nanargmin(seg)], idx[np.nanargmax(seg)]
         keep.extend(sorted({lo, hi}))
-    keep = np.asarray(keep)
-    return x[keep], y[keep]
+    kept = np.asarray(keep)
+    return x[kept], y[kept]
 
 
 class _Frame:
     """Data -> pixel transform of one chart's plot area."""
 
     def __init__(self, chart: Chart) -> None:
-        xs = [l.x[np.isfinite(l.x)] for l in chart.lines] + \
+        x_parts = [ln.x[np.isfinite(ln.x)] for ln in chart.lines] + \
             [np.array([m.x for m in chart.markers] + [v[0] for v in chart.vlines])]
-        ys = [l.y[np.isfinite(l.y)] for l in chart.lines] + [np.array([h[0] for h in chart.hlines])]
-        xs = np.concatenate([a for a in xs if len(a)] or [np.array([0.0, 1.0])])
-        ys = np.concatenate([a for a in ys if len(a)] or [np.array([0.0, 1.0])])
+        y_parts = [ln.y[np.isfinite(ln.y)] for ln in chart.lines] + \
+            [np.array([h[0] for h in chart.hlines])]
+        xs = np.concatenate([a for a in x_parts if len(a)] or [np.array([0.0, 1.0])])
+        ys = np.concatenate([a for a in y_parts if len(a)] or [np.array([0.0, 1.0])])
         self.log_x = chart.log_x
         if self.log_x:
             positive = xs[xs > 0]
@@ -90,21 +93,21 @@ class _Frame:
         self.px0, self.px1 = LEFT, WIDTH - RIGHT
         self.py0, self.py1 = HEIGHT - BOTTOM, TOP
 
-    def fx(self, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
+    def fx(self, x: np.ndarray | float) -> np.ndarray:
+        xa = np.asarray(x, dtype=float)
         if self.log_x:
-            x = np.log10(np.maximum(x, 10 ** self.x0))
-        return self.px0 + (x - self.x0) / (self.x1 - self.x0 or 1.0) * (self.px1 - self.px0)
+            xa = np.log10(np.maximum(xa, 10 ** self.x0))
+        return self.px0 + (xa - self.x0) / (self.x1 - self.x0 or 1.0) * (self.px1 - self.px0)
 
-    def fy(self, y: np.ndarray) -> np.ndarray:
-        y = np.asarray(y, dtype=float)
-        return self.py0 + (y - self.y0) / (self.y1 - self.y0 or 1.0) * (self.py1 - self.py0)
+    def fy(self, y: np.ndarray | float) -> np.ndarray:
+        ya = np.asarray(y, dtype=float)
+        return self.py0 + (ya - self.y0) / (self.y1 - self.y0 or 1.0) * (self.py1 - self.py0)
 
 
 def _path_d(px: np.ndarray, py: np.ndarray, step: bool) -> tuple[str, int]:
     """SVG path data; NaN breaks the line. Returns (d, number of points drawn)."""
     parts, drawn, pen_down, last_y = [], 0, False, None
-    for x, y in zip(px, py):
+    for x, y in zip(px, py, strict=True):
         if not (math.isfinite(x) and math.isfinite(y)):
             pen_down = False
             continue
@@ -126,7 +129,7 @@ def _line_svg(line: Line, frame: _Frame) -> str:
     group = escape(line.group, quote=True)
     if line.points:
         dots = []
-        for i, (cx, cy) in enumerate(zip(px, py)):
+        for i, (cx, cy) in enumerate(zip(px, py, strict=True)):
             if math.isfinite(cx) and math.isfinite(cy):
                 tip = line.labels[i] if i < len(line.labels) else line.label
                 dots.append(f'<circle class="pt" data-group="{group}" cx="{cx:.1f}" cy="{cy:.1f}" '
@@ -144,8 +147,11 @@ def _line_svg(line: Line, frame: _Frame) -> str:
         return (f'<circle class="pt" data-group="{group}" cx="{px[0]:.1f}" cy="{py[0]:.1f}" r="3" '
                 f'fill="{line.colour}"><title>{escape(line.label)}</title></circle>')
     dash = ' stroke-dasharray="5,3"' if line.dash else ""
-    return (f'<path class="series" data-group="{group}" data-n="{drawn}" d="{d}" fill="none" '
-            f'stroke="{line.colour}" stroke-width="1.6"{dash}><title>{escape(line.label)}</title></path>')
+    return (
+        f'<path class="series" data-group="{group}" data-n="{drawn}" d="{d}" fill="none" '
+        f'stroke="{line.colour}" stroke-width="1.6"{dash}>'
+        f'<title>{escape(line.label)}</title></path>'
+    )
 
 
 def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
@@ -159,8 +165,12 @@ def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
     if frame.log_x:
         # 1-2-5 per decade when the axis spans few decades, else decades only.
         steps = (1, 2, 5) if frame.x1 - frame.x0 <= 3 else (1,)
-        x_ticks = [m * 10.0 ** e for e in range(math.floor(frame.x0), math.ceil(frame.x1) + 1)
-                   for m in steps if frame.x0 - 1e-9 <= math.log10(m * 10.0 ** e) <= frame.x1 + 1e-9]
+        x_ticks = [
+            m * 10.0**e
+            for e in range(math.floor(frame.x0), math.ceil(frame.x1) + 1)
+            for m in steps
+            if frame.x0 - 1e-9 <= math.log10(m * 10.0**e) <= frame.x1 + 1e-9
+        ]
     else:
         x_ticks = nice_ticks(frame.x0, frame.x1, 8)
     for tick in x_ticks:
@@ -172,20 +182,25 @@ def _axes_svg(chart: Chart, frame: _Frame) -> list[str]:
                f'height="{frame.py0 - frame.py1}" fill="none" stroke="#999"/>')
     out.append(f'<text x="{(frame.px0 + frame.px1) / 2:.0f}" y="{HEIGHT - 6}" text-anchor="middle" '
                f'font-size="11" {FONT} fill="#222">{escape(chart.x_label)}</text>')
-    out.append(f'<text transform="translate(13,{(frame.py0 + frame.py1) / 2:.0f}) rotate(-90)" '
-               f'text-anchor="middle" font-size="11" {FONT} fill="#222">{escape(chart.y_label)}</text>')
+    out.append(
+        f'<text transform="translate(13,{(frame.py0 + frame.py1) / 2:.0f}) rotate(-90)" '
+        f'text-anchor="middle" font-size="11" {FONT} fill="#222">{escape(chart.y_label)}</text>'
+    )
     return out
 
 
 def _legend_svg(chart: Chart) -> list[str]:
-    seen, out, x = set(), [], LEFT
+    seen, out = set(), []
+    x: float = LEFT
     for line in chart.lines:
         if line.label in seen:
             continue
         seen.add(line.label)
         label = line.label if len(line.label) <= 28 else line.label[:27] + "…"
-        out.append(f'<rect x="{x}" y="27" width="10" height="10" fill="{line.colour}"/>'
-                   f'<text x="{x + 14}" y="36" font-size="11" {FONT} fill="#222">{escape(label)}</text>')
+        out.append(
+            f'<rect x="{x}" y="27" width="10" height="10" fill="{line.colour}"/>'
+            f'<text x="{x + 14}" y="36" font-size="11" {FONT} fill="#222">{escape(label)}</text>'
+        )
         x += 24 + 6.5 * len(label)
         if x > WIDTH - 80:
             break
@@ -216,21 +231,29 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
     for marker in chart.markers:
         px = float(frame.fx(marker.x))
         if marker.kind == "slo":  # the SLO limit on a CDF: say what the line is
-            body.append(f'<text class="marker-label" x="{px + 4:.1f}" y="{frame.py1 + 20}" '
-                        f'font-size="10" {FONT} fill="{marker.colour}">SLO {_fmt(marker.x)} s</text>')
-        tip = f"{marker.group + ': ' if marker.group else ''}{marker.kind} {marker.detail} at {_fmt(marker.x)}"
+            body.append(
+                f'<text class="marker-label" x="{px + 4:.1f}" y="{frame.py1 + 20}" '
+                f'font-size="10" {FONT} fill="{marker.colour}">SLO {_fmt(marker.x)} s</text>'
+            )
+        prefix = f"{marker.group}: " if marker.group else ""
+        tip = f"{prefix}{marker.kind} {marker.detail} at {_fmt(marker.x)}"
         # A faint full-height rule to line events up with the curves, a solid tick on top.
-        body.append(f'<g class="marker" data-group="{escape(marker.group, quote=True)}">'
-                    f'<title>{escape(tip)}</title><line x1="{px:.1f}" x2="{px:.1f}" '
-                    f'y1="{frame.py1}" y2="{frame.py0}" stroke="{marker.colour}" stroke-opacity="0.25"/>'
-                    f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{frame.py1}" y2="{frame.py1 + 9}" '
-                    f'stroke="{marker.colour}" stroke-width="2.5"/></g>')
+        body.append(
+            f'<g class="marker" data-group="{escape(marker.group, quote=True)}">'
+            f'<title>{escape(tip)}</title><line x1="{px:.1f}" x2="{px:.1f}" '
+            f'y1="{frame.py1}" y2="{frame.py0}" stroke="{marker.colour}" stroke-opacity="0.25"/>'
+            f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{frame.py1}" y2="{frame.py1 + 9}" '
+            f'stroke="{marker.colour}" stroke-width="2.5"/></g>'
+        )
     body += [_line_svg(line, frame) for line in chart.lines]
-    attrs = (f'class="chart" data-chart="{escape(chart.chart_id, quote=True)}" '
-             f'data-timeline="{int(chart.timeline)}" data-x0="{frame.x0:.6g}" data-x1="{frame.x1:.6g}" '
-             f'data-px0="{frame.px0}" data-px1="{frame.px1}" data-y0="{frame.y0:.6g}" '
-             f'data-y1="{frame.y1:.6g}" data-py0="{frame.py0}" data-py1="{frame.py1}" viewBox="0 0 {WIDTH} {HEIGHT}" '
-             f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(chart.title, quote=True)}"')
+    attrs = (
+        f'class="chart" data-chart="{escape(chart.chart_id, quote=True)}" '
+        f'data-timeline="{int(chart.timeline)}" data-x0="{frame.x0:.6g}" data-x1="{frame.x1:.6g}" '
+        f'data-px0="{frame.px0}" data-px1="{frame.px1}" data-y0="{frame.y0:.6g}" '
+        f'data-y1="{frame.y1:.6g}" data-py0="{frame.py0}" data-py1="{frame.py1}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
+        f'aria-label="{escape(chart.title, quote=True)}"'
+    )
     if not standalone:
         # HTML5 needs no namespace on inline SVG; leaving it out keeps the page free of URLs.
         return f'<svg {attrs}>{"".join(body)}</svg>'

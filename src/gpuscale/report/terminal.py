@@ -21,7 +21,7 @@ import math
 import os
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -48,11 +48,12 @@ def ttft_text(value, total_requests: int) -> str:
     return _fmt(value, 2, "s")
 
 
-SUMMARY_COLUMNS = (("strategy", "left"), ("SLO met", "right"), ("goodput/s", "right"),
-                   ("TTFT p50", "right"), ("TTFT p99", "right"), ("TPOT p99", "right"),
-                   ("dropped", "right"), ("replicas mean/peak", "right"), ("scale ev.", "right"),
-                   ("GPU-h", "right"), ("cost $", "right"), ("idle GPU-min", "right"),
-                   ("SLO-breach min", "right"))
+SUMMARY_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("strategy", "left"), ("SLO met", "right"), ("goodput/s", "right"),
+    ("TTFT p50", "right"), ("TTFT p99", "right"), ("TPOT p99", "right"),
+    ("dropped", "right"), ("replicas mean/peak", "right"), ("scale ev.", "right"),
+    ("GPU-h", "right"), ("cost $", "right"), ("idle GPU-min", "right"),
+    ("SLO-breach min", "right"))
 
 
 def summary_cells(run: dict) -> list[str]:

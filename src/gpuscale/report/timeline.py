@@ -54,7 +54,9 @@ def latency_cdf(requests) -> dict:
 
 def run_series(run, *, interval_s: float, slo: dict) -> dict:
     """The `series` entry of one run (`run` is an engine RunResult)."""
-    markers = [[compact_number(t), kind, detail] for t, kind, detail in run.extra.get("markers", ())]
+    markers = [
+        [compact_number(t), kind, detail] for t, kind, detail in run.extra.get("markers", ())
+    ]
     return {
         "interval_s": interval_s,
         "slo": slo,
@@ -65,12 +67,17 @@ def run_series(run, *, interval_s: float, slo: dict) -> dict:
 
 
 def attach_series(data: dict, result) -> dict:
-    """A copy of the JSON summary `data` with `series` added to each run (`result`: ScenarioResult)."""
+    """A copy of the JSON summary `data` with `series` added to each run (`result`:
+    ScenarioResult)."""
     scenario = result.scenario
     slo = {"ttft_s": scenario.slo.ttft_s, "tpot_s": scenario.slo.tpot_s}
-    runs = [dict(entry, **{SERIES_KEY: run_series(run, interval_s=scenario.metrics.scrape_interval_s,
-                                                  slo=slo)})
-            for entry, run in zip(data["runs"], result.runs)]
+    runs = [
+        dict(
+            entry,
+            **{SERIES_KEY: run_series(run, interval_s=scenario.metrics.scrape_interval_s, slo=slo)},
+        )
+        for entry, run in zip(data["runs"], result.runs, strict=True)
+    ]
     return dict(data, runs=runs)
 
 
@@ -130,14 +137,19 @@ def run_views(data: dict) -> list[RunView]:
     for entry in data.get("runs", []):
         series = entry.get(SERIES_KEY) or {}
         cdf = series.get("cdf") or {}
-        views.append(RunView(
-            name=str(entry.get("name", "?")),
-            summary={k: v for k, v in entry.items() if k != SERIES_KEY},
-            scenario=str(data.get("scenario", "")),
-            columns={k: _array(v) for k, v in (series.get("columns") or {}).items()},
-            markers=[(float(t), str(kind), str(detail)) for t, kind, detail in series.get("markers", [])],
-            cdf={k: _array(v) for k, v in cdf.items()},
-            interval_s=float(series.get("interval_s") or 0.0),
-            slo=dict(series.get("slo") or {}),
-        ))
+        views.append(
+            RunView(
+                name=str(entry.get("name", "?")),
+                summary={k: v for k, v in entry.items() if k != SERIES_KEY},
+                scenario=str(data.get("scenario", "")),
+                columns={k: _array(v) for k, v in (series.get("columns") or {}).items()},
+                markers=[
+                    (float(t), str(kind), str(detail))
+                    for t, kind, detail in series.get("markers", [])
+                ],
+                cdf={k: _array(v) for k, v in cdf.items()},
+                interval_s=float(series.get("interval_s") or 0.0),
+                slo=dict(series.get("slo") or {}),
+            )
+        )
     return views

@@ -9,7 +9,8 @@ Autoscaler act on (layer2-scheduling.md 1.1). For a gang, every pod of the gang 
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from gpuscale.cluster.objects import Pod
 from gpuscale.cluster.state import ClusterState

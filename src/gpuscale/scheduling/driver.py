@@ -29,13 +29,27 @@ class CycleScheduler:
         self._next_cycle_s = math.inf
         self._complete: set[str] = set()
         self._last_stamp: int | None = None  # ClusterState.stamp when the last cycle ended
-        self.sim: Simulation | None = None
-        self.cluster: ClusterState | None = None
+        self._sim: Simulation | None = None
+        self._cluster: ClusterState | None = None
 
     # -- wiring ------------------------------------------------------------------------------
+    # `sim` and `cluster` exist from attach() on; typed accessors instead of `| None` and a
+    # check at every use (everything but summary() runs only after attach()).
+    @property
+    def sim(self) -> Simulation:
+        if self._sim is None:
+            raise RuntimeError(f"{type(self).__name__} used before attach()")
+        return self._sim
+
+    @property
+    def cluster(self) -> ClusterState:
+        if self._cluster is None:
+            raise RuntimeError(f"{type(self).__name__} used before attach()")
+        return self._cluster
+
     def attach(self, sim: Simulation, cluster: ClusterState, streams: RandomStreams,
                on_unschedulable: UnschedulableCallback) -> None:
-        self.sim, self.cluster = sim, cluster
+        self._sim, self._cluster = sim, cluster
         self.rng = streams.get(f"scheduling.{self.kind}")
         self.on_unschedulable = on_unschedulable
         cluster.on_pod_pending.append(self._pod_pending)
@@ -121,11 +135,12 @@ class CycleScheduler:
             elif name not in self._complete:
                 self._complete.add(name)
                 if len(gang.pods) > 1:
-                    nodes = [self.cluster.nodes[p.node_name] for p in gang.bound]
+                    nodes = [self.cluster.nodes[n] for p in gang.bound
+                             if (n := p.node_name) is not None]
                     self.metrics.gang_placed([n.labels for n in nodes])
 
     def summary(self) -> dict:
-        if self.sim is None:
+        if self._sim is None:
             return self.metrics.summary(self.kind)
         self.metrics.observe(self.sim.now_s, self.cluster)
         pending = Counter(queue_of(p) for p in self.cluster.pending_pods())

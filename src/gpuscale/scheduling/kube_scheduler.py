@@ -29,7 +29,9 @@ class KubeSchedulerParams(BaseModel):
         "LeastAllocated is the Kubernetes default (layer2-scheduling.md 1.2).")
     pod_initial_backoff_s: float = Field(1.0, gt=0, description="podInitialBackoffSeconds, s "
                                          "(kube-scheduler default 1).")
-    pod_max_backoff_s: float = Field(10.0, gt=0, description="podMaxBackoffSeconds, s (default 10).")
+    pod_max_backoff_s: float = Field(
+        10.0, gt=0, description="podMaxBackoffSeconds, s (default 10)."
+    )
     preemption: bool = Field(True, description="DefaultPreemption plugin enabled (default on).")
     topology_levels: tuple[str, ...] = Field(
         (), description="Node labels, coarse to fine, used only to count placements that "
@@ -51,7 +53,9 @@ class KubeScheduler(CycleScheduler):
 
     def cycle(self, now_s: float, quiet: bool) -> float | None:
         snap = Snapshot(self.cluster)
-        queue = sorted(self.cluster.pending_pods(), key=lambda p: (-p.priority, p.created_s, p.name))
+        queue = sorted(
+            self.cluster.pending_pods(), key=lambda p: (-p.priority, p.created_s, p.name)
+        )
         failed: list[Pod] = []
         next_s = np.inf
         for pod in queue:
@@ -64,7 +68,9 @@ class KubeScheduler(CycleScheduler):
                 self.backoff_until.pop(pod.name, None)
                 continue
             n = self.attempts[pod.name] = self.attempts.get(pod.name, 0) + 1
-            delay = min(self.params.pod_initial_backoff_s * 2 ** (n - 1), self.params.pod_max_backoff_s)
+            delay = min(
+                self.params.pod_initial_backoff_s * 2 ** (n - 1), self.params.pod_max_backoff_s
+            )
             self.backoff_until[pod.name] = now_s + delay
             next_s = min(next_s, now_s + delay)
             failed.append(pod)

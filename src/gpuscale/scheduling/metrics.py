@@ -3,7 +3,8 @@
 Integrals are piecewise constant between observations: each `observe(now_s)` first adds
 rate x elapsed for the rates seen at the previous observation, then recomputes the rates from
 the cluster. Schedulers observe around every cycle (new pods and evictions always trigger one
-at the same instant) and on every pod deletion, so every change they cause or see is on a boundary. Definitions are in docs/scheduling.md ("Metrics").
+at the same instant) and on every pod deletion, so every change they cause or see is on a
+boundary. Definitions are in docs/scheduling.md ("Metrics").
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ class SchedulingMetrics:
         self.levels = topology_levels
         self.last_s: float | None = None
         self.rates: dict[str, float] = {}
-        self.totals: Counter = Counter()  # integrals: name -> value x seconds
-        self.queue_alloc_s: Counter = Counter()
-        self.queue_fair_s: Counter = Counter()
+        # Integrals: name -> value x seconds. defaultdict(int), as the Counter was: a name never
+        # integrated reads 0 (an int), so the summary's JSON is unchanged.
+        self.totals: defaultdict[str, float] = defaultdict(int)
+        self.queue_alloc_s: defaultdict[str, float] = defaultdict(int)
+        self.queue_fair_s: defaultdict[str, float] = defaultdict(int)
         self.queue_rate: dict[str, float] = {}
         self.fair_rate: dict[str, float] = {}
         self.counters: Counter = Counter()
@@ -107,7 +110,7 @@ class SchedulingMetrics:
             if min_member > 1 and len(bound) < len(gang.pods):  # some pod is pending
                 blocked = True
             for pod in bound:  # bound but the job cannot start: the 7-of-8 waste
-                node = cluster.nodes.get(pod.node_name)
+                node = cluster.nodes.get(pod.node_name) if pod.node_name else None
                 held_gpus += pod.gpus
                 if node is not None and node.num_gpus:
                     held_usd += pod.gpus * node.price_usd_per_hour / node.num_gpus / 3600.0

@@ -2,8 +2,9 @@
 
 Used by calibration (rows A6-A13) and the oracle bound. Offline (MLPerf Offline,
 `trtllm-bench throughput`, `rps=inf`): every request at t=0; the throughput is output tokens /
-makespan. Server (MLPerf Server): Poisson arrivals at a fixed rate; the throughput is output tokens / (last finish - first arrival), and TTFT / TPOT are per
-request (TPOT = (finish - first token) / (output tokens - 1), MLPerf's definition).
+makespan. Server (MLPerf Server): Poisson arrivals at a fixed rate; the throughput is output
+tokens / (last finish - first arrival), and TTFT / TPOT are per request (TPOT = (finish -
+first token) / (output tokens - 1), MLPerf's definition).
 Several instances (MLPerf "4 x TP2") are several `Replica`s on one `Simulation` behind the
 least-outstanding router, as a load balancer in front of them would be.
 """

@@ -88,7 +88,9 @@ def get_engine_profile(name: str) -> EngineProfile:
     from gpuscale.errors import UserInputError
 
     if name not in ENGINE_PROFILES:
-        raise UserInputError(f"unknown engine profile {name!r}; known: {', '.join(ENGINE_PROFILES)}")
+        raise UserInputError(
+            f"unknown engine profile {name!r}; known: {', '.join(ENGINE_PROFILES)}"
+        )
     return ENGINE_PROFILES[name]
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import copy
 import multiprocessing
 import os
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from gpuscale.errors import UserInputError
 from gpuscale.sweep.grid import PARAM_PREFIX, SweepRun, apply_override, param_paths, scenario_hash
@@ -118,7 +119,9 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
         pool.shutdown(wait=finished, cancel_futures=True)
 
 
-def _ray(job: SweepJob, runs: list[SweepRun], address: str | None, workers: int | None) -> Iterator[dict]:
+def _ray(
+    job: SweepJob, runs: list[SweepRun], address: str | None, workers: int | None
+) -> Iterator[dict]:
     try:
         import ray
     except ImportError:

@@ -17,8 +17,9 @@ import csv
 import io
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.run_summary import RunSummary
@@ -188,8 +189,8 @@ def _csv_line(cells: list[str]) -> str:
 
 def _require_pyarrow():
     try:
-        import pyarrow  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
+        import pyarrow
+        import pyarrow.parquet
     except ImportError:
         raise UserInputError("Parquet output needs pyarrow: pip install 'gpuscale[parquet]', "
                              "or write a .csv table") from None

@@ -8,6 +8,7 @@ pkg/FAQ.md "What are Expanders?").
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,7 +58,7 @@ def _priority(options: list[Option], priorities: dict[int, list[str]]) -> list[O
     return []  # groups no priority matches are never chosen
 
 
-def choose(options: list[Option], chain: list[str], priorities: dict[int, list[str]],
+def choose(options: list[Option], chain: Sequence[str], priorities: dict[int, list[str]],
            rng: np.random.Generator) -> Option | None:
     for name in chain:
         if name == "priority":  # also filters a lone option: unmatched groups never scale

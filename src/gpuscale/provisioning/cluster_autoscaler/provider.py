@@ -25,10 +25,15 @@ from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.provisioning.base import AdoptsNoNodes
 from gpuscale.provisioning.cluster_autoscaler.expanders import Option, choose
-from gpuscale.provisioning.cluster_autoscaler.params import (ClusterAutoscalerParams,
-                                                             NodeGroupParams)
-from gpuscale.provisioning.fit import (Bin, capacity_of, first_fit, node_bin,
-                                       node_utilization_frac, pod_priority_order)
+from gpuscale.provisioning.cluster_autoscaler.params import ClusterAutoscalerParams, NodeGroupParams
+from gpuscale.provisioning.fit import (
+    Bin,
+    capacity_of,
+    first_fit,
+    node_bin,
+    node_utilization_frac,
+    pod_priority_order,
+)
 from gpuscale.provisioning.lifecycle import NodeLauncher
 from gpuscale.provisioning.metrics import NodeMetrics
 from gpuscale.provisioning.nodes import make_node

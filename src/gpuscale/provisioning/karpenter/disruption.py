@@ -147,4 +147,6 @@ class DisruptionController:
     def replacement_failed(self, nodes: list[Node]) -> None:
         """Un-taint the candidates; consolidation will try again later."""
         self.host.count("replacements_failed")
-        self.host.unmark_for_deletion([n for n in nodes if self.host.cluster.nodes.get(n.name) is n])
+        self.host.unmark_for_deletion(
+            [n for n in nodes if self.host.cluster.nodes.get(n.name) is n]
+        )

@@ -17,8 +17,13 @@ from pydantic.alias_generators import to_camel
 
 from gpuscale.catalog import InstanceType, instance_types
 from gpuscale.cluster.objects import Taint
-from gpuscale.provisioning.fit import (CAPACITY_TYPE_LABEL, ZONE_LABEL, Resources, capacity_of,
-                                       instance_type_labels)
+from gpuscale.provisioning.fit import (
+    CAPACITY_TYPE_LABEL,
+    ZONE_LABEL,
+    Resources,
+    capacity_of,
+    instance_type_labels,
+)
 from gpuscale.provisioning.latency import NodeLatencies
 from gpuscale.provisioning.nodes import TaintSpec
 from gpuscale.units import parse_duration_s, parse_quantity

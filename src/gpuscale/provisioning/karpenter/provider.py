@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.provisioning.fit import IN_FLIGHT, Bin, Resources, node_bin, sum_requests
-from gpuscale.provisioning.karpenter.nodepool import (NodePoolParams, Offering, order_by_weight,
-                                                      pool_offerings, pool_taints)
+from gpuscale.provisioning.karpenter.nodepool import (
+    NodePoolParams,
+    Offering,
+    order_by_weight,
+    pool_offerings,
+    pool_taints,
+)
 from gpuscale.provisioning.karpenter.params import KarpenterParams
 from gpuscale.provisioning.karpenter.scheduling import ClaimPlan, PoolCapacity, schedule_pods
 from gpuscale.provisioning.lifecycle import NodeLauncher
@@ -36,8 +43,9 @@ class KarpenterProvider:
 
     def __init__(self, params: KarpenterParams) -> None:
         self.params = params
-        self.pools = {p.name: p for p in params.node_pools}
-        self.pools_by_weight = order_by_weight(list(params.node_pools))
+        # Read-only views, as DisruptionHost declares them.
+        self.pools: Mapping[str, NodePoolParams] = {p.name: p for p in params.node_pools}
+        self.pools_by_weight: Sequence[NodePoolParams] = order_by_weight(list(params.node_pools))
         self._offerings = {p.name: pool_offerings(p) for p in params.node_pools}
         self.metrics = NodeMetrics(self.kind)
         self.blocked_until_s: dict[tuple[str, str, str], float] = {}  # offering key -> time
@@ -131,6 +139,7 @@ class KarpenterProvider:
             self._window = (self._window[0], now_s)
 
     def _check_window(self) -> None:
+        assert self._window is not None  # scheduled only by _trigger, which opens the window
         opened_s, last_s = self._window
         now_s = self.sim.now_s
         close_s = min(last_s + self.params.batch_idle_s, opened_s + self.params.batch_max_s)
@@ -151,7 +160,7 @@ class KarpenterProvider:
                 out.append(pod)
         return out
 
-    def live_bins(self, exclude: set[str] = frozenset()) -> list[Bin]:
+    def live_bins(self, exclude: AbstractSet[str] = frozenset()) -> list[Bin]:
         """Spare capacity of every ready or in-flight node not being disrupted."""
         bins = []
         for node in self.cluster.nodes.values():

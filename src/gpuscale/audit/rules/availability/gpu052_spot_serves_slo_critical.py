@@ -45,7 +45,7 @@ def _tolerates(spec: dict, taints: list) -> bool:
     for taint in taints:
         if not isinstance(taint, dict) or taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
-        if not any(t.get("operator") == "Exists" and not t.get("key") or
+        if not any((t.get("operator") == "Exists" and not t.get("key")) or
                    (t.get("key") == taint.get("key") and
                     (t.get("operator") == "Exists" or t.get("value") == taint.get("value")))
                    for t in tolerations if isinstance(t, dict)):
@@ -93,21 +93,27 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU052", name="slo-critical-inference-on-spot", severity=Severity.WARNING,
-    kinds=("Deployment",), family="availability",
+    id="GPU052",
+    name="slo-critical-inference-on-spot",
+    severity=Severity.WARNING,
+    kinds=("Deployment",),
+    family="availability",
     summary="An SLO-critical GPU inference Deployment can be scheduled on spot capacity.",
     message="can run on spot nodes of NodePool {pool}: a spot interruption gives 2 minutes' "
-            "notice, shorter than a GPU replica's cold start, so each one is an SLO breach",
+    "notice, shorter than a GPU replica's cold start, so each one is an SLO breach",
     why="EC2 reclaims spot capacity with a two-minute notice. A vLLM replica of a large model "
-        "needs several minutes to pull, load and warm up, so the replacement is never ready in "
-        "time; interruptions cluster when a GPU type is scarce, taking several replicas at "
-        "once. `gpuscale plan` keeps SLO-critical serving on on-demand (or reserved) capacity "
-        "for this reason.",
+    "needs several minutes to pull, load and warm up, so the replacement is never ready in "
+    "time; interruptions cluster when a GPU type is scarce, taking several replicas at "
+    "once. `gpuscale plan` keeps SLO-critical serving on on-demand (or reserved) capacity "
+    "for this reason.",
     fix="Pin the serving pods to on-demand: `nodeSelector: {karpenter.sh/capacity-type: "
-        "on-demand}` (or a dedicated on-demand NodePool with its own taint), and leave spot to "
-        "batch and training work that checkpoints. Mark a Deployment that may tolerate it with "
-        "`gpuscale.io/slo-critical: \"false\"`.",
-    references=("layer1-node-provisioning.md (capacity types: reserved, then spot, then on-demand; spot interruption notice)",
-                "aws/karpenter-provider-aws website/content/en/docs/concepts/disruption.md"),
+    "on-demand}` (or a dedicated on-demand NodePool with its own taint), and leave spot to "
+    "batch and training work that checkpoints. Mark a Deployment that may tolerate it with "
+    '`gpuscale.io/slo-critical: "false"`.',
+    references=(
+        "layer1-node-provisioning.md (capacity types: reserved, then spot, then on-demand; spot "
+        "interruption notice)",
+        "aws/karpenter-provider-aws website/content/en/docs/concepts/disruption.md",
+    ),
     check=check,
 )

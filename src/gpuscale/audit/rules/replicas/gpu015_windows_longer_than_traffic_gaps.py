@@ -8,8 +8,11 @@ from gpuscale.audit.context import AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.nodepools import is_gpu_nodepool
-from gpuscale.audit.scalers import (HPA_DEFAULT_SCALE_DOWN_WINDOW_S, KEDA_DEFAULT_COOLDOWN_S,
-                                    min_replicas)
+from gpuscale.audit.scalers import (
+    HPA_DEFAULT_SCALE_DOWN_WINDOW_S,
+    KEDA_DEFAULT_COOLDOWN_S,
+    min_replicas,
+)
 from gpuscale.units import parse_duration_s
 
 # The gap is the user's knowledge, not in any manifest: they state it on the scaler or its

@@ -56,7 +56,9 @@ def engine_version(workload: Manifest) -> tuple[tuple[int, int], bool] | None:
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     target = ctx.scale_target(obj)
-    found = engine_version(target) if target is not None else None
+    if target is None:
+        return
+    found = engine_version(target)
     if found is None:
         return
     version, shows_hidden = found
@@ -76,19 +78,27 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU009", name="scaler-metric-not-in-engine-version", severity=Severity.ERROR,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject"), family="signals",
-    summary="A scaler reads a vLLM metric that the vLLM version in its target's image does not export.",
+    id="GPU009",
+    name="scaler-metric-not-in-engine-version",
+    severity=Severity.ERROR,
+    kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+    family="signals",
+    summary=(
+        "A scaler reads a vLLM metric that the vLLM version in its target's image does not "
+        "export."
+    ),
     message="reads `{metric}`, which vLLM {version} (the image of {target}) does not export: {why}",
     why="vLLM renames metrics on a fixed schedule (deprecated in X.Y, hidden in X.Y+1, removed "
-        "in X.Y+2), so a query copied from newer docs reads a series an older image never "
-        "exports, and an old query stops working after an upgrade. The query then returns "
-        "nothing; KEDA's Prometheus scaler treats that as 0 and scales in while the servers "
-        "are saturated.",
+    "in X.Y+2), so a query copied from newer docs reads a series an older image never "
+    "exports, and an old query stops working after an upgrade. The query then returns "
+    "nothing; KEDA's Prometheus scaler treats that as 0 and scales in while the servers "
+    "are saturated.",
     fix="Use the metric name of the vLLM version you run (or upgrade the image), and alert on "
-        "`absent(...)` of the metric the autoscaler depends on. A hidden metric can be re-enabled "
-        "for one release with `--show-hidden-metrics-for-version=X.Y`.",
-    references=("serving-engine-metrics.md sections 1.1-1.3 (renames, deprecation policy)",
-                "vllm-project/vllm docs/design/metrics.md"),
+    "`absent(...)` of the metric the autoscaler depends on. A hidden metric can be re-enabled "
+    "for one release with `--show-hidden-metrics-for-version=X.Y`.",
+    references=(
+        "serving-engine-metrics.md sections 1.1-1.3 (renames, deprecation policy)",
+        "vllm-project/vllm docs/design/metrics.md",
+    ),
     check=check,
 )
