@@ -130,7 +130,9 @@ def parse_cron(expr: str) -> tuple[tuple[frozenset[int], ...], bool, bool]:
     parts = text.split()
     if len(parts) != 5:
         raise CronError(f"expected exactly 5 fields, found {len(parts)}: {expr}")
-    parsed = [_parse_field(p, lo, hi, names) for p, (lo, hi, names) in zip(parts, _FIELDS, strict=True)]
+    parsed = [
+        _parse_field(p, lo, hi, names) for p, (lo, hi, names) in zip(parts, _FIELDS, strict=True)
+    ]
     return tuple(values for values, _ in parsed), parsed[2][1], parsed[4][1]
 
 

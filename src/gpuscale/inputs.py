@@ -142,8 +142,18 @@ class Document:
 
 
 class _Frame:
-    __slots__ = ("is_map", "value", "path", "anchor", "size", "height", "key", "key_mark",
-                 "merges", "line")
+    __slots__ = (
+        "anchor",
+        "height",
+        "is_map",
+        "key",
+        "key_mark",
+        "line",
+        "merges",
+        "path",
+        "size",
+        "value",
+    )
 
     def __init__(self, is_map: bool, path: tuple, anchor: str | None, line: int) -> None:
         self.is_map = is_map
@@ -340,8 +350,8 @@ class _Builder:
         if key in parent.value:
             first = marks.get(parent.path + (key,))
             at = f" (first at line {first[0]})" if first else ""
-            self.fail(_Mark(key_mark), f"duplicate key {_short(repr(key))}{at}; kubectl refuses "
-                      "duplicate keys too")
+            self.fail(_Mark(key_mark or (1, 1)),
+                      f"duplicate key {_short(repr(key))}{at}; kubectl refuses duplicate keys too")
         parent.value[key] = value
         marks[parent.path + (key,)] = key_mark
 
@@ -378,7 +388,7 @@ def _loader_class():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def parse_yaml(text: str, source: str, **limits: int) -> Any:
+def parse_yaml(text: str, source: str, **limits: Any) -> Any:
     """One YAML document's data (None for an empty stream); a second document is refused."""
     docs = parse_yaml_documents(text, source, **limits)
     if len(docs) > 1:

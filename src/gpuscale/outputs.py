@@ -13,6 +13,7 @@ gpuscale imports but `errors`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -22,7 +23,9 @@ from pathlib import Path
 
 from gpuscale.errors import UserInputError
 
-MAX_NAME_CHARS = 100  # file names from user input; far below the 255-byte limit of most file systems
+MAX_NAME_CHARS = (
+    100  # file names from user input; far below the 255-byte limit of most file systems
+)
 
 
 def _cannot(path: Path, exc: OSError) -> UserInputError:
@@ -66,10 +69,8 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise _cannot(path, exc) from None
     finally:
         if tmp_name is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
-            except OSError:
-                pass
 
 
 def real_directory(path: Path, what: str) -> Path:

@@ -6,7 +6,6 @@ Kubernetes quantities ("80Gi", "500m", "1.5") and durations ("30s", "5m", "1h", 
 from __future__ import annotations
 
 import math
-
 import re
 
 GIB = 2**30

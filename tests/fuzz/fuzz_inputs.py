@@ -71,7 +71,9 @@ def mutate(text: str, rng: random.Random) -> str:
     else:  # a whole value's type swapped
         if candidates:
             i = rng.choice(candidates)
-            lines[i] = lines[i].split(":", 1)[0] + ": " + rng.choice(["[1, 2]", "{a: 1}", "'x'", "true"])
+            lines[i] = (
+                lines[i].split(":", 1)[0] + ": " + rng.choice(["[1, 2]", "{a: 1}", "'x'", "true"])
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -161,5 +163,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    yaml  # the fixtures are YAML; imported here so a missing PyYAML fails early
+    assert yaml  # the fixtures are YAML; imported here so a missing PyYAML fails early
     sys.exit(main())

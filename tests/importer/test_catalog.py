@@ -76,7 +76,9 @@ def test_config_json_path_is_relative_to_the_catalog_file(tmp_path):
 
 def test_override_changes_only_the_given_fields(tmp_path):
     before = get_instance_type("p5.48xlarge")
-    use_catalogs([write(tmp_path, {"instance_types": {"p5.48xlarge": {"on_demand_usd_per_hour": 40.0}}})])
+    use_catalogs(
+        [write(tmp_path, {"instance_types": {"p5.48xlarge": {"on_demand_usd_per_hour": 40.0}}})]
+    )
     after = get_instance_type("p5.48xlarge")
     assert after.on_demand_usd_per_hour == 40.0
     assert (after.gpu, after.num_gpus, after.zones) == (before.gpu, before.num_gpus, before.zones)
@@ -92,8 +94,12 @@ def test_user_gpu_without_efficiencies_is_marked_uncalibrated(tmp_path):
 
 
 def test_environment_paths_come_first_and_flags_win(tmp_path):
-    a = write(tmp_path, {"instance_types": {"p5.48xlarge": {"on_demand_usd_per_hour": 1.0}}}, "a.yaml")
-    b = write(tmp_path, {"instance_types": {"p5.48xlarge": {"on_demand_usd_per_hour": 2.0}}}, "b.yaml")
+    a = write(
+        tmp_path, {"instance_types": {"p5.48xlarge": {"on_demand_usd_per_hour": 1.0}}}, "a.yaml"
+    )
+    b = write(
+        tmp_path, {"instance_types": {"p5.48xlarge": {"on_demand_usd_per_hour": 2.0}}}, "b.yaml"
+    )
     env = {"GPUSCALE_CATALOG": f"{a}{os.pathsep}{os.pathsep}"}
     assert catalog_paths([b], env) == [a, b]
     use_catalogs([b], env)
@@ -102,24 +108,78 @@ def test_environment_paths_come_first_and_flags_win(tmp_path):
     assert get_instance_type("p5.48xlarge").on_demand_usd_per_hour == 1.0
 
 
-@pytest.mark.parametrize("data, field, expected", [
-    ({"model": {}}, "(top level).model", "unknown catalog section; did you mean 'models'"),
-    ({"models": {"m": {"layers": 2}}}, "models.m.hidden", "missing required field"),
-    ({"models": {"m": dict(QWEN3_MOE, hidden_size="big")}}, "models.m.hidden_size", "expected an integer"),
-    ({"models": {"m": {"hidden_size": 64}}}, "models.m.num_hidden_layers", "missing required config.json field"),
-    ({"models": {"m": {"layerz": 2}}}, "models.m.layerz", "did you mean 'layers'"),
-    ({"gpus": {"G": {"bf16_tflops": 1}}}, "gpus.G.memory_gib", "missing required field"),
-    ({"gpus": {"G": {"bf16_tflops": -1, "memory_gib": 1, "memory_bandwidth_tbps": 1,
-                     "link_gbps_per_direction": 1, "tdp_w": 1}}}, "gpus.G.bf16_tflops", "expected a number > 0"),
-    ({"instance_types": {"x": {"gpu": "H300", "num_gpus": 8, "vcpus": 1, "memory_gib": 1,
-                               "on_demand_usd_per_hour": 1, "zones": ["z"]}}},
-     "instance_types.x.gpu", "unknown GPU 'H300'"),
-    ({"instance_types": {"x": {"gpu": "L4", "num_gpus": 1, "vcpus": 1, "memory_gib": 1,
-                               "on_demand_usd_per_hour": 1, "zones": "z"}}},
-     "instance_types.x.zones", "expected a non-empty list"),
-    ({"models": {"m": {"config_json": "missing.json"}}}, "models.m.config_json", "not found"),
-    ({"models": {"m": {"config_json": "x.json", "layers": 3}}}, "models.m.layers", "unknown model field (beside config_json)"),
-])
+@pytest.mark.parametrize(
+    "data, field, expected",
+    [
+        ({"model": {}}, "(top level).model", "unknown catalog section; did you mean 'models'"),
+        ({"models": {"m": {"layers": 2}}}, "models.m.hidden", "missing required field"),
+        (
+            {"models": {"m": dict(QWEN3_MOE, hidden_size="big")}},
+            "models.m.hidden_size",
+            "expected an integer",
+        ),
+        (
+            {"models": {"m": {"hidden_size": 64}}},
+            "models.m.num_hidden_layers",
+            "missing required config.json field",
+        ),
+        ({"models": {"m": {"layerz": 2}}}, "models.m.layerz", "did you mean 'layers'"),
+        ({"gpus": {"G": {"bf16_tflops": 1}}}, "gpus.G.memory_gib", "missing required field"),
+        (
+            {
+                "gpus": {
+                    "G": {
+                        "bf16_tflops": -1,
+                        "memory_gib": 1,
+                        "memory_bandwidth_tbps": 1,
+                        "link_gbps_per_direction": 1,
+                        "tdp_w": 1,
+                    }
+                }
+            },
+            "gpus.G.bf16_tflops",
+            "expected a number > 0",
+        ),
+        (
+            {
+                "instance_types": {
+                    "x": {
+                        "gpu": "H300",
+                        "num_gpus": 8,
+                        "vcpus": 1,
+                        "memory_gib": 1,
+                        "on_demand_usd_per_hour": 1,
+                        "zones": ["z"],
+                    }
+                }
+            },
+            "instance_types.x.gpu",
+            "unknown GPU 'H300'",
+        ),
+        (
+            {
+                "instance_types": {
+                    "x": {
+                        "gpu": "L4",
+                        "num_gpus": 1,
+                        "vcpus": 1,
+                        "memory_gib": 1,
+                        "on_demand_usd_per_hour": 1,
+                        "zones": "z",
+                    }
+                }
+            },
+            "instance_types.x.zones",
+            "expected a non-empty list",
+        ),
+        ({"models": {"m": {"config_json": "missing.json"}}}, "models.m.config_json", "not found"),
+        (
+            {"models": {"m": {"config_json": "x.json", "layers": 3}}},
+            "models.m.layers",
+            "unknown model field (beside config_json)",
+        ),
+    ],
+)
 def test_bad_entries_name_file_field_and_expectation(tmp_path, data, field, expected):
     path = write(tmp_path, data)
     with pytest.raises(UserInputError) as info:

@@ -16,15 +16,31 @@ from .bundle import CATALOG, TRACE, container, load_docs, of_kind, write_bundle
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 
-HPA = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-       "metadata": {"name": "qwen3-32b", "namespace": "llm"},
-       "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen3-32b"},
-                "minReplicas": 1, "maxReplicas": 3,
-                "metrics": [{"type": "Pods", "pods": {
+HPA = {
+    "apiVersion": "autoscaling/v2",
+    "kind": "HorizontalPodAutoscaler",
+    "metadata": {"name": "qwen3-32b", "namespace": "llm"},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen3-32b"},
+        "minReplicas": 1,
+        "maxReplicas": 3,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
                     "metric": {"name": "vllm_num_requests_waiting"},
-                    "target": {"type": "AverageValue", "averageValue": "5"}}}],
-                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600,
-                                           "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}}}
+                    "target": {"type": "AverageValue", "averageValue": "5"},
+                },
+            }
+        ],
+        "behavior": {
+            "scaleDown": {
+                "stabilizationWindowSeconds": 600,
+                "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+            }
+        },
+    },
+}
 
 
 def imported(tmp_path: Path, docs: list[dict], trace: Path = TRACE):
@@ -101,7 +117,9 @@ def test_statefulset_and_leaderworkerset_are_read(tmp_path):
     docs = without(docs, "StatefulSet") + [lws]
     assert imported(tmp_path / "lws", docs).scenario.model.name == "Qwen3-32B"
     lws["spec"]["leaderWorkerTemplate"]["size"] = 2
-    refused(tmp_path / "lws2", docs, "group of 2 pods per replica", "spec.leaderWorkerTemplate.size")
+    refused(
+        tmp_path / "lws2", docs, "group of 2 pods per replica", "spec.leaderWorkerTemplate.size"
+    )
 
 
 def test_engine_arguments_are_read_in_both_spellings_and_from_env(tmp_path):
@@ -125,13 +143,25 @@ def test_fp8_checkpoint_is_read_from_the_model_id(tmp_path):
     assert scenario.model.name == "Qwen3-32B" and scenario.model.precision.value == "fp8"
 
 
-@pytest.mark.parametrize("edit, expected", [
-    (lambda c: c["resources"]["limits"].update({"nvidia.com/gpu": "2"}), "requests 2 GPU(s) but vLLM's parallelism needs 4"),
-    (lambda c: c["args"].__setitem__(0, "mistralai/Mistral-Small-3.2-24B-Instruct-2506"), "'mistralai/Mistral-Small-3.2-24B-Instruct-2506' is not in the catalog"),
-    (lambda c: c["args"].append("--quantization=awq"), "only bf16 and fp8 weights"),
-    (lambda c: c["args"].append("--max-num-seqs=lots"), "--max-num-seqs expects an integer"),
-    (lambda c: c.update(image="nginx", command=["nginx"]), "no Deployment, StatefulSet or LeaderWorkerSet running vLLM"),
-])
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (
+            lambda c: c["resources"]["limits"].update({"nvidia.com/gpu": "2"}),
+            "requests 2 GPU(s) but vLLM's parallelism needs 4",
+        ),
+        (
+            lambda c: c["args"].__setitem__(0, "mistralai/Mistral-Small-3.2-24B-Instruct-2506"),
+            "'mistralai/Mistral-Small-3.2-24B-Instruct-2506' is not in the catalog",
+        ),
+        (lambda c: c["args"].append("--quantization=awq"), "only bf16 and fp8 weights"),
+        (lambda c: c["args"].append("--max-num-seqs=lots"), "--max-num-seqs expects an integer"),
+        (
+            lambda c: c.update(image="nginx", command=["nginx"]),
+            "no Deployment, StatefulSet or LeaderWorkerSet running vLLM",
+        ),
+    ],
+)
 def test_container_refusals(tmp_path, edit, expected):
     docs = load_docs()
     edit(container(docs))
@@ -245,7 +275,13 @@ def test_burstgpt_and_unknown_trace_formats(tmp_path):
 
 def _paths(node, path=()):
     yield path
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
     for key, value in items:
         yield from _paths(value, path + (key,))
 

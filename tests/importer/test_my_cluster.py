@@ -50,7 +50,9 @@ def test_example_simulates_and_says_what_it_simulated():
     data = run_cli("simulate", "--manifests", str(MANIFESTS), "--trace", str(TRACE))
     (run,) = data["runs"]
     resolved = run["resolved"]
-    assert {(a, b) for a in resolved for b in resolved[a] if isinstance(resolved[a], dict)} >= RESOLVED_KEYS
+    assert {
+        (a, b) for a in resolved for b in resolved[a] if isinstance(resolved[a], dict)
+    } >= RESOLVED_KEYS
     assert resolved["model"] == {"name": "Qwen3-32B", "tp": 4, "precision": "bf16",
                                  "kv_precision": "bf16"}
     assert resolved["autoscaler"] == {"kind": "keda", "min_replicas": 1, "max_replicas": 4}
@@ -69,17 +71,21 @@ def test_table_shows_resolved_line_and_defaults():
     result = CliRunner().invoke(cli, ["simulate", "--manifests", str(MANIFESTS), "--trace",
                                       str(TRACE), "--catalog", str(CATALOG)])
     assert result.exit_code == 0, result.output
-    line = next(l for l in result.output.splitlines() if l.startswith("resolved "))
+    line = next(ln for ln in result.output.splitlines() if ln.startswith("resolved "))
     assert "Qwen3-32B tp=4 bf16 on g6e.12xlarge" in line and "keda 1..4" in line
     assert "karpenter WhenEmpty" in line and "NO calibration points" in line
     assert "default: slo: ttft 2 s" in result.output
 
 
 def test_without_the_catalog_the_model_is_refused_in_one_line():
-    result = CliRunner().invoke(cli, ["simulate", "--manifests", str(MANIFESTS), "--trace", str(TRACE)])
+    result = CliRunner().invoke(
+        cli, ["simulate", "--manifests", str(MANIFESTS), "--trace", str(TRACE)]
+    )
     assert result.exit_code == 2
     assert result.output.count("\n") == 1
-    assert "'Qwen/Qwen3-32B' is not in the catalog" in result.output and "--catalog" in result.output
+    assert (
+        "'Qwen/Qwen3-32B' is not in the catalog" in result.output and "--catalog" in result.output
+    )
 
 
 def _edited(tmp_path: Path, kind: str, edit) -> Path:
@@ -179,7 +185,10 @@ def test_every_model_command_takes_catalog_and_reports_its_errors(tmp_path):
         result = CliRunner().invoke(cli, [args[0], "--catalog", str(bad), *args[1:]])
         assert result.exit_code == 2, (args, result.output)
         assert result.output.strip().count("\n") == 0
-        assert f"{bad}: models.X.num_hidden_layers: missing required config.json field" in result.output
+        assert (
+            f"{bad}: models.X.num_hidden_layers: missing required config.json field"
+            in result.output
+        )
 
 
 def test_sweep_workers_see_the_user_catalog(tmp_path):
@@ -187,7 +196,9 @@ def test_sweep_workers_see_the_user_catalog(tmp_path):
     run_cli("simulate", "--manifests", str(MANIFESTS), "--trace", str(TRACE),
             "--emit-scenario", str(emitted))
     grid = tmp_path / "grid.yaml"
-    grid.write_text('parameters:\n  "strategies[qwen3-32b].autoscaler.triggers[0].threshold": [5, 40]\n')
+    grid.write_text(
+        'parameters:\n  "strategies[qwen3-32b].autoscaler.triggers[0].threshold": [5, 40]\n'
+    )
     out = tmp_path / "table.csv"
     result = CliRunner().invoke(cli, ["sweep", str(emitted), "--grid", str(grid), "--out", str(out),
                                       "--workers", "2", "--catalog", str(CATALOG)])

@@ -26,7 +26,7 @@ def test_scenario_runs_carry_resolved_in_json_and_table(tmp_path):
         assert set(r["autoscaler"]) >= {"kind", "min_replicas", "max_replicas"}
         assert set(r["nodes"]) >= {"kind", "consolidation_policy"}
     table = CliRunner().invoke(cli, ["compare", str(path)]).output
-    assert sum(l.startswith("resolved ") for l in table.splitlines()) == len(data["runs"])
+    assert sum(ln.startswith("resolved ") for ln in table.splitlines()) == len(data["runs"])
 
 
 def test_values_come_from_each_strategy():

@@ -10,8 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuscale.cron import cron_matches, parse_cron
-from gpuscale.provisioning.karpenter.budgets import (UNLIMITED, allowed_disruptions,
-                                                     budget_active, budget_nodes)
+from gpuscale.provisioning.karpenter.budgets import (
+    UNLIMITED,
+    allowed_disruptions,
+    budget_active,
+    budget_nodes,
+)
 from gpuscale.provisioning.karpenter.nodepool import Budget
 
 MONDAY = datetime(2026, 1, 5, tzinfo=timezone.utc)  # 2026-01-05 is a Monday

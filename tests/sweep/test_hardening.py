@@ -94,7 +94,7 @@ def test_dead_address_check_without_ray():
     from gpuscale.sweep.runner import _check_reachable
 
     start = time.monotonic()
-    with pytest.raises(UserInputError, match="no Ray cluster answers at 127.0.0.1:1"):
+    with pytest.raises(UserInputError, match=r"no Ray cluster answers at 127\.0\.0\.1:1"):
         _check_reachable("127.0.0.1:1")
     assert time.monotonic() - start < 20
 

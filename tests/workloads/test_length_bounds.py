@@ -15,7 +15,9 @@ from gpuscale.workloads.distributions import DEFAULT_CEILING_TOKENS, MAX_SIGMA, 
 @settings(max_examples=30, deadline=None)
 @given(st.floats(1, 1e6), st.floats(0.01, MAX_SIGMA), st.integers(0, 2**32))
 def test_draws_never_pass_the_ceiling(median, sigma, seed):
-    draws = LognormalTokens(median_tokens=median, sigma=sigma).sample(np.random.default_rng(seed), 500)
+    draws = LognormalTokens(median_tokens=median, sigma=sigma).sample(
+        np.random.default_rng(seed), 500
+    )
     assert draws.min() >= 1 and draws.max() <= DEFAULT_CEILING_TOKENS
 
 

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from gpuscale import inputs as _inputs
 from gpuscale.audit.sources import (
     HELM_HINT,

@@ -171,10 +171,7 @@ def returns_one_series(query: str) -> bool:
             grouping = _grouping(text, open_pos, close_pos, pairs)
             if grouping is None or (grouping[0] == "by" and grouping[1] <= {"le"}):
                 collapsing.append((open_pos, close_pos))
-    for pos in metric_positions:
-        if not any(a < pos < b for a, b in collapsing):
-            return False
-    return True
+    return all(any(a < pos < b for a, b in collapsing) for pos in metric_positions)
 
 
 def top_level_aggregator(query: str) -> str:

@@ -78,7 +78,9 @@ def _number(obj: dict, key: str, source: str, where: str) -> float:
     return float(value)
 
 
-def _lengths(obj: dict, key: str, total_key: str, count: int, source: str, where: str) -> np.ndarray:
+def _lengths(
+    obj: dict, key: str, total_key: str, count: int, source: str, where: str
+) -> np.ndarray:
     lens = obj.get(key)
     if isinstance(lens, list) and lens and all(isinstance(v, int) and v > 0 for v in lens):
         return np.asarray(lens[:MAX_REQUESTS_PER_POINT], np.int64)
@@ -108,7 +110,9 @@ def read_bench_results(path: Path, max_num_seqs: int) -> list[BenchPoint]:
     for index, obj in enumerate(items):
         where = f"[{index}]." if len(items) > 1 else ""
         if not isinstance(obj, dict):
-            raise UserInputError("expected a bench result object", source=str(path), field=where or None)
+            raise UserInputError(
+                "expected a bench result object", source=str(path), field=where or None
+            )
         if obj.get("max_concurrency") not in (None, 0):
             raise UserInputError("max_concurrency runs (a closed-loop client) are not replayed; "
                                  "use --request-rate runs", source=str(path),
@@ -193,11 +197,24 @@ def fit(points: list[BenchPoint], gpu: str, model: str, tp: int,
     for p in points:
         r = predict(hw, p)
         errors = _log_errors(r, p)
-        rows.append({"request_rate_per_s": p.request_rate_per_s,
-                     "measured": {"mean_ttft_s": p.mean_ttft_s, "mean_tpot_s": p.mean_tpot_s,
-                                  "output_tokens_per_s": p.output_tokens_per_s},
-                     "predicted": {"mean_ttft_s": r.mean_ttft_s, "mean_tpot_s": r.mean_tpot_s,
-                                   "output_tokens_per_s": r.output_tokens_per_s},
-                     "error_frac": {k: math.expm1(e) for k, e in
-                                    zip(("mean_ttft_s", "mean_tpot_s", "output_tokens_per_s"), errors)}})
+        rows.append(
+            {
+                "request_rate_per_s": p.request_rate_per_s,
+                "measured": {
+                    "mean_ttft_s": p.mean_ttft_s,
+                    "mean_tpot_s": p.mean_tpot_s,
+                    "output_tokens_per_s": p.output_tokens_per_s,
+                },
+                "predicted": {
+                    "mean_ttft_s": r.mean_ttft_s,
+                    "mean_tpot_s": r.mean_tpot_s,
+                    "output_tokens_per_s": r.output_tokens_per_s,
+                },
+                "error_frac": {
+                    k: math.expm1(e)
+                    for k, e in zip(("mean_ttft_s", "mean_tpot_s", "output_tokens_per_s"), errors,
+                                    strict=True)
+                },
+            }
+        )
     return FitResult(gpu, hbm, compute, rows)

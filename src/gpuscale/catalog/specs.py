@@ -251,8 +251,8 @@ def _load(filename: str) -> dict:
 _USER: dict[str, dict] = {"models": {}, "gpus": {}, "instance_types": {}}
 
 
-def set_user_entries(user_models: dict[str, "ModelSpec"], user_gpus: dict[str, "GpuSpec"],
-                     user_instance_types: dict[str, "InstanceType"]) -> None:
+def set_user_entries(user_models: dict[str, ModelSpec], user_gpus: dict[str, GpuSpec],
+                     user_instance_types: dict[str, InstanceType]) -> None:
     """Install the user's catalog entries (replacing any installed before) for this process."""
     _USER.update(models=dict(user_models), gpus=dict(user_gpus),
                  instance_types=dict(user_instance_types))

@@ -124,7 +124,7 @@ def _typed(cls, entry: dict, source: str, where: str, base: dict) -> dict:
 def _missing(cls, data: dict, source: str, where: str) -> None:
     for name, f in _fields_of(cls).items():
         no_default = (f.default is dataclasses.MISSING
-                      and f.default_factory is dataclasses.MISSING)  # type: ignore[misc]
+                      and f.default_factory is dataclasses.MISSING)
         if no_default and name not in data:
             raise _fail("missing required field", source, f"{where}.{name}")
 
@@ -140,7 +140,7 @@ def _hf_model(name: str, cfg: dict, source: str, where: str) -> dict:
 
     def num(key: str, default: Any = None, minimum: float = 0.0) -> int:
         value = cfg.get(key, default)
-        return _number(value, source, f"{where}.{key}", integer=True, minimum=minimum)
+        return int(_number(value, source, f"{where}.{key}", integer=True, minimum=minimum))
 
     hidden, heads = num("hidden_size"), num("num_attention_heads")
     head_dim = cfg.get("head_dim") or hidden // heads  # config.json: null = hidden / heads
@@ -175,7 +175,7 @@ def _mla_fields(cfg: dict, hidden: int, heads: int, source: str, where: str) -> 
     """Multi-head latent attention (DeepSeek-V2/V3): one latent of kv_lora_rank + rope dims is
     cached per layer, and the projections are low-rank (parameter count from their shapes)."""
     def num(key: str) -> int:
-        return _number(cfg.get(key), source, f"{where}.{key}", integer=True)
+        return int(_number(cfg.get(key), source, f"{where}.{key}", integer=True))
 
     kv_rank, rope, nope, v_dim = (num("kv_lora_rank"), num("qk_rope_head_dim"),
                                   num("qk_nope_head_dim"), num("v_head_dim"))

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from gpuscale.cli.calibrate_fit import fit_options, run_fit
-from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.calibration import calibrate
 from gpuscale.calibration.rows import data_row_checks
 from gpuscale.calibration.user_rows import load_rows
+from gpuscale.cli.calibrate_fit import fit_options, run_fit
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import json_text_as, output_option
 from gpuscale.errors import GpuscaleError
 

@@ -8,6 +8,7 @@ or cluster run as two scenarios on the same trace, their runs joined in one resu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -29,7 +30,7 @@ def import_bundles(bundles: tuple[str, ...], trace: Path | None) -> list:
 
     if trace is None:
         raise click.UsageError("--manifests needs --trace FILE (the requests to replay)")
-    imported = []
+    imported: list[Any] = []
     for index, bundle in enumerate(bundles):
         # Name runs by bundle when comparing, so two copies of one Deployment stay apart.
         name = None if len(bundles) == 1 else f"{Path(bundle).name or 'stdin'}"
@@ -54,7 +55,8 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
     for path in (out, report):
         if path is not None:
             check_result_path(path, force=force)
-    runs, head = [], {}
+    runs: list[Any] = []
+    head: dict[str, Any] = {}
     for imp in imported:
         result, walls = simulate_scenario(imp.scenario, Path("."), clock=time.perf_counter)
         part = attach_resolved(result.to_json(walls), imp.scenario)

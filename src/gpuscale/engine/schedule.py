@@ -24,8 +24,13 @@ from gpuscale.scheduling import build_scheduler, ignore_unschedulable
 from gpuscale.scheduling.jobs import JobController
 from gpuscale.scheduling.standin import HOSTNAME_LABEL, ZONE_LABEL, StandInProvider
 from gpuscale.units import SECONDS_PER_HOUR
-from gpuscale.workloads.gpu_jobs import (GpuJob, expand_jobs, openb_jobs, read_alibaba_nodes,
-                                         read_alibaba_pods)
+from gpuscale.workloads.gpu_jobs import (
+    GpuJob,
+    expand_jobs,
+    openb_jobs,
+    read_alibaba_nodes,
+    read_alibaba_pods,
+)
 
 MIB_PER_GIB = 1024
 

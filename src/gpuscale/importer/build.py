@@ -59,7 +59,9 @@ def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[st
         defaults.append(f"autoscaler: none scales {wl.obj.name}; held at spec.replicas "
                         f"({wl.replicas})")
         return {"kind": "fixed", "replicas": wl.replicas}
-    spec, more = scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scalers.scaled_object(obj)
+    spec, more = (
+        scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scalers.scaled_object(obj)
+    )
     notes.extend(more)
     return spec
 

@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 from gpuscale.catalog.user import (
     ALLOWED_BESIDE_CONFIG_JSON,
@@ -68,7 +69,7 @@ def _resolve_config_json(data: object, path: Path) -> object:
                         field=f"models.{name}.{key}")
             target = Path(ref) if Path(ref).is_absolute() else path.parent / ref
             out[name] = dict(entry, config_json=_read_config_json(target, str(path), where))
-    return dict(data, models=out)
+    return dict(cast(dict, data), models=out)
 
 
 def load_catalogs(paths: Iterable[Path]) -> CatalogEntries:

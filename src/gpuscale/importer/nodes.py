@@ -131,7 +131,9 @@ def root_volume(obj: Manifest) -> tuple[float | None, str | None, bool]:
         try:
             size_gib = parse_quantity(ebs["volumeSize"]) / GIB
         except (TypeError, ValueError):
-            raise _fail(obj, path, f"expected a size like 200Gi, got {ebs['volumeSize']!r}") from None
+            raise _fail(
+                obj, path, f"expected a size like 200Gi, got {ebs['volumeSize']!r}"
+            ) from None
         if best[0] is None or size_gib > best[0]:
             best = (size_gib, ebs.get("volumeType"))
     raid0 = obj.get("spec", "instanceStorePolicy") == "RAID0"

@@ -17,6 +17,7 @@ Label matchers are taken to select this deployment's pods (the simulation has no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, cast
 
 from gpuscale.autoscaling.hpa import MetricQuery
 from gpuscale.errors import UserInputError
@@ -113,7 +114,8 @@ def _aggregate(expr, p) -> Translated:
     if pinned:
         notes.append(f"label matchers {pinned} taken to select this deployment's pods")
     note = "; ".join(notes)
-    return Translated(MetricQuery(metric=metric, aggregation=op), note)
+    aggregation = cast(Literal["sum", "avg", "max"], op)  # one of AGGREGATIONS, checked above
+    return Translated(MetricQuery(metric=metric, aggregation=aggregation), note)
 
 
 def _ttft_quantile(expr, p) -> Translated:

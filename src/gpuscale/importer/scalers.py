@@ -7,6 +7,8 @@ Each reader returns the mapping plus notes on how it read what it could not take
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuscale.audit.loader import Manifest, format_path
 from gpuscale.errors import UserInputError
 from gpuscale.importer.promql import translate_query
@@ -60,8 +62,15 @@ def behavior(obj: Manifest, path: tuple) -> dict | None:
                 if not isinstance(value, list):
                     raise _fail(obj, path + (api, key), "expected a list of policies")
                 mapped["policies"] = [
-                    {"type": p.get("type"), "value": p.get("value"), "period_s": p.get("periodSeconds")}
-                    if isinstance(p, dict) else p for p in value]
+                    {
+                        "type": p.get("type"),
+                        "value": p.get("value"),
+                        "period_s": p.get("periodSeconds"),
+                    }
+                    if isinstance(p, dict)
+                    else p
+                    for p in value
+                ]
             elif key == "tolerance":
                 mapped["tolerance_frac"] = _quantity(obj, path + (api, key))
             elif key in _RULE_KEYS:
@@ -91,9 +100,11 @@ def _target(obj: Manifest, path: tuple) -> dict:
         raise _fail(obj, path, "expected a metric target")
     kind = target.get("type")
     key = {"AverageValue": "averageValue", "Value": "value",
-           "Utilization": "averageUtilization"}.get(kind)
+           "Utilization": "averageUtilization"}.get(str(kind))
     if key is None:
-        raise _fail(obj, path + ("type",), f"expected AverageValue, Value or Utilization, got {kind!r}")
+        raise _fail(
+            obj, path + ("type",), f"expected AverageValue, Value or Utilization, got {kind!r}"
+        )
     return {"type": kind, "value": _quantity(obj, path + (key,))}
 
 
@@ -112,7 +123,7 @@ def hpa(obj: Manifest) -> tuple[dict, list[str]]:
         path = ("spec", "metrics", index)
         kind = item.get("type") if isinstance(item, dict) else None
         section = {"Pods": "pods", "External": "external", "Object": "object",
-                   "Resource": "resource"}.get(kind)
+                   "Resource": "resource"}.get(str(kind))
         if section is None:
             raise _fail(obj, path + ("type",), f"expected Pods, External, Object or Resource, "
                         f"got {kind!r}")
@@ -133,7 +144,7 @@ def hpa(obj: Manifest) -> tuple[dict, list[str]]:
                          f"as sum({series}) over the deployment's pods")
             metrics.append({"type": kind, "query": {"metric": series, "aggregation": "sum"},
                             "target": target})
-    out = {"kind": "hpa", "min_replicas": _int(obj, ("spec", "minReplicas"), 1),
+    out: dict[str, Any] = {"kind": "hpa", "min_replicas": _int(obj, ("spec", "minReplicas"), 1),
            "max_replicas": _int(obj, ("spec", "maxReplicas")), "metrics": metrics}
     if out["max_replicas"] is None:
         raise _fail(obj, ("spec", "maxReplicas"), "missing (required by the API)")
@@ -164,8 +175,11 @@ def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
     translated = translate_query(obj.get(*meta, "query"), source=obj.source,
                                  field=format_path(meta + ("query",)))
     notes += [translated.note] if translated.note else []
-    out = {"query": translated.query.model_dump(), "threshold": _quantity(obj, meta + ("threshold",)),
-           "ignore_null_values": _bool_text(obj, meta + ("ignoreNullValues",), True)}
+    out = {
+        "query": translated.query.model_dump(),
+        "threshold": _quantity(obj, meta + ("threshold",)),
+        "ignore_null_values": _bool_text(obj, meta + ("ignoreNullValues",), True),
+    }
     if obj.get(*meta, "activationThreshold") is not None:
         out["activation_threshold"] = _quantity(obj, meta + ("activationThreshold",))
     metric_type = obj.get(*path, "metricType")
@@ -180,7 +194,10 @@ def scaled_object(obj: Manifest) -> tuple[dict, list[str]]:
     triggers = obj.get("spec", "triggers")
     if not isinstance(triggers, list) or not triggers:
         raise _fail(obj, ("spec", "triggers"), "expected at least one trigger")
-    out: dict = {"kind": "keda", "triggers": [_trigger(obj, i, notes) for i in range(len(triggers))]}
+    out: dict = {
+        "kind": "keda",
+        "triggers": [_trigger(obj, i, notes) for i in range(len(triggers))],
+    }
     for api, ours in (("pollingInterval", "polling_interval_s"),
                       ("cooldownPeriod", "cooldown_period_s"),
                       ("initialCooldownPeriod", "initial_cooldown_period_s"),

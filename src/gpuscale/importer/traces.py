@@ -36,7 +36,7 @@ def detect_format(path: Path) -> str:
             keys = set(json.loads(first))
         except ValueError:
             keys = set()
-        if _MOONCAKE_KEYS <= keys:
+        if keys >= _MOONCAKE_KEYS:
             return "mooncake"
     columns = {c.strip() for c in first.split(",")}
     for name, needed in _CSV_HEADERS.items():

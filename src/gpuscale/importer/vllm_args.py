@@ -66,7 +66,9 @@ def _words(container: dict, env: dict[str, str]) -> list[str]:
     # `sh -c "vllm serve ..."`: the engine's argv is the shell string, split as the shell would.
     out: list[str] = []
     for word in words:
-        out.extend(shlex.split(word) if " " in word and ("vllm" in word or "--" in word) else [word])
+        out.extend(
+            shlex.split(word) if " " in word and ("vllm" in word or "--" in word) else [word]
+        )
     return out
 
 

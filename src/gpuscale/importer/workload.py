@@ -103,9 +103,14 @@ def catalog_model(model_id: str) -> tuple[str, str]:
     # Older Hugging Face repos prefix the family ("Meta-Llama-3.1-8B-Instruct").
     for candidate in (model_id, base, stripped, stripped.removeprefix("Meta-")):
         if candidate in names:
-            return candidate, "" if candidate == model_id else f"model {model_id} read as {candidate}"
+            return (
+                candidate,
+                "" if candidate == model_id else f"model {model_id} read as {candidate}",
+            )
         if candidate.lower() in lowered:
-            return lowered[candidate.lower()], f"model {model_id} read as {lowered[candidate.lower()]}"
+            return lowered[
+                candidate.lower()
+            ], f"model {model_id} read as {lowered[candidate.lower()]}"
     raise UserInputError(f"model {model_id!r} is not in the catalog (known: {', '.join(names)}); "
                          "describe it in a --catalog file (config.json fields or config_json: "
                          "PATH)", field="model")

@@ -101,8 +101,13 @@ def slo_style(attainment: float) -> str:
 
 
 def _table(title: str, plain: bool) -> Table:
-    return Table(title=_cell(title), title_justify="left", box=PLAIN_BOX if plain else box.SIMPLE_HEAD,
-                 pad_edge=False, show_edge=False)
+    return Table(
+        title=_cell(title),
+        title_justify="left",
+        box=PLAIN_BOX if plain else box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+    )
 
 
 def _add_columns(table: Table, columns, runs: list[dict]) -> None:
@@ -169,10 +174,15 @@ def nodes_table(result_json: dict, *, plain: bool = False) -> Table | None:
     for run in runs:
         nodes = run.get("nodes", {})
         evictions = ", ".join(f"{k} {v}" for k, v in nodes.get("evictions", {}).items()) or "-"
-        table.add_row(_cell(run["name"]), nodes.get("provider", "pool"), str(nodes.get("launched", 0)),
-                      _wait(nodes), evictions,
-                      str(nodes.get("requests_retried_after_eviction", 0)),
-                      str(nodes.get("requests_failed_by_eviction", 0)))
+        table.add_row(
+            _cell(run["name"]),
+            nodes.get("provider", "pool"),
+            str(nodes.get("launched", 0)),
+            _wait(nodes),
+            evictions,
+            str(nodes.get("requests_retried_after_eviction", 0)),
+            str(nodes.get("requests_failed_by_eviction", 0)),
+        )
     return table
 
 

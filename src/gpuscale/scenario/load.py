@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpuscale import inputs
 from gpuscale.errors import UserInputError
-from gpuscale.scenario.kinds import input_kind  # noqa: F401  (re-exported: callers import it from here)
+from gpuscale.scenario.kinds import input_kind
 from gpuscale.scenario.models import Scenario
 from gpuscale.workloads import limits
 
@@ -130,7 +130,9 @@ def check_finite(model: BaseModel, *, source: str) -> None:
     found = _unbounded_number(model)
     if found:
         loc, value = found
-        shown = repr(value) if isinstance(value, float) else f"an integer of {len(str(value))} digits"
+        shown = (
+            repr(value) if isinstance(value, float) else f"an integer of {len(str(value))} digits"
+        )
         raise UserInputError(f"expected a finite number (see docs/input-limits.md), got {shown}",
                              source=source, field=_field_path(loc))
 

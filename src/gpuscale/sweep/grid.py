@@ -121,8 +121,12 @@ def _override_sets(grid: dict, source: str) -> list[tuple[tuple[str, Any], ...]]
                                  field="parameters")
         for path, values in params.items():
             if not isinstance(path, str):  # `1: [a, b]` or `true: ...` parse as non-strings
-                raise UserInputError(f"parameter path {path!r} is not a string (a dotted path "
-                                     "such as workload.rate_per_s)", source=source, field="parameters")
+                raise UserInputError(
+                    f"parameter path {path!r} is not a string (a dotted path "
+                    "such as workload.rate_per_s)",
+                    source=source,
+                    field="parameters",
+                )
             if not isinstance(values, list) or not values:
                 raise UserInputError("expected a non-empty list of values", source=source,
                                      field=f"parameters.{path}")

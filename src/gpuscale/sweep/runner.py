@@ -42,10 +42,9 @@ def table_columns(runs: list[SweepRun]) -> list[str]:
 
 def run_one(job: SweepJob, run: SweepRun) -> dict:
     """Simulate one run and return its table row (without missing override columns)."""
+    from gpuscale.catalog.specs import set_user_entries
     from gpuscale.engine import simulate_scenario
     from gpuscale.scenario import scenario_from_dict
-
-    from gpuscale.catalog.specs import set_user_entries
 
     set_user_entries(*job.user_catalog)
     data = copy.deepcopy(job.scenario_data)

@@ -125,7 +125,7 @@ class ResultTable:
                 if len(cells) != len(self.columns):
                     problem = f"{len(cells)} fields, expected {len(self.columns)}"
                 else:
-                    row = _decode_row(dict(zip(self.columns, cells)))
+                    row = _decode_row(dict(zip(self.columns, cells, strict=True)))
             except (UnicodeDecodeError, csv.Error, ValueError) as exc:
                 problem = type(exc).__name__
             if number == len(lines) and not data.endswith(b"\n"):

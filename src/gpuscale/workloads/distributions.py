@@ -61,7 +61,9 @@ class _Caps(BaseModel):
 
         Clipping happens on floats first: a heavy tail can exceed the int64 range.
         """
-        hi = float(self.max_tokens) if self.max_tokens is not None else float(DEFAULT_CEILING_TOKENS)
+        hi = (
+            float(self.max_tokens) if self.max_tokens is not None else float(DEFAULT_CEILING_TOKENS)
+        )
         np.clip(draws, self.min_tokens, hi, out=draws)
         np.rint(draws, out=draws)
         return draws.astype(np.int64)

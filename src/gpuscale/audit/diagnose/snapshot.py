@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-
 from dataclasses import dataclass, field
 
 from gpuscale.audit.loader import Manifest

@@ -18,6 +18,8 @@ second; only `unschedulable_reports`, which counts reports per cycle run, is sma
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from gpuscale.cluster.objects import Pod
 from gpuscale.cluster.state import ClusterState
@@ -173,13 +175,17 @@ class KaiScheduler(CycleScheduler):
         topology = gang.spec.topology
         # No topology constraint: one attempt over every node, rank 0 everywhere, picked on
         # the snapshot's arrays (same node as `_pick`, without a Python call per node).
+        attempts: Sequence[tuple[Sequence[NodeFree] | None, dict[str, int]]]
         attempts = ([(None, {})] if not (topology.required_level or topology.preferred_level)
                     else placement_attempts(snap.nodes, topology, self.topology_levels,
                                             need_gpus))
         for nodes, rank in attempts:
             placed: Placement = []
-            pick = ((lambda pod: snap.best_fit(pod, self.binpack)) if nodes is None
-                    else (lambda pod, nodes=nodes, rank=rank: self._pick(pod, nodes, rank)))
+            pick: Callable[[Pod], NodeFree | None]
+            if nodes is None:
+                pick = partial(snap.best_fit, pack=self.binpack)
+            else:
+                pick = partial(self._pick, nodes=nodes, rank=rank)
             for pod in required:
                 nf = pick(pod)
                 if nf is None:
@@ -199,7 +205,7 @@ class KaiScheduler(CycleScheduler):
                 snap.forget(pod, nf)
         return None
 
-    def _pick(self, pod: Pod, nodes: list[NodeFree], rank: dict[str, int]) -> NodeFree | None:
+    def _pick(self, pod: Pod, nodes: Sequence[NodeFree], rank: dict[str, int]) -> NodeFree | None:
         """gpupack: fewest GPUs left after placing; gpuspread: most (2.7). Preferred-topology
         rank first; node order breaks ties, so runs are deterministic."""
         best, best_key = None, None
