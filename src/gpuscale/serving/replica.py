@@ -201,6 +201,13 @@ class Replica:
             self.busy_since_s = now_s
         self.state = state
 
+    def _drop_first_waiting(self, rid: int, now_s: float, reason: str) -> None:
+        """Drop the head of the waiting queue (`rid`): it timed out or can never fit."""
+        self.waiting.popleft()
+        self.resume_generated.pop(rid, None)
+        self.kv_ready.discard(rid)
+        self.table.drop(rid, now_s, reason)
+
     def _admit(self, now_s: float, budget: int, chunks: list[tuple[int, int, int]]) -> int:
         """Admit waiting requests FCFS while seats, KV blocks and token budget allow."""
         table = self.table
@@ -209,9 +216,7 @@ class Replica:
         while waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
             rid = waiting[0]
             if now_s - table.arrival_s[rid] > cfg.request_timeout_s:
-                waiting.popleft()
-                self.resume_generated.pop(rid, None)
-                table.drop(rid, now_s, "timeout")
+                self._drop_first_waiting(rid, now_s, "timeout")
                 continue
             kv_ready = rid in self.kv_ready
             need = table.prompt_tokens[rid] + (1 if kv_ready else self.resume_generated.get(rid, 0))
@@ -220,10 +225,7 @@ class Replica:
                       + need)
             if tokens / cfg.block_size + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
                 if not self.running:  # can never fit, even alone: vLLM rejects it
-                    waiting.popleft()
-                    self.resume_generated.pop(rid, None)
-                    self.kv_ready.discard(rid)
-                    table.drop(rid, now_s, "exceeds_kv_cache")
+                    self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
             if self.no_evict:
@@ -231,10 +233,7 @@ class Replica:
                 if (self.reserved_tokens + full) / cfg.block_size \
                         + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
                     if not self.running:  # its whole length can never be reserved
-                        waiting.popleft()
-                        self.resume_generated.pop(rid, None)
-                        self.kv_ready.discard(rid)
-                        table.drop(rid, now_s, "exceeds_kv_cache")
+                        self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
                         continue
                     break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
