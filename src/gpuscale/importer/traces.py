@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from gpuscale.errors import UserInputError
+from gpuscale.workloads.columns import check_exists
 
 _CSV_HEADERS = {
     "generic": {"arrival_s", "prompt_tokens", "output_tokens"},
@@ -23,8 +24,7 @@ _MOONCAKE_KEYS = {"timestamp", "input_length", "output_length"}
 
 def detect_format(path: Path) -> str:
     """"generic", "azure", "burstgpt" or "mooncake"; anything else is bad input."""
-    if not path.is_file():
-        raise UserInputError("trace file not found", source=str(path))
+    check_exists(path, str(path))  # regular files only, as every trace reader (/dev/zero...)
     try:
         with open(path, encoding="utf-8-sig") as handle:
             first = handle.readline(64 * 1024).strip()
