@@ -145,7 +145,8 @@ def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -
     if not isinstance(kind, str) or not isinstance(api_version, str):
         missing = "kind" if not isinstance(kind, str) else "apiVersion"
         raise UserInputError(f"line {line}: object has no string `{missing}`", source=source)
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    raw_meta = doc.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
     yield Manifest(kind=_audited_kind(kind, api_version), api_version=api_version, name=str(meta.get("name", "")),
                    namespace=str(meta.get("namespace", "") or ""), data=doc, source=source,
                    line=line, base_path=base, marks=marks)
@@ -243,8 +244,9 @@ def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
         for doc in docs:
             if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
                 return None
-            if not hint:
-                hint = _WRONG_COMMAND.get(input_kind(doc), "")
+            kind = input_kind(doc)
+            if not hint and kind is not None:
+                hint = _WRONG_COMMAND.get(kind, "")
     source = files[0] if len(files) == 1 else items[0]
     return source, "no Kubernetes objects (a document needs `apiVersion` and `kind`)", hint
 

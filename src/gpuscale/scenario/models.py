@@ -211,11 +211,8 @@ def _check_metric_names(node: object, where: str) -> None:
         # other params named `metric` (KPA's concurrency|rps) are choices, not series.
         is_query = "aggregation" in node or ("type" in node and "target" in node)
         if isinstance(name, str) and is_query:
-            if node.get("source") == "signal":
-                known = FLEET_SIGNALS
-            else:
-                known = POD_SERIES
-            if name not in known and not (node.get("type") == "Resource"):
+            known: tuple[str, ...] = FLEET_SIGNALS if node.get("source") == "signal" else POD_SERIES
+            if name not in known and node.get("type") != "Resource":
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ValueError(f"{where}: metric {name!r} is not a series the simulation "

@@ -82,8 +82,8 @@ class GpuJob:
     node_selector: tuple[tuple[str, str], ...] = ()
 
 
-def _job(spec: _JobBase, name: str, arrival_s: float, num_pods: int, min_member: int,
-         duration_s: float) -> GpuJob:
+def _job(spec: GpuJobSpec | MultiNodeReplicaSpec, name: str, arrival_s: float, num_pods: int,
+         min_member: int, duration_s: float) -> GpuJob:
     topo = TopologyConstraint(spec.required_topology, spec.preferred_topology)
     group = PodGroupSpec(name=name, min_member=min_member, queue=spec.queue, priority=spec.priority,
                          topology=topo, preemption_delay_s=spec.preemption_delay_s,
