@@ -138,7 +138,9 @@ def _audited_kind(kind: str, api_version: str) -> str:
     return kind if expected is None or group == expected else f"{kind}.{group or 'core'}"
 
 
-def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -> Iterator[Manifest]:
+def _one_object(
+    doc: dict, marks: dict, source: str, line: int, base: PathKey
+) -> Iterator[Manifest]:
     if "kind" not in doc and "apiVersion" not in doc:
         return  # a values file or other non-object document: nothing to audit
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
@@ -147,9 +149,17 @@ def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -
         raise UserInputError(f"line {line}: object has no string `{missing}`", source=source)
     raw_meta = doc.get("metadata")
     meta = raw_meta if isinstance(raw_meta, dict) else {}
-    yield Manifest(kind=_audited_kind(kind, api_version), api_version=api_version, name=str(meta.get("name", "")),
-                   namespace=str(meta.get("namespace", "") or ""), data=doc, source=source,
-                   line=line, base_path=base, marks=marks)
+    yield Manifest(
+        kind=_audited_kind(kind, api_version),
+        api_version=api_version,
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "") or ""),
+        data=doc,
+        source=source,
+        line=line,
+        base_path=base,
+        marks=marks,
+    )
 
 
 def parse_text(text: str, source: str, *, max_nodes: int = DEFAULT_MAX_NODES) -> list[Manifest]:
