@@ -8,11 +8,21 @@ def node(name, gpus=8, free_taint=True, labels=None, allocatable=None, ready=Tru
     lab = {"kubernetes.io/hostname": name, "node.kubernetes.io/instance-type": "p5.48xlarge",
            "karpenter.sh/nodepool": "gpu", "nvidia.com/gpu.present": "true", **(labels or {})}
     alloc = gpus if allocatable is None else allocatable
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": lab},
-            "spec": {"taints": taints if taints is not None else
-                     [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
-            "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "allocatable": {"nvidia.com/gpu": str(alloc)},
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": lab},
+        "spec": {
+            "taints": taints
+            if taints is not None
+            else [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+        },
+        "status": {
+            "capacity": {"nvidia.com/gpu": str(gpus)},
+            "allocatable": {"nvidia.com/gpu": str(alloc)},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
 def pod(name, gpus, node_name="", ns="serve", labels=None, annotations=None, selector=None,
@@ -21,42 +31,84 @@ def pod(name, gpus, node_name="", ns="serve", labels=None, annotations=None, sel
             "containers": [{"name": "main", "image": "vllm/vllm-openai:v0.11.0",
                             "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
     if tolerate:
-        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        spec["tolerations"] = [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        ]
     if node_name:
         spec["nodeName"] = node_name
     if selector:
         spec["nodeSelector"] = selector
     if priority:
         spec["priorityClassName"] = priority
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": labels or {}, "annotations": annotations or {}},
-            "spec": spec, "status": {"phase": "Running" if node_name else "Pending"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": labels or {},
+            "annotations": annotations or {},
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node_name else "Pending"},
+    }
 
 
 def nodepool(limit=None, types=("p5.48xlarge",), used=None):
-    spec = {"template": {"spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
-                                                     "values": list(types)}],
-                                  "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}}}
+    spec = {
+        "template": {
+            "spec": {
+                "requirements": [
+                    {
+                        "key": "node.kubernetes.io/instance-type",
+                        "operator": "In",
+                        "values": list(types),
+                    }
+                ],
+                "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+            }
+        }
+    }
     if limit is not None:
         spec["limits"] = {"nvidia.com/gpu": str(limit)}
     status = {"resources": {"nvidia.com/gpu": str(used)}} if used is not None else {}
-    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"}, "spec": spec,
-            "status": status}
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "gpu"},
+        "spec": spec,
+        "status": status,
+    }
 
 
 def event(pod_name, message, ns="serve"):
-    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{pod_name}.1", "namespace": ns},
-            "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": ns},
-            "reason": "FailedScheduling", "message": message}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod_name}.1", "namespace": ns},
+        "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": ns},
+        "reason": "FailedScheduling",
+        "message": message,
+    }
 
 
 def queue(name, quota, limit, allocated):
     gpu = {"quota": quota, "overQuotaWeight": 1}
     if limit is not None:
         gpu["limit"] = limit
-    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name},
-            "spec": {"resources": {"gpu": gpu, "cpu": {"quota": -1, "limit": -1}, "memory": {"quota": -1, "limit": -1}}},
-            "status": {"allocated": {"nvidia.com/gpu": str(allocated)}}}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {
+            "resources": {
+                "gpu": gpu,
+                "cpu": {"quota": -1, "limit": -1},
+                "memory": {"quota": -1, "limit": -1},
+            }
+        },
+        "status": {"allocated": {"nvidia.com/gpu": str(allocated)}},
+    }
 
 
 def podgroup(name, min_member, level=None, ns="train"):
@@ -73,27 +125,61 @@ def busy(node_name, used, prefix="busy"):
 
 S = {}
 # 3 nodes with 4 + 4 + 2 free GPUs: 10 free in total, the pod wants 8 on one node.
-S["fragmentation"] = [node("n1"), node("n2"), node("n3"), busy("n1", 4), busy("n2", 4), busy("n3", 6),
-                      pod("llama-0", 8), nodepool(limit=24, used=24),
-                      event("llama-0", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")]
-S["taints"] = [node("n1", taints=[{"key": "dedicated", "value": "training", "effect": "NoSchedule"}]),
-               pod("llama-0", 8)]
-S["selector"] = [node("n1"), pod("llama-0", 8, selector={"node.kubernetes.io/instance-type": "p5en.48xlarge"})]
+S["fragmentation"] = [
+    node("n1"),
+    node("n2"),
+    node("n3"),
+    busy("n1", 4),
+    busy("n2", 4),
+    busy("n3", 6),
+    pod("llama-0", 8),
+    nodepool(limit=24, used=24),
+    event("llama-0", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."),
+]
+S["taints"] = [
+    node("n1", taints=[{"key": "dedicated", "value": "training", "effect": "NoSchedule"}]),
+    pod("llama-0", 8),
+]
+S["selector"] = [
+    node("n1"),
+    pod("llama-0", 8, selector={"node.kubernetes.io/instance-type": "p5en.48xlarge"}),
+]
 S["nodepool-requirements"] = [nodepool(types=("g6e.2xlarge",)), pod("llama-0", 8)]
 S["nodepool-limits"] = [node("n1"), busy("n1", 8), nodepool(limit=8, used=8), pod("llama-0", 8)]
-S["nodeclaim-launching"] = [nodepool(limit=64, used=8), pod("llama-0", 8),
-                            {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "gpu-abcde"},
-                             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}},
-                             "status": {"conditions": [{"type": "Launched", "status": "True"},
-                                                       {"type": "Registered", "status": "False"},
-                                                       {"type": "Initialized", "status": "False"}]}}]
+S["nodeclaim-launching"] = [
+    nodepool(limit=64, used=8),
+    pod("llama-0", 8),
+    {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "gpu-abcde"},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
+        },
+        "status": {
+            "conditions": [
+                {"type": "Launched", "status": "True"},
+                {"type": "Registered", "status": "False"},
+                {"type": "Initialized", "status": "False"},
+            ]
+        },
+    },
+]
 S["device-plugin-not-ready"] = [node("n1", allocatable=0), pod("llama-0", 8)]
 S["queue-over-limit"] = [node("n1"), queue("research", 8, 8, 8),
                          pod("trainer-0", 8, ns="train", labels={"kai.scheduler/queue": "research"},
                              scheduler="kai-scheduler")]
-S["queue-over-quota"] = [node("n1"), queue("serving", 4, -1, 4),
-                         pod("llama-0", 4, labels={"kai.scheduler/queue": "serving"}, scheduler="kai-scheduler",
-                             priority="inference")]
+S["queue-over-quota"] = [
+    node("n1"),
+    queue("serving", 4, -1, 4),
+    pod(
+        "llama-0",
+        4,
+        labels={"kai.scheduler/queue": "serving"},
+        scheduler="kai-scheduler",
+        priority="inference",
+    ),
+]
 S["gang-waiting"] = [node("n1"), node("n2"), podgroup("trainer", 4),
                      *[pod(f"trainer-{i}", 8, ns="train", annotations={"pod-group-name": "trainer"},
                            scheduler="kai-scheduler") for i in range(2)]]
@@ -104,9 +190,16 @@ S["topology"] = [node("n1", labels={"topology.k8s.aws/network-node-layer-3": "a"
                        scheduler="kai-scheduler") for i in range(2)]]
 S["insufficient-gpus"] = [node("n1"), busy("n1", 8), pod("llama-0", 8)]
 # A pool could launch a p5.48xlarge, yet no NodeClaim exists: Karpenter is not acting.
-S["provisioner-not-acting"] = [node("n1"), busy("n1", 8), nodepool(limit=64, used=8), pod("llama-0", 8)]
+S["provisioner-not-acting"] = [
+    node("n1"),
+    busy("n1", 8),
+    nodepool(limit=64, used=8),
+    pod("llama-0", 8),
+]
 
 root = Path(__file__).parent / "diagnose"
 root.mkdir(exist_ok=True)
 for cause, items in S.items():
-    (root / f"{cause}.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n")
+    (root / f"{cause}.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n"
+    )

@@ -38,9 +38,17 @@ def test_positions_are_one_based_and_follow_paths():
 
 
 def test_kubectl_list_is_flattened_with_item_paths():
-    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0"}},
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "ns"}}]}, indent=2)
+    text = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [
+                {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0"}},
+                {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "ns"}},
+            ],
+        },
+        indent=2,
+    )
     objs = parse_text(text, "l.json")
     assert [o.ref for o in objs] == ["Pod/p0", "Pod/ns/p1"]
     assert objs[1].base_path == ("items", 1)
@@ -114,7 +122,9 @@ def test_oversized_stdin_refused():
 
 def test_directory_walk_is_sorted_and_filtered(tmp_path):
     (tmp_path / "b.yaml").write_text(DEPLOY.replace("name: a", "name: b"))
-    (tmp_path / "a.json").write_text(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}))
+    (tmp_path / "a.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    )
     (tmp_path / "notes.txt").write_text("not yaml: [")
     objs = load_inputs([str(tmp_path)])
     assert [o.name for o in objs] == ["p", "b"]
@@ -131,9 +141,11 @@ def test_format_path():
 
 
 keys = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=6)
-values = st.recursive(st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(alphabet="xyz ", max_size=5),
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
-                      max_leaves=12)
+values = st.recursive(
+    st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(alphabet="xyz ", max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -146,4 +158,7 @@ def test_roundtrip_and_every_key_mark_points_at_its_key(spec):
     lines = text.splitlines()
     for path, (line, column) in obj.marks.items():
         if isinstance(path[-1], str):
-            assert lines[line - 1][column - 1:].lstrip("'\"").startswith(path[-1]), (path, lines[line - 1])
+            assert lines[line - 1][column - 1 :].lstrip("'\"").startswith(path[-1]), (
+                path,
+                lines[line - 1],
+            )

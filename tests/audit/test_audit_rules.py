@@ -44,7 +44,10 @@ def test_finding_line_points_at_the_named_field(rule_id):
     lines = path.read_text().splitlines()
     for f in findings_of(RULES[rule_id], path):
         last = f.yaml_path.split(".")[-1].split("[")[0]
-        assert last in lines[f.line - 1] or "- " in lines[f.line - 1], (f.yaml_path, lines[f.line - 1])
+        assert last in lines[f.line - 1] or "- " in lines[f.line - 1], (
+            f.yaml_path,
+            lines[f.line - 1],
+        )
 
 
 def test_meta_every_rule_has_fixtures_and_docs():
@@ -59,7 +62,9 @@ def test_meta_every_rule_has_fixtures_and_docs():
         if not page.is_file():
             problems.append(f"missing docs page {page.name}")
         elif page.read_text() != text:
-            problems.append(f"stale docs page {page.name}: run python -m gpuscale.audit.docs docs/rules")
+            problems.append(
+                f"stale docs page {page.name}: run python -m gpuscale.audit.docs docs/rules"
+            )
     assert not problems, "\n".join(problems)
 
 
@@ -90,7 +95,7 @@ def test_reference_files_cited_exist():
 
 
 def test_duplicate_rule_id_fails_at_build():
-    with pytest.raises(ValueError, match="duplicate rule id .GPU001."):
+    with pytest.raises(ValueError, match=r"duplicate rule id .GPU001."):
         build_registry(("signals.gpu001_gpu_duty_cycle", "signals.gpu001_gpu_duty_cycle"))
 
 

@@ -40,12 +40,23 @@ def test_fragmentation_evidence_has_the_numbers():
 
 def test_pod_filter_and_cli_json():
     runner = CliRunner()
-    result = runner.invoke(cli, ["diagnose", str(SNAPSHOTS / "gang-waiting.json"), "--pod", "train/trainer-1",
-                                 "--format", "json"])
+    result = runner.invoke(
+        cli,
+        [
+            "diagnose",
+            str(SNAPSHOTS / "gang-waiting.json"),
+            "--pod",
+            "train/trainer-1",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)
     assert row["pod"] == "train/trainer-1" and row["cause"] == "gang-waiting"
-    missing = runner.invoke(cli, ["diagnose", str(SNAPSHOTS / "gang-waiting.json"), "--pod", "nope"])
+    missing = runner.invoke(
+        cli, ["diagnose", str(SNAPSHOTS / "gang-waiting.json"), "--pod", "nope"]
+    )
     assert missing.exit_code == 2
 
 
@@ -81,17 +92,46 @@ def test_a_scenario_given_to_diagnose_is_named_for_what_it_is(tmp_path):
 def _snapshot(free: list[int], want: int) -> str:
     items = []
     for i, f in enumerate(free):
-        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}", "labels": {}},
-                      "status": {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {"nvidia.com/gpu": "8"},
-                                 "conditions": [{"type": "Ready", "status": "True"}]}})
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}", "labels": {}},
+                "status": {
+                    "allocatable": {"nvidia.com/gpu": "8"},
+                    "capacity": {"nvidia.com/gpu": "8"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
         if f < 8:
-            items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"busy{i}", "namespace": "x"},
-                          "spec": {"nodeName": f"n{i}", "containers": [
-                              {"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(8 - f)}}}]},
-                          "status": {"phase": "Running"}})
-    items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "want", "namespace": "x"},
-                  "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(want)}}}]},
-                  "status": {"phase": "Pending"}})
+            items.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"busy{i}", "namespace": "x"},
+                    "spec": {
+                        "nodeName": f"n{i}",
+                        "containers": [
+                            {"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(8 - f)}}}
+                        ],
+                    },
+                    "status": {"phase": "Running"},
+                }
+            )
+    items.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "want", "namespace": "x"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(want)}}}
+                ]
+            },
+            "status": {"phase": "Pending"},
+        }
+    )
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
 
 
@@ -109,9 +149,19 @@ def test_free_gpu_arithmetic(free, want):
 
 
 def test_non_gpu_and_running_pods_are_ignored():
-    snap = {"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cpu"}, "spec": {"containers": [{"name": "c"}]},
-         "status": {"phase": "Pending"}}]}
+    snap = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "cpu"},
+                "spec": {"containers": [{"name": "c"}]},
+                "status": {"phase": "Pending"},
+            }
+        ],
+    }
     assert diagnose(parse_text(json.dumps(snap), "s.json")) == []
 
 

@@ -46,7 +46,9 @@ def manifests_from_items(items: Iterable[dict], kind: str, api_version: str) -> 
 def _api_client(client, config, *, context: str | None, kubeconfig: str | None):
     """kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config; inside a pod with none of
     them (a CronJob running the audit), the pod's service account (in-cluster config)."""
-    have_file = kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().is_file()
+    have_file = (
+        kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().is_file()
+    )
     if not have_file and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config()
         return client.ApiClient()
@@ -61,7 +63,9 @@ def read_cluster(kinds: Iterable[str], *, context: str | None = None,
         from kubernetes import client, config, dynamic  # optional extra
         from kubernetes.dynamic.exceptions import ResourceNotFoundError
     except ImportError:
-        raise UserInputError("--cluster needs the Kubernetes client: pip install 'gpuscale[cluster]'") from None
+        raise UserInputError(
+            "--cluster needs the Kubernetes client: pip install 'gpuscale[cluster]'"
+        ) from None
     try:
         api = _api_client(client, config, context=context, kubeconfig=kubeconfig)
     except Exception as exc:  # config errors come in several types; one line is what matters
@@ -75,8 +79,12 @@ def read_cluster(kinds: Iterable[str], *, context: str | None = None,
             except ResourceNotFoundError:
                 continue
             scoped = namespace is not None and getattr(resource, "namespaced", False)
-            listed = resource.get(namespace=namespace) if scoped else resource.get()  # read-only list
-            items = [client.ApiClient().sanitize_for_serialization(i.to_dict()) for i in listed.items]
+            listed = (
+                resource.get(namespace=namespace) if scoped else resource.get()
+            )  # read-only list
+            items = [
+                client.ApiClient().sanitize_for_serialization(i.to_dict()) for i in listed.items
+            ]
             out.extend(manifests_from_items(items, kind, api_version))
             break
     return out

@@ -138,17 +138,28 @@ def _audited_kind(kind: str, api_version: str) -> str:
     return kind if expected is None or group == expected else f"{kind}.{group or 'core'}"
 
 
-def _one_object(doc: dict, marks: dict, source: str, line: int, base: PathKey) -> Iterator[Manifest]:
+def _one_object(
+    doc: dict, marks: dict, source: str, line: int, base: PathKey
+) -> Iterator[Manifest]:
     if "kind" not in doc and "apiVersion" not in doc:
         return  # a values file or other non-object document: nothing to audit
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
     if not isinstance(kind, str) or not isinstance(api_version, str):
         missing = "kind" if not isinstance(kind, str) else "apiVersion"
         raise UserInputError(f"line {line}: object has no string `{missing}`", source=source)
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    yield Manifest(kind=_audited_kind(kind, api_version), api_version=api_version, name=str(meta.get("name", "")),
-                   namespace=str(meta.get("namespace", "") or ""), data=doc, source=source,
-                   line=line, base_path=base, marks=marks)
+    raw_meta = doc.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
+    yield Manifest(
+        kind=_audited_kind(kind, api_version),
+        api_version=api_version,
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "") or ""),
+        data=doc,
+        source=source,
+        line=line,
+        base_path=base,
+        marks=marks,
+    )
 
 
 def parse_text(text: str, source: str, *, max_nodes: int = DEFAULT_MAX_NODES) -> list[Manifest]:
@@ -243,8 +254,9 @@ def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
         for doc in docs:
             if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
                 return None
-            if not hint:
-                hint = _WRONG_COMMAND.get(input_kind(doc), "")
+            kind = input_kind(doc)
+            if not hint and kind is not None:
+                hint = _WRONG_COMMAND.get(kind, "")
     source = files[0] if len(files) == 1 else items[0]
     return source, "no Kubernetes objects (a document needs `apiVersion` and `kind`)", hint
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import math
 
 from gpuscale.audit.loader import Manifest
-from gpuscale.catalog import InstanceType, instance_types
 from gpuscale.audit.values import quantity
+from gpuscale.catalog import InstanceType, instance_types
 
 GPU_RESOURCE = "nvidia.com/gpu"
-GPU_REQUIREMENT_KEYS = ("karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
-                        "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-memory",
-                        "cloud.google.com/gke-accelerator", "nvidia.com/gpu.product")
+GPU_REQUIREMENT_KEYS = (
+    "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-gpu-manufacturer",
+    "karpenter.k8s.aws/instance-gpu-memory",
+    "cloud.google.com/gke-accelerator",
+    "nvidia.com/gpu.product",
+)
 GPU_FAMILY_PREFIXES = ("p", "g")  # AWS accelerated families p3/p4/p5/g5/g6...
 
 

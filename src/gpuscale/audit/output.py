@@ -80,7 +80,7 @@ def render_sarif(findings: list[Finding], rules: list[Rule]) -> str:
     } for rule in rules]
     results = []
     for f in findings:
-        result = {
+        result: dict[str, object] = {
             "ruleId": f.rule_id,
             "level": SARIF_LEVEL[f.severity],
             "message": {"text": f.message},

@@ -36,7 +36,9 @@ def selectors(query: str) -> list[Selector]:
     out: list[Selector] = []
     seen_spans: list[tuple[int, int]] = []
     for match in _SELECTOR_RE.finditer(query):
-        labels = {m.group(1): (m.group(2), m.group(3)[1:-1]) for m in _MATCHER_RE.finditer(match.group(2))}
+        labels = {
+            m.group(1): (m.group(2), m.group(3)[1:-1]) for m in _MATCHER_RE.finditer(match.group(2))
+        }
         out.append(Selector(match.group(1), labels))
         seen_spans.append(match.span())
     bare = _strip(query)
@@ -76,9 +78,7 @@ def _is_metric_token(text: str, match: re.Match) -> bool:
         word, _ = _word_before(text, depth_open)
         if word in ("by", "without", "on", "ignoring", "group_left", "group_right"):
             return False
-    if name.lower() in AGGREGATORS and _GROUPING_WORD_RE.match(text, after):
-        return False
-    return True
+    return not (name.lower() in AGGREGATORS and _GROUPING_WORD_RE.match(text, after))
 
 
 _GROUPING_WORD_RE = re.compile(r"(by|without)\b")
@@ -132,7 +132,9 @@ def _grouping_before(text: str, pos: int) -> tuple[str, str, int] | None:
     return (word, text[open_pos + 1:end - 1], start) if word in ("by", "without") else None
 
 
-def _grouping(text: str, open_pos: int, close_pos: int, pairs: dict[int, int]) -> tuple[str, set] | None:
+def _grouping(
+    text: str, open_pos: int, close_pos: int, pairs: dict[int, int]
+) -> tuple[str, set] | None:
     """(`by`|`without`, labels) of the aggregation whose argument parens are given, or None."""
     after = _GROUPING_RE.match(text, close_pos + 1)
     if after:

@@ -43,7 +43,9 @@ def _hpa_signals(obj: Manifest) -> list[Signal]:
     out = []
     for i, metric in enumerate(metrics if isinstance(metrics, list) else []):
         kind = str(metric.get("type", ""))
-        key = kind[:1].lower() + kind[1:]  # Resource -> resource, ContainerResource -> containerResource
+        key = (
+            kind[:1].lower() + kind[1:]
+        )  # Resource -> resource, ContainerResource -> containerResource
         body = metric.get(key) or {}
         target = (body.get("target") or {}).get("type", "")
         if kind in ("Resource", "ContainerResource"):
@@ -89,11 +91,21 @@ def min_replicas(obj: Manifest) -> tuple[int, PathKey, bool]:
     """(floor, path, explicit?) of a scaler; KEDA's floor defaults to 0, the HPA's to 1."""
     if obj.kind == "ScaledObject":
         spec = obj.get("spec") or {}
-        if "idleReplicaCount" in spec and integer(spec["idleReplicaCount"], "spec.idleReplicaCount") == 0:
+        if (
+            "idleReplicaCount" in spec
+            and integer(spec["idleReplicaCount"], "spec.idleReplicaCount") == 0
+        ):
             return 0, ("spec", "idleReplicaCount"), True
         if "minReplicaCount" in spec:
-            return (integer(spec["minReplicaCount"], "spec.minReplicaCount"), ("spec", "minReplicaCount"),
-                    True)
+            return (
+                integer(spec["minReplicaCount"], "spec.minReplicaCount"),
+                ("spec", "minReplicaCount"),
+                True,
+            )
         return KEDA_DEFAULT_MIN_REPLICAS, ("spec",), False
     value = obj.get("spec", "minReplicas")
-    return (integer(value, "spec.minReplicas"), ("spec", "minReplicas"), True) if value is not None else (1, ("spec",), False)
+    return (
+        (integer(value, "spec.minReplicas"), ("spec", "minReplicas"), True)
+        if value is not None
+        else (1, ("spec",), False)
+    )

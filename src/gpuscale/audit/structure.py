@@ -60,8 +60,10 @@ def shape_error(data: dict) -> tuple[PathKey, str] | None:
     while stack:
         path, node = stack.pop()
         if isinstance(node, dict):
-            free = bool(path) and (path[-1] in FREE_FORM_KEYS or
-                                   (len(path) >= 3 and path[-3] == "triggers" and path[-1] == "metadata"))
+            free = bool(path) and (
+                path[-1] in FREE_FORM_KEYS
+                or (len(path) >= 3 and path[-3] == "triggers" and path[-1] == "metadata")
+            )
             for key, value in reversed(list(node.items())):
                 here = path + (key,)
                 if free:

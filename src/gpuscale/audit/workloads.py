@@ -87,9 +87,13 @@ def pod_templates(obj: Manifest) -> list[PodTemplate]:
             out.append(PodTemplate(base + ("workerTemplate",), worker, size))
     elif kind == "RayCluster":
         head = spec.get("headGroupSpec") or {}
-        out.append(PodTemplate(("spec", "headGroupSpec", "template"), head.get("template") or {}, 1))
+        out.append(
+            PodTemplate(("spec", "headGroupSpec", "template"), head.get("template") or {}, 1)
+        )
         for i, group in enumerate(spec.get("workerGroupSpecs") or []):
-            count = _int(group.get("replicas", group.get("minReplicas")), 1) * _int(group.get("numOfHosts"), 1)
+            count = _int(group.get("replicas", group.get("minReplicas")), 1) * _int(
+                group.get("numOfHosts"), 1
+            )
             out.append(PodTemplate(("spec", "workerGroupSpecs", i, "template"),
                                    group.get("template") or {}, count))
     elif kind == "Pod":
@@ -200,15 +204,22 @@ def cold_start_s(obj: Manifest) -> tuple[float, str]:
             probe = container.get("startupProbe")
             if isinstance(probe, dict):
                 # Kubernetes defaults: failureThreshold 3, periodSeconds 10.
-                budget = (_int(probe.get("initialDelaySeconds"), 0)
-                          + _int(probe.get("failureThreshold"), 3) * _int(probe.get("periodSeconds"), 10))
+                budget = _int(probe.get("initialDelaySeconds"), 0) + _int(
+                    probe.get("failureThreshold"), 3
+                ) * _int(probe.get("periodSeconds"), 10)
                 return float(budget), "the startupProbe budget"
     return DEFAULT_COLD_START_S, "the default estimate for a 70B engine"
 
 
 _PARALLEL_FLAGS = {
     "tensor": ("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--tensor_parallel_size"),
-    "pipeline": ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp", "--pipeline_parallel_size"),
+    "pipeline": (
+        "--pipeline-parallel-size",
+        "-pp",
+        "--pp-size",
+        "--pp",
+        "--pipeline_parallel_size",
+    ),
 }
 
 
@@ -218,7 +229,9 @@ def parallel_size(obj: Manifest, kind: str) -> int:
     flags = _PARALLEL_FLAGS[kind]
     for tmpl in pod_templates(obj):
         for container in containers(tmpl.template):
-            tokens = " ".join(str(x) for x in (container.get("command") or []) + (container.get("args") or []))
+            tokens = " ".join(
+                str(x) for x in (container.get("command") or []) + (container.get("args") or [])
+            )
             for flag, value in re.findall(r"(--?[\w-]+)[ =]+(\d+)", tokens):
                 if flag in flags:
                     best = max(best, int(value))

@@ -17,15 +17,27 @@ from gpuscale.errors import GpuscaleError
 
 # name -> (module, one-line help shown by `gpuscale --help`)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "calibrate": ("gpuscale.cli.calibrate", "Compare the performance model with published numbers."),
+    "calibrate": (
+        "gpuscale.cli.calibrate",
+        "Compare the performance model with published numbers.",
+    ),
     "demo": ("gpuscale.cli.demo", "Run the embedded default scenario and compare autoscalers."),
     "simulate": ("gpuscale.cli.simulate", "Simulate one scenario file."),
     "compare": ("gpuscale.cli.compare", "Run every strategy of a scenario on the same workload."),
-    "plan": ("gpuscale.cli.plan", "Design a three-layer autoscaling plan: decisions, manifests, evidence."),
+    "plan": (
+        "gpuscale.cli.plan",
+        "Design a three-layer autoscaling plan: decisions, manifests, evidence.",
+    ),
     "audit": ("gpuscale.cli.audit", "Report GPU autoscaling traps in manifests or a live cluster."),
-    "diagnose": ("gpuscale.cli.diagnose", "Explain why GPU pods are Pending and which layer holds them."),
+    "diagnose": (
+        "gpuscale.cli.diagnose",
+        "Explain why GPU pods are Pending and which layer holds them.",
+    ),
     "schedule": ("gpuscale.cli.schedule", "Run a scheduling-only scenario under each scheduler."),
-    "report": ("gpuscale.cli.report", "Draw results or a sweep table into one offline HTML report."),
+    "report": (
+        "gpuscale.cli.report",
+        "Draw results or a sweep table into one offline HTML report.",
+    ),
     "sweep": ("gpuscale.cli.sweep", "Run a grid of scenario overrides in parallel (local or Ray)."),
 }
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import click
 
-from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.audit import DEFAULT_MAX_BYTES, Severity, audit_objects, exit_code, load_inputs, select_rules
+from gpuscale.audit import (
+    DEFAULT_MAX_BYTES,
+    Severity,
+    audit_objects,
+    exit_code,
+    load_inputs,
+    select_rules,
+)
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.output import render_json, render_sarif, render_text
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import json_text_as, output_option
 from gpuscale.errors import UserInputError
-
 
 # What `--cluster` lists (read-only); the same kinds the file loader understands.
 AUDIT_KINDS = ("Deployment", "StatefulSet", "Job", "LeaderWorkerSet", "RayCluster",
@@ -35,7 +41,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.command(name="audit")
 @catalog_option
 @click.argument("inputs", nargs=-1)
-@click.option("--cluster", is_flag=True, help="Read objects from the current kubeconfig context (read-only).")
+@click.option(
+    "--cluster", is_flag=True, help="Read objects from the current kubeconfig context (read-only)."
+)
 @click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")
 @click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False),
               help="kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config, "
@@ -47,8 +55,13 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Exit 1 when a finding is at or above this severity.")
 @click.option("--enable", multiple=True, help="Only these rules (ids or names, comma-separated).")
 @click.option("--disable", multiple=True, help="Skip these rules (ids or names, comma-separated).")
-@click.option("--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True,
-              help="Refuse any input larger than this.")
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Refuse any input larger than this.",
+)
 @click.option("--list-rules", is_flag=True, help="List every rule (id, severity, name) and exit.")
 @click.option("--explain", "explain_rule", default=None, metavar="RULE",
               help="Print what RULE (id or name) flags, why and the fix, and exit.")

@@ -57,13 +57,13 @@ def command(rows: tuple[str, ...], rows_file: Path | None, fmt: str, **fit_args)
         for c in checks:
             click.echo(f"{c.row:15} {c.label:46} {c.measured:>11.4g} {c.predicted:>11.4g} "
                        f"{c.error_frac:>+8.1%} {c.tolerance_frac:>6.0%}  {_status(c)}")
-        notes = {}
+        notes: dict[str, list[str]] = {}
         for c in checks:
             if c.input_note:
                 notes.setdefault(c.input_note, []).append(f"{c.row} {c.label}")
         for note, labels in notes.items():
             click.echo(f"\n* {'; '.join(labels)}, input read as: {note}")
-        misses = {}
+        misses: dict[str, list[str]] = {}
         for c in checks:
             if not c.passed and c.known_miss:
                 misses.setdefault(c.known_miss, []).append(f"{c.row} {c.label}")

@@ -23,9 +23,13 @@ from gpuscale.scenario import load_scenario
               help="A manifest bundle (file, directory or -); give it twice to compare two.")
 @manifest_options
 @catalog_option
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the scenario's seed.")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Override the scenario's seed."
+)
 @run_options
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here.")
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
+)
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path | None,
@@ -51,7 +55,9 @@ def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path 
         run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
         return
     if scenario_file is None:
-        raise click.UsageError("Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE).")
+        raise click.UsageError(
+            "Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE)."
+        )
     if trace is not None or emit is not None:
         raise click.UsageError("--trace and --emit-scenario go with --manifests")
     scenario_file = input_path(scenario_file)

@@ -6,10 +6,10 @@ import json
 
 import click
 
-from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
-from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.diagnose.causes import SNAPSHOT_KINDS, diagnose
+from gpuscale.audit.loader import why_no_objects
+from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import json_text_as, output_option
 from gpuscale.errors import UserInputError
 
@@ -31,7 +31,11 @@ def render_text(diagnoses) -> str:
 @click.command(name="diagnose")
 @catalog_option
 @click.argument("snapshot", required=False)
-@click.option("--cluster", is_flag=True, help="Read nodes, pods, events, ... from the current kubeconfig context.")
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="Read nodes, pods, events, ... from the current kubeconfig context.",
+)
 @click.option("--context", "kube_context", default=None, help="kubeconfig context for --cluster.")
 @click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False),
               help="kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config, "
@@ -40,7 +44,9 @@ def render_text(diagnoses) -> str:
               help="--cluster: list namespaced objects in this namespace only (default: all).")
 @click.option("--pod", "pod_name", default=None, help="Only this pod (NAME or NAMESPACE/NAME).")
 @output_option()
-@click.option("--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True)
+@click.option(
+    "--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True
+)
 def command(snapshot, cluster, kube_context, kubeconfig, namespace, pod_name, fmt, max_bytes):
     """Explain Pending GPU pods from SNAPSHOT, a `kubectl get
     nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json` dump (- for stdin)."""

@@ -22,7 +22,9 @@ from gpuscale.errors import UserInputError
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @output_option(help_text="table: the plan as text; json: the plan as data; yaml: every manifest "
                          "as one stream for `kubectl apply -f -`.")
-@click.option("--no-simulate", is_flag=True, help="Size the warm pool analytically (fast, no evidence).")
+@click.option(
+    "--no-simulate", is_flag=True, help="Size the warm pool analytically (fast, no evidence)."
+)
 @click.option("--time-budget-s", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Wall-clock budget of the search over simulations; once spent, the candidates "
                    "tried so far decide and plan.md says so.")
@@ -137,7 +139,11 @@ def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path) ->
         if "path" in workload and not Path(workload["path"]).is_absolute():
             workload["path"] = str((input_file.parent / workload["path"]).resolve())
         data["workload"] = workload
-        header = (f"# Replay of plan workload {name}: gpuscale compare {folder / (name + '.yaml')}\n"
-                  "# strategies: plan (the plan's scaler and floor), baseline-queue-depth (KEDA on "
-                  "queue depth, min 1), fixed-best (cheapest always-on fleet meeting the SLO)\n")
-        (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
+        header = (
+            f"# Replay of plan workload {name}: gpuscale compare {folder / (name + '.yaml')}\n"
+            "# strategies: plan (the plan's scaler and floor), baseline-queue-depth (KEDA on "
+            "queue depth, min 1), fixed-best (cheapest always-on fleet meeting the SLO)\n"
+        )
+        (folder / f"{name}.yaml").write_text(
+            header + yaml.safe_dump(data, sort_keys=False, width=100)
+        )

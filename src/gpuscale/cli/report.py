@@ -7,6 +7,7 @@ strategies, series kept), or a sweep table (.csv/.parquet, drawn as a Pareto fro
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -41,7 +42,9 @@ def _read_result(path: Path) -> dict:
     return data
 
 
-def _check_drawable(path: Path, *, results: list[dict] = (), sweep_rows: list[dict] = ()) -> None:
+def _check_drawable(
+    path: Path, *, results: Sequence[dict] = (), sweep_rows: Sequence[dict] = ()
+) -> None:
     """Draw one input alone once: a hand-edited or foreign file whose values the report
     cannot read (a series of strings, a cost that is a list) is bad input, named after its
     file, not a traceback from the middle of the report."""
@@ -75,7 +78,9 @@ def load_inputs(paths: list[Path], title: str | None) -> ReportInputs:
 
 @click.command("report")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="The HTML file to write.")
+@click.option(
+    "--out", type=click.Path(path_type=Path), required=True, help="The HTML file to write."
+)
 @click.option("--force", is_flag=True, help="Overwrite --out (and chart files) if they exist.")
 @click.option("--title", default=None, help="Page title (default: the scenario names).")
 @click.option("--charts-dir", type=click.Path(path_type=Path), default=None,

@@ -16,8 +16,10 @@ def _text(result: dict) -> str:
     for run in result["runs"]:
         s, j, n = run["scheduling"], run["jobs"], run["nodes"]
         lines.append(f"  {run['scheduler']}")
-        lines.append(f"    idle GPU-minutes held by incomplete gangs  {s['gang_idle_gpu_minutes']:.2f}"
-                     f"  (${s['gang_idle_usd']:.2f})")
+        lines.append(
+            f"    idle GPU-minutes held by incomplete gangs  {s['gang_idle_gpu_minutes']:.2f}"
+            f"  (${s['gang_idle_usd']:.2f})"
+        )
         lines.append(f"    free GPU-minutes while a gang was blocked  "
                      f"{s['free_gpu_minutes_while_gang_blocked']:.2f}"
                      f"  (${s['free_usd_while_gang_blocked']:.2f})")

@@ -32,10 +32,16 @@ def manifest_options(fn):
                    "of a scenario file.")
 @manifest_options
 @catalog_option
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the scenario's seed.")
-@click.option("--strategy", "strategies", multiple=True, help="Run only this strategy (repeatable).")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Override the scenario's seed."
+)
+@click.option(
+    "--strategy", "strategies", multiple=True, help="Run only this strategy (repeatable)."
+)
 @run_options
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here.")
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
+)
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario_file: Path | None, manifests: str | None, trace: Path | None,
@@ -61,13 +67,27 @@ def command(scenario_file: Path | None, manifests: str | None, trace: Path | Non
         run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
         return
     if scenario_file is None:
-        raise click.UsageError("Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE).")
+        raise click.UsageError(
+            "Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE)."
+        )
     if trace is not None or emit is not None:
         raise click.UsageError("--trace and --emit-scenario go with --manifests")
     scenario_file = input_path(scenario_file)
     scenario = load_scenario(scenario_file)
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
-    run_and_report(scenario, scenario_file.parent, strategies=list(strategies) or None, fmt=fmt,
-                   out=out, force=force, series=series, report=report, wide=wide, seeds=seeds,
-                   fail_under=fail_under, decisions=decisions, verdict_line=len(scenario.strategies) > 1 and not strategies)
+    run_and_report(
+        scenario,
+        scenario_file.parent,
+        strategies=list(strategies) or None,
+        fmt=fmt,
+        out=out,
+        force=force,
+        series=series,
+        report=report,
+        wide=wide,
+        seeds=seeds,
+        fail_under=fail_under,
+        decisions=decisions,
+        verdict_line=len(scenario.strategies) > 1 and not strategies,
+    )

@@ -60,8 +60,14 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
                                  f"part(s), their runs run again: {'; '.join(what[:5])}"), err=True)
 
     if sys.stderr.isatty():
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True)
@@ -71,9 +77,17 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
             bar.update(task, completed=done, total=total)
 
         with bar:
-            skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
-                                     workers=workers, address=address, on_row=on_row,
-                                     on_dropped=on_dropped)
+            skipped, ran = run_sweep(
+                scenario_data,
+                scenario_file.parent,
+                runs,
+                out,
+                backend=backend,
+                workers=workers,
+                address=address,
+                on_row=on_row,
+                on_dropped=on_dropped,
+            )
     else:
         def on_row(row: dict, done: int, total: int) -> None:
             click.echo(f"[{done}/{total}] {row['run_id']} {row['strategy']}: SLO met "

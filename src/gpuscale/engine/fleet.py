@@ -10,8 +10,8 @@ until their timeout.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState

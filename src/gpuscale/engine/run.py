@@ -9,8 +9,8 @@ serving/startup.py, engine/result.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

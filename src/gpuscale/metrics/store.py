@@ -23,8 +23,9 @@ DCGM series exist as soon as the pod holds GPUs (the exporter is a node DaemonSe
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 

@@ -7,7 +7,7 @@ generated from these models.
 from __future__ import annotations
 
 import difflib
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -35,13 +35,17 @@ class LognormalSeconds(Strict):
     max_s: float | None = Field(None, gt=0, description="Named cap; None = no cap.")
 
 
-Duration = Annotated[Union[FixedSeconds, LognormalSeconds], Field(discriminator="kind")]
+Duration = Annotated[FixedSeconds | LognormalSeconds, Field(discriminator="kind")]
 
 
 class ModelDeployment(Strict):
-    name: str = Field(description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B.")
+    name: str = Field(
+        description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B."
+    )
     precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
-    kv_precision: Precision | None = Field(None, description="KV-cache precision; default = weights'.")
+    kv_precision: Precision | None = Field(
+        None, description="KV-cache precision; default = weights'."
+    )
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
     pp: int = Field(1, ge=1, le=16, description=(
         "Pipeline-parallel stages per replica; the pod holds tp x pp GPUs. 1 = no pipeline "
@@ -54,7 +58,7 @@ class ModelDeployment(Strict):
         return known_name(get_model, name)
 
     @model_validator(mode="after")
-    def _tp_splits_the_heads(self) -> "ModelDeployment":
+    def _tp_splits_the_heads(self) -> ModelDeployment:
         """vLLM shards attention heads across the TP group: tp must divide them."""
         if error := get_model(self.name).tp_error(self.tp):
             raise ValueError(error)
@@ -73,7 +77,9 @@ class EngineSettings(Strict):
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description=(
         "Share of GPU memory vLLM pre-allocates (0.9 for most of vLLM's history; 0.92 in 2026 "
         "main). Pinned explicitly because the default moved."))
-    block_size: int = Field(16, ge=1, description="KV-cache block size, tokens (vLLM CUDA default).")
+    block_size: int = Field(
+        16, ge=1, description="KV-cache block size, tokens (vLLM CUDA default)."
+    )
     activation_reserve_gib: float = Field(2.0, ge=0, description=(
         "Per-GPU torch activation peak vLLM profiles at start-up; 2.07 GiB for an 8B model at "
         "20k max_model_len (calibration row A5, read from vLLM 0.6.4's log); 2 GiB is a round "
@@ -139,7 +145,7 @@ class ClusterSettings(Strict):
         return known_name(get_instance_type, name)
 
     @model_validator(mode="after")
-    def _bounds(self) -> "ClusterSettings":
+    def _bounds(self) -> ClusterSettings:
         if self.ready_nodes > self.max_nodes:
             raise ValueError(f"ready_nodes ({self.ready_nodes}) > max_nodes ({self.max_nodes})")
         return self
@@ -192,7 +198,7 @@ class Strategy(Strict):
         "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
 
     @model_validator(mode="after")
-    def _one_shape(self) -> "Strategy":
+    def _one_shape(self) -> Strategy:
         per_role = (self.prefill is not None, self.decode is not None)
         if self.autoscaler is not None and any(per_role):
             raise ValueError("give either `autoscaler` or `prefill` + `decode`, not both")
@@ -211,11 +217,8 @@ def _check_metric_names(node: object, where: str) -> None:
         # other params named `metric` (KPA's concurrency|rps) are choices, not series.
         is_query = "aggregation" in node or ("type" in node and "target" in node)
         if isinstance(name, str) and is_query:
-            if node.get("source") == "signal":
-                known = FLEET_SIGNALS
-            else:
-                known = POD_SERIES
-            if name not in known and not (node.get("type") == "Resource"):
+            known: tuple[str, ...] = FLEET_SIGNALS if node.get("source") == "signal" else POD_SERIES
+            if name not in known and node.get("type") != "Resource":
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ValueError(f"{where}: metric {name!r} is not a series the simulation "
@@ -239,9 +242,13 @@ class Scenario(Strict):
     notes: tuple[str, ...] = Field((), description=(
         "Lines `compare` prints under its table: what the comparison shows and why (the demo "
         "explains its lesson this way)."))
-    seed: int = Field(0, ge=0, description="Seeds every named random stream (numpy seeds are non-negative).")
+    seed: int = Field(
+        0, ge=0, description="Seeds every named random stream (numpy seeds are non-negative)."
+    )
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
-    drain_s: float = Field(600.0, ge=0, description="Extra time after duration_s for in-flight work.")
+    drain_s: float = Field(
+        600.0, ge=0, description="Extra time after duration_s for in-flight work."
+    )
     model: ModelDeployment = Field(description="What is served and how it is split.")
     engine: EngineSettings = Field(default_factory=EngineSettings,
                                    description="vLLM engine arguments.")
@@ -276,7 +283,7 @@ class Scenario(Strict):
     strategies: list[Strategy] = Field(min_length=1, description="Strategies to compare.")
 
     @model_validator(mode="after")
-    def _known_metric_names(self) -> "Scenario":
+    def _known_metric_names(self) -> Scenario:
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
                 spec = getattr(strategy, role)
@@ -285,7 +292,7 @@ class Scenario(Strict):
         return self
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "Scenario":
+    def _unique_names(self) -> Scenario:
         if self.disaggregation is None:
             split = [s.name for s in self.strategies if s.autoscaler is None]
             if split:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.catalog.specs import known_name
@@ -49,7 +48,7 @@ class NodeGroupSpec(BaseModel):
         return known_name(get_instance_type, name)
 
     @model_validator(mode="after")
-    def _check(self) -> "NodeGroupSpec":
+    def _check(self) -> NodeGroupSpec:
         if self.busy_gpus and len(self.busy_gpus) != self.count:
             raise ValueError(f"busy_gpus has {len(self.busy_gpus)} entries for {self.count} nodes")
         gpus = get_instance_type(self.instance_type).num_gpus
@@ -124,7 +123,7 @@ class ScheduleScenario(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _check(self) -> "ScheduleScenario":
+    def _check(self) -> ScheduleScenario:
         if self.nodes is not None and self.provider is not None:
             raise ValueError("give either `nodes` (a real node provider) or the legacy "
                              "`provider` (stand-in), not both")

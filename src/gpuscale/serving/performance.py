@@ -29,8 +29,8 @@ calibration.md rows A1-A4, docs/calibration.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from gpuscale.catalog.specs import GpuSpec, ModelSpec, Precision
 
@@ -236,7 +236,9 @@ def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
     """
     if hw.tp_degree <= 1 or num_tokens <= 0:
         return 0.0
-    return 2 * hw.model.layers * one_allreduce_s(hw, num_tokens * hw.model.hidden * ACTIVATION_BYTES)
+    return (
+        2 * hw.model.layers * one_allreduce_s(hw, num_tokens * hw.model.hidden * ACTIVATION_BYTES)
+    )
 
 
 def host_time_s(hw: ReplicaHardware, num_seqs: int) -> float:
@@ -361,9 +363,20 @@ class StepCost:
     only on the step's token or sequence count are computed once per count and memoised.
     """
 
-    __slots__ = ("hw", "_kv_s", "_attn_prefill_s", "_floor_layer_s", "_eager_s", "_factor",
-                 "_host_step_s", "_host_seq_s", "_by_tokens", "_by_seqs", "_pipelined",
-                 "_decode_by_seqs")
+    __slots__ = (
+        "_attn_prefill_s",
+        "_by_seqs",
+        "_by_tokens",
+        "_decode_by_seqs",
+        "_eager_s",
+        "_factor",
+        "_floor_layer_s",
+        "_host_seq_s",
+        "_host_step_s",
+        "_kv_s",
+        "_pipelined",
+        "hw",
+    )
 
     def __init__(self, hw: ReplicaHardware) -> None:
         self.hw = hw

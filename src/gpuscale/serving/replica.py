@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.serving.performance import DecodeSegment, ReplicaHardware, StepCost
@@ -62,12 +62,45 @@ class Replica:
     """A serving engine bound to its event loop and the shared request table."""
 
     __slots__ = (
-        "name", "hw", "cfg", "sim", "table", "waiting", "running", "prefilling", "decoding",
-        "heap", "resume_generated", "G", "decode_base", "n_decode", "prefill_reserved",
-        "state", "version", "seg", "seg_start_s", "seg_G0", "seg_steps", "busy_since_s",
-        "busy_accum_s", "accepting", "on_drained", "ttft_observations", "cost", "step_start_s",
-        "step_chunks", "step_budget", "role", "kv_ready", "on_prefilled", "step_decodes",
-        "prefill_first", "whole_prompts", "on_complete", "no_evict", "reserved_tokens",
+        "G",
+        "accepting",
+        "busy_accum_s",
+        "busy_since_s",
+        "cfg",
+        "cost",
+        "decode_base",
+        "decoding",
+        "heap",
+        "hw",
+        "kv_ready",
+        "n_decode",
+        "name",
+        "no_evict",
+        "on_complete",
+        "on_drained",
+        "on_prefilled",
+        "prefill_first",
+        "prefill_reserved",
+        "prefilling",
+        "reserved_tokens",
+        "resume_generated",
+        "role",
+        "running",
+        "seg",
+        "seg_G0",
+        "seg_start_s",
+        "seg_steps",
+        "sim",
+        "state",
+        "step_budget",
+        "step_chunks",
+        "step_decodes",
+        "step_start_s",
+        "table",
+        "ttft_observations",
+        "version",
+        "waiting",
+        "whole_prompts",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
@@ -161,7 +194,7 @@ class Replica:
         elif now_s <= self.step_start_s and len(self.waiting) == 1:
             self._join_planned_step()
 
-    def drain(self, on_drained: Callable[["Replica"], None]) -> None:
+    def drain(self, on_drained: Callable[[Replica], None]) -> None:
         """Stop taking requests; call `on_drained` once the in-flight ones are done."""
         self.accepting = False
         self.on_drained = on_drained

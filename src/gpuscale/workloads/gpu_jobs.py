@@ -15,8 +15,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gpuscale.cluster.groups import (DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PRIORITY_INFERENCE,
-                                     PRIORITY_TRAIN, PodGroupSpec, TopologyConstraint)
+from gpuscale.cluster.groups import (
+    DEFAULT_QUEUE,
+    DEFAULT_STALENESS_GRACE_S,
+    PRIORITY_INFERENCE,
+    PRIORITY_TRAIN,
+    PodGroupSpec,
+    TopologyConstraint,
+)
 from gpuscale.errors import UserInputError
 
 
@@ -50,7 +56,7 @@ class GpuJobSpec(_JobBase):
     priority: int = Field(PRIORITY_TRAIN, description="Priority value; KAI `train` = 50.")
 
     @model_validator(mode="after")
-    def _check(self) -> "GpuJobSpec":
+    def _check(self) -> GpuJobSpec:
         if self.min_member is not None and self.min_member > self.num_pods:
             raise ValueError(f"min_member {self.min_member} > num_pods {self.num_pods}")
         return self
@@ -82,8 +88,8 @@ class GpuJob:
     node_selector: tuple[tuple[str, str], ...] = ()
 
 
-def _job(spec: _JobBase, name: str, arrival_s: float, num_pods: int, min_member: int,
-         duration_s: float) -> GpuJob:
+def _job(spec: GpuJobSpec | MultiNodeReplicaSpec, name: str, arrival_s: float, num_pods: int,
+         min_member: int, duration_s: float) -> GpuJob:
     topo = TopologyConstraint(spec.required_topology, spec.preferred_topology)
     group = PodGroupSpec(name=name, min_member=min_member, queue=spec.queue, priority=spec.priority,
                          topology=topo, preemption_delay_s=spec.preemption_delay_s,

@@ -8,7 +8,7 @@ spawned from the parent, so adding a part at the end does not change the parts b
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -31,7 +31,7 @@ class MixWorkload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["mix"] = "mix"
-    parts: list["WorkloadSpec"] = Field(
+    parts: list[WorkloadSpec] = Field(
         ..., min_length=1, description="Workloads to merge; ties in arrival keep this order."
     )
 
@@ -43,21 +43,19 @@ class MixWorkload(BaseModel):
         return Requests.concat(
             [
                 build_requests(part, np.random.Generator(np.random.PCG64(seq)), base_dir)
-                for part, seq in zip(self.parts, children)
+                for part, seq in zip(self.parts, children, strict=True)
             ]
         )
 
 
 WorkloadSpec = Annotated[
-    Union[
-        PoissonWorkload,
-        BurstyWorkload,
-        PiecewiseWorkload,
-        DiurnalWorkload,
-        LongPromptSpikeWorkload,
-        MixWorkload,
-        TraceWorkload,
-    ],
+    PoissonWorkload
+    | BurstyWorkload
+    | PiecewiseWorkload
+    | DiurnalWorkload
+    | LongPromptSpikeWorkload
+    | MixWorkload
+    | TraceWorkload,
     Field(discriminator="kind"),
 ]
 MixWorkload.model_rebuild()

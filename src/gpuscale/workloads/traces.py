@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -172,8 +172,8 @@ def read_mooncake_jsonl(path: str | Path) -> Requests:
                 outputs.append(_mooncake_int(obj, "output_length", 1, source, line_no))
     except UnicodeDecodeError as exc:
         raise UserInputError(f"not UTF-8 text ({exc.reason})", source=source) from None
-    arrival = np.asarray(stamps, dtype=np.int64)
-    arrival = (arrival - arrival.min()) / 1000.0 if len(arrival) else np.zeros(0)
+    stamps_ms = np.asarray(stamps, dtype=np.int64)
+    arrival = (stamps_ms - stamps_ms.min()) / 1000.0 if len(stamps_ms) else np.zeros(0)
     return _relative_sorted(
         arrival, np.asarray(prompts, dtype=np.int64), np.asarray(outputs, dtype=np.int64)
     )

@@ -65,25 +65,45 @@ def _queue_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
         return None
     gpu = queue.get("spec", "resources", "gpu") or {}
     limit, quota = _gpu(gpu.get("limit")), _gpu(gpu.get("quota"))
-    used = _gpu(queue.get("status", "allocated", "nvidia.com/gpu")) or _gpu(queue.get("status", "allocated", "gpu"))
+    used = _gpu(queue.get("status", "allocated", "nvidia.com/gpu")) or _gpu(
+        queue.get("status", "allocated", "gpu")
+    )
     if used is None:
         used = sum(p.gpus for p in snap.pods if p.labels.get(QUEUE_LABEL) == name and p.node_name
                    and p.phase not in TERMINAL_PHASES)
     if limit is None or limit == 0:
-        return "queue-over-limit", f"queue {name} has gpu limit {'unset' if limit is None else 0}, which KAI reads as a cap of 0"
+        return (
+            "queue-over-limit",
+            f"queue {name} has gpu limit {'unset' if limit is None else 0}, "
+            "which KAI reads as a cap of 0",
+        )
     if limit >= 0 and used + pod.gpus > limit:
-        return "queue-over-limit", f"queue {name} uses {used:g} GPUs; +{pod.gpus} would pass its limit of {limit:g}"
+        return (
+            "queue-over-limit",
+            f"queue {name} uses {used:g} GPUs; +{pod.gpus} would pass its limit of {limit:g}",
+        )
     # layer2-scheduling.md 2.3: priority >= 100 (e.g. `inference`) may use only in-quota resources.
     if pod.priority_class in ("inference", "build") and quota is not None and quota >= 0 \
             and used + pod.gpus > quota:
-        return "queue-over-quota", (f"queue {name} uses {used:g} of its {quota:g}-GPU quota; non-preemptible "
-                                    f"class {pod.priority_class} may not go over quota")
+        return "queue-over-quota", (
+            f"queue {name} uses {used:g} of its {quota:g}-GPU quota; non-preemptible "
+            f"class {pod.priority_class} may not go over quota"
+        )
     return None
 
 
 def _group_of(snap: Snapshot, pod: PodView) -> Manifest | None:
-    name = next((src[k] for src in (pod.annotations, pod.labels) for k in POD_GROUP_KEYS if k in src), None)
-    return next((g for g in snap.podgroups if g.name == name and (g.namespace or "default") == pod.namespace), None)
+    name = next(
+        (src[k] for src in (pod.annotations, pod.labels) for k in POD_GROUP_KEYS if k in src), None
+    )
+    return next(
+        (
+            g
+            for g in snap.podgroups
+            if g.name == name and (g.namespace or "default") == pod.namespace
+        ),
+        None,
+    )
 
 
 def _members(snap: Snapshot, group: Manifest) -> list[PodView]:
@@ -98,7 +118,10 @@ def _gang_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
     min_member = int(group.get("spec", "minMember", default=0) or 0)
     members = [p for p in _members(snap, group) if p.phase not in TERMINAL_PHASES]
     if min_member and len(members) < min_member:
-        return "gang-waiting", f"PodGroup {group.name} has {len(members)} of its minMember {min_member} pods"
+        return (
+            "gang-waiting",
+            f"PodGroup {group.name} has {len(members)} of its minMember {min_member} pods",
+        )
     level = group.get("spec", "topologyConstraint", "requiredTopologyLevel")
     if level:
         demand = sum(p.gpus for p in members if not p.node_name)
@@ -108,14 +131,18 @@ def _gang_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
                 domains[node.labels[level]] += snap.gpus_free(node)
         best = max(domains.values(), default=0)
         if best < demand:
-            return "topology", (f"PodGroup {group.name} needs {demand} GPUs within one {level} domain; "
-                                f"the best domain has {best} free ({sum(domains.values())} free in total)")
+            return "topology", (
+                f"PodGroup {group.name} needs {demand} GPUs within one {level} domain; "
+                f"the best domain has {best} free ({sum(domains.values())} free in total)"
+            )
     return None
 
 
 def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
     fit = node_fit(snap, pod)
-    evidence = [f"node {n}: untolerated taint {', '.join(t)}" for n, t in sorted(fit.tainted.items())]
+    evidence = [
+        f"node {n}: untolerated taint {', '.join(t)}" for n, t in sorted(fit.tainted.items())
+    ]
     evidence += [f"node {n}: labels do not match nodeSelector/affinity" for n in fit.mismatched]
     evidence += [f"node {n}: not Ready or cordoned" for n in fit.not_ready]
     evidence += [f"node {n}: {fit.free[n]} GPUs free" for n in sorted(fit.free)]
@@ -124,16 +151,33 @@ def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
     warming = [n for n in fit.eligible if n.gpu_allocatable == 0 and n.looks_like_gpu_node]
     if warming:
         names = ", ".join(n.name for n in warming)
-        return "device-plugin-not-ready", (f"GPU node(s) {names} are Ready but report 0 allocatable "
-                                           "nvidia.com/gpu: the device plugin has not registered the GPUs yet"), evidence
+        return (
+            "device-plugin-not-ready",
+            (
+                f"GPU node(s) {names} are Ready but report 0 allocatable "
+                "nvidia.com/gpu: the device plugin has not registered the GPUs yet"
+            ),
+            evidence,
+        )
     total = sum(fit.free.values())
     if total >= pod.gpus:
-        return "fragmentation", (f"{total} GPUs are free across {len(fit.free)} eligible nodes but at most "
-                                 f"{max(fit.free.values(), default=0)} on any one; the pod needs {pod.gpus} on one node"), evidence
+        return (
+            "fragmentation",
+            (
+                f"{total} GPUs are free across {len(fit.free)} eligible nodes but at most "
+                f"{max(fit.free.values(), default=0)} on any one; "
+                f"the pod needs {pod.gpus} on one node"
+            ),
+            evidence,
+        )
     launching = [c for c in snap.nodeclaims if not _claim_initialized(c)]
     if launching:
         names = ", ".join(c.name for c in launching)
-        return "nodeclaim-launching", f"NodeClaim(s) {names} not yet Initialized: capacity is on its way", evidence
+        return (
+            "nodeclaim-launching",
+            f"NodeClaim(s) {names} not yet Initialized: capacity is on its way",
+            evidence,
+        )
     verdicts = pool_verdicts(snap, pod)
     evidence += [f"NodePool {v.pool}: {v.problem or 'ok'}: {v.detail}" for v in verdicts]
     if verdicts and not any(v.problem == "" for v in verdicts):
@@ -153,10 +197,22 @@ def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
             "InsufficientCapacityError, a NodeClass that is not Ready)"), evidence
     if not fit.eligible and not verdicts:
         if fit.tainted and len(fit.tainted) >= len(fit.mismatched):
-            return "taints", f"{len(fit.tainted)} node(s) carry taints the pod does not tolerate", evidence
+            return (
+                "taints",
+                f"{len(fit.tainted)} node(s) carry taints the pod does not tolerate",
+                evidence,
+            )
         if fit.mismatched:
-            return "selector", f"{len(fit.mismatched)} node(s) fail the pod's nodeSelector/affinity", evidence
-    return "insufficient-gpus", f"no node has {pod.gpus} free GPUs and no NodePool in the snapshot can add one", evidence
+            return (
+                "selector",
+                f"{len(fit.mismatched)} node(s) fail the pod's nodeSelector/affinity",
+                evidence,
+            )
+    return (
+        "insufficient-gpus",
+        f"no node has {pod.gpus} free GPUs and no NodePool in the snapshot can add one",
+        evidence,
+    )
 
 
 def _claim_initialized(claim: Manifest) -> bool:

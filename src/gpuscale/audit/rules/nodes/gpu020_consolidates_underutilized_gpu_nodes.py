@@ -23,18 +23,27 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU020", name="gpu-nodepool-consolidates-busy-nodes", severity=Severity.WARNING,
-    kinds=("NodePool",), family="nodes",
-    summary="A GPU NodePool lets Karpenter consolidate underutilized nodes, evicting running GPU pods.",
+    id="GPU020",
+    name="gpu-nodepool-consolidates-busy-nodes",
+    severity=Severity.WARNING,
+    kinds=("NodePool",),
+    family="nodes",
+    summary=(
+        "A GPU NodePool lets Karpenter consolidate underutilized nodes, "
+        "evicting running GPU pods."
+    ),
     message="consolidationPolicy {how} WhenEmptyOrUnderutilized: Karpenter may evict running GPU "
-            "pods to repack them onto fewer or cheaper nodes",
-    why="Under `WhenEmptyOrUnderutilized` (the default) Karpenter deletes or replaces any node whose "
-        "pods fit elsewhere more cheaply. For GPU serving that evicts a replica which needs "
-        "minutes to reload its model, and for training it kills a step in progress; the saving "
-        "is usually smaller than the lost GPU time.",
+    "pods to repack them onto fewer or cheaper nodes",
+    why="Under `WhenEmptyOrUnderutilized` (the default) Karpenter deletes or replaces any node "
+    "whose pods fit elsewhere more cheaply. For GPU serving that evicts a replica which needs "
+    "minutes to reload its model, and for training it kills a step in progress; the saving "
+    "is usually smaller than the lost GPU time.",
     fix="Use `consolidationPolicy: WhenEmpty` for GPU pools (`Balanced`, v1.14+, still moves "
-        "busy GPU nodes: GPU029), and protect long jobs with `karpenter.sh/do-not-disrupt`.",
-    references=("layer1-node-provisioning.md section 1.8 (consolidationPolicy, default WhenEmptyOrUnderutilized)",
-                "kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go"),
+    "busy GPU nodes: GPU029), and protect long jobs with `karpenter.sh/do-not-disrupt`.",
+    references=(
+        "layer1-node-provisioning.md section 1.8 (consolidationPolicy, default "
+        "WhenEmptyOrUnderutilized)",
+        "kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go",
+    ),
     check=check,
 )

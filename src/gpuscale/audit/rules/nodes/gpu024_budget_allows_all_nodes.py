@@ -47,15 +47,20 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU024", name="gpu-nodepool-budget-allows-all-nodes", severity=Severity.ERROR,
-    kinds=("NodePool",), family="nodes",
+    id="GPU024",
+    name="gpu-nodepool-budget-allows-all-nodes",
+    severity=Severity.ERROR,
+    kinds=("NodePool",),
+    family="nodes",
     summary="A GPU NodePool's disruption budget allows all of its nodes to be disrupted at once.",
     message="disruption budget nodes: {raw} lets Karpenter disrupt {of} GPU nodes at the same time",
     why="Budgets are what stops consolidation and drift from taking a whole pool down together. "
-        "With `nodes: 100%` (or a count at the pool's size) every GPU replica can be evicted in one "
-        "pass, and all of them pay a model reload before serving again.",
-    fix="Keep the default (`10%`, rounded up) or a small absolute number such as `nodes: \"1\"`, "
-        "and use scheduled budgets (`schedule` + `duration`) to allow more in a maintenance window.",
-    references=("layer1-node-provisioning.md section 1.8 (disruption budgets, default 10%, rounding up)",),
+    "With `nodes: 100%` (or a count at the pool's size) every GPU replica can be evicted in one "
+    "pass, and all of them pay a model reload before serving again.",
+    fix='Keep the default (`10%`, rounded up) or a small absolute number such as `nodes: "1"`, '
+    "and use scheduled budgets (`schedule` + `duration`) to allow more in a maintenance window.",
+    references=(
+        "layer1-node-provisioning.md section 1.8 (disruption budgets, default 10%, rounding up)",
+    ),
     check=check,
 )

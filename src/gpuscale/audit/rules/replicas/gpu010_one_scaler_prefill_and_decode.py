@@ -11,9 +11,17 @@ from gpuscale.audit.promql import selectors
 from gpuscale.audit.scalers import signals
 from gpuscale.audit.workloads import roles
 
-# gpuscale_io_scaler_target: the per-role label gpuscale plan's ServiceMonitor copies from the Service.
-ROLE_LABELS = ("role", "service", "component", "llm_d_ai_role", "dynamo_component", "sub_component_type",
-               "gpuscale_io_scaler_target")
+# gpuscale_io_scaler_target: the per-role label gpuscale plan's ServiceMonitor copies
+# from the Service.
+ROLE_LABELS = (
+    "role",
+    "service",
+    "component",
+    "llm_d_ai_role",
+    "dynamo_component",
+    "sub_component_type",
+    "gpuscale_io_scaler_target",
+)
 
 
 def _query_roles(query: str) -> set[str] | None:
@@ -52,19 +60,25 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 
 RULE = Rule(
-    id="GPU010", name="one-autoscaler-over-prefill-and-decode", severity=Severity.ERROR,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject"), family="replicas",
+    id="GPU010",
+    name="one-autoscaler-over-prefill-and-decode",
+    severity=Severity.ERROR,
+    kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+    family="replicas",
     summary="One HPA or ScaledObject sizes prefill and decode workers together.",
     message="one autoscaler for both disaggregated roles: {what}",
     why="Prefill is compute-bound and its load is prompt tokens per second (it drives TTFT); "
-        "decode is memory-bandwidth bound and its load is concurrent sequences and KV cache "
-        "(it drives ITL). They saturate at different times and need different replica ratios. "
-        "One scaler over both grows the idle role with the busy one, or misses the busy one "
-        "because the other dilutes the average.",
+    "decode is memory-bandwidth bound and its load is concurrent sequences and KV cache "
+    "(it drives ITL). They saturate at different times and need different replica ratios. "
+    "One scaler over both grows the idle role with the busy one, or misses the busy one "
+    "because the other dilutes the average.",
     fix="Give each role its own workload and its own scaler on a role-filtered signal (prefill: "
-        "queued prompt tokens or TTFT; decode: KV-cache use or ITL), or use a P/D-aware planner "
-        "(Dynamo Planner, llm-d WVA, the LWS DisaggregatedSetRoleScaler).",
-    references=("layer3-replica-autoscaling.md section 5 (Dynamo Planner scales prefill and decode separately)",
-                "serving-engine-metrics.md section 5.3 (Dynamo KEDA example filters `service=\"prefill\"`)"),
+    "queued prompt tokens or TTFT; decode: KV-cache use or ITL), or use a P/D-aware planner "
+    "(Dynamo Planner, llm-d WVA, the LWS DisaggregatedSetRoleScaler).",
+    references=(
+        "layer3-replica-autoscaling.md section 5 (Dynamo Planner scales prefill and decode "
+        "separately)",
+        'serving-engine-metrics.md section 5.3 (Dynamo KEDA example filters `service="prefill"`)',
+    ),
     check=check,
 )
