@@ -26,6 +26,7 @@ import numpy as np
 
 from gpuscale.catalog import Precision, get_gpu, get_model
 from gpuscale.errors import UserInputError
+from gpuscale.inputs import check_json_depth, read_text
 from gpuscale.serving.bench import (
     BenchResult,
     offline_requests,
@@ -90,13 +91,10 @@ def _lengths(
 
 def read_bench_results(path: Path, max_num_seqs: int) -> list[BenchPoint]:
     """The points of a bench-serve result file (object, list, or one object per line)."""
-    if not path.is_file():
-        raise UserInputError("file not found", source=str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserInputError(f"byte {exc.start}: not UTF-8 text (expected JSON)",
-                             source=str(path)) from None
+    # Read like every input (size capped, devices and FIFOs refused), nesting checked
+    # before json recurses (gpuscale/inputs.py).
+    text = read_text(path, what="vLLM bench serve result (JSON)")
+    check_json_depth(text, str(path))
     try:
         data = json.loads(text)
         items = data if isinstance(data, list) else [data]

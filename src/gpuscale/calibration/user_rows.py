@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpuscale.catalog import get_gpu, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
+from gpuscale.inputs import load_yaml, parse_yaml
 from gpuscale.serving.bench import (
     STATISTICS,
     replay,
@@ -112,18 +112,16 @@ class RowsFile(_Strict):
 
 
 def load_rows(path: str | Path) -> list[UserRow]:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UserInputError(f"{path}: cannot read ({exc.strerror})") from None
-    return parse_rows(text, str(path))
+    """A user's rows file, read like every input (gpuscale/inputs.py: size, aliases, depth,
+    duplicate keys; /dev/zero and FIFOs refused)."""
+    return _validate(load_yaml(path, what="calibration rows file"), str(path))
 
 
 def parse_rows(text: str, source: str) -> list[UserRow]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserInputError(f"{source}: not YAML ({str(exc).splitlines()[0]})") from None
+    return _validate(parse_yaml(text, source), source)
+
+
+def _validate(data: object, source: str) -> list[UserRow]:
     try:
         return RowsFile.model_validate(data).rows
     except ValidationError as exc:

@@ -19,7 +19,6 @@ import os
 from pathlib import Path
 
 import click
-import yaml
 
 from gpuscale.errors import UserInputError
 
@@ -53,10 +52,9 @@ def _param_for(command: click.Command, key: str) -> click.Parameter | None:
 
 def defaults_for(path: Path, name: str, command: click.Command) -> dict:
     """The section for `name` as click's default_map (keys = parameter names)."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UserInputError(f"cannot read: {str(exc).splitlines()[0]}", source=str(path)) from None
+    from gpuscale.inputs import load_yaml
+
+    data = load_yaml(path, what="gpuscale defaults file") or {}  # the limits of every input
     if not isinstance(data, dict):
         raise UserInputError("expected a mapping of command -> options", source=str(path))
     section = data.get(name) or {}

@@ -20,6 +20,7 @@ from gpuscale.catalog.user import (
     install,
 )
 from gpuscale.errors import UserInputError
+from gpuscale.inputs import check_json_depth
 from gpuscale.scenario.load import load_yaml
 
 ENV_VAR = "GPUSCALE_CATALOG"
@@ -33,14 +34,19 @@ def catalog_paths(flags: Iterable[str | Path], environ: dict | None = None) -> l
 
 
 def _read_config_json(path: Path, source: str, where: str) -> dict:
-    if not path.is_file():
+    if not path.exists():
         raise UserInputError(f"config.json file {str(path)!r} not found", source=source,
+                             field=where)
+    if not path.is_file():  # /dev/zero or a FIFO would be read until memory runs out or block
+        raise UserInputError(f"config.json {str(path)!r} is not a regular file", source=source,
                              field=where)
     if path.stat().st_size > MAX_CONFIG_JSON_BYTES:
         raise UserInputError(f"{path} is over {MAX_CONFIG_JSON_BYTES} bytes; expected a "
                              "model's config.json", source=source, field=where)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        check_json_depth(text, source, field=where)
+        data = json.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:
         raise UserInputError(f"{path} is not JSON ({exc})", source=source, field=where) from None
     if not isinstance(data, dict):
