@@ -94,3 +94,15 @@ class StdinPath:
 def input_path(value: Path | str) -> Path:
     """`-` -> StdinPath(); anything else a Path."""
     return StdinPath() if str(value) == "-" else Path(value)  # type: ignore[return-value]
+
+
+def scenario_file_argument(scenario_file: Path | None, trace: Path | None,
+                           emit: Path | None) -> Path:
+    """simulate/compare without --manifests: SCENARIO_FILE is required (`-` = stdin), and
+    the manifest-only options are refused."""
+    if scenario_file is None:
+        raise click.UsageError(
+            "Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE).")
+    if trace is not None or emit is not None:
+        raise click.UsageError("--trace and --emit-scenario go with --manifests")
+    return input_path(scenario_file)

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import input_path
+from gpuscale.cli.options import scenario_file_argument
 from gpuscale.cli.run_common import report_options, run_and_report, run_options
 from gpuscale.scenario import load_scenario
 
@@ -66,13 +66,7 @@ def command(scenario_file: Path | None, manifests: str | None, trace: Path | Non
             emit_scenario(emit, imported[0].data, force=force)
         run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
         return
-    if scenario_file is None:
-        raise click.UsageError(
-            "Missing argument 'SCENARIO_FILE' (or give --manifests PATH --trace FILE)."
-        )
-    if trace is not None or emit is not None:
-        raise click.UsageError("--trace and --emit-scenario go with --manifests")
-    scenario_file = input_path(scenario_file)
+    scenario_file = scenario_file_argument(scenario_file, trace, emit)
     scenario = load_scenario(scenario_file)
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
