@@ -16,8 +16,8 @@ from pathlib import Path
 from gpuscale.audit.loader import Manifest, load_inputs
 from gpuscale.catalog import Precision, get_instance_type, get_model
 from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
+from gpuscale.importer import cluster_autoscaler, scalers, workload
 from gpuscale.importer import nodes as nodes_mod
-from gpuscale.importer import scalers, workload
 from gpuscale.importer.traces import detect_format
 from gpuscale.scenario.load import scenario_from_dict
 from gpuscale.scenario.models import Scenario
@@ -92,13 +92,11 @@ def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
     for pdb in _by_kind(objects, "PodDisruptionBudget"):
         if _matches(pdb.get("spec", "selector", default={}) or {}, labels):
             notes.append(f"{pdb.ref} applies to the serving pods; not simulated: the simulated "
-                         "Karpenter drains nodes without waiting on PodDisruptionBudgets")
-    for obj in _by_kind(objects, "Deployment"):
-        containers = obj.get("spec", "template", "spec", "containers") or []
-        if any(isinstance(c, dict) and "cluster-autoscaler" in str(c.get("image", ""))
-               for c in containers):
-            notes.append(f"{obj.ref} (Cluster Autoscaler) is not simulated from manifests; "
-                         "write a `nodes: {kind: cluster_autoscaler}` scenario for it")
+                         "node provider drains nodes without waiting on PodDisruptionBudgets")
+    found = cluster_autoscaler.find(objects)
+    if found is not None and _by_kind(objects, "NodePool"):
+        notes.append(f"{found[0].ref} (Cluster Autoscaler) not simulated: the bundle's Karpenter "
+                     "NodePools provision the serving nodes")
 
 
 def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
@@ -125,6 +123,11 @@ def _cluster_and_nodes(objects, wl, tp: int, initial: int, max_replicas: int,
         defaults.append("nodes: Karpenter node latencies launch 45 s + registration 120 s + "
                         "initialization 105 s (medians; docs/provisioning.md)")
         _node_class(objects, pools, itype, model_name, cold_start, defaults, notes)
+    elif (found := cluster_autoscaler.find(objects)) is not None:
+        # No NodePool but a Cluster Autoscaler Deployment: its flags are layer 1.
+        nodes, itype = cluster_autoscaler.provider_section(
+            found[0], found[1], selector.get(nodes_mod.INSTANCE_TYPE_LABEL), tp, initial,
+            max_replicas, defaults, notes)
     else:
         name = selector.get(nodes_mod.INSTANCE_TYPE_LABEL)
         if not name:
