@@ -107,6 +107,7 @@ _FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "max-scale-down-parallelism": ("max_scale_down_parallelism", lambda t: _int(t, 1)),
     "max-drain-parallelism": ("max_drain_parallelism", lambda t: _int(t, 1)),
 }
+_FLAG_WORD = re.compile(r"^--?[A-Za-z]")
 _BOOLEAN_FLAGS = {"scale-down-enabled"}  # `--scale-down-enabled` alone means true
 
 
@@ -123,7 +124,8 @@ def find(objects: list[Manifest]) -> tuple[Manifest, dict] | None:
 
 def parse_flags(words: list[str]) -> list[tuple[str, str | None]]:
     """`--flag=value`, `--flag value` and a bare `--flag` (boolean) -> (flag, value) in order.
-    A word that is not a flag after a bare flag is its value (`--expander least-waste`)."""
+    A word that is not a flag after a bare flag is its value (`--expander least-waste`,
+    `--expendable-pods-priority-cutoff -10`)."""
     out: list[tuple[str, str | None]] = []
     i = 0
     while i < len(words):
@@ -135,7 +137,7 @@ def parse_flags(words: list[str]) -> list[tuple[str, str | None]]:
         if "=" in name:
             flag, value = name.split("=", 1)
             out.append((flag, value))
-        elif i < len(words) and not words[i].startswith("-") and name not in _BOOLEAN_FLAGS:
+        elif i < len(words) and not _FLAG_WORD.match(words[i]) and name not in _BOOLEAN_FLAGS:
             out.append((name, words[i]))
             i += 1
         else:
