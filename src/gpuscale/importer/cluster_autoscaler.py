@@ -223,6 +223,12 @@ def provider_section(obj: Manifest, container: dict, itype_name: str | None, tp:
                         f"{DEFAULT_GROUP} of {itype_name}, at most {most} nodes (the most "
                         "replicas)")
     itype = get_instance_type(groups[0]["instance_type"])
+    for group in groups:
+        gpus = get_instance_type(group["instance_type"]).num_gpus
+        if gpus < tp:
+            raise UserInputError(f"node group {group['name']!r}: {group['instance_type']} has "
+                                 f"{gpus} GPUs, fewer than the serving pod's {tp}; name an "
+                                 "instance type with enough GPUs", source=where, field="--nodes")
     _raise_floors(groups, nodes_for(initial, tp, itype), notes)
     spec["node_groups"] = groups
     if unmodelled:
