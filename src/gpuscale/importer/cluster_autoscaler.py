@@ -20,6 +20,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.catalog import InstanceType, get_instance_type
 from gpuscale.errors import UserInputError
 from gpuscale.importer.nodes import nodes_for
+from gpuscale.importer.vllm_args import container_words
 from gpuscale.provisioning.cluster_autoscaler.params import Expander
 
 IMAGE_MARK = "cluster-autoscaler"
@@ -145,18 +146,6 @@ def parse_flags(words: list[str]) -> list[tuple[str, str | None]]:
     return out
 
 
-def _words(container: dict) -> list[str]:
-    words: list[str] = []
-    for key in ("command", "args"):
-        value = container.get(key) or []
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list):
-            raise TypeError(f"`{key}` must be a list of strings, got {value!r}")
-        words.extend(str(v) for v in value)
-    return words
-
-
 def _node_group(value: str, itype_name: str | None, where: str) -> dict:
     """`--nodes=MIN:MAX:NAME`. The instance type is the serving pod's nodeSelector one, else
     NAME itself when it is a catalog instance type (CA reads the type from the ASG, which the
@@ -190,7 +179,7 @@ def provider_section(obj: Manifest, container: dict, itype_name: str | None, tp:
     spec: dict[str, Any] = {"kind": "cluster_autoscaler"}
     groups: list[dict] = []
     unmodelled: list[str] = []
-    for flag, value in parse_flags(_words(container)):
+    for flag, value in parse_flags(container_words(container)):
         try:
             if flag == "nodes":
                 if value is None:

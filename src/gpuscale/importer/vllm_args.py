@@ -53,7 +53,8 @@ def _env_of(container: dict) -> dict[str, str]:
     return out
 
 
-def _words(container: dict, env: dict[str, str]) -> list[str]:
+def container_words(container: dict) -> list[str]:
+    """A container's `command` then `args`, as words (`TypeError` when one is not a list)."""
     words: list[str] = []
     for key in ("command", "args"):
         value = container.get(key) or []
@@ -62,7 +63,12 @@ def _words(container: dict, env: dict[str, str]) -> list[str]:
         if not isinstance(value, list):
             raise TypeError(f"`{key}` must be a list of strings, got {value!r}")
         words.extend(str(v) for v in value)
-    words = [_ENV_REF.sub(lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
+    return words
+
+
+def _words(container: dict, env: dict[str, str]) -> list[str]:
+    words = [_ENV_REF.sub(lambda m: env.get(m.group(1), m.group(0)), w)
+             for w in container_words(container)]
     # `sh -c "vllm serve ..."`: the engine's argv is the shell string, split as the shell would.
     out: list[str] = []
     for word in words:
