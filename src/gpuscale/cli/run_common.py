@@ -99,11 +99,11 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
         fmt, out = ("yaml" if fmt == "yaml" else "json"), None
     if out is not None:  # before the (possibly long) runs; written once the verdict is known
         check_result_path(out, force=force, overwrite_own=overwrite_own)
-    data = _run_one(scenario, base_dir, strategies=strategies, fmt=fmt, out=None, force=force,
-                    series=series, report=report, decisions=decisions, quiet=True)
+    data = _run_one(scenario, base_dir, strategies=strategies, fmt=fmt, force=force,
+                    series=series, report=report, decisions=decisions)
     results = [data] + [
         _run_one(scenario.model_copy(update={"seed": scenario.seed + i}), base_dir,
-                 strategies=strategies, fmt=fmt, out=None, force=force, quiet=True)
+                 strategies=strategies, fmt=fmt, force=force)
         for i in range(1, seeds)]
     slo = {"ttft_s": scenario.slo.ttft_s, "tpot_s": scenario.slo.tpot_s}
     target = fail_under if fail_under is not None else SLO_ATTAINMENT_TARGET
@@ -174,13 +174,12 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
 
 
 def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
-             fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
-             series: bool = False, report: Path | None = None, quiet: bool = False,
-             wide: bool = False, decisions: Path | None = None) -> dict:
+             fmt: str, force: bool, series: bool = False, report: Path | None = None,
+             decisions: Path | None = None) -> dict:
+    """One seed's runs as result JSON, with the report and decision log written; the
+    result file, the table and the verdict are run_and_report's (they need every seed)."""
     # Check every output path before the (possibly long) run, so a typo costs nothing and
     # no file is half-written when a later one is refused.
-    if out is not None:
-        check_result_path(out, force=force, overwrite_own=overwrite_own)
     if report is not None:
         check_result_path(report, force=force)
     if decisions is not None:
@@ -214,9 +213,6 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
         from gpuscale.report.timeline import attach_series
 
         data = attach_series(data, result)
-    text = result_json_text(data)
-    if out is not None:
-        write_result(out, text, force=force, overwrite_own=overwrite_own)
     if report is not None:
         from gpuscale.report.html import ReportInputs, render_html
 
@@ -224,7 +220,5 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
         write_result(report, html, force=force)
     if decisions is not None:
         lines = [json.dumps(record) for run in result.runs for record in run.decisions]
-        decisions.write_text("".join(line + "\n" for line in lines))
-    if not quiet:  # run_and_report prints once the verdict is known
-        _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
+        write_result(decisions, "".join(line + "\n" for line in lines), force=force)
     return data

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
 from gpuscale.autoscaling.base import AutoscalerView, ReplicaAutoscaler
 from gpuscale.autoscaling.explain import log_replica_decision
@@ -28,7 +26,7 @@ from gpuscale.metrics.scrape import Scraper
 from gpuscale.metrics.store import MetricsStore
 from gpuscale.provisioning import NodeProvider, build_node_provider
 from gpuscale.provisioning.pool import NodePool
-from gpuscale.scenario.models import Duration, Scenario, Strategy
+from gpuscale.scenario.models import Scenario, Strategy
 from gpuscale.scheduling import PodScheduler, build_scheduler
 from gpuscale.scheduling.first_fit import FirstFitScheduler
 from gpuscale.serving.cold_start import draw_seconds
@@ -87,10 +85,6 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
     )
 
 
-def draw_duration(spec: Duration, rng: np.random.Generator) -> float:
-    return draw_seconds(spec, rng)
-
-
 def scenario_requests(scenario: Scenario, base_dir: Path) -> Requests:
     """The workload every strategy replays (one draw per scenario + seed)."""
     rng = RandomStreams(scenario.seed).get("workloads.arrivals")
@@ -110,7 +104,7 @@ def _node_provider(scenario: Scenario, strategy: Strategy) -> NodeProvider:
     cluster = scenario.cluster  # no `nodes:`: the default pool the `cluster:` block describes
     return NodePool(get_instance_type(cluster.instance_type),
                     capacity_type=cluster.capacity_type, max_nodes=cluster.max_nodes,
-                    launch_delay_s=lambda rng: draw_duration(cluster.node_launch, rng),
+                    launch_delay_s=lambda rng: draw_seconds(cluster.node_launch, rng),
                     empty_node_ttl_s=cluster.empty_node_ttl_s)
 
 
