@@ -18,8 +18,6 @@ from gpuscale.report.terminal import make_console, print_summary
 from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
 
-FORMATS = click.Choice(["table", "json"])  # kept for callers; commands use output_option
-
 
 def run_options(fn):
     """`-o/--output/--format`, `--wide`, `--seeds N` and `--fail-under-slo X`."""

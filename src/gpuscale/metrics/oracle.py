@@ -165,14 +165,6 @@ def _differential_rps(hw: ReplicaHardware, cfg: EngineConfig, prompts: np.ndarra
     return done / span
 
 
-def replica_peak_rps(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.ndarray,
-                     output_tokens: np.ndarray, *, seed: int = 0) -> float:
-    """Sustained throughput without the TPOT cap (kept for callers of the old name; `seed`
-    is ignored: the mix is the given one)."""
-    del seed
-    return replica_sustained_rps(hw, cfg, prompt_tokens, output_tokens, tpot_slo_s=None)
-
-
 def oracle_gpu_hours_for(num_requests: float, capacity_rps: float, tp: int, *,
                          gpus_per_node: int | None = None) -> float:
     """GPU-hours of whole nodes to serve `num_requests` at `capacity_rps` per replica.
