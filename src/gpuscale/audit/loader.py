@@ -181,9 +181,11 @@ def parse_text(text: str, source: str, *, max_nodes: int = DEFAULT_MAX_NODES) ->
     return out
 
 
-def expand_inputs(inputs: Iterable[str]) -> list[str]:
-    """Files as given, directories walked (sorted, manifest suffixes only), `-` kept."""
-    SKIPPED.clear()
+def expand_inputs(inputs: Iterable[str],
+                  skipped: list[tuple[str, str]] | None = None) -> list[str]:
+    """Files as given, directories walked (sorted, manifest suffixes only), `-` kept.
+    Files a directory holds but cannot be audited (Helm templates) go to `skipped` as
+    (file, why), for the caller to report."""
     out: list[str] = []
     for item in inputs:
         if item == "-":
@@ -191,7 +193,7 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
             continue
         path = Path(item)
         if path.is_dir():
-            out.extend(_directory_files(path))
+            out.extend(_directory_files(path, skipped))
         elif path.is_file():
             if is_helm_template(path):
                 raise UserInputError(HELM_HINT, source=item)
@@ -201,10 +203,7 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
     return out
 
 
-SKIPPED: list[tuple[str, str]] = []  # (file, why) of the last expand_inputs; the CLI notes them
-
-
-def _directory_files(path: Path) -> list[str]:
+def _directory_files(path: Path, skipped: list[tuple[str, str]] | None) -> list[str]:
     """A directory's manifests: through its kustomization when it has one (audit/sources.py),
     else every manifest file below it; Helm templates and nested kustomizations skipped."""
     kustomization = kustomization_of(path)
@@ -217,7 +216,8 @@ def _directory_files(path: Path) -> list[str]:
     out = []
     for p in candidates:
         if is_helm_template(p):
-            SKIPPED.append((str(p), HELM_HINT))
+            if skipped is not None:
+                skipped.append((str(p), HELM_HINT))
         else:
             out.append(str(p))
     return out
@@ -262,10 +262,11 @@ def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
 
 
 def load_inputs(inputs: Iterable[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
-                max_nodes: int = DEFAULT_MAX_NODES, stdin=None) -> list[Manifest]:
-    """Every object in every input, in input order."""
+                max_nodes: int = DEFAULT_MAX_NODES, stdin=None,
+                skipped: list[tuple[str, str]] | None = None) -> list[Manifest]:
+    """Every object in every input, in input order (files left out go to `skipped`)."""
     objects: list[Manifest] = []
-    for item in expand_inputs(inputs):
+    for item in expand_inputs(inputs, skipped):
         source = "<stdin>" if item == "-" else item
         text = _inputs.read_text(item, max_bytes=max_bytes, what="manifest file", stdin=stdin)
         objects.extend(parse_text(text, source, max_nodes=max_nodes))

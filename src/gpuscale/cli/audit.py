@@ -83,10 +83,8 @@ def command(inputs, cluster, kube_context, kubeconfig, namespace, fmt, fail_on, 
         rules = select_rules(_split(enable), _split(disable))
     except KeyError as exc:
         raise UserInputError(str(exc.args[0])) from None
-    objects = load_inputs(inputs, max_bytes=max_bytes) if inputs else []
-    from gpuscale.audit.loader import SKIPPED
-
-    skipped = list(SKIPPED)
+    skipped: list[tuple[str, str]] = []  # (file, why): Helm templates in a directory
+    objects = load_inputs(inputs, max_bytes=max_bytes, skipped=skipped) if inputs else []
     if inputs and not objects and skipped:
         raise UserInputError(skipped[0][1], source=skipped[0][0])
     for source, why in skipped:  # the rest is audited; say what was not, and how to audit it
