@@ -242,7 +242,7 @@ class KarpenterProvider:
         pools = [self.pool_capacity(p, now_s) for p in self.pools_by_weight]
         result = schedule_pods(leftover, [], pools)
         if result.unplaceable:
-            self.metrics.events["buffer_pods_unplaceable"] += len(result.unplaceable)
+            self.metrics.events["buffer_unplaceable_checks"] += 1
         # Virtual pods are never nominated: the claim's empty room is what holds them.
         return [ClaimPlan(plan.pool, plan.offerings) for plan in result.new_claims]
 
