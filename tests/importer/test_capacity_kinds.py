@@ -290,3 +290,32 @@ def test_refused_priority_expander_shapes(tmp_path, doc, expected):
 def test_priority_matching_no_group_is_noted(tmp_path):
     docs = ca_docs("--nodes=0:4:gpu", "--expander=priority") + [_priority_map("1:\n  - cpu\n")]
     assert any("no node group (gpu) matches" in n for n in _imported(tmp_path, docs).notes)
+
+
+def test_editing_the_priorities_moves_scale_ups_to_the_preferred_group(tmp_path):
+    """Two node groups the serving pod fits (4 x L40S, 8 x H100); the ConfigMap decides which
+    one grows, and preferring the H100 group makes the same run dearer."""
+    from gpuscale.engine import simulate_scenario
+
+    def cost(preferred: str) -> float:
+        docs = ca_docs("--nodes=1:4:g6e.12xlarge", "--nodes=0:4:p5.48xlarge",
+                       "--expander=priority", selector=False)
+        docs.append(_priority_map(f"50:\n  - ^{preferred}$\n1:\n  - .*\n"))
+        got = _imported(tmp_path / preferred[:2], docs)
+        result, walls = simulate_scenario(got.scenario, Path("."))
+        return result.to_json(walls)["runs"][0]["cost_usd"]
+    assert cost("p5\\.48xlarge") > cost("g6e\\.12xlarge")
+
+
+def test_a_refused_buffer_exits_2_with_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from gpuscale.cli import cli
+
+    bundle = write_bundle(tmp_path, [*load_docs(), _buffer(limits={"memory": "1Ti"})])
+    result = CliRunner().invoke(cli, ["simulate", "--manifests", str(bundle), "--trace",
+                                      str(TRACE), "--catalog", str(CATALOG)])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1
+    assert "spec.limits" in result.output and "CapacityBuffer/llm/qwen3-32b-headroom" in (
+        result.output)
