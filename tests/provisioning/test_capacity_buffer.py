@@ -117,6 +117,12 @@ def test_chunks_follow_the_api(spec, expected):
     assert chunks(buffer, _cluster_with(6, {"app": "vllm"})) == expected
 
 
+def test_percentage_of_a_workload_with_no_pods_is_nothing():
+    buffer = CapacityBufferParams(name="b", gpus_per_pod=8, percentage=50,
+                                  scalable_labels={"app": "vllm"})
+    assert chunks(buffer, _cluster_with(0, {"app": "vllm"})) == 0
+
+
 @pytest.mark.parametrize(("spec", "message"), [
     ({}, "set replicas, percentage or limits_gpus"),
     ({"percentage": 10}, "percentage needs scalable_labels"),

@@ -9,8 +9,9 @@ pods of the lowest priority, and provisions nodes for the ones that do not fit. 
 scheduled onto that spare room at once (the scheduler never sees the virtual pods), and the
 displaced buffer is provisioned again. Nodes hosting buffer room are not empty to scale-down.
 
-Chunks (types.go `CapacityBufferSpec`): `replicas`; `percentage` of the scalable object's
-current replicas, rounded up, at least 1; both set -> the larger; `limits` caps the chunks by
+Chunks (types.go `CapacityBufferSpec`; Karpenter's `pkg/controllers/capacitybuffer`
+`computeReplicas`): `replicas`; `percentage` of the scalable object's current replicas, rounded
+up, at least 1 (none while it has no pods); both set -> the larger; `limits` caps the chunks by
 their total requests, and alone gives as many chunks as fit. Only the `active-capacity`
 provisioning strategy exists.
 
@@ -87,7 +88,10 @@ def chunks(buffer: CapacityBufferParams, cluster: ClusterState) -> int:
         wanted = buffer.replicas
     if buffer.percentage is not None:
         base = _scalable_pods(buffer, cluster)
-        by_pct = max(1, math.ceil(base * buffer.percentage / 100)) if buffer.percentage else 0
+        # At least 1 when both are positive; nothing of a workload with no pods (Karpenter's
+        # calculatePercentageReplicas, capacitybuffer/helpers.go).
+        by_pct = max(1, math.ceil(base * buffer.percentage / 100)) if (
+            buffer.percentage and base) else 0
         wanted = by_pct if wanted is None else max(wanted, by_pct)
     if buffer.limits_gpus is not None:
         cap = int(buffer.limits_gpus // buffer.gpus_per_pod)
