@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpuscale.cluster.groups import PodGroupSpec
 from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
@@ -49,8 +50,10 @@ class Fleet:
                  evicted_requests: str, pod_priority: int = 0, role: str = "serve",
                  on_prefilled: Callable[[int, float], None] | None = None,
                  retry: Callable[[int, float], None] | None = None,
-                 pod_annotations: dict[str, str] | None = None) -> None:
+                 pod_annotations: dict[str, str] | None = None,
+                 pod_group: PodGroupSpec | None = None) -> None:
         self.name = name
+        self.pod_group = pod_group  # the KAI PodGroup every pod joins (None: its own)
         self.pod_annotations = pod_annotations or {}
         self.role = role
         self.on_prefilled = on_prefilled
@@ -113,7 +116,8 @@ class Fleet:
         pod = Pod(name=f"{self.name}-{self._pod_seq}", gpus=self.hw.tp, created_s=now_s,
                   priority=self.pod_priority, labels={"app": self.name, "role": self.role},
                   tolerations=(Toleration(key=GPU_RESOURCE, operator="Exists"),),
-                  annotations=dict(self.pod_annotations))
+                  annotations=dict(self.pod_annotations), group_spec=self.pod_group,
+                  queue=None if self.pod_group is None else self.pod_group.queue)
         self.slots[pod.name] = ReplicaSlot(pod=pod)
         self.cluster.add_pod(pod)
         return pod

@@ -150,11 +150,14 @@ class _Run:
                on_prefilled: Callable[[int, float], None] | None = None,
                retry: Callable[[int, float], None] | None = None) -> Fleet:
         scenario = self.scenario
+        group = scenario.pod_group  # the serving pods' KAI PodGroup, if the scenario has one
         return Fleet(name=name, hw=hw, engine_cfg=cfg, sim=self.sim, cluster=self.cluster,
                      table=self.table, cold_start_s=self.startups.cold_start_s,
                      router=ROUTERS[scenario.router](), evicted_requests=scenario.evicted_requests,
                      role=role, on_prefilled=on_prefilled, retry=retry,
-                     pod_annotations=scenario.pod_annotations)
+                     pod_annotations=scenario.pod_annotations,
+                     pod_group=None if group is None else group.spec(),
+                     pod_priority=0 if group is None else group.priority)
 
     def _build_fleets(self) -> dict[str, Fleet]:
         scenario = self.scenario

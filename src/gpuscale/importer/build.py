@@ -16,7 +16,14 @@ from pathlib import Path
 from gpuscale.audit.loader import Manifest, load_inputs
 from gpuscale.catalog import Precision, get_instance_type, get_model
 from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
-from gpuscale.importer import cluster_autoscaler, scalers, workload
+from gpuscale.importer import (
+    capacity_buffer,
+    cluster_autoscaler,
+    pdb,
+    podgroups,
+    scalers,
+    workload,
+)
 from gpuscale.importer import nodes as nodes_mod
 from gpuscale.importer.traces import detect_format
 from gpuscale.scenario.load import scenario_from_dict
@@ -74,12 +81,6 @@ def _bounds(autoscaler: dict) -> tuple[int, int]:
     return autoscaler["replicas"], autoscaler["replicas"]
 
 
-def _matches(selector: dict, labels: dict) -> bool:
-    wanted = selector.get("matchLabels") if isinstance(selector, dict) else None
-    return isinstance(wanted, dict) and bool(wanted) and all(
-        labels.get(k) == v for k, v in wanted.items())
-
-
 def _pod_labels(wl) -> dict:
     meta = wl.pod.get("metadata") if isinstance(wl.pod, dict) else None
     labels = meta.get("labels") if isinstance(meta, dict) else None
@@ -88,11 +89,6 @@ def _pod_labels(wl) -> dict:
 
 def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
     """Objects read but not simulated: say so rather than drop them silently."""
-    labels = _pod_labels(wl)
-    for pdb in _by_kind(objects, "PodDisruptionBudget"):
-        if _matches(pdb.get("spec", "selector", default={}) or {}, labels):
-            notes.append(f"{pdb.ref} applies to the serving pods; not simulated: the simulated "
-                         "node provider drains nodes without waiting on PodDisruptionBudgets")
     found = cluster_autoscaler.find(objects)
     if found is not None and _by_kind(objects, "NodePool"):
         notes.append(f"{found[0].ref} (Cluster Autoscaler) not simulated: the bundle's Karpenter "
@@ -127,7 +123,7 @@ def _cluster_and_nodes(objects, wl, tp: int, initial: int, max_replicas: int,
         # No NodePool but a Cluster Autoscaler Deployment: its flags are layer 1.
         nodes, itype = cluster_autoscaler.provider_section(
             found[0], found[1], selector.get(nodes_mod.INSTANCE_TYPE_LABEL), tp, initial,
-            max_replicas, defaults, notes)
+            max_replicas, defaults, notes, objects=objects)
     else:
         name = selector.get(nodes_mod.INSTANCE_TYPE_LABEL)
         if not name:
@@ -228,6 +224,8 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     cold_start = workload.cold_start_section(wl, defaults)
     cluster, nodes = _cluster_and_nodes(objects, wl, tp, initial, high, model["name"],
                                         defaults, notes, cold_start)
+    _disruption_objects(objects, wl, tp, nodes, notes)
+    scheduler, group = _scheduler(objects, wl, high, notes)
     workload_spec, duration_s = _trace(trace, defaults)
     data: dict = {
         "name": name or wl.obj.name or DEFAULT_NAME,
@@ -240,7 +238,8 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
         "workload": workload_spec,
         "initial_replicas": initial,
         "pod_annotations": workload.pod_annotations(wl),
-        "scheduler": _scheduler(objects, wl, notes),
+        "scheduler": scheduler,
+        **({"pod_group": group} if group else {}),
         "strategies": [{"name": name or wl.obj.name or DEFAULT_NAME, "autoscaler": autoscaler,
                         **({"nodes": nodes} if nodes else {})}],
     }
@@ -251,10 +250,29 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     return Imported(scenario, data, sources, defaults, notes)
 
 
-def _scheduler(objects: list[Manifest], wl, notes: list[str]) -> dict:
+def _disruption_objects(objects: list[Manifest], wl, tp: int, nodes: dict | None,
+                        notes: list[str]) -> None:
+    """CapacityBuffers and PodDisruptionBudgets: both act through the node provider."""
+    provider = None if nodes is None else nodes["kind"]
+    buffers = capacity_buffer.buffers(objects, wl.obj, tp, provider, notes)
+    budgets = pdb.budgets(objects, wl.obj, _pod_labels(wl), provider, notes)
+    if nodes is not None:
+        if buffers:
+            nodes["capacity_buffers"] = buffers
+        if budgets:
+            nodes["pod_disruption_budgets"] = budgets
+
+
+def _scheduler(objects: list[Manifest], wl, max_replicas: int,
+               notes: list[str]) -> tuple[dict, dict | None]:
+    """The `scheduler` section and the serving pods' KAI PodGroup (`pod_group`), if any."""
     queues = _by_kind(objects, "Queue")
-    if wl.pod_spec.get("schedulerName") != KAI_SCHEDULER and not queues:
-        return {"kind": "kube-scheduler"}
+    kai = wl.pod_spec.get("schedulerName") == KAI_SCHEDULER or bool(queues)
+    group, group_queue = podgroups.pod_group(objects, wl.obj, workload.pod_annotations(wl), kai,
+                                             max_replicas, notes)
+    if not kai:
+        return {"kind": "kube-scheduler"}, None
     labels = _pod_labels(wl)
-    pod_queue = next((labels[k] for k in nodes_mod.KAI_QUEUE_LABELS if k in labels), None)
-    return {"kind": "kai", "queues": nodes_mod.kai_queues(queues, pod_queue, notes)}
+    pod_queue = group_queue or next(
+        (labels[k] for k in nodes_mod.KAI_QUEUE_LABELS if k in labels), None)
+    return {"kind": "kai", "queues": nodes_mod.kai_queues(queues, pod_queue, notes)}, group

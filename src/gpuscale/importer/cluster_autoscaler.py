@@ -19,6 +19,7 @@ from typing import Any, get_args
 from gpuscale.audit.loader import Manifest
 from gpuscale.catalog import InstanceType, get_instance_type
 from gpuscale.errors import UserInputError
+from gpuscale.importer import priority_expander
 from gpuscale.importer.nodes import nodes_for
 from gpuscale.importer.vllm_args import container_words
 from gpuscale.provisioning.cluster_autoscaler.params import Expander
@@ -170,8 +171,10 @@ def _node_group(value: str, itype_name: str | None, where: str) -> dict:
 
 def provider_section(obj: Manifest, container: dict, itype_name: str | None, tp: int,
                      initial: int, max_replicas: int, defaults: list[str],
-                     notes: list[str]) -> tuple[dict, InstanceType]:
-    """The `nodes: {kind: cluster_autoscaler}` mapping and the serving pods' instance type.
+                     notes: list[str], objects: list[Manifest] | None = None,
+                     ) -> tuple[dict, InstanceType]:
+    """The `nodes: {kind: cluster_autoscaler}` mapping and the serving pods' instance type
+    (`objects`: the bundle, where `--expander=priority` finds its ConfigMap).
 
     A group the flags leave open (auto-discovery, no `--nodes`) is sized by what the initial
     and the most replicas need (`tp` GPUs each)."""
@@ -194,10 +197,6 @@ def provider_section(obj: Manifest, container: dict, itype_name: str | None, tp:
                 unmodelled.append(f"--{flag}" + ("" if value is None else f"={value}"))
         except BadFlag as exc:
             raise UserInputError(str(exc), source=where, field=f"--{flag}") from None
-    if "priority" in spec.get("expanders", []):
-        raise UserInputError("the priority expander's ConfigMap is not read from manifests; "
-                             "use least-waste, most-pods, least-nodes, price or random, or write "
-                             "a scenario with `priorities`", source=where, field="--expander")
     if not groups:
         if itype_name is None:
             raise UserInputError("no --nodes=MIN:MAX:NAME flag and no "
@@ -220,6 +219,9 @@ def provider_section(obj: Manifest, container: dict, itype_name: str | None, tp:
                                  "instance type with enough GPUs", source=where, field="--nodes")
     _raise_floors(groups, nodes_for(initial, tp, itype), notes)
     spec["node_groups"] = groups
+    if "priority" in spec.get("expanders", []):
+        spec["priorities"] = priority_expander.priorities(
+            objects or [], obj, [g["name"] for g in groups], notes)
     if unmodelled:
         notes.append(f"{obj.ref} (Cluster Autoscaler): flags not simulated: "
                      f"{', '.join(unmodelled)}")

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gpuscale.autoscaling import AutoscalerSpec
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
+from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
@@ -182,6 +183,33 @@ class Disaggregation(Strict):
         "H100/H200 nodes on 400G NDR (aiconfigurator [S1], hardware-and-models.md 1.2)."))
 
 
+class ServingPodGroup(Strict):
+    """The KAI PodGroup (`scheduling.run.ai/v2alpha2`) every serving pod joins.
+
+    As the `pod-group-name` annotation puts a workload's pods into one user-written PodGroup;
+    the `kai` scheduler gangs them (docs/scheduling.md), other schedulers ignore it."""
+
+    name: str = Field(description="metadata.name of the PodGroup.")
+    min_member: int = Field(1, ge=0, description=(
+        "minMember: no serving pod is scheduled until this many exist and fit together; 0 = "
+        "no gang (each pod alone), as KAI reads it."))
+    queue: str = Field(DEFAULT_QUEUE, description="spec.queue: the KAI leaf queue.")
+    priority: int = Field(0, description=(
+        "The value of spec.priorityClassName (KAI: train 50, build-preemptible 75, build 100, "
+        "inference 125; none = 0); also the pods' priority."))
+    preemptible: bool | None = Field(None, description=(
+        "spec.preemptibility; None = from the priority (< 100 preemptible)."))
+    preemption_delay_s: float = Field(0.0, ge=0, description="spec.preemptionDelay.")
+    staleness_grace_s: float = Field(DEFAULT_STALENESS_GRACE_S, description=(
+        "spec.stalenessGracePeriod; KAI's 60 s default; negative = never evicted as stale."))
+
+    def spec(self) -> PodGroupSpec:
+        return PodGroupSpec(name=self.name, min_member=self.min_member, queue=self.queue,
+                            priority=self.priority, preemptible=self.preemptible,
+                            preemption_delay_s=self.preemption_delay_s,
+                            staleness_grace_s=self.staleness_grace_s)
+
+
 class Strategy(Strict):
     name: str = Field(description="Label in reports.")
     autoscaler: AutoscalerSpec | None = Field(None, description=(
@@ -280,6 +308,9 @@ class Scenario(Strict):
         "oldest pod first (enough for replica-only studies)."))
     disaggregation: Disaggregation | None = Field(None, description=(
         "Split prefill and decode into separate pools (None = aggregated serving)."))
+    pod_group: ServingPodGroup | None = Field(None, description=(
+        "The KAI PodGroup of the serving pods (aggregated serving only); None = each pod its "
+        "own group, as KAI's pod-grouper makes for a Deployment."))
     strategies: list[Strategy] = Field(min_length=1, description="Strategies to compare.")
 
     @model_validator(mode="after")
@@ -289,6 +320,13 @@ class Scenario(Strict):
                 spec = getattr(strategy, role)
                 if spec is not None:
                     _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+        return self
+
+    @model_validator(mode="after")
+    def _pod_group_aggregated(self) -> Scenario:
+        if self.pod_group is not None and self.disaggregation is not None:
+            raise ValueError("pod_group applies to aggregated serving; with disaggregation "
+                             "each role would need its own PodGroup")
         return self
 
     @model_validator(mode="after")

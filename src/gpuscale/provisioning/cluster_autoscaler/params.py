@@ -11,6 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscale.catalog import get_instance_type
+from gpuscale.provisioning.capacity_buffer import CapacityBufferParams
+from gpuscale.provisioning.disruption_budget import PodDisruptionBudgetParams
 from gpuscale.provisioning.latency import NodeLatencies
 from gpuscale.provisioning.nodes import CapacityType, TaintSpec, check_unique
 from gpuscale.provisioning.spot import SpotParams
@@ -82,10 +84,20 @@ class ClusterAutoscalerParams(BaseModel):
                                     "default pod terminationGracePeriodSeconds (30 s).")
     node_latencies: NodeLatencies = Field(default_factory=NodeLatencies)
     spot: SpotParams = Field(default_factory=SpotParams)
+    capacity_buffers: list[CapacityBufferParams] = Field(
+        default_factory=list, description="CapacityBuffers (autoscaling.x-k8s.io): virtual "
+        "pods CA packs with the pending ones at each scan and keeps on nodes at scale-down; "
+        "their nodes are ready at t=0 (without the image) (provisioning/capacity_buffer.py). "
+        "Empty = none.")
+    pod_disruption_budgets: list[PodDisruptionBudgetParams] = Field(
+        default_factory=list, description="PodDisruptionBudgets: a node is not unneeded while "
+        "evicting its pods would take a PDB below its allowed disruptions. Empty = none.")
 
     @model_validator(mode="after")
     def _check(self) -> ClusterAutoscalerParams:
         check_unique([x.name for x in self.node_groups], "node group")
+        check_unique([x.name for x in self.capacity_buffers], "capacity buffer")
+        check_unique([x.name for x in self.pod_disruption_budgets], "PodDisruptionBudget")
         if "priority" in self.expanders and not self.priorities:
             raise ValueError("the priority expander needs `priorities`")
         return self

@@ -17,15 +17,18 @@ Each scan (reference layer1-node-provisioning.md section 2):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
+from gpuscale.provisioning import capacity_buffer
 from gpuscale.provisioning.base import AdoptsNoNodes
 from gpuscale.provisioning.cluster_autoscaler.expanders import Option, choose
 from gpuscale.provisioning.cluster_autoscaler.params import ClusterAutoscalerParams, NodeGroupParams
+from gpuscale.provisioning.disruption_budget import can_evict_all
 from gpuscale.provisioning.fit import (
     Bin,
     capacity_of,
@@ -77,6 +80,10 @@ class ClusterAutoscalerProvider(AdoptsNoNodes):
                 self.launcher.add_ready(node)
                 self.spot.node_launched(node)  # warm spot nodes are interrupted too
         sim.every(self.params.scan_interval_s, Priority.CONTROLLER, self.scan)
+        if self.params.capacity_buffers:
+            # After the engine's t=0 set-up (not in the warm floor that has the image), before
+            # the first scheduling cycle: a cluster that has run with the buffer has its nodes.
+            sim.schedule(0.0, Priority.LIFECYCLE, self._buffer_at_start)
 
     def notify_unschedulable(self, pods: list[Pod], now_s: float) -> None:
         self.metrics.pods_unschedulable(pods, now_s)
@@ -136,20 +143,48 @@ class ClusterAutoscalerProvider(AdoptsNoNodes):
                 out.append(pod)
         return out
 
+    # -- capacity buffers (provisioning/capacity_buffer.py) -------------------------------------
+    def buffer_pods(self) -> list[Pod]:
+        if not self.params.capacity_buffers:
+            return []
+        return capacity_buffer.virtual_pods(list(self.params.capacity_buffers), self.cluster)
+
+    def _buffer_at_start(self) -> None:
+        """The buffer's nodes, ready at t=0, as the scale-up simulation would choose them."""
+        now_s = self.sim.now_s
+        bins = [node_bin(n, self.cluster) for n in self.cluster.nodes.values()
+                if n.state is NodeState.READY]
+        first_fit(pod_priority_order(self.cluster.pending_pods()), bins)
+        leftover = capacity_buffer.unplaced(self.buffer_pods(), bins)
+        option = self._option(leftover, now_s) if leftover else None
+        for _ in range(option.node_count if option is not None else 0):
+            assert option is not None
+            node = self._new_node(option.group)
+            self.launcher.add_ready(node)
+            self.spot.node_launched(node)
+            self.metrics.events["buffer_nodes_at_start"] += 1
+
+    def _option(self, pods: list[Pod], now_s: float) -> Option | None:
+        options = [o for g in self.params.node_groups
+                   if (o := self.estimate(g, pods, now_s)) is not None]
+        return choose(options, self.params.expanders, self.params.priorities, self.rng)
+
     def scale_up(self, now_s: float) -> bool:
         pods = pod_priority_order(self._pending(now_s))
-        if not pods:
+        virtual = self.buffer_pods()
+        if not pods and not virtual:
             return False
         bins = [node_bin(n, self.cluster) for n in self.cluster.nodes.values()
                 if n.state is NodeState.READY and n.name not in self.draining]
         bins += [Bin(n.name, n.labels, n.taints, capacity_of(n.instance_type))
                  for n in self.cluster.nodes.values() if self._upcoming(n)]
         leftover = first_fit(pods, bins)
+        # Buffer pods are injected as pending pods after the real ones (CA's buffer pod list
+        # processor), so a scale-up also restores room real pods took.
+        leftover += capacity_buffer.unplaced(virtual, bins)
         if not leftover:
             return False
-        options = [o for g in self.params.node_groups
-                   if (o := self.estimate(g, leftover, now_s)) is not None]
-        option = choose(options, self.params.expanders, self.params.priorities, self.rng)
+        option = self._option(leftover, now_s)
         if option is None:
             return False
         for _ in range(option.node_count):
@@ -200,6 +235,10 @@ class ClusterAutoscalerProvider(AdoptsNoNodes):
     def update_unneeded(self, now_s: float) -> None:
         """Mark nodes unneeded, simulating their pods onto the nodes that stay."""
         removing: set[str] = set(self.draining)
+        planned: Counter = Counter()  # PDB name -> evictions this pass already counts
+        virtual = self.buffer_pods()
+        before = len(capacity_buffer.unplaced(virtual, self._stay_bins(removing, None))) \
+            if virtual else 0
         spare_by_group = {g: len(self.group_nodes(g)) - self.groups[g].min_size
                           for g in self.groups}
         still: dict[str, float] = {}
@@ -212,15 +251,22 @@ class ClusterAutoscalerProvider(AdoptsNoNodes):
                     or node_utilization_frac(node, self.cluster) >= self._threshold(node)):
                 continue
             pods = [self.cluster.pods[p] for p in node.pod_names if p in self.cluster.pods]
-            others = [node_bin(n, self.cluster) for n in self.cluster.nodes.values()
-                      if n.state is NodeState.READY and n.name not in removing
-                      and n.name != node.name]
+            others = self._stay_bins(removing, node.name)
             if first_fit(pod_priority_order(pods), others):
                 continue
+            if virtual and len(capacity_buffer.unplaced(virtual, others)) > before:
+                continue  # the node holds buffer room that fits nowhere else
+            pdbs = self.params.pod_disruption_budgets
+            if pdbs and not can_evict_all(pdbs, pods, self.cluster, planned):
+                continue  # a PDB would refuse an eviction (drain simulation, pkg/FAQ.md)
             removing.add(node.name)
             spare_by_group[node.pool] -= 1
             still[node.name] = self.unneeded_since_s.get(node.name, now_s)
         self.unneeded_since_s = still
+
+    def _stay_bins(self, removing: set[str], also: str | None) -> list[Bin]:
+        return [node_bin(n, self.cluster) for n in self.cluster.nodes.values()
+                if n.state is NodeState.READY and n.name not in removing and n.name != also]
 
     def _in_cooldown(self, now_s: float) -> bool:
         p = self.params
@@ -239,7 +285,12 @@ class ClusterAutoscalerProvider(AdoptsNoNodes):
         for node in empty:
             self._remove(node, now_s)
         slots = self.params.max_drain_parallelism - len(self.draining)
+        pdbs = self.params.pod_disruption_budgets
+        planned: Counter = Counter()
         for node in busy[: max(0, slots)]:
+            pods = [self.cluster.pods[p] for p in node.pod_names if p in self.cluster.pods]
+            if pdbs and not can_evict_all(pdbs, pods, self.cluster, planned):
+                continue  # budgets changed since the node became unneeded; retried next scan
             self._drain(node, now_s)
 
     def _remove(self, node: Node, now_s: float) -> None:

@@ -79,13 +79,35 @@ class Consolidation:
         return sorted(nodes, key=lambda n: (-n.price_usd_per_hour /
                                             max(self.disruption_cost(n, now_s), 1e-9), n.name))
 
+    # -- capacity buffers ----------------------------------------------------------------------
+    def keeps_buffer(self, nodes: list[Node]) -> bool:
+        """Removing `nodes` leaves no more buffer pods without room than there are now: a node
+        holding buffer room is not empty (emptiness.go; designs/capacity-buffer.md)."""
+        if not self.host.params.capacity_buffers:
+            return True
+        before = len(self.host.unplaced_buffer())
+        return len(self.host.unplaced_buffer({n.name for n in nodes})) <= before
+
+    def _displaced_buffer(self, names: set[str], bins) -> list[Pod]:
+        """The buffer pods that removing `names` would leave without room on `bins` (already
+        holding the candidates' real pods), beyond those without room now."""
+        pods = self.host.buffer_pods()
+        if not pods:
+            return []
+        before = len(self.host.unplaced_buffer())
+        leftover = first_fit(pods, bins)
+        return leftover[: max(0, len(leftover) - before)]
+
     # -- can these nodes go? ---------------------------------------------------------------------
     def compute(self, nodes: list[Node], now_s: float) -> Command | None:
         """Delete `nodes` if their pods fit elsewhere, or replace them with exactly one
-        strictly cheaper node; None if neither (consolidation.go computeConsolidation)."""
+        strictly cheaper node; None if neither (consolidation.go computeConsolidation). Buffer
+        pods are simulated with the real ones, after them: the buffer's room must survive."""
         names = {n.name for n in nodes}
         pods = [p for n in nodes for p in self._pods(n)]
-        leftover = first_fit(pod_priority_order(pods), self.host.live_bins(exclude=names))
+        bins = self.host.live_bins(exclude=names)
+        leftover = first_fit(pod_priority_order(pods), bins)
+        leftover += self._displaced_buffer(names, bins)
         if not leftover:
             return Command("Underutilized", nodes) if self._balanced_ok(nodes, 0.0, now_s) else None
         plan = self._replacement(nodes, leftover, now_s)

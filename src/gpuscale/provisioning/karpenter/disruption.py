@@ -11,7 +11,8 @@ nodes); replacing waits for the one cheaper replacement to initialize first.
 A node is a candidate when it is initialized, not being deleted, has no nominated pending pods,
 is not annotated do-not-disrupt, hosts no pod with active do-not-disrupt, and its pool's
 `consolidateAfter` has elapsed since the last pod bound to or left it (or since it became
-ready). Budgets are per pool and reason (budgets.py). The controller reaches the provider only
+ready), and no pod on it is covered by a PodDisruptionBudget that allows no disruption now.
+Budgets are per pool and reason (budgets.py). The controller reaches the provider only
 through `DisruptionHost` (disruption_types.py).
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from gpuscale.cluster.objects import Node, NodeState
 from gpuscale.core import Priority
+from gpuscale.provisioning.disruption_budget import blocking
 from gpuscale.provisioning.karpenter.consolidation import Consolidation
 from gpuscale.provisioning.karpenter.disruption_types import Command, DisruptionHost, Method
 from gpuscale.provisioning.karpenter.methods import default_methods
@@ -103,6 +105,9 @@ class DisruptionController:
             pods = [cluster.pods[n] for n in node.pod_names if n in cluster.pods]
             if any(do_not_disrupt_active(pod, now_s) for pod in pods):
                 continue
+            pdbs = host.params.pod_disruption_budgets
+            if pdbs and blocking(pdbs, pods, cluster) is not None:
+                continue  # a PDB allows no eviction now (statenode.go, pdb.Limits)
             out.append(node)
         return out
 
@@ -117,7 +122,8 @@ class DisruptionController:
             self.host.count("disruption_commands_invalidated")
             return
         if command.reason == "Empty":
-            if any(n.pod_names for n in command.candidates):
+            if any(n.pod_names for n in command.candidates) or not self.consolidation.keeps_buffer(
+                    command.candidates):
                 self.host.count("disruption_commands_invalidated")
                 return
         else:

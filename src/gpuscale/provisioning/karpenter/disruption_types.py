@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gpuscale.cluster.objects import Node
+from gpuscale.cluster.objects import Node, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Simulation
 from gpuscale.provisioning.fit import Bin
@@ -72,6 +72,14 @@ class DisruptionHost(Protocol):
                            now_s: float) -> Node | None:
         """Launch `plan`; the replaced nodes drain once it is ready. None if no offering
         could launch."""
+        ...
+
+    def buffer_pods(self) -> list[Pod]:
+        """The CapacityBuffers' virtual pods now ([] without buffers)."""
+        ...
+
+    def unplaced_buffer(self, exclude: set[str] = ...) -> list[Pod]:
+        """Virtual pods without room on the live nodes less `exclude`."""
         ...
 
     def count(self, event: str, n: int = 1) -> None:

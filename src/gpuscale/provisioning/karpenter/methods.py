@@ -29,6 +29,13 @@ class Emptiness:
 
     def compute_command(self, candidates: list[Node], now_s: float) -> Command | None:
         chosen = self.c.within_budget(self.c.by_value(candidates, now_s), self.reason, now_s)
+        if chosen and not self.c.keeps_buffer(chosen):
+            # Empty nodes holding buffer room stay: keep the ones that can go together.
+            kept: list[Node] = []
+            for node in chosen:
+                if self.c.keeps_buffer(kept + [node]):
+                    kept.append(node)
+            chosen = kept
         return Command(self.reason, chosen) if chosen else None
 
 

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuscale.provisioning.capacity_buffer import CapacityBufferParams
+from gpuscale.provisioning.disruption_budget import PodDisruptionBudgetParams
 from gpuscale.provisioning.karpenter.nodepool import NodePoolParams, pool_offerings
 from gpuscale.provisioning.latency import NodeLatencies
 from gpuscale.provisioning.nodes import CapacityType, check_unique
@@ -69,10 +71,21 @@ class KarpenterParams(BaseModel):
     start_utc: datetime = Field(DEFAULT_START_UTC, description="Wall time of simulation t=0 "
                                 "for budget schedules; default Monday 2026-01-05 00:00 UTC.")
     spot: SpotParams = Field(default_factory=SpotParams)
+    capacity_buffers: list[CapacityBufferParams] = Field(
+        default_factory=list, description="CapacityBuffers (autoscaling.x-k8s.io, Karpenter's "
+        "CapacityBuffer feature gate): room kept for virtual pods; their nodes are ready at "
+        "t=0 (without the image) and are launched again when real pods take them "
+        "(provisioning/capacity_buffer.py). Empty = none.")
+    pod_disruption_budgets: list[PodDisruptionBudgetParams] = Field(
+        default_factory=list, description="PodDisruptionBudgets: a node with a pod whose PDB "
+        "allows no disruption is no consolidation candidate, and drains evict a pod only when "
+        "its PDBs allow (until terminationGracePeriod). Empty = none.")
 
     @model_validator(mode="after")
     def _check(self) -> KarpenterParams:
         check_unique([x.name for x in self.node_pools], "NodePool")
+        check_unique([x.name for x in self.capacity_buffers], "capacity buffer")
+        check_unique([x.name for x in self.pod_disruption_budgets], "PodDisruptionBudget")
         empty = [p.name for p in self.node_pools if not pool_offerings(p)]
         if empty:  # such a pool can never launch a node: say so instead of a silent no-op
             raise ValueError(f"NodePool {', '.join(empty)}: requirements match no instance "

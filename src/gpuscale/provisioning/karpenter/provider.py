@@ -20,7 +20,17 @@ from typing import Any
 from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
-from gpuscale.provisioning.fit import IN_FLIGHT, Bin, Resources, node_bin, sum_requests
+from gpuscale.provisioning import capacity_buffer
+from gpuscale.provisioning.disruption_budget import may_evict
+from gpuscale.provisioning.fit import (
+    IN_FLIGHT,
+    Bin,
+    Resources,
+    first_fit,
+    node_bin,
+    pod_priority_order,
+    sum_requests,
+)
 from gpuscale.provisioning.karpenter.nodepool import (
     NodePoolParams,
     Offering,
@@ -93,6 +103,10 @@ class KarpenterProvider:
         cluster.on_pod_deleted.append(self._pod_deleted)
         cluster.on_node_gone.append(self._node_gone)
         sim.every(self.params.disruption_period_s, Priority.CONTROLLER, self._disruption_tick)
+        if self.params.capacity_buffers:
+            # After the engine's t=0 set-up (so not part of the warm floor that has the image)
+            # and before the first scheduling cycle.
+            sim.schedule(0.0, Priority.LIFECYCLE, self._buffer_at_start)
 
     def _disruption_tick(self, now_s: float) -> None:
         """The provider's own upkeep, then one pass of the disruption methods."""
@@ -102,6 +116,8 @@ class KarpenterProvider:
             node = self.cluster.nodes.get(name)
             if node is not None:
                 self.drain_step(node)
+        if self.params.capacity_buffers:
+            self.provision_buffer(now_s)
         self.disruption.tick(now_s)
 
     def adopt_ready_nodes(self, count: int, instance_type, capacity_type: str = "on-demand",
@@ -201,6 +217,59 @@ class KarpenterProvider:
         for plan in result.new_claims:
             self.launch_claim(plan, now_s)
         self.metrics.events["pods_unplaceable"] += len(result.unplaceable)
+
+    # -- capacity buffers (provisioning/capacity_buffer.py) -------------------------------------
+    def buffer_pods(self) -> list[Pod]:
+        if not self.params.capacity_buffers:
+            return []
+        return capacity_buffer.virtual_pods(list(self.params.capacity_buffers), self.cluster)
+
+    def unplaced_buffer(self, exclude: AbstractSet[str] = frozenset()) -> list[Pod]:
+        """Virtual pods with no room on the live nodes (less `exclude`) once the pending real
+        pods that no node is nominated for took theirs: real pods always come first."""
+        pods = self.buffer_pods()
+        if not pods:
+            return []
+        bins = self.live_bins(exclude)
+        waiting = [p for p in self.cluster.pending_pods() if p.name not in self.nomination_of]
+        first_fit(pod_priority_order(waiting), bins)
+        return capacity_buffer.unplaced(pods, bins)
+
+    def _buffer_plans(self, now_s: float) -> list[ClaimPlan]:
+        leftover = self.unplaced_buffer()
+        if not leftover:
+            return []
+        pools = [self.pool_capacity(p, now_s) for p in self.pools_by_weight]
+        result = schedule_pods(leftover, [], pools)
+        if result.unplaceable:
+            self.metrics.events["buffer_unplaceable_checks"] += 1
+        # Virtual pods are never nominated: the claim's empty room is what holds them.
+        return [ClaimPlan(plan.pool, plan.offerings) for plan in result.new_claims]
+
+    def _buffer_at_start(self) -> None:
+        """The buffer's nodes as a cluster that has run with it has them: ready at t=0."""
+        now_s = self.sim.now_s
+        for plan in self._buffer_plans(now_s):
+            picked = self._pick(plan.offerings, now_s)
+            if not picked:
+                continue
+            offering = picked[0]
+            self._seq += 1
+            node = make_node(f"{plan.pool.name}-buffer-{self._seq:05d}", offering.instance_type,
+                             offering.zone, offering.capacity_type, plan.pool.name,
+                             plan.pool.node_labels(), pool_taints(plan.pool))
+            self.launcher.add_ready(node)
+            self.spot.node_launched(node)
+            if math.isfinite(plan.pool.expire_after_s):
+                self.sim.schedule(now_s + plan.pool.expire_after_s, Priority.CONTROLLER,
+                                  self._expire, node)
+            self.metrics.events["buffer_nodes_at_start"] += 1
+
+    def provision_buffer(self, now_s: float) -> None:
+        """Launch claims for the virtual pods that lost their room (real pods took it)."""
+        for plan in self._buffer_plans(now_s):
+            if self.launch_claim(plan, now_s) is not None:
+                self.metrics.events["buffer_nodeclaims_launched"] += 1
 
     # -- what the disruption controller uses (DisruptionHost) --------------------------------
     def owns(self, node: Node) -> bool:
@@ -370,10 +439,15 @@ class KarpenterProvider:
     def drain_step(self, node: Node) -> None:
         cause, deadline_s = self.draining[node.name]
         now_s = self.sim.now_s
+        pdbs = self.params.pod_disruption_budgets
         for name in list(node.pod_names):
             pod = self.cluster.pods.get(name)
-            if pod is not None and (now_s >= deadline_s or not do_not_disrupt_active(pod, now_s)):
-                self.cluster.evict(pod, cause)
-                self.metrics.evicted(cause)
+            if pod is None:
+                continue
+            if now_s < deadline_s and (do_not_disrupt_active(pod, now_s) or (
+                    pdbs and not may_evict(pdbs, pod, self.cluster))):
+                continue  # the Eviction API refuses (429); retried at the next tick
+            self.cluster.evict(pod, cause)
+            self.metrics.evicted(cause)
         if not node.pod_names:
             self.cluster.remove_node(node, now_s, cause)
