@@ -16,6 +16,9 @@ cached context is `decode_base + n_decode x G`, with no per-token or per-sequenc
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
 + half a block per running sequence (the last block of each sequence is on average half full);
 a request's whole prefill is reserved at admission. Preemption is by recompute, newest first.
+With prompt block hashes, `prefix_cache` (serving/prefix_cache.py) is asked at admission how
+much of the prompt is cached (that part is not computed), told which blocks each scheduled
+chunk fills, and given a request's blocks back when it finishes or is preempted.
 """
 
 from __future__ import annotations
