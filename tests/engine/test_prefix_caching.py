@@ -112,3 +112,12 @@ def test_real_mooncake_trace_prefix_aware_hits_more_than_round_robin():
         return rate
 
     assert hit("prefix_aware") > 1.5 * hit("round_robin") > 0
+
+
+def test_a_result_file_from_before_the_key_still_loads(tmp_path):
+    from gpuscale.metrics.run_summary import load_run
+
+    trace = _trace(tmp_path, [[0, 1]], hashes=False)
+    data = json.loads(_run(_scenario(trace)).summary.model_dump_json())
+    del data["prefix_cache"]
+    assert load_run(data).prefix_cache.hit_rate is None

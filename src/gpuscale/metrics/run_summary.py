@@ -129,7 +129,9 @@ class RunSummary(_Block):
     scheduling: dict[str, Any] | None = None
     drops_by_reason: dict[str, int]
     preemptions: int
-    prefix_cache: PrefixCacheSummary
+    # Always written; the default reads result files from before the key existed.
+    prefix_cache: PrefixCacheSummary = PrefixCacheSummary(hit_rate=None, hits_tokens=0,
+                                                          queries_tokens=0)
     oracle_gpu_hours: float
     efficiency: float | None
     oracle: OracleBasis | None = None

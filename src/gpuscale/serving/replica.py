@@ -490,12 +490,14 @@ class Replica:
 
     def _release_prefix(self, rid: int) -> None:
         """Its prompt blocks go back to the pool, still cached (serving/prefix_cache.py)."""
-        if self.prefix_cache is not None:
-            self.prefix_cache.release(rid, self._blocks_needed(0, 0, 0))
+        cache = self.prefix_cache
+        if cache is not None:
+            cache.release(rid, self._blocks_needed(0, 0, 0))
 
     def _complete(self, rid: int, now_s: float) -> None:
         self._reserve(rid, -1)
-        self._release_prefix(rid)
+        if self.prefix_cache is not None:
+            self._release_prefix(rid)
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
         if self.on_complete is not None:
