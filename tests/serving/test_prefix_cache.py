@@ -210,3 +210,50 @@ def test_a_cached_prefix_is_not_prefilled_again():
     assert replica.prefix_cache.stats.hits_tokens == 8192 - BLOCK
     assert not replica.prefix_cache.held  # everything finished: every unit is free, cached
     assert len(replica.prefix_cache.free) == 16
+
+
+def test_a_preempted_requests_lookup_is_counted_apart_as_vllm_does():
+    table = _table([1024, 1024], [[1, 2], [1, 2]])
+    cache = PrefixCache(table, BLOCK, num_blocks=10**6)
+    _serve(cache, 0, 1024)
+    table.num_preemptions[1] = 1  # it was preempted once: vLLM's `preempted` lookup
+    _serve(cache, 1, 1100)
+    stats = cache.stats
+    assert (stats.queries_tokens, stats.hits_tokens) == (1024, 0)
+    assert (stats.preempted_queries_tokens, stats.preempted_hits_tokens) == (1100, 1024)
+    assert stats.hit_rate == 0.0
+
+
+class _CheckedCache(PrefixCache):
+    """Checks, every time it makes room, that free cached units fit beside the KV in use."""
+
+    __slots__ = ()
+
+    def _trim(self, used_blocks: float) -> None:
+        super()._trim(used_blocks)
+        assert len(self.free) * self.blocks_per_unit <= max(0.0, self.num_blocks - used_blocks)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 20), st.integers(1, 6), st.integers(0, 2),
+                          st.integers(1, 300)), min_size=1, max_size=25),
+       st.integers(200, 1200))
+def test_a_replica_under_kv_pressure_keeps_the_cache_inside_its_pool(reqs, num_blocks):
+    """Through admissions, chunks, preemptions and completions of a real replica: free cached
+    units always fit beside the KV in use, every request finishes, and nothing stays held."""
+    reqs = sorted(reqs)
+    prompts = [512 * units + 7 for _, units, _, _ in reqs]
+    rows = [[family * 100 + i for i in range(units)] for _, units, family, _ in reqs]
+    table = _table(prompts, rows, arrivals=[t for t, *_ in reqs], outputs=[o for *_, o in reqs])
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=1024, block_size=BLOCK,
+                       num_blocks=num_blocks, max_model_len=100_000, request_timeout_s=1e9)
+    sim = Simulation()
+    replica = Replica("r0", HW, cfg, sim, table)
+    cache = _CheckedCache(table, BLOCK, num_blocks)
+    replica.prefix_cache = cache
+    for rid, t in enumerate(table.arrival_s):
+        sim.schedule(t, 10, replica.enqueue, rid, t)
+    sim.run()
+    assert table.num_completed + table.num_dropped == len(table)
+    assert not cache.held and not cache.ref
+    assert cache.stats.hits_tokens <= cache.stats.queries_tokens

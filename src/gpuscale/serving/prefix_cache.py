@@ -13,8 +13,11 @@ vLLM V1 (`vllm/v1/core/kv_cache_manager.py`, `block_pool.py`; docs/design/prefix
   new allocation, least recently freed first;
 - `vllm:prefix_cache_queries` / `vllm:prefix_cache_hits` count tokens per lookup: the
   request's tokens and the tokens found cached (`record_prefix_cache_stats`,
-  serving-engine-metrics.md 1.2). A lookup happens at each admission (a preempted request that
-  resumes looks up again, as in vLLM).
+  serving-engine-metrics.md 1.2). A lookup happens at each admission; the lookup of a request
+  that was preempted before (`num_preemptions > 0`) is counted apart, in
+  `preempted_queries` / `preempted_hits`, which vLLM does not export (`PrefixCacheStats.record`
+  in `vllm/v1/metrics/stats.py`), so a victim re-hitting its own blocks does not raise the
+  hit rate.
 
 Approximations (docs/serving.md "Prefix caching"):
 - The cache unit is the trace's hashed block (Mooncake: 512 tokens), not the engine block
@@ -43,6 +46,9 @@ class PrefixCacheStats:
 
     queries_tokens: int = 0
     hits_tokens: int = 0
+    # Lookups of requests preempted before (vLLM's preempted_queries / preempted_hits).
+    preempted_queries_tokens: int = 0
+    preempted_hits_tokens: int = 0
 
     @property
     def hit_rate(self) -> float | None:
@@ -53,8 +59,9 @@ class PrefixCacheStats:
 class PrefixCache:
     """One replica's cached prompt units: held ones (ref counts) and free ones (LRU)."""
 
-    __slots__ = ("block_size", "blocks_per_unit", "free", "held", "ids", "num_blocks", "offsets",
-                 "prompt_tokens", "ref", "stats", "totals", "unit_tokens")
+    __slots__ = ("block_size", "blocks_per_unit", "free", "held", "ids", "num_blocks",
+                 "num_preemptions", "offsets", "prompt_tokens", "ref", "stats", "totals",
+                 "unit_tokens")
 
     def __init__(self, table: RequestTable, block_size: int, num_blocks: int,
                  totals: PrefixCacheStats | None = None) -> None:
@@ -63,6 +70,7 @@ class PrefixCache:
         self.ids = table.prefix_ids
         self.offsets = table.prefix_offsets
         self.prompt_tokens = table.prompt_tokens
+        self.num_preemptions = table.num_preemptions
         self.unit_tokens = table.prefix_block_tokens
         self.block_size = block_size
         self.blocks_per_unit = self.unit_tokens / block_size
@@ -115,7 +123,7 @@ class PrefixCache:
             else:
                 ref[unit] += 1
         self.held[rid] = k
-        self._count(num_tokens, hit)
+        self._count(num_tokens, hit, self.num_preemptions[rid] > 0)
         self._trim(used_blocks)
         return hit
 
@@ -167,11 +175,13 @@ class PrefixCache:
             free.popitem(last=False)
             excess -= 1
 
-    def _count(self, queries_tokens: int, hits_tokens: int) -> None:
-        stats = self.stats
-        stats.queries_tokens += queries_tokens
-        stats.hits_tokens += hits_tokens
-        totals = self.totals
-        if totals is not None:
-            totals.queries_tokens += queries_tokens
-            totals.hits_tokens += hits_tokens
+    def _count(self, queries_tokens: int, hits_tokens: int, preempted: bool) -> None:
+        for stats in (self.stats, self.totals):
+            if stats is None:
+                continue
+            if preempted:
+                stats.preempted_queries_tokens += queries_tokens
+                stats.preempted_hits_tokens += hits_tokens
+            else:
+                stats.queries_tokens += queries_tokens
+                stats.hits_tokens += hits_tokens
