@@ -22,10 +22,13 @@ from gpuscale.metrics.store import (
     GPU_UTIL,
     KV_USAGE,
     PREFILL_TOKENS_WAITING,
+    PREFIX_CACHE_HITS,
+    PREFIX_CACHE_QUERIES,
     RUNNING,
     WAITING,
 )
 from gpuscale.serving.performance import ReplicaHardware, StepCost
+from gpuscale.serving.prefix_cache import PrefixCache, PrefixCacheStats
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import RequestTable
 
@@ -67,6 +70,12 @@ class Fleet:
         self.table = table
         self.cold_start_s = cold_start_s
         self.router = router
+        # A router that needs the request (prefix_aware) offers `pick(replicas, rid)`.
+        self.pick_for_request = getattr(router, "pick", None)
+        # Prefix caching acts only on a trace with prompt block hashes; the run's token
+        # counters outlive the replicas (summed here for prefix_cache.hit_rate).
+        self.prefix_caching = engine_cfg.enable_prefix_caching and table.prefix_ids is not None
+        self.prefix_stats = PrefixCacheStats()
         self.evicted_requests = evicted_requests
         self.pod_priority = pod_priority
         self.slots: dict[str, ReplicaSlot] = {}
@@ -173,6 +182,9 @@ class Fleet:
             return
         replica = Replica(slot.pod.name, self.hw, self.engine_cfg, self.sim, self.table,
                           cost=self.cost, role=self.role, on_prefilled=self.on_prefilled)
+        if self.prefix_caching:  # a fresh engine starts with an empty cache
+            replica.prefix_cache = PrefixCache(self.table, self.engine_cfg.block_size,
+                                               self.engine_cfg.num_blocks, self.prefix_stats)
         slot.replica = replica
         slot.state = READY
         slot.ready_s = self.sim.now_s
@@ -213,7 +225,9 @@ class Fleet:
     # -- traffic ------------------------------------------------------------------------------
     def route(self, rid: int, now_s: float, kv_ready: bool = False) -> None:
         if self.ready:
-            self.router(self.ready).enqueue(rid, now_s, kv_ready)
+            pick = self.pick_for_request
+            target = pick(self.ready, rid) if pick is not None else self.router(self.ready)
+            target.enqueue(rid, now_s, kv_ready)
         else:
             self.gateway.append((rid, kv_ready))
 
@@ -257,5 +271,9 @@ class Fleet:
                     values[PREFILL_TOKENS_WAITING] = float(
                         sum(prompts[rid] for rid in replica.waiting)
                         + sum(replica.prefilling.values()))
+                    if replica.prefix_cache is not None:  # counters since the engine started
+                        values[PREFIX_CACHE_QUERIES] = float(
+                            replica.prefix_cache.stats.queries_tokens)
+                        values[PREFIX_CACHE_HITS] = float(replica.prefix_cache.stats.hits_tokens)
             out.append((slot, values))
         return out

@@ -20,6 +20,7 @@ from gpuscale.metrics import billing
 from gpuscale.metrics.oracle import oracle_summary
 from gpuscale.metrics.run_summary import (
     NodesSummary,
+    PrefixCacheSummary,
     ReplicaStats,
     RoleStats,
     RunSummary,
@@ -93,6 +94,14 @@ def _nodes_summary(run: RunParts, series: dict) -> NodesSummary:
     return NodesSummary.model_validate(out)
 
 
+def _prefix_cache_summary(fleets: dict[str, Fleet]) -> PrefixCacheSummary:
+    """Token counters of every replica that ever ran (the fleets keep the sums)."""
+    hits = sum(f.prefix_stats.hits_tokens for f in fleets.values())
+    queries = sum(f.prefix_stats.queries_tokens for f in fleets.values())
+    return PrefixCacheSummary(hit_rate=round(hits / queries, 6) if queries else None,
+                              hits_tokens=int(hits), queries_tokens=int(queries))
+
+
 def build_result(run: RunParts) -> RunResult:
     """The run's summary (the public JSON keys), request columns, series and extras."""
     scenario = run.scenario
@@ -135,6 +144,7 @@ def build_result(run: RunParts) -> RunResult:
         summary["scheduling"] = scheduling
     summary["drops_by_reason"] = dict(sorted(run.table.drop_reasons.items()))
     summary["preemptions"] = int(cols.num_preemptions.sum())
+    summary["prefix_cache"] = _prefix_cache_summary(fleets)
     summary.update(oracle_summary(run.hw, run.cfg, cols, scenario.slo, scenario.duration_s,
                                   summary["gpu_hours"], seed=scenario.seed,
                                   gpus_per_node=get_instance_type(

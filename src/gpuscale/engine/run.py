@@ -82,6 +82,7 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,
         request_timeout_s=scenario.request_timeout_s,
         batching=settings.batching,
+        enable_prefix_caching=settings.enable_prefix_caching,
     )
 
 
@@ -89,9 +90,7 @@ def scenario_requests(scenario: Scenario, base_dir: Path) -> Requests:
     """The workload every strategy replays (one draw per scenario + seed)."""
     rng = RandomStreams(scenario.seed).get("workloads.arrivals")
     requests = build_requests(scenario.workload, rng, base_dir)
-    keep = requests.arrival_s < scenario.duration_s
-    return Requests(requests.arrival_s[keep], requests.prompt_tokens[keep],
-                    requests.output_tokens[keep])
+    return requests.take(requests.arrival_s < scenario.duration_s)
 
 
 Controller = tuple[ReplicaAutoscaler, list[Fleet], "str | None"]  # its fleets, role it sees

@@ -3,7 +3,8 @@
 Generic CSV (`arrival_s,prompt_tokens,output_tokens`), Azure LLM 2023 (`TIMESTAMP,
 ContextTokens,GeneratedTokens`), BurstGPT (`Timestamp,Model,Request tokens,Response tokens,
 ...`) and Mooncake JSONL (one JSON object a line with `timestamp`, `input_length`,
-`output_length`); shared/traces/README.md describes each.
+`output_length`, optionally the `hash_ids` the reader keeps for the prefix cache);
+shared/traces/README.md describes each.
 """
 
 from __future__ import annotations

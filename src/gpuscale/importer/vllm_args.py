@@ -30,7 +30,9 @@ FLAGS: dict[str, tuple[str, type]] = {
     "--load-format": ("load_format", str),
 }
 BOOL_FLAGS = {"--enable-chunked-prefill": ("chunked_prefill", True),
-              "--no-enable-chunked-prefill": ("chunked_prefill", False)}
+              "--no-enable-chunked-prefill": ("chunked_prefill", False),
+              "--enable-prefix-caching": ("enable_prefix_caching", True),
+              "--no-enable-prefix-caching": ("enable_prefix_caching", False)}
 _ENV_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 

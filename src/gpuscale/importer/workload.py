@@ -177,6 +177,8 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
             default = EngineSettings.model_fields[key].default
             shown = default if default is not None else "vLLM's default for the GPU"
             defaults.append(f"engine.{key}: {shown}")
+    if args.get("enable_prefix_caching") is not None:  # default on, as vLLM V1
+        out["enable_prefix_caching"] = args.get("enable_prefix_caching")
     if args.get("chunked_prefill") is False:
         # A scenario field for non-chunked batching may exist in a later schema; use it only
         # when it accepts this value, else say what was simulated.

@@ -91,6 +91,18 @@ class OracleBasis(_Block):
     basis: str
 
 
+class PrefixCacheSummary(_Block):
+    """Automatic prefix caching over every replica of the run (serving/prefix_cache.py).
+
+    `hit_rate` = hits_tokens / queries_tokens, the share of looked-up prompt tokens served
+    from the cache; null when nothing was looked up: a trace without prompt block hashes, or
+    `engine.enable_prefix_caching: false` (every prompt token is computed)."""
+
+    hit_rate: float | None
+    hits_tokens: int
+    queries_tokens: int
+
+
 class RunSummary(_Block):
     """One strategy's results (docs/metrics.md defines each key). Keys it does not know (the
     report's `series`) are ignored when loading; the engine checks it writes none."""
@@ -117,6 +129,9 @@ class RunSummary(_Block):
     scheduling: dict[str, Any] | None = None
     drops_by_reason: dict[str, int]
     preemptions: int
+    # Always written; the default reads result files from before the key existed.
+    prefix_cache: PrefixCacheSummary = PrefixCacheSummary(hit_rate=None, hits_tokens=0,
+                                                          queries_tokens=0)
     oracle_gpu_hours: float
     efficiency: float | None
     oracle: OracleBasis | None = None

@@ -17,6 +17,9 @@ layer3-replica-autoscaling.md 8):
   exports no such gauge (serving-engine-metrics.md 1.1 has `vllm:num_requests_waiting` and the
   counter `vllm:prompt_tokens_total` only); it shows what a long-prompt queue hides from the
   request count (issue 13, defect 6). A deployment would need its own exporter for it.
+- `vllm:prefix_cache_queries`, `vllm:prefix_cache_hits`: prompt tokens looked up in / found in
+  the prefix cache since the engine started (counters), only on replicas with a prefix cache
+  (serving/prefix_cache.py). Not scaler inputs (POD_SERIES): a counter needs a rate first.
 DCGM series exist as soon as the pod holds GPUs (the exporter is a node DaemonSet).
 """
 
@@ -35,6 +38,11 @@ KV_USAGE = "vllm:kv_cache_usage_perc"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"
 PREFILL_TOKENS_WAITING = "gpuscale:num_prefill_tokens_waiting"
+# Prefix-cache counters in tokens (serving-engine-metrics.md 1.2: exposed with `_total`; WVA
+# reads `rate(vllm:prefix_cache_hits[5m]) / rate(vllm:prefix_cache_queries[5m])`, 5.2). Only
+# on replicas with a prefix cache (a trace with prompt block hashes).
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
 TTFT_P99_WINDOW = "ttft_p99_s"
 
 # What a scaler can read: the per-pod series above, and the fleet signals the engine publishes

@@ -186,6 +186,24 @@ def nodes_table(result_json: dict, *, plain: bool = False) -> Table | None:
     return table
 
 
+def prefix_cache_table(result_json: dict, *, plain: bool = False) -> Table | None:
+    """The prefix-cache hit rate per run, when any run looked prompts up (a trace with block
+    hashes and prefix caching on); None otherwise, so other runs print as before."""
+    runs = result_json["runs"]
+    blocks = [(r, r.get("prefix_cache") or {}) for r in runs]
+    if not any(b.get("hit_rate") is not None for _, b in blocks):
+        return None
+    table = _table("prefix cache (share of prompt tokens served from it)", plain)
+    _add_columns(table, (("strategy", "strategy"),), runs)
+    for header in ("hit rate", "hit tokens", "looked-up tokens"):
+        table.add_column(header, justify="right")
+    for run, block in blocks:
+        rate = block.get("hit_rate")
+        table.add_row(_cell(run["name"]), "-" if rate is None else f"{100 * rate:.1f}%",
+                      str(block.get("hits_tokens", 0)), str(block.get("queries_tokens", 0)))
+    return table
+
+
 def print_summary(result_json: dict, console: Console | None = None, *,
                   wide: bool = False) -> None:
     console = console or make_console()
@@ -194,10 +212,11 @@ def print_summary(result_json: dict, console: Console | None = None, *,
     if not wide:
         console.print()
         console.print(details_table(result_json, plain=plain))
-    extra = nodes_table(result_json, plain=plain)
-    if extra is not None:
-        console.print()
-        console.print(extra)
+    for extra in (nodes_table(result_json, plain=plain),
+                  prefix_cache_table(result_json, plain=plain)):
+        if extra is not None:
+            console.print()
+            console.print(extra)
 
 
 def make_console(stderr: bool = False) -> Console:

@@ -88,6 +88,11 @@ class EngineSettings(Strict):
     non_torch_gib: float = Field(0.5, ge=0, description=(
         "Per-GPU memory outside PyTorch (CUDA context, NCCL buffers ~0.34-0.39 GiB [S1])."))
     max_model_len: int | None = Field(None, ge=16, description="None = the model's context length.")
+    enable_prefix_caching: bool = Field(True, description=(
+        "vLLM's automatic prefix caching (`--enable-prefix-caching`, on by default in V1): "
+        "blocks of finished requests stay cached while free (LRU) and a prompt's longest "
+        "cached prefix is not recomputed. Acts only on a trace with prompt block hashes "
+        "(Mooncake `hash_ids`); see docs/serving.md."))
     batching: Literal["chunked", "prefill_first"] = Field("chunked", description=(
         "Step composition: `chunked` (vLLM V1, Sarathi: decodes and prefill chunks share the "
         "token budget) or `prefill_first` (vLLM V0's default: whole prompts in prefill-only "
@@ -288,8 +293,12 @@ class Scenario(Strict):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings,
                                      description="Metrics pipeline settings.")
     initial_replicas: int = Field(1, ge=0, description="Replicas (ready) at t=0.")
-    router: Literal["least_outstanding", "round_robin"] = Field(
-        "least_outstanding", description="How requests pick a ready replica.")
+    router: Literal["least_outstanding", "round_robin", "prefix_aware"] = Field(
+        "least_outstanding", description=(
+            "How requests pick a ready replica: `least_outstanding` (fewest waiting + "
+            "running), `round_robin`, or `prefix_aware` (the replica holding the longest "
+            "cached prefix of the prompt, fewest outstanding as the tie break, as llm-d's "
+            "and Dynamo's KV-aware routers; docs/serving.md)."))
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
     pod_annotations: dict[str, str] = Field(default_factory=dict, description=(

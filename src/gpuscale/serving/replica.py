@@ -16,6 +16,9 @@ cached context is `decode_base + n_decode x G`, with no per-token or per-sequenc
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
 + half a block per running sequence (the last block of each sequence is on average half full);
 a request's whole prefill is reserved at admission. Preemption is by recompute, newest first.
+With prompt block hashes, `prefix_cache` (serving/prefix_cache.py) is asked at admission how
+much of the prompt is cached (that part is not computed), told which blocks each scheduled
+chunk fills, and given a request's blocks back when it finishes or is preempted.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.serving.performance import DecodeSegment, ReplicaHardware, StepCost
+from gpuscale.serving.prefix_cache import PrefixCache
 from gpuscale.serving.requests_table import RequestTable
 
 _IDLE, _STEP, _SEGMENT = 0, 1, 2
@@ -52,6 +56,9 @@ class EngineConfig:
     # scheduler): admit only if the KV of the prompt and of every output token still to come
     # fits beside what the running requests have reserved, so nothing is ever preempted.
     admission: str = "max_utilization"
+    # vLLM V1's automatic prefix caching (on by default since V1); it acts only on a trace
+    # that carries prompt block hashes (serving/prefix_cache.py).
+    enable_prefix_caching: bool = True
 
     @property
     def capacity_tokens(self) -> int:
@@ -82,6 +89,7 @@ class Replica:
         "prefill_first",
         "prefill_reserved",
         "prefilling",
+        "prefix_cache",
         "reserved_tokens",
         "resume_generated",
         "role",
@@ -149,6 +157,10 @@ class Replica:
         # Closed-loop clients: told when their request is done (serving/bench.py).
         self.on_complete: Callable[[int, float], None] | None = None
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
+        # Automatic prefix caching (serving/prefix_cache.py), set by the fleet only when the
+        # trace has prompt block hashes and engine.enable_prefix_caching is on; None costs
+        # nothing but one test per admission, chunk and completion.
+        self.prefix_cache: PrefixCache | None = None
 
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
@@ -288,11 +300,19 @@ class Replica:
             waiting.popleft()
             self.running[rid] = None
             self._reserve(rid, 1)
-            self.prefilling[rid] = need
+            cache = self.prefix_cache
+            # Tokens found in the prefix cache are not computed; the chunk's attention still
+            # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
+            hit = 0 if cache is None else cache.acquire(
+                rid, need, tokens / cfg.block_size + 0.5 * len(self.running))
+            todo = need - hit
+            self.prefilling[rid] = todo
             self.prefill_reserved += need
-            take = need if need < budget or self.whole_prompts else budget
-            chunks.append((rid, take, 0))
+            take = todo if todo < budget or self.whole_prompts else budget
+            chunks.append((rid, take, hit))
             budget -= take
+            if cache is not None:
+                cache.scheduled(rid, hit + take)
         return budget
 
     def _plan(self, now_s: float) -> None:
@@ -303,6 +323,7 @@ class Replica:
         # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
         budget = self.cfg.max_num_batched_tokens - (0 if self.prefill_first else self.n_decode)
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
+        cache = self.prefix_cache
         for rid, remaining in self.prefilling.items():
             if budget <= 0:
                 break
@@ -310,6 +331,8 @@ class Replica:
             total = self.table.prompt_tokens[rid] + self.resume_generated.get(rid, 0)
             chunks.append((rid, take, total - remaining))
             budget -= take
+            if cache is not None:
+                cache.scheduled(rid, total - remaining + take)
         if self.accepting or self.waiting:
             budget = self._admit(now_s, budget, chunks)
         if chunks:
@@ -426,6 +449,7 @@ class Replica:
             if self.role == "prefill" and self.on_prefilled is not None:
                 del self.running[rid]  # its KV (and first token) leave for a decode replica
                 self._reserve(rid, -1)
+                self._release_prefix(rid)
                 self.on_prefilled(rid, now_s)
                 continue
             if generated >= table.output_tokens[rid]:
@@ -464,8 +488,16 @@ class Replica:
             self.reserved_tokens += sign * (self.table.prompt_tokens[rid]
                                             + self.table.output_tokens[rid])
 
+    def _release_prefix(self, rid: int) -> None:
+        """Its prompt blocks go back to the pool, still cached (serving/prefix_cache.py)."""
+        cache = self.prefix_cache
+        if cache is not None:
+            cache.release(rid, self._blocks_needed(0, 0, 0))
+
     def _complete(self, rid: int, now_s: float) -> None:
         self._reserve(rid, -1)
+        if self.prefix_cache is not None:
+            self._release_prefix(rid)
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
         if self.on_complete is not None:
@@ -490,4 +522,5 @@ class Replica:
                 self.decode_base -= prompt - g0
                 self.n_decode -= 1
                 self.resume_generated[rid] = self.G - g0
+            self._release_prefix(rid)
             self.waiting.appendleft(rid)

@@ -37,6 +37,9 @@ class RequestTable:
         "num_preemptions",
         "num_retries",
         "output_tokens",
+        "prefix_block_tokens",
+        "prefix_ids",
+        "prefix_offsets",
         "prompt_tokens",
         "recently_completed",
         "status",
@@ -57,6 +60,15 @@ class RequestTable:
         self.num_completed = 0
         self.num_dropped = 0
         self.recently_completed: list[int] = []  # drained by each metrics scrape
+        # Prompt block hashes (serving/prefix_cache.py), only for a trace that has them:
+        # row rid is prefix_ids[prefix_offsets[rid]:prefix_offsets[rid + 1]].
+        blocks = requests.prefix_blocks
+        self.prefix_block_tokens = 0 if blocks is None else blocks.block_tokens
+        self.prefix_ids: array | None = None
+        self.prefix_offsets: array | None = None
+        if blocks is not None:
+            self.prefix_ids = array("q", blocks.ids.astype(np.int64).tobytes())
+            self.prefix_offsets = array("q", blocks.offsets.astype(np.int64).tobytes())
 
     def __len__(self) -> int:
         return len(self.arrival_s)

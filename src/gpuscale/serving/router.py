@@ -5,6 +5,7 @@ Ties go to the replica that became ready first (list order), so routing is deter
 
 from __future__ import annotations
 
+from gpuscale.serving.prefix_router import PrefixAwareRouter
 from gpuscale.serving.replica import Replica
 
 
@@ -29,4 +30,5 @@ def round_robin_factory():
     return round_robin
 
 
-ROUTERS = {"least_outstanding": lambda: least_outstanding, "round_robin": round_robin_factory}
+ROUTERS = {"least_outstanding": lambda: least_outstanding, "round_robin": round_robin_factory,
+           "prefix_aware": PrefixAwareRouter}

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuscale.workloads.prefix_blocks import PrefixBlocks
+
 
 @dataclass(frozen=True)
 class Requests:
@@ -18,11 +20,16 @@ class Requests:
     arrival_s: np.ndarray  # float64, seconds from the start of the run
     prompt_tokens: np.ndarray  # int64, >= 1
     output_tokens: np.ndarray  # int64, >= 1
+    # Prompt block hashes (Mooncake `hash_ids`), only for traces that carry them; None keeps
+    # every other workload exactly as it was (no prefix cache).
+    prefix_blocks: PrefixBlocks | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
         if len(self.prompt_tokens) != n or len(self.output_tokens) != n:
             raise ValueError("Requests columns must have equal length")
+        if self.prefix_blocks is not None and len(self.prefix_blocks) != n:
+            raise ValueError("Requests.prefix_blocks must have one row per request")
         if n and (np.any(np.diff(self.arrival_s) < 0) or self.arrival_s[0] < 0):
             raise ValueError("Requests.arrival_s must be sorted and >= 0")
 
@@ -33,6 +40,12 @@ class Requests:
     def span_s(self) -> float:
         return float(self.arrival_s[-1] - self.arrival_s[0]) if len(self) else 0.0
 
+    def take(self, index: np.ndarray | slice) -> Requests:
+        """Rows `index` (a slice or a boolean mask keeping arrival order), block hashes too."""
+        blocks = None if self.prefix_blocks is None else self.prefix_blocks.take(index)
+        return Requests(self.arrival_s[index], self.prompt_tokens[index],
+                        self.output_tokens[index], blocks)
+
     @staticmethod
     def concat(parts: list[Requests]) -> Requests:
         """Merge several tables into one sorted by arrival (stable, so ties keep part order)."""
@@ -40,8 +53,16 @@ class Requests:
             return Requests(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
         arrival = np.concatenate([p.arrival_s for p in parts])
         order = np.argsort(arrival, kind="stable")
+        blocks = None
+        if any(p.prefix_blocks is not None for p in parts):  # parts without hashes: empty rows
+            size = next(p.prefix_blocks.block_tokens for p in parts
+                        if p.prefix_blocks is not None)
+            blocks = PrefixBlocks.concat([
+                PrefixBlocks.empty(len(p), size) if p.prefix_blocks is None else p.prefix_blocks
+                for p in parts]).take(order)
         return Requests(
             arrival[order],
             np.concatenate([p.prompt_tokens for p in parts])[order],
             np.concatenate([p.output_tokens for p in parts])[order],
+            blocks,
         )

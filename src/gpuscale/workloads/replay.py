@@ -27,36 +27,35 @@ def window(requests: Requests, start_s: float, end_s: float | None) -> Requests:
     """
     lo = np.searchsorted(requests.arrival_s, start_s, side="left")
     hi = len(requests) if end_s is None else np.searchsorted(requests.arrival_s, end_s, side="left")
-    return Requests(
-        requests.arrival_s[lo:hi] - start_s,
-        requests.prompt_tokens[lo:hi],
-        requests.output_tokens[lo:hi],
-    )
+    cut = requests.take(slice(lo, hi))
+    return Requests(cut.arrival_s - start_s, cut.prompt_tokens, cut.output_tokens,
+                    cut.prefix_blocks)
 
 
 def tile(requests: Requests, repeat: int, period_s: float) -> Requests:
     """`repeat` back-to-back copies, copy k shifted by k * period_s (period >= the copy's span)."""
     offsets = np.repeat(np.arange(repeat, dtype=np.float64) * period_s, len(requests))
+    blocks = requests.prefix_blocks
+    # Each copy replays the same prompts, so its blocks are the same blocks (cache hits on the
+    # earlier copy, as a replayed day would have).
     return Requests(
         np.tile(requests.arrival_s, repeat) + offsets,
         np.tile(requests.prompt_tokens, repeat),
         np.tile(requests.output_tokens, repeat),
+        None if blocks is None else blocks.take(np.tile(np.arange(len(requests)), repeat)),
     )
 
 
 def scale_rate(requests: Requests, rate_scale: float) -> Requests:
     """Compress time by `rate_scale` (> 1 = faster arrivals, same requests in the same order)."""
-    return Requests(requests.arrival_s / rate_scale, requests.prompt_tokens, requests.output_tokens)
+    return Requests(requests.arrival_s / rate_scale, requests.prompt_tokens, requests.output_tokens,
+                    requests.prefix_blocks)
 
 
 def head(requests: Requests, max_requests: int | None) -> Requests:
     if max_requests is None or max_requests >= len(requests):
         return requests
-    return Requests(
-        requests.arrival_s[:max_requests],
-        requests.prompt_tokens[:max_requests],
-        requests.output_tokens[:max_requests],
-    )
+    return requests.take(slice(0, max_requests))
 
 
 def trace_period_s(requests: Requests) -> float:

@@ -25,16 +25,19 @@ from gpuscale.workloads.columns import (
     int_column,
     read_csv_columns,
 )
+from gpuscale.workloads.prefix_blocks import MOONCAKE_BLOCK_TOKENS, ChainInterner, PrefixBlocks
 
 
-def _relative_sorted(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> Requests:
+def _relative_sorted(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+                     blocks: PrefixBlocks | None = None) -> Requests:
     """Stably sort by arrival and shift so the first request arrives at 0.0."""
     if len(arrival_s) and np.any(np.diff(arrival_s) < 0):
         order = np.argsort(arrival_s, kind="stable")
         arrival_s, prompt, output = arrival_s[order], prompt[order], output[order]
+        blocks = None if blocks is None else blocks.take(order)
     if len(arrival_s):
         arrival_s = arrival_s - arrival_s[0]
-    return Requests(arrival_s.astype(np.float64), prompt, output)
+    return Requests(arrival_s.astype(np.float64), prompt, output, blocks)
 
 
 # ---------------------------------------------------------------- Azure LLM inference 2023
@@ -137,16 +140,33 @@ def _mooncake_int(obj: dict, key: str, min_value: int | None, source: str, line:
     return value
 
 
+def _mooncake_hashes(obj: dict, source: str, line: int) -> list[int] | None:
+    """A line's `hash_ids` (None when the key is absent): a list of integers >= 0."""
+    value = obj.get("hash_ids")
+    if value is None and "hash_ids" not in obj:
+        return None
+    if not isinstance(value, list) or not all(
+            isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**63 for h in value):
+        raise UserInputError(f"expected a list of integers >= 0, got {str(value)[:60]}",
+                             source=source, field=f"line {line}, key hash_ids")
+    return value
+
+
 def read_mooncake_jsonl(path: str | Path) -> Requests:
     """Mooncake trace: one JSON object a line with `timestamp` (ms), `input_length`,
-    `output_length`. `hash_ids` (shared KV prefix blocks) are not read: prefix caching is not
-    modelled by the workload layer."""
+    `output_length` and optionally `hash_ids`, one id per 512-token prompt block.
+
+    When any line carries `hash_ids`, the table gets `prefix_blocks` (chained ids, see
+    workloads/prefix_blocks.py); a line without the key then has no shareable block. A file
+    with no `hash_ids` at all reads exactly as a trace without hashes (no prefix cache)."""
     path = Path(path)
     source = str(path)
     check_exists(path, source)
     stamps: list[int] = []
     prompts: list[int] = []
     outputs: list[int] = []
+    chains = ChainInterner()
+    any_hashes = False
     try:
         with open(path, encoding="utf-8-sig") as handle:
             for line_no, line in enumerate(handle, start=1):
@@ -170,12 +190,16 @@ def read_mooncake_jsonl(path: str | Path) -> Requests:
                 stamps.append(_mooncake_int(obj, "timestamp", None, source, line_no))
                 prompts.append(_mooncake_int(obj, "input_length", 1, source, line_no))
                 outputs.append(_mooncake_int(obj, "output_length", 1, source, line_no))
+                hashes = _mooncake_hashes(obj, source, line_no)
+                any_hashes = any_hashes or hashes is not None
+                chains.add(hashes or ())
     except UnicodeDecodeError as exc:
         raise UserInputError(f"not UTF-8 text ({exc.reason})", source=source) from None
     stamps_ms = np.asarray(stamps, dtype=np.int64)
     arrival = (stamps_ms - stamps_ms.min()) / 1000.0 if len(stamps_ms) else np.zeros(0)
     return _relative_sorted(
-        arrival, np.asarray(prompts, dtype=np.int64), np.asarray(outputs, dtype=np.int64)
+        arrival, np.asarray(prompts, dtype=np.int64), np.asarray(outputs, dtype=np.int64),
+        chains.build(MOONCAKE_BLOCK_TOKENS) if any_hashes else None,
     )
 
 
