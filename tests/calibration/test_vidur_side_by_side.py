@@ -30,6 +30,23 @@ def test_vidur_memory_plan_is_vidurs_request_slots():
     assert 100 <= slots <= 115 and blocks == slots * 256
 
 
+def test_vidur_batch_cap_is_its_batch_size_cap_not_the_request_slots():
+    # Vidur's sarathi/vllm schedulers stop admitting at batch_size_cap (128) allocated requests;
+    # the request slots (~108 here) size only the block pool.
+    bench = _bench()
+    from gpuscale.catalog import get_gpu, get_model
+    from gpuscale.catalog.specs import Precision
+    from gpuscale.serving.performance import ReplicaHardware
+
+    hw = ReplicaHardware(get_gpu("A100-80GB"), get_model("CodeLlama-34B"), Precision.BF16,
+                         Precision.BF16, 2)
+    slots, blocks = bench.vidur_memory_plan(hw)
+    for scheduler in ("sarathi", "vllm"):
+        cfg = bench.vidur_engine_config(hw, scheduler)
+        assert cfg.max_num_seqs == 128 > slots
+        assert cfg.num_blocks == blocks
+
+
 def test_sarathi_four_replicas_meets_the_goal_untuned():
     bench = _bench()
     if not (bench.VIDUR_DIR.exists() and bench.TRACE.exists()):

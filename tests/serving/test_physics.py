@@ -96,6 +96,25 @@ def test_small_message_allreduce_follows_the_measured_nccl_curve():
         perf.one_allreduce_s(nccl, eight), rel=1e-3)
 
 
+def test_eager_nccl_engine_pays_a_cpu_launch_per_all_reduce():
+    # Sarathi-Serve as Vidur models it: NCCL's kernel time (all_reduce.csv) plus 20 us of CPU
+    # launch per call, two calls per layer; engines replaying collectives in CUDA graphs do not.
+    base = _hw("A100-80GB", "CodeLlama-34B", tp=2)
+    sarathi = with_engine(base, get_engine_profile("sarathi"))
+    nccl = dataclasses.replace(base, custom_allreduce=False)
+    extra = perf.allreduce_time_s(sarathi, 512) - perf.allreduce_time_s(nccl, 512)
+    assert extra == pytest.approx(2 * 48 * 20e-6)
+    for name in ("vllm", "trtllm", "sglang", "vllm-v0.6"):
+        assert with_engine(base, get_engine_profile(name)).allreduce_launch_s == 0.0
+    # TP1 has no collective to launch.
+    tp1 = with_engine(_hw("A100-80GB", "CodeLlama-34B"), get_engine_profile("sarathi"))
+    assert perf.allreduce_time_s(tp1, 512) == 0.0
+    cost = perf.StepCost(sarathi)
+    assert cost.step_s(64, 64_000, ((448, 0),)) == pytest.approx(
+        perf.step_time_s(sarathi, decode_seqs=64, decode_context_tokens=64_000,
+                         prefill_chunks=((448, 0),)), rel=1e-12)
+
+
 def test_host_time_is_absolute_and_eager_mode_waits_for_kernel_launches():
     base = _hw("H100-SXM", "Llama-3.1-8B")
     step = perf.step_time_s(base, decode_seqs=1, decode_context_tokens=512)

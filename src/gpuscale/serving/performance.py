@@ -70,6 +70,9 @@ class ReplicaHardware:
     cuda_graphs: bool = True  # False: the GPU waits for per-kernel CPU launches
     custom_allreduce: bool = True  # one-shot kernel below 8 MB (vLLM, TRT-LLM); else NCCL
     eager_launch_s: float = EAGER_LAUNCH_S
+    # CPU cost of each NCCL call an engine launches from Python outside CUDA graphs, exposed
+    # because the collective waits for every rank's launch (serving/engines.py, `sarathi`).
+    allreduce_launch_s: float = 0.0
     # Pipeline stages: the replica's `tp` GPUs form `pp` stages of tp / pp GPUs each (`tp` stays
     # the replica's GPU count, which pods, memory and cost read).
     pp: int = 1
@@ -224,7 +227,7 @@ def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
     if hw.custom_allreduce:
         bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp)
         return latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
-    return hw.gpu.allreduce_s(tp, payload_bytes)
+    return hw.gpu.allreduce_s(tp, payload_bytes) + hw.allreduce_launch_s
 
 
 def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
