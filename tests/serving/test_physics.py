@@ -184,3 +184,24 @@ def test_scenario_takes_pp_and_batching():
     hw = replica_hardware(sc)
     assert (hw.tp, hw.pp, hw.tp_degree) == (4, 2, 2)
     assert engine_config(sc, hw).batching == "prefill_first"
+
+
+def test_scenario_takes_the_kv_admission_policy():
+    from gpuscale.engine.run import engine_config, replica_hardware
+    from gpuscale.errors import UserInputError
+    from gpuscale.scenario import scenario_from_dict
+
+    def scenario(engine):
+        return scenario_from_dict({
+            "name": "adm", "duration_s": 10, "model": {"name": "Llama-3.1-8B", "tp": 1},
+            "engine": engine,
+            "cluster": {"instance_type": "p5.48xlarge", "ready_nodes": 1, "max_nodes": 1},
+            "workload": {"kind": "poisson", "rate_per_s": 1.0, "duration_s": 10},
+            "strategies": [{"name": "fixed", "autoscaler": {"kind": "fixed", "replicas": 1}}]})
+
+    default = scenario({})
+    assert engine_config(default, replica_hardware(default)).admission == "max_utilization"
+    trt = scenario({"admission": "guaranteed_no_evict"})
+    assert engine_config(trt, replica_hardware(trt)).admission == "guaranteed_no_evict"
+    with pytest.raises((UserInputError, ValueError), match="admission"):
+        scenario({"admission": "evict_everything"})

@@ -82,6 +82,7 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,
         request_timeout_s=scenario.request_timeout_s,
         batching=settings.batching,
+        admission=settings.admission,
     )
 
 
