@@ -47,12 +47,15 @@ def test_vidur_batch_cap_is_its_batch_size_cap_not_the_request_slots():
         assert cfg.num_blocks == blocks
 
 
-def test_sarathi_four_replicas_meets_the_goal_untuned():
+@pytest.mark.parametrize("run", ["sarathi-r1", "sarathi-r2", "sarathi-r4"])
+def test_sarathi_runs_meet_the_goal_untuned(run):
+    # r2 sits at the saturation knee, its TTFT median at -24 % (docs/calibration.md): a change
+    # that makes every step ~1 % faster fails it, as it should be seen to.
     bench = _bench()
     if not (bench.VIDUR_DIR.exists() and bench.TRACE.exists()):
         pytest.skip("../shared/reference/vidur or the Azure trace is not beside the repository")
-    vidur = bench.read_vidur("sarathi-r4")
+    vidur = bench.read_vidur(run)
     want = bench.stats(vidur["ttft_s"], vidur["tpot_s"])
-    got = bench.simulate("sarathi-r4", vidur, no_host=False)
+    got = bench.simulate(run, vidur, no_host=False)
     assert abs(got["tpot_median"] / want["tpot_median"] - 1) <= 0.15
     assert abs(got["ttft_median"] / want["ttft_median"] - 1) <= 0.25
