@@ -66,13 +66,22 @@ def stats(ttft: np.ndarray, tpot: np.ndarray) -> dict[str, float]:
 def vidur_memory_plan(hw: ReplicaHardware) -> tuple[int, int]:
     """Vidur's request slots and KV blocks (vidur/scheduler/utils/memory_planner.py and
     replica_scheduler/base_replica_scheduler.py @7d47513): slots = (80 GiB x (1 - margin) -
-    BF16 weights per GPU) // (BF16 KV of one 4096-token request per GPU); the batch cap is
-    min(128, slots) and the pool is slots x 4096 / 16 blocks, paged within."""
+    BF16 weights per GPU) // (BF16 KV of one 4096-token request per GPU); the pool is slots x
+    4096 / 16 blocks, paged within. The slots do not cap the batch (`vidur_engine_config`)."""
     available = 80 * 2**30 * (1 - MEMORY_MARGIN_FRAC)
     weights = hw.model.total_params * 2 / hw.tp
     per_request = hw.model.kv_bytes_per_token(Precision.BF16) / hw.tp * MAX_TOKENS
     slots = int((available - weights) // per_request)
     return slots, slots * MAX_TOKENS // 16
+
+
+def vidur_engine_config(hw: ReplicaHardware, scheduler: str) -> EngineConfig:
+    """Vidur's `sarathi` and `vllm` replica schedulers admit while their allocation map holds
+    fewer than `batch_size_cap` (128) requests and the paged blocks allow; the base scheduler's
+    min(slots, cap) (`_max_batch_size`) is computed but neither scheduler reads it (@7d47513)."""
+    _slots, blocks = vidur_memory_plan(hw)
+    return EngineConfig(BATCH_CAP, BUDGET_TOKENS[scheduler], 16, blocks, MAX_TOKENS, 1e9,
+                        batching=BATCHING[scheduler])
 
 
 def simulate(run: str, vidur: dict[str, np.ndarray], no_host: bool,
@@ -92,10 +101,8 @@ def simulate(run: str, vidur: dict[str, np.ndarray], no_host: bool,
         hw = dataclasses.replace(hw, host_step_s=0.0, host_seq_s=0.0)
     if step_scale != 1.0:
         hw = dataclasses.replace(hw, step_time_factor=hw.step_time_factor * step_scale)
-    slots, blocks = vidur_memory_plan(hw)
-    cfg = EngineConfig(min(BATCH_CAP, slots), BUDGET_TOKENS[scheduler], 16, blocks, 4096, 1e9,
-                       batching=BATCHING[scheduler])
-    table = replay(hw, cfg, requests, replicas, router="round_robin")
+    table = replay(hw, vidur_engine_config(hw, scheduler), requests, replicas,
+                   router="round_robin")
     cols = table.columns()
     done = cols.status == COMPLETED
     ttft = (cols.first_token_s - cols.arrival_s)[done]

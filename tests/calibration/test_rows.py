@@ -69,6 +69,21 @@ def test_a8_latency_runs_at_the_submissions_load_relative_to_the_models_own_capa
     assert ttft.predicted == pytest.approx(at_rel.mean_ttft_s)
 
 
+def test_mlperf_rows_admit_on_kv_in_use_because_the_server_log_rules_out_reservation():
+    """836 in flight per TP2 instance at 276 ms TTFT cannot fit prompt + 1,024 reserved tokens
+    each in the instance's KV pool; they fit as the KV actually in use."""
+    hw = rows._hw("H100-SXM", "Llama-2-70B", 2, rows.FP8, rows.FP8, "trtllm")
+    pool_tokens = rows._engine(hw, rows.A8_MAX_BATCH, rows.TRTLLM_MAX_NUM_TOKENS).capacity_tokens
+    decoding = rows.A8_MEASURED_IN_FLIGHT - rows.A8_COMPLETED_PER_S / rows.A8_INSTANCES * 0.276
+    reserved = decoding * (rows.MLPERF_PROMPT_MEAN_TOKENS + rows.MLPERF_MAX_TOKENS)
+    in_use = decoding * (rows.MLPERF_PROMPT_MEAN_TOKENS + rows.MLPERF_OUTPUT_MEAN_TOKENS / 2)
+    assert reserved > 2 * pool_tokens and in_use < pool_tokens
+    assert rows.MLPERF_ADMISSION == "max_utilization"
+    cfg = rows._engine(hw, 896, rows.TRTLLM_MAX_NUM_TOKENS, admission=rows.MLPERF_ADMISSION)
+    assert cfg.admission == "max_utilization"
+    assert rows._engine(hw, 896, rows.TRTLLM_MAX_NUM_TOKENS).admission == "guaranteed_no_evict"
+
+
 def test_a8_measured_in_flight_is_littles_law_on_the_mlperf_log():
     # 74.4245 completed/s x 44.95 s mean latency = 3,346 in the system over 4 TP2 instances:
     # close to the engine's batch limit (1,024 in NVIDIA's server config), far above ~140.

@@ -99,3 +99,19 @@ def test_builtin_rows_are_a_file_in_the_same_format():
     rows = builtin_rows()
     assert {r.id.split("-")[0] for r in rows} >= {"A11", "P1", "P2"}
     assert any(r.workload.kind == "closed_loop" for r in rows)
+
+
+def test_pp_runs_the_pipeline_path_not_a_wider_tp_group():
+    from gpuscale.calibration.user_rows import row_hardware
+
+    (wide,) = parse_rows(ROW.replace("tp: 2", "tp: 4").replace("concurrency: 50", "concurrency: 4")
+                         .replace("requests: 200", "requests: 12"), "wide.yaml")
+    (piped,) = parse_rows(ROW.replace("tp: 2", "tp: 2\n    pp: 2")
+                          .replace("concurrency: 50", "concurrency: 4")
+                          .replace("requests: 200", "requests: 12"), "pp.yaml")
+    hw = row_hardware(piped)
+    assert (hw.tp, hw.pp, hw.tp_degree) == (4, 2, 2)  # 4 GPUs: 2 stages of TP2
+    assert row_hardware(wide).pp == 1
+    # Four sequences over two stages: each token crosses both stages at TP2 instead of one
+    # TP4 group, so the inter-token latency is longer than the wide TP group's.
+    assert run_row(piped)["itl_mean_s"] > 1.2 * run_row(wide)["itl_mean_s"]

@@ -70,6 +70,51 @@ def test_chunked_prefill_rereads_the_kv_of_earlier_chunks():
     assert later - flops_only == pytest.approx(3584 * hw.kv_bytes_per_token / hw.bytes_per_s)
 
 
+# Vidur's A100 attention profile (data/profiling/a100/attention.csv, blob ee3dec7: hidden 8192,
+# 64 q / 8 kv heads, TP2, block 16, FlashAttention; median ms per layer): (chunk, prefix) and
+# (decode batch, context) points across the range gpus.yaml's fit covers.
+A100_TP2_PREFILL_ATTENTION_MS = {(448, 832): 0.108, (512, 0): 0.072, (256, 1024): 0.073,
+                                 (2048, 0): 0.681, (1024, 3072): 0.535, (128, 2048): 0.051}
+# Decode at batch >= 32: smaller batches under-fill the 108 SMs (batch 16 reads up to 40 %
+# slower than the fitted line; their steps are short anyway).
+A100_TP2_DECODE_ATTENTION_MS = {(75, 1280): 0.150, (32, 1024): 0.064, (128, 2048): 0.349,
+                                (48, 1536): 0.103, (96, 3072): 0.355}
+
+
+def test_a100_attention_follows_its_measured_kernel_profile():
+    # CodeLlama-34B has the profiled attention shape; the GQA batch correction is taken out to
+    # compare with the uniform-length profile.
+    hw = _hw("A100-80GB", "CodeLlama-34B", tp=2)
+    layers = hw.model.layers
+    for (chunk, prefix), ms in A100_TP2_PREFILL_ATTENTION_MS.items():
+        model_ms = (perf.prefill_attention_time_s(hw, chunk, prefix) / layers
+                    + hw.attention_prefill_floor_s) * 1e3
+        assert model_ms == pytest.approx(ms, rel=0.25), (chunk, prefix)  # fit: 10 % rms
+    uniform = 1.0 + hw.gpu.attention_gqa_batch_overhead_frac
+    for (batch, context), ms in A100_TP2_DECODE_ATTENTION_MS.items():
+        model_ms = (perf.decode_attention_time_s(hw, batch * context) / layers / uniform
+                    + hw.attention_decode_floor_s) * 1e3
+        assert model_ms == pytest.approx(ms, rel=0.20), (batch, context)
+    # The GEMM rate would make a 448-token chunk's attention three times too fast.
+    gemm_rate_ms = 4.0 * hw.model.q_heads * hw.model.head_dim * 448 * (832 + 224) \
+        / hw.attention_flops_per_s * 1e3
+    assert gemm_rate_ms < 0.4 * A100_TP2_PREFILL_ATTENTION_MS[(448, 832)]
+
+
+def test_gqa_batch_correction_only_where_the_profile_is_uniform_length():
+    a100_gqa = _hw("A100-80GB", "CodeLlama-34B", tp=2)
+    a100_mha = _hw("A100-80GB", "Llama-2-7B")
+    h100_gqa = _hw("H100-SXM", "Llama-2-70B", tp=2)
+    kv_rate = 2.039e12 * 2 * 0.766
+    assert a100_gqa.attention_kv_bytes_per_s == pytest.approx(kv_rate / 1.10)
+    assert a100_mha.attention_kv_bytes_per_s == pytest.approx(kv_rate / 2)
+    # No attention profile read for H100: its attention keeps the GEMM factors and floors.
+    assert h100_gqa.attention_kv_bytes_per_s == pytest.approx(h100_gqa.bytes_per_s)
+    assert h100_gqa.attention_prefix_flops_per_s == pytest.approx(h100_gqa.attention_flops_per_s)
+    assert h100_gqa.attention_causal_flops_per_s == pytest.approx(h100_gqa.attention_flops_per_s)
+    assert h100_gqa.attention_decode_floor_s == h100_gqa.kernel_floor_s
+
+
 # CodeLlama-34B A100 TP2, norms + RoPE + activation + 2 adds per layer (ms), mlp.csv.
 A100_CODELLAMA_TP2_ELEMENTWISE_MS = {1: 0.033, 128: 0.040, 512: 0.111, 1024: 0.245, 4096: 0.962}
 
@@ -94,6 +139,25 @@ def test_small_message_allreduce_follows_the_measured_nccl_curve():
     eight = 8 << 20
     assert perf.one_allreduce_s(nccl, eight - 1) == pytest.approx(
         perf.one_allreduce_s(nccl, eight), rel=1e-3)
+
+
+def test_eager_nccl_engine_pays_a_cpu_launch_per_all_reduce():
+    # Sarathi-Serve as Vidur models it: NCCL's kernel time (all_reduce.csv) plus 20 us of CPU
+    # launch per call, two calls per layer; engines replaying collectives in CUDA graphs do not.
+    base = _hw("A100-80GB", "CodeLlama-34B", tp=2)
+    sarathi = with_engine(base, get_engine_profile("sarathi"))
+    nccl = dataclasses.replace(base, custom_allreduce=False)
+    extra = perf.allreduce_time_s(sarathi, 512) - perf.allreduce_time_s(nccl, 512)
+    assert extra == pytest.approx(2 * 48 * 20e-6)
+    for name in ("vllm", "trtllm", "sglang", "vllm-v0.6"):
+        assert with_engine(base, get_engine_profile(name)).allreduce_launch_s == 0.0
+    # TP1 has no collective to launch.
+    tp1 = with_engine(_hw("A100-80GB", "CodeLlama-34B"), get_engine_profile("sarathi"))
+    assert perf.allreduce_time_s(tp1, 512) == 0.0
+    cost = perf.StepCost(sarathi)
+    assert cost.step_s(64, 64_000, ((448, 0),)) == pytest.approx(
+        perf.step_time_s(sarathi, decode_seqs=64, decode_context_tokens=64_000,
+                         prefill_chunks=((448, 0),)), rel=1e-12)
 
 
 def test_host_time_is_absolute_and_eager_mode_waits_for_kernel_launches():
@@ -122,8 +186,10 @@ def test_mi300x_has_its_own_efficiency_not_h100s():
 
 
 def test_fast_step_cost_matches_formula_with_engine_variants():
-    for kw in ({}, {"cuda_graphs": False}, {"custom_allreduce": False}, {"host_seq_s": 7e-5}):
-        hw = _hw("H100-SXM", "Llama-3.1-70B", tp=2, w=FP8, **kw)
+    for gpu, kw in (("H100-SXM", {}), ("H100-SXM", {"cuda_graphs": False}),
+                    ("H100-SXM", {"custom_allreduce": False}), ("H100-SXM", {"host_seq_s": 7e-5}),
+                    ("A100-80GB", {})):
+        hw = _hw(gpu, "Llama-3.1-70B", tp=2, w=FP8 if gpu == "H100-SXM" else BF16, **kw)
         cost = perf.StepCost(hw)
         for seqs, ctx, chunks in ((1, 100, ()), (64, 64_000, ((512, 1024),)), (0, 0, ((7, 0),))):
             assert cost.step_s(seqs, ctx, chunks) == pytest.approx(
@@ -165,3 +231,24 @@ def test_scenario_takes_pp_and_batching():
     hw = replica_hardware(sc)
     assert (hw.tp, hw.pp, hw.tp_degree) == (4, 2, 2)
     assert engine_config(sc, hw).batching == "prefill_first"
+
+
+def test_scenario_takes_the_kv_admission_policy():
+    from gpuscale.engine.run import engine_config, replica_hardware
+    from gpuscale.errors import UserInputError
+    from gpuscale.scenario import scenario_from_dict
+
+    def scenario(engine):
+        return scenario_from_dict({
+            "name": "adm", "duration_s": 10, "model": {"name": "Llama-3.1-8B", "tp": 1},
+            "engine": engine,
+            "cluster": {"instance_type": "p5.48xlarge", "ready_nodes": 1, "max_nodes": 1},
+            "workload": {"kind": "poisson", "rate_per_s": 1.0, "duration_s": 10},
+            "strategies": [{"name": "fixed", "autoscaler": {"kind": "fixed", "replicas": 1}}]})
+
+    default = scenario({})
+    assert engine_config(default, replica_hardware(default)).admission == "max_utilization"
+    trt = scenario({"admission": "guaranteed_no_evict"})
+    assert engine_config(trt, replica_hardware(trt)).admission == "guaranteed_no_evict"
+    with pytest.raises((UserInputError, ValueError), match="admission"):
+        scenario({"admission": "evict_everything"})

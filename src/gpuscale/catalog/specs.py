@@ -60,6 +60,20 @@ class GpuSpec:
     # Small-message all-reduce (< 8 MiB), per TP degree: (payload bytes, us) points of the
     # measured NCCL curve, interpolated linearly; above the last point the affine fit applies.
     allreduce_small_us: tuple[tuple[int, tuple[tuple[int, float], ...]], ...] = ()
+    # Attention kernels measured on their own (gpus.yaml gives the profile); None = the GEMM
+    # factors (compute_efficiency of the BF16 peak, hbm_efficiency) and kernel_floor_us.
+    # Prefill: the chunk's attention over its cached prefix and over itself (causal) reach
+    # different fractions of the BF16 dense peak; decode streams the KV cache at its own
+    # fraction of HBM; each decode / prefill attention kernel of a layer has its own floor.
+    attention_prefix_frac: float | None = None
+    attention_causal_frac: float | None = None
+    attention_decode_bw_frac: float | None = None
+    attention_decode_floor_us: float | None = None
+    attention_prefill_floor_us: float | None = None
+    # Decode attention of a GQA model over a real batch (mixed context lengths) is this much
+    # slower than the uniform-length batches a profile times (Vidur's correction, gpus.yaml);
+    # 0 where the decode rate is not read off such a profile.
+    attention_gqa_batch_overhead_frac: float = 0.0
 
     @property
     def memory_bytes(self) -> float:

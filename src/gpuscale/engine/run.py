@@ -83,6 +83,7 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
         request_timeout_s=scenario.request_timeout_s,
         batching=settings.batching,
         enable_prefix_caching=settings.enable_prefix_caching,
+        admission=settings.admission,
     )
 
 

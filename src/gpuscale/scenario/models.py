@@ -97,6 +97,12 @@ class EngineSettings(Strict):
         "Step composition: `chunked` (vLLM V1, Sarathi: decodes and prefill chunks share the "
         "token budget) or `prefill_first` (vLLM V0's default: whole prompts in prefill-only "
         "steps before any decode step)."))
+    admission: Literal["max_utilization", "guaranteed_no_evict"] = Field(
+        "max_utilization", description=(
+            "KV admission: `max_utilization` (vLLM: admit while the KV in use fits, preempt by "
+            "recompute when it runs out) or `guaranteed_no_evict` (TensorRT-LLM's default "
+            "capacity scheduler: admit only if the prompt and every output token still to come "
+            "fit beside the running requests' reservations; never preempts)."))
 
 
 class ColdStart(Strict):

@@ -24,7 +24,8 @@ measurement that is not itself a calibration row, and are then checked on rows
   and all its output reserved at admission, no preemption); vLLM admits on the KV in use and
   preempts by recompute (`max_utilization`).
 - `sarathi` (Sarathi-Serve, the engine Vidur's profiles come from): NCCL all-reduce at every
-  size (its custom kernels are not used), V1's host time (assumed; Vidur itself models none).
+  size (its custom kernels are not used) plus 20 us of CPU launch per NCCL call (Vidur's
+  constant, SARATHI_NCCL_LAUNCH_S), V1's host time (assumed; Vidur itself models none).
 
 Without CUDA graphs (`cuda_graphs: false`, vLLM `--enforce-eager`) the CPU launches every
 kernel: performance.EAGER_LAUNCH_S per kernel, from a measured Llama-3.1-8B H100 decode step,
@@ -40,6 +41,13 @@ from dataclasses import dataclass
 
 from gpuscale.serving.performance import HOST_SEQ_S, HOST_STEP_S, ReplicaHardware
 
+# CPU launch of one NCCL call issued eagerly from PyTorch, 20 us: Vidur's
+# `nccl_cpu_launch_overhead_ms` = 0.02 (microsoft/vidur @7d47513 vidur/config/config.py, added
+# to every tensor-parallel all-reduce in execution_time_predictor/sklearn_execution_time_predictor
+# .py), the authors' constant for Sarathi-Serve, whose mixed prefill/decode steps run outside
+# CUDA graphs. Vidur's all_reduce.csv times the NCCL kernel alone, so the launch adds to it.
+SARATHI_NCCL_LAUNCH_S = 20e-6
+
 
 @dataclass(frozen=True)
 class EngineProfile:
@@ -49,6 +57,9 @@ class EngineProfile:
     host_seq_s: float = HOST_SEQ_S
     custom_allreduce: bool = True
     step_time_factor: float = 1.0
+    # Exposed CPU launch of each NCCL all-reduce (ReplicaHardware.allreduce_launch_s); 0 where
+    # the engine replays its collectives inside CUDA graphs.
+    allreduce_launch_s: float = 0.0
     # The scheduler's default batching (replica.EngineConfig.batching): vLLM V1 and SGLang chunk
     # prefills; vLLM 0.6 (V0) runs prefill-first batches unless max_model_len > 32k (its
     # default); TensorRT-LLM's in-flight batching keeps prompts whole (enable_chunked_context
@@ -70,7 +81,7 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
         EngineProfile("vllm-v0.6", "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13",
                       host_seq_s=66e-6, batching="prefill_first"),
         EngineProfile("sarathi", "Sarathi-Serve as Vidur profiles it: NCCL all-reduce",
-                      custom_allreduce=False),
+                      custom_allreduce=False, allreduce_launch_s=SARATHI_NCCL_LAUNCH_S),
     )
 }
 ENGINE_PROFILES["vllm-v1"] = ENGINE_PROFILES["vllm"]
@@ -99,4 +110,5 @@ def with_engine(hw: ReplicaHardware, profile: EngineProfile,
     """The same replica run by `profile`'s engine."""
     return dataclasses.replace(hw, host_step_s=profile.host_step_s, host_seq_s=profile.host_seq_s,
                                custom_allreduce=profile.custom_allreduce,
+                               allreduce_launch_s=profile.allreduce_launch_s,
                                step_time_factor=profile.step_time_factor, cuda_graphs=cuda_graphs)

@@ -11,9 +11,11 @@ A forward step of `n` tokens (decode tokens + prefill chunk tokens) from `s` seq
 - elementwise work per token (2 RMSNorms, RoPE, SiLU x up, 2 residual adds): bytes moved /
   (HBM x elementwise_bw_frac), smoothly at least their kernel floors;
 - attention at its own precision (BF16 FlashAttention beside FP8 GEMMs): prefill FLOPs
-  4 L q_dim c (p + c/2) at the BF16 sustained rate, the KV of the context read from HBM (decode
-  sequences and the earlier chunks a chunked prefill re-reads), and a per-layer kernel floor
-  (KV-cache write, one decode and one prefill kernel when present);
+  4 L q_dim c p over the prefix and 4 L q_dim c c/2 causal, the KV of the context read from HBM
+  (decode sequences and the earlier chunks a chunked prefill re-reads), and per-layer kernel
+  floors (KV-cache write, one decode and one prefill kernel when present); where a GPU's
+  attention kernels were profiled (A100, gpus.yaml) each part runs at its measured rate and
+  floor, elsewhere at the GEMM factors;
 - two all-reduces per layer over the TP group: the measured NCCL curve (small messages flat)
   or, for engines with their own one-shot kernel below 8 MB, the affine fit;
 - host time of the engine (serving/engines.py): absolute seconds per step and per sequence
@@ -21,9 +23,9 @@ A forward step of `n` tokens (decode tokens + prefill chunk tokens) from `s` seq
   also waits for the CPU to launch every kernel (EAGER_LAUNCH_S per kernel).
 
 Every constant is from a measurement: Vidur's kernel profiles for the GEMM curve, floors,
-elementwise and all-reduce (gpus.yaml), BLIS's fitted host coefficients for vLLM, the engine
-profiles for the rest. Sources: ../shared/reference/hardware-and-models.md 1.2 and 5.3,
-calibration.md rows A1-A4, docs/calibration.md.
+elementwise, attention (A100) and all-reduce (gpus.yaml), BLIS's fitted host coefficients for
+vLLM, the engine profiles for the rest. Sources: ../shared/reference/hardware-and-models.md
+1.2 and 5.3, calibration.md rows A1-A4, docs/calibration.md.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class ReplicaHardware:
     cuda_graphs: bool = True  # False: the GPU waits for per-kernel CPU launches
     custom_allreduce: bool = True  # one-shot kernel below 8 MB (vLLM, TRT-LLM); else NCCL
     eager_launch_s: float = EAGER_LAUNCH_S
+    # CPU cost of each NCCL call an engine launches from Python outside CUDA graphs, exposed
+    # because the collective waits for every rank's launch (serving/engines.py, `sarathi`).
+    allreduce_launch_s: float = 0.0
     # Pipeline stages: the replica's `tp` GPUs form `pp` stages of tp / pp GPUs each (`tp` stays
     # the replica's GPU count, which pods, memory and cost read).
     pp: int = 1
@@ -93,6 +98,42 @@ class ReplicaHardware:
     def bytes_per_s(self) -> float:
         """Sustained HBM bytes/s of one TP group."""
         return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.hbm_efficiency * self.tp_degree
+
+    def _attention_frac(self, frac: float | None) -> float:
+        return self.gpu.compute_efficiency if frac is None else frac
+
+    @property
+    def attention_prefix_flops_per_s(self) -> float:
+        """Prefill attention of a chunk over its cached prefix (GpuSpec.attention_prefix_frac)."""
+        return self.gpu.peak_flops(Precision.BF16) * self.tp_degree \
+            * self._attention_frac(self.gpu.attention_prefix_frac)
+
+    @property
+    def attention_causal_flops_per_s(self) -> float:
+        """Prefill attention of a chunk over itself, causal (GpuSpec.attention_causal_frac)."""
+        return self.gpu.peak_flops(Precision.BF16) * self.tp_degree \
+            * self._attention_frac(self.gpu.attention_causal_frac)
+
+    @property
+    def attention_kv_bytes_per_s(self) -> float:
+        """HBM bytes/s at which decode attention reads the KV cache (a GQA model's batches pay
+        GpuSpec.attention_gqa_batch_overhead_frac on top of a uniform-batch profile's rate)."""
+        frac = self.gpu.attention_decode_bw_frac
+        rate = self.gpu.memory_bandwidth_tbps * 1e12 * self.tp_degree \
+            * (self.gpu.hbm_efficiency if frac is None else frac)
+        if self.model.q_heads > self.model.kv_heads:
+            rate /= 1.0 + self.gpu.attention_gqa_batch_overhead_frac
+        return rate
+
+    @property
+    def attention_decode_floor_s(self) -> float:
+        floor = self.gpu.attention_decode_floor_us
+        return self.kernel_floor_s if floor is None else floor * 1e-6
+
+    @property
+    def attention_prefill_floor_s(self) -> float:
+        floor = self.gpu.attention_prefill_floor_us
+        return self.kernel_floor_s if floor is None else floor * 1e-6
 
     @property
     def elementwise_bytes_per_s(self) -> float:
@@ -198,25 +239,29 @@ def elementwise_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
 
 
 def prefill_attention_time_s(hw: ReplicaHardware, chunk_tokens: int, prefix_tokens: int) -> float:
-    """A prefill chunk's causal attention over its prefix, in BF16: 4 L q_dim c (p + c/2) FLOPs,
-    plus reading the KV of the `prefix_tokens` earlier chunks (or cached prefix) from HBM."""
+    """A prefill chunk's attention in BF16: 4 L q_dim c p FLOPs over its prefix and 4 L q_dim c
+    c/2 over itself (causal), each at its measured rate, plus reading the KV of the
+    `prefix_tokens` earlier chunks (or cached prefix) from HBM."""
     if chunk_tokens <= 0:
         return 0.0
     q_dim = hw.model.q_heads * hw.model.head_dim
-    flops = 4.0 * hw.model.layers * q_dim * chunk_tokens * (prefix_tokens + chunk_tokens / 2.0)
-    return flops / hw.attention_flops_per_s + prefix_tokens * hw.kv_bytes_per_token / hw.bytes_per_s
+    per_token_pair = 4.0 * hw.model.layers * q_dim
+    return (per_token_pair * chunk_tokens * prefix_tokens / hw.attention_prefix_flops_per_s
+            + per_token_pair * chunk_tokens * chunk_tokens / 2.0 / hw.attention_causal_flops_per_s
+            + prefix_tokens * hw.kv_bytes_per_token / hw.bytes_per_s)
 
 
 def decode_attention_time_s(hw: ReplicaHardware, context_tokens: float) -> float:
     """Decode attention is a KV-cache read: every cached token of every decoding sequence."""
-    return context_tokens * hw.kv_bytes_per_token / hw.bytes_per_s
+    return context_tokens * hw.kv_bytes_per_token / hw.attention_kv_bytes_per_s
 
 
 def attention_floor_s(hw: ReplicaHardware, decode_seqs: int, num_chunks: int) -> float:
     """Per layer: the KV-cache write, plus one decode and one prefill attention kernel when the
     step has such sequences (engines launch them apart: FlashAttention varlen / paged decode)."""
-    kernels = 1 + (1 if decode_seqs else 0) + (1 if num_chunks else 0)
-    return hw.model.layers * kernels * hw.kernel_floor_s
+    return hw.model.layers * (hw.kernel_floor_s
+                              + (hw.attention_decode_floor_s if decode_seqs else 0.0)
+                              + (hw.attention_prefill_floor_s if num_chunks else 0.0))
 
 
 def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
@@ -224,7 +269,7 @@ def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
     if hw.custom_allreduce:
         bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp)
         return latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
-    return hw.gpu.allreduce_s(tp, payload_bytes)
+    return hw.gpu.allreduce_s(tp, payload_bytes) + hw.allreduce_launch_s
 
 
 def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
@@ -263,10 +308,10 @@ def p2p_time_s(hw: ReplicaHardware, num_tokens: float) -> float:
         / (hw.gpu.link_gbps_per_direction * 1e9)
 
 
-def _layers_s(hw: ReplicaHardware, num_tokens: int, attention_s: float, kernels: int) -> float:
+def _layers_s(hw: ReplicaHardware, num_tokens: int, attention_s: float, floors_s: float) -> float:
     """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce."""
     return (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s
-            + kernels * hw.model.layers * hw.kernel_floor_s + allreduce_time_s(hw, num_tokens))
+            + floors_s + allreduce_time_s(hw, num_tokens))
 
 
 def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens: float,
@@ -286,13 +331,13 @@ def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens:
     num_seqs = decode_seqs + len(prefill_chunks)
     attention = decode_attention_time_s(hw, decode_context_tokens) + sum(
         prefill_attention_time_s(hw, c, p) for c, p in prefill_chunks)
-    kernels = 1 + (1 if decode_seqs else 0) + (1 if prefill_chunks else 0)
+    floors = attention_floor_s(hw, decode_seqs, len(prefill_chunks))
     if hw.pp <= 1:
-        gpu = _layers_s(hw, num_tokens, attention, kernels) + lm_head_time_s(hw, num_seqs)
+        gpu = _layers_s(hw, num_tokens, attention, floors) + lm_head_time_s(hw, num_seqs)
     else:
         m = min(hw.pp, num_seqs)
         mb_tokens = -(-num_tokens // m)
-        layers = _layers_s(hw, mb_tokens, attention / m, kernels)
+        layers = _layers_s(hw, mb_tokens, attention / m, floors)
         head = lm_head_time_s(hw, -(-num_seqs // m))
         p2p = p2p_time_s(hw, mb_tokens)
         gpu = max(layers + (hw.pp - 1) * p2p + head, m * (layers / hw.pp + head + p2p))
@@ -353,7 +398,7 @@ def _decode_slope_s(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -
             / hw.step_time_factor - host_time_s(hw, num_seqs)
         if gpu <= floor:
             return 0.0
-    return hw.step_time_factor * num_seqs * hw.kv_bytes_per_token / hw.bytes_per_s
+    return hw.step_time_factor * num_seqs * hw.kv_bytes_per_token / hw.attention_kv_bytes_per_s
 
 
 class StepCost:
@@ -364,15 +409,19 @@ class StepCost:
     """
 
     __slots__ = (
-        "_attn_prefill_s",
+        "_attn_causal_s",
+        "_attn_prefix_s",
         "_by_seqs",
         "_by_tokens",
         "_decode_by_seqs",
         "_eager_s",
         "_factor",
-        "_floor_layer_s",
+        "_floor_dec_s",
+        "_floor_pre_s",
+        "_floor_write_s",
         "_host_seq_s",
         "_host_step_s",
+        "_kv_dec_s",
         "_kv_s",
         "_pipelined",
         "hw",
@@ -380,10 +429,14 @@ class StepCost:
 
     def __init__(self, hw: ReplicaHardware) -> None:
         self.hw = hw
-        self._kv_s = hw.kv_bytes_per_token / hw.bytes_per_s
+        self._kv_s = hw.kv_bytes_per_token / hw.bytes_per_s  # prefix KV a prefill re-reads
+        self._kv_dec_s = hw.kv_bytes_per_token / hw.attention_kv_bytes_per_s
         q_dim = hw.model.q_heads * hw.model.head_dim
-        self._attn_prefill_s = 4.0 * hw.model.layers * q_dim / hw.attention_flops_per_s
-        self._floor_layer_s = hw.model.layers * hw.kernel_floor_s
+        self._attn_prefix_s = 4.0 * hw.model.layers * q_dim / hw.attention_prefix_flops_per_s
+        self._attn_causal_s = 4.0 * hw.model.layers * q_dim / hw.attention_causal_flops_per_s
+        self._floor_write_s = hw.model.layers * hw.kernel_floor_s
+        self._floor_dec_s = hw.model.layers * hw.attention_decode_floor_s
+        self._floor_pre_s = hw.model.layers * hw.attention_prefill_floor_s
         self._eager_s = eager_launch_floor_s(hw)
         self._factor = hw.step_time_factor
         self._host_step_s = hw.host_step_s
@@ -416,20 +469,21 @@ class StepCost:
                                decode_context_tokens=decode_context_tokens,
                                prefill_chunks=tuple(prefill_chunks))
         prefill_tokens = 0
-        kv_tokens = decode_context_tokens
+        prefix_tokens = 0
         attention = 0.0
         for chunk, prefix in prefill_chunks:
             prefill_tokens += chunk
-            kv_tokens += prefix
-            attention += self._attn_prefill_s * chunk * (prefix + chunk / 2.0)
+            prefix_tokens += prefix
+            attention += chunk * (self._attn_prefix_s * prefix + self._attn_causal_s * chunk / 2.0)
         tokens = decode_seqs + prefill_tokens
         if tokens == 0:
             return 0.0
         num_chunks = len(prefill_chunks)
         seqs = decode_seqs + num_chunks
-        kernels = 1 + (1 if decode_seqs else 0) + (1 if num_chunks else 0)
-        gpu = (self._tokens_s(tokens) + self._seqs_s(seqs) + attention + kv_tokens * self._kv_s
-               + kernels * self._floor_layer_s)
+        floors = self._floor_write_s + (self._floor_dec_s if decode_seqs else 0.0) \
+            + (self._floor_pre_s if num_chunks else 0.0)
+        gpu = (self._tokens_s(tokens) + self._seqs_s(seqs) + attention
+               + decode_context_tokens * self._kv_dec_s + prefix_tokens * self._kv_s + floors)
         if gpu < self._eager_s:
             gpu = self._eager_s
         return self._factor * (gpu + self._host_step_s + self._host_seq_s * seqs)
@@ -440,9 +494,10 @@ class StepCost:
             return step_time_s(self.hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens)
         fixed = self._decode_by_seqs.get(num_seqs)
         if fixed is None:
-            fixed = self._tokens_s(num_seqs) + self._seqs_s(num_seqs) + 2 * self._floor_layer_s
+            fixed = (self._tokens_s(num_seqs) + self._seqs_s(num_seqs) + self._floor_write_s
+                     + self._floor_dec_s)
             self._decode_by_seqs[num_seqs] = fixed
-        gpu = fixed + context_tokens * self._kv_s
+        gpu = fixed + context_tokens * self._kv_dec_s
         if gpu < self._eager_s:
             gpu = self._eager_s
         return self._factor * (gpu + self._host_step_s + self._host_seq_s * num_seqs)
@@ -452,7 +507,7 @@ class StepCost:
         if self._pipelined:
             return decode_segment(self.hw, num_seqs, context_tokens)
         first = self.decode_step_s(num_seqs, context_tokens)
-        slope = self._factor * num_seqs * self._kv_s
+        slope = self._factor * num_seqs * self._kv_dec_s
         if self._eager_s and first / self._factor - self._host_step_s \
                 - self._host_seq_s * num_seqs <= self._eager_s:
             slope = 0.0
