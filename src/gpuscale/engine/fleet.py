@@ -26,6 +26,7 @@ from gpuscale.metrics.store import (
 )
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
+from gpuscale.serving.router import LeastOutstanding
 from gpuscale.serving.requests_table import RequestTable
 
 STARTING, READY, DRAINING = "starting", "ready", "draining"
@@ -64,6 +65,9 @@ class Fleet:
         self.table = table
         self.cold_start_s = cold_start_s
         self.router = router
+        # The default router keeps an index of the ready list (serving/router.py); it is told
+        # of every change to that list.
+        self._index = router if isinstance(router, LeastOutstanding) else None
         self.evicted_requests = evicted_requests
         self.pod_priority = pod_priority
         self.slots: dict[str, ReplicaSlot] = {}
@@ -127,7 +131,7 @@ class Fleet:
         for slot in sorted(active, key=rank)[:count]:
             if slot.state == READY and slot.replica is not None:
                 slot.state = DRAINING
-                self.ready.remove(slot.replica)
+                self._drop_ready(slot.replica)
                 slot.replica.drain(self._on_drained)
             else:
                 self._delete_slot(slot)
@@ -173,9 +177,16 @@ class Fleet:
         slot.state = READY
         slot.ready_s = self.sim.now_s
         self.ready.append(replica)
+        if self._index is not None:
+            self._index.add(replica)
         while self.gateway:
             rid, kv_ready = self.gateway.popleft()
             self.route(rid, self.sim.now_s, kv_ready)
+
+    def _drop_ready(self, replica: Replica) -> None:
+        self.ready.remove(replica)
+        if self._index is not None:
+            self._index.remove(replica)
 
     def _on_pod_evicted(self, pod: Pod, cause: str) -> None:
         slot = self.slots.get(pod.name)
@@ -186,7 +197,7 @@ class Fleet:
         if slot.replica is not None:
             self.retired_busy_gpu_s += slot.replica.busy_s(self.sim.now_s)
             if slot.replica in self.ready:
-                self.ready.remove(slot.replica)
+                self._drop_ready(slot.replica)
             lost = slot.replica.evict()
             slot.replica = None
             self._handle_lost(lost)
