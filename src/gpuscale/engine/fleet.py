@@ -26,8 +26,8 @@ from gpuscale.metrics.store import (
 )
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
-from gpuscale.serving.router import LeastOutstanding
 from gpuscale.serving.requests_table import RequestTable
+from gpuscale.serving.router import LeastOutstanding
 
 STARTING, READY, DRAINING = "starting", "ready", "draining"
 
