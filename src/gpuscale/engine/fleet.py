@@ -27,7 +27,7 @@ from gpuscale.metrics.store import (
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import RequestTable
-from gpuscale.serving.router import LeastOutstanding
+from gpuscale.serving.router import Router
 
 STARTING, READY, DRAINING = "starting", "ready", "draining"
 
@@ -46,7 +46,7 @@ class Fleet:
 
     def __init__(self, *, name: str, hw: ReplicaHardware, engine_cfg: EngineConfig,
                  sim: Simulation, cluster: ClusterState, table: RequestTable,
-                 cold_start_s: Callable[[Pod], float], router: Callable[[list[Replica]], Replica],
+                 cold_start_s: Callable[[Pod], float], router: Router,
                  evicted_requests: str, pod_priority: int = 0, role: str = "serve",
                  on_prefilled: Callable[[int, float], None] | None = None,
                  retry: Callable[[int, float], None] | None = None,
@@ -64,10 +64,7 @@ class Fleet:
         self.cluster = cluster
         self.table = table
         self.cold_start_s = cold_start_s
-        self.router = router
-        # The default router keeps an index of the ready list (serving/router.py); it is told
-        # of every change to that list.
-        self._index = router if isinstance(router, LeastOutstanding) else None
+        self.router = router  # told of every change to `ready` (the default keeps an index)
         self.evicted_requests = evicted_requests
         self.pod_priority = pod_priority
         self.slots: dict[str, ReplicaSlot] = {}
@@ -177,16 +174,14 @@ class Fleet:
         slot.state = READY
         slot.ready_s = self.sim.now_s
         self.ready.append(replica)
-        if self._index is not None:
-            self._index.add(replica)
+        self.router.add(replica)
         while self.gateway:
             rid, kv_ready = self.gateway.popleft()
             self.route(rid, self.sim.now_s, kv_ready)
 
     def _drop_ready(self, replica: Replica) -> None:
         self.ready.remove(replica)
-        if self._index is not None:
-            self._index.remove(replica)
+        self.router.remove(replica)
 
     def _on_pod_evicted(self, pod: Pod, cause: str) -> None:
         slot = self.slots.get(pod.name)

@@ -229,10 +229,19 @@ class _Run:
         n = len(arrivals)
 
         def arrive(rid: int) -> None:
-            table.num_arrived = rid + 1
-            fleet.route(rid, sim.now_s)
-            if rid + 1 < n:
-                sim.schedule(arrivals[rid + 1], Priority.ARRIVAL, arrive, rid + 1)
+            # The arrivals that come before any other event are routed here in one go, at
+            # their own instants (Simulation.advance_to); the next one after an event waits
+            # in the heap. Same order and state as one event per arrival (nothing else has
+            # the ARRIVAL priority, so a same-instant tie is decided by priority alone).
+            while True:
+                table.num_arrived = rid + 1
+                fleet.route(rid, sim.now_s)
+                rid += 1
+                if rid >= n:
+                    return
+                if not sim.advance_to(arrivals[rid]):
+                    sim.schedule(arrivals[rid], Priority.ARRIVAL, arrive, rid)
+                    return
 
         sim.schedule(arrivals[0], Priority.ARRIVAL, arrive, 0)
 

@@ -1,11 +1,15 @@
 """The router in front of the replicas: least outstanding requests by default.
 
 Ties go to the replica that became ready first (list order), so routing is deterministic.
+A fleet routes through a `Router`: called with its ready list (in order of readiness), and told
+when a replica joins the end of that list (`add`) or leaves it (`remove`), so a router may keep
+an index instead of scanning the list per request.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 from gpuscale.serving.replica import Replica
 
@@ -23,7 +27,30 @@ def least_outstanding(replicas: list[Replica]) -> Replica:
     return best
 
 
-class LeastOutstanding:
+class Router:
+    """A fleet's router; `add`/`remove` are no-ops for one that looks only at the list."""
+
+    def __call__(self, replicas: list[Replica]) -> Replica:
+        raise NotImplementedError
+
+    def add(self, replica: Replica) -> None:
+        """`replica` was appended to the ready list."""
+
+    def remove(self, replica: Replica) -> None:
+        """`replica` left the ready list (draining or evicted)."""
+
+
+class FunctionRouter(Router):
+    """A plain `Callable[[list[Replica]], Replica]` as a Router."""
+
+    def __init__(self, pick: Callable[[list[Replica]], Replica]) -> None:
+        self.pick = pick
+
+    def __call__(self, replicas: list[Replica]) -> Replica:
+        return self.pick(replicas)
+
+
+class LeastOutstanding(Router):
     """`least_outstanding` over a fleet's ready list, in O(log n) a request instead of O(n).
 
     The fleet tells it when a replica joins (`add`, appended at the end of the ready list) or
@@ -34,8 +61,6 @@ class LeastOutstanding:
     so among equal loads the heap's minimum is the replica earliest in the ready list (removals
     keep the others' order): the scan's tie-break, hence always the scan's choice.
     """
-
-    __slots__ = ("_changed", "_count", "_heap", "_rank", "_seq")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, int, Replica]] = []
@@ -81,14 +106,15 @@ class LeastOutstanding:
             heapq.heappop(heap)
 
 
-def round_robin_factory():
+def round_robin_factory() -> Router:
     counter = [0]
 
     def round_robin(replicas: list[Replica]) -> Replica:
         counter[0] += 1
         return replicas[counter[0] % len(replicas)]
 
-    return round_robin
+    return FunctionRouter(round_robin)
 
 
-ROUTERS = {"least_outstanding": LeastOutstanding, "round_robin": round_robin_factory}
+ROUTERS: dict[str, Callable[[], Router]] = {"least_outstanding": LeastOutstanding,
+                                            "round_robin": round_robin_factory}
