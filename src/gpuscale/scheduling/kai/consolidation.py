@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from gpuscale.scheduling.gangs import Gang
 from gpuscale.scheduling.kai.book import QueueBook
+from gpuscale.scheduling.kai.candidates import Candidates
 from gpuscale.scheduling.snapshot import Snapshot
 
 
-def consolidate(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book: QueueBook,
+def consolidate(sched, gang: Gang, candidates: Candidates, snap: Snapshot, book: QueueBook,
                 now_s: float) -> bool:
     # Moving pods never changes how many GPUs are free in all: if fewer are free than the
     # job's required pods ask for, no sequence of moves can make it fit (a pending replica pod
@@ -24,9 +25,7 @@ def consolidate(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book:
     if need_gpus > snap.free_gpus():
         return False
     budget = sched.params.max_consolidation_preemptees
-    victims = sorted((g for g in gangs.values() if g.is_complete and g.spec.is_preemptible
-                      and g.name != gang.name and not g.pending),
-                     key=lambda g: (sum(p.gpus for p in g.bound), g.name))
+    victims = [g for g in candidates.movable() if g.name != gang.name]
     removed: list[tuple[Gang, list]] = []  # (gang, [(pod, original node)])
     moved = 0
     for victim in victims:
