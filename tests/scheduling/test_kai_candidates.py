@@ -19,7 +19,8 @@ gangs_st = st.lists(st.tuples(st.integers(1, 4), st.integers(0, 4), st.sampled_f
 def _pods(spec_list) -> list[Pod]:
     pods = []
     for g, (n, min_member, priority, bound, gpus) in enumerate(spec_list):
-        spec = PodGroupSpec(name=f"g{g:02d}", min_member=min_member, priority=priority)
+        spec = PodGroupSpec(name=f"g{g:02d}", min_member=min_member, priority=priority,
+                            queue="other" if g % 3 == 0 else "default")
         for i in range(n):
             pods.append(Pod(name=f"g{g:02d}-{i}", gpus=gpus, priority=priority, group_spec=spec,
                             node_name="n0" if bound[i] else None, created_s=float(g)))
@@ -37,6 +38,13 @@ def test_lists_match_the_per_job_scans(spec_list):
     running = [g for g in gangs.values() if g.num_bound > 0 and g.spec.is_preemptible]
     assert [g.name for g in candidates.movable()] == [g.name for g in movable]
     assert [g.name for g in candidates.running()] == [g.name for g in running]
+    for queue in ("default", "other"):
+        for priority in (0, 50, 100, 201):
+            below = sorted((g for g in running if g.spec.queue == queue
+                            and g.spec.priority < priority),
+                           key=lambda g: (g.spec.priority, -g.created_s, g.name))
+            assert [g.name for g in candidates.preemptible_below(queue, priority)] == \
+                [g.name for g in below]
 
 
 def test_changed_rebuilds_after_pods_are_bound_or_evicted():

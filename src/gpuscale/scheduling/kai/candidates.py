@@ -10,6 +10,8 @@ building them per job was most of `gpuscale schedule`'s time.
 
 from __future__ import annotations
 
+import bisect
+
 from gpuscale.scheduling.gangs import Gang
 
 
@@ -18,10 +20,25 @@ class Candidates:
         self.gangs = gangs
         self._running: list[Gang] | None = None
         self._movable: list[Gang] | None = None
+        self._by_queue: dict[str, tuple[list[int], list[Gang]]] | None = None
 
     def changed(self) -> None:
         """An action bound or evicted pods: the lists are rebuilt on next use."""
-        self._running = self._movable = None
+        self._running = self._movable = self._by_queue = None
+
+    def preemptible_below(self, queue: str, priority: int) -> list[Gang]:
+        """Running preemptible gangs of `queue` with a priority below `priority`, lowest
+        priority first, then newest, then by name (preemption's victim order)."""
+        if self._by_queue is None:
+            grouped: dict[str, list[Gang]] = {}
+            for g in self.running():
+                grouped.setdefault(g.spec.queue, []).append(g)
+            self._by_queue = {}
+            for q, gangs in grouped.items():
+                gangs.sort(key=lambda g: (g.spec.priority, -g.created_s, g.name))
+                self._by_queue[q] = ([g.spec.priority for g in gangs], gangs)
+        priorities, gangs = self._by_queue.get(queue, ([], []))
+        return gangs[:bisect.bisect_left(priorities, priority)]
 
     def running(self) -> list[Gang]:
         """Gangs with a bound pod whose PodGroup is preemptible, in gang order."""

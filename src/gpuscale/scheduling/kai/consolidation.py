@@ -25,10 +25,11 @@ def consolidate(sched, gang: Gang, candidates: Candidates, snap: Snapshot, book:
     if need_gpus > snap.free_gpus():
         return False
     budget = sched.params.max_consolidation_preemptees
-    victims = [g for g in candidates.movable() if g.name != gang.name]
     removed: list[tuple[Gang, list]] = []  # (gang, [(pod, original node)])
     moved = 0
-    for victim in victims:
+    for victim in candidates.movable():
+        if victim is gang:
+            continue
         pods = victim.bound
         if moved + len(pods) > budget:
             break

@@ -61,9 +61,7 @@ def reclaim(sched, gang: Gang, candidates: Candidates, snap: Snapshot, book: Que
 def preempt(sched, gang: Gang, candidates: Candidates, snap: Snapshot, book: QueueBook,
             now_s: float) -> bool:
     """Inside one queue: evict preemptible jobs of strictly lower priority (2.5)."""
-    victims = [g for g in candidates.running() if g.spec.queue == gang.spec.queue
-               and g.spec.priority < gang.spec.priority]
-    victims.sort(key=lambda g: (g.spec.priority, -g.created_s, g.name))
+    victims = candidates.preemptible_below(gang.spec.queue, gang.spec.priority)
     return _try_with_victims(sched, gang, victims, snap, book, now_s, "preemption",
                              "preemptions", lambda v: True)
 
