@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuscale.autoscaling.base import AutoscalerContext, AutoscalerView, PodMetrics
 from gpuscale.catalog import Precision, get_gpu, get_model
-from gpuscale.engine.run import engine_config
+from gpuscale.engine.replica_setup import engine_config
 from gpuscale.serving.performance import ReplicaHardware
 
 from ..engine.scenarios import small_scenario

@@ -51,3 +51,30 @@ def test_random_streams_are_stable_and_independent():
     streams.get("serving.cold_start").random(10)
     assert (streams.get("workloads.arrivals").random(3) == a).all()
     assert stable_hash("x") == stable_hash("x") != stable_hash("y")
+
+
+def test_advance_to_moves_the_clock_only_when_nothing_comes_first():
+    sim = Simulation()
+    seen: list[tuple[str, float]] = []
+
+    def series(k: int) -> None:
+        # A handler taking the next items of a series inline while nothing else is due.
+        while True:
+            seen.append((f"a{k}", sim.now_s))
+            k += 1
+            if k > 4:
+                return
+            if not sim.advance_to(float(k)):
+                sim.schedule(float(k), Priority.ARRIVAL, series, k)
+                return
+
+    sim.schedule(0.0, Priority.ARRIVAL, series, 0)
+    sim.schedule(2.0, Priority.LIFECYCLE, lambda: seen.append(("other", sim.now_s)))
+    sim.schedule(3.5, Priority.ENGINE, lambda: seen.append(("late", sim.now_s)))
+    sim.run(until_s=3.0)
+    # a1 inline; a2 waits in the heap behind the other event at the same instant; a3 is
+    # inline; a4 (past until_s) is left for the next run.
+    assert seen == [("a0", 0.0), ("a1", 1.0), ("other", 2.0), ("a2", 2.0), ("a3", 3.0)]
+    assert sim.num_events == 3  # a0, other, a2: the inline ones were not heap events
+    sim.run()
+    assert seen[-2:] == [("late", 3.5), ("a4", 4.0)]

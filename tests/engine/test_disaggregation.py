@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gpuscale.engine import simulate_scenario
-from gpuscale.engine.run import replica_hardware
+from gpuscale.engine.replica_setup import replica_hardware
 from gpuscale.errors import UserInputError
 from gpuscale.scenario import scenario_from_dict
 from gpuscale.serving.performance import StepCost

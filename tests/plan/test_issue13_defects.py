@@ -142,7 +142,7 @@ def test_defect10_disaggregated_plan_md_tells_one_story():
 
 @pytest.mark.parametrize("gpu_type", ["p5.48xlarge", "g6.2xlarge", "p4d.24xlarge"])
 def test_defect11_plan_and_simulate_share_the_engine_defaults(gpu_type):
-    from gpuscale.engine.run import engine_config
+    from gpuscale.engine.replica_setup import engine_config
     from gpuscale.scenario import scenario_from_dict
     scenario = scenario_from_dict(
         {

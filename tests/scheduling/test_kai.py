@@ -198,3 +198,23 @@ def test_a_deleted_pod_frees_room_for_a_waiting_gang_at_that_instant(h):
     h.sim.schedule(10.25, 0, lambda: h.cluster.delete_pod(first))
     h.run(30.0)
     assert [(p.node_name, p.bound_s) for p in second] == [(node.name, 10.25)] * 2
+
+
+def test_consolidation_does_not_search_when_the_free_gpus_cannot_hold_the_job(h):
+    _two_half_full_nodes(h)  # 4 GPUs free in all: a 6-GPU job can never fit by moving pods
+    job = h.gang("job", 1, 6, at_s=1.0)
+    sched = h.attach(kai())
+    trials: list[str] = []
+    place = sched.try_place
+
+    def counting(gang, snap, book):
+        trials.append(gang.name)
+        return place(gang, snap, book)
+
+    sched.try_place = counting
+    h.run(1.0)
+    assert bound(job) == []
+    # The allocate pass tries the job once a cycle; consolidation adds no trial of its own
+    # (before: one per victim moved, up to max_consolidation_preemptees).
+    assert trials and set(trials) == {"job"}
+    assert len(trials) == 1  # without the shortcut: 3 (the allocate pass, then 2 victims)

@@ -218,7 +218,7 @@ def test_pipeline_stages_split_the_batch_into_micro_batches_with_bubbles():
 
 
 def test_scenario_takes_pp_and_batching():
-    from gpuscale.engine.run import engine_config, replica_hardware
+    from gpuscale.engine.replica_setup import engine_config, replica_hardware
     from gpuscale.scenario import scenario_from_dict
 
     sc = scenario_from_dict({
@@ -234,7 +234,7 @@ def test_scenario_takes_pp_and_batching():
 
 
 def test_scenario_takes_the_kv_admission_policy():
-    from gpuscale.engine.run import engine_config, replica_hardware
+    from gpuscale.engine.replica_setup import engine_config, replica_hardware
     from gpuscale.errors import UserInputError
     from gpuscale.scenario import scenario_from_dict
 

@@ -257,7 +257,9 @@ class InstanceType:
 
 def _load(filename: str) -> dict:
     text = resources.files("gpuscale.catalog").joinpath(filename).read_text()
-    return yaml.safe_load(text)
+    # libyaml's parser when PyYAML has it (same SafeConstructor, same values; ~6x faster on
+    # the catalog, which every run loads); the pure-Python one otherwise.
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 # Entries of the user's catalog files (`--catalog`, GPUSCALE_CATALOG), already validated by

@@ -31,6 +31,7 @@ from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache, PrefixCacheStats
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import RequestTable
+from gpuscale.serving.router import Router
 
 STARTING, READY, DRAINING = "starting", "ready", "draining"
 
@@ -49,7 +50,7 @@ class Fleet:
 
     def __init__(self, *, name: str, hw: ReplicaHardware, engine_cfg: EngineConfig,
                  sim: Simulation, cluster: ClusterState, table: RequestTable,
-                 cold_start_s: Callable[[Pod], float], router: Callable[[list[Replica]], Replica],
+                 cold_start_s: Callable[[Pod], float], router: Router,
                  evicted_requests: str, pod_priority: int = 0, role: str = "serve",
                  on_prefilled: Callable[[int, float], None] | None = None,
                  retry: Callable[[int, float], None] | None = None,
@@ -69,9 +70,9 @@ class Fleet:
         self.cluster = cluster
         self.table = table
         self.cold_start_s = cold_start_s
-        self.router = router
-        # A router that needs the request (prefix_aware) offers `pick(replicas, rid)`.
-        self.pick_for_request = getattr(router, "pick", None)
+        self.router = router  # told of every change to `ready` (the default keeps an index)
+        # A router whose choice depends on the request (prefix_aware) routes through `pick`.
+        self.pick_for_request = router.pick if router.needs_request else None
         # Prefix caching acts only on a trace with prompt block hashes; the run's token
         # counters outlive the replicas (summed here for prefix_cache.hit_rate).
         self.prefix_caching = engine_cfg.enable_prefix_caching and table.prefix_ids is not None
@@ -140,7 +141,7 @@ class Fleet:
         for slot in sorted(active, key=rank)[:count]:
             if slot.state == READY and slot.replica is not None:
                 slot.state = DRAINING
-                self.ready.remove(slot.replica)
+                self._drop_ready(slot.replica)
                 slot.replica.drain(self._on_drained)
             else:
                 self._delete_slot(slot)
@@ -189,9 +190,14 @@ class Fleet:
         slot.state = READY
         slot.ready_s = self.sim.now_s
         self.ready.append(replica)
+        self.router.add(replica)
         while self.gateway:
             rid, kv_ready = self.gateway.popleft()
             self.route(rid, self.sim.now_s, kv_ready)
+
+    def _drop_ready(self, replica: Replica) -> None:
+        self.ready.remove(replica)
+        self.router.remove(replica)
 
     def _on_pod_evicted(self, pod: Pod, cause: str) -> None:
         slot = self.slots.get(pod.name)
@@ -202,7 +208,7 @@ class Fleet:
         if slot.replica is not None:
             self.retired_busy_gpu_s += slot.replica.busy_s(self.sim.now_s)
             if slot.replica in self.ready:
-                self.ready.remove(slot.replica)
+                self._drop_ready(slot.replica)
             lost = slot.replica.evict()
             slot.replica = None
             self._handle_lost(lost)

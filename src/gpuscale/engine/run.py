@@ -15,13 +15,13 @@ from pathlib import Path
 from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
 from gpuscale.autoscaling.base import AutoscalerView, ReplicaAutoscaler
 from gpuscale.autoscaling.explain import log_replica_decision
-from gpuscale.catalog import get_instance_type, get_model
+from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.core.decisions import DecisionLog
 from gpuscale.engine.fleet import Fleet
+from gpuscale.engine.replica_setup import engine_config, replica_hardware
 from gpuscale.engine.result import RunParts, RunResult, build_result
-from gpuscale.errors import UserInputError
 from gpuscale.metrics.scrape import Scraper
 from gpuscale.metrics.store import MetricsStore
 from gpuscale.provisioning import NodeProvider, build_node_provider
@@ -30,8 +30,6 @@ from gpuscale.scenario.models import Scenario, Strategy
 from gpuscale.scheduling import PodScheduler, build_scheduler
 from gpuscale.scheduling.first_fit import FirstFitScheduler
 from gpuscale.serving.cold_start import draw_seconds
-from gpuscale.serving.engine_defaults import default_max_num_batched_tokens, default_max_num_seqs
-from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.kv_transfer import KvTransfer
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
@@ -43,48 +41,6 @@ from gpuscale.workloads import build_requests
 from gpuscale.workloads.base import Requests
 
 Progress = Callable[[float], None]
-
-
-def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardware:
-    instance = get_instance_type(scenario.cluster.instance_type)
-    model = get_model(scenario.model.name)
-    pp = 1 if tp else scenario.model.pp  # a P/D role's own tp has no pipeline
-    tp = tp or scenario.model.tp
-    if tp * pp > instance.num_gpus:
-        raise UserInputError(
-            f"tp={tp} x pp={pp} needs {tp * pp} GPUs in one pod but {instance.name} has "
-            f"{instance.num_gpus}", field="model.tp" if pp == 1 else "model.pp")
-    return ReplicaHardware(gpu=instance.gpu_spec, model=model,
-                           weight_precision=scenario.model.precision,
-                           kv_precision=scenario.model.kv_precision or scenario.model.precision,
-                           tp=tp * pp, pp=pp)
-
-
-def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
-    """vLLM defaults by GPU size (serving-engine-metrics.md 1.4), overridable per scenario."""
-    settings = scenario.engine
-    blocks = num_kv_blocks(hw, gpu_memory_utilization=settings.gpu_memory_utilization,
-                           block_size=settings.block_size,
-                           activation_reserve_gib=settings.activation_reserve_gib,
-                           non_torch_gib=settings.non_torch_gib)
-    if blocks == 0:
-        weights_gib = hw.model.weight_bytes(hw.weight_precision) / hw.tp / 2**30
-        raise UserInputError(
-            f"{hw.model.name} ({hw.weight_precision.value}) needs {weights_gib:.1f} GiB of weights "
-            f"per GPU at tp={hw.tp}, leaving no KV cache on {hw.gpu.name} "
-            f"({hw.gpu.memory_gib} GiB); raise tp or use fp8", field="model")
-    return EngineConfig(
-        max_num_seqs=settings.max_num_seqs or default_max_num_seqs(hw.gpu),
-        max_num_batched_tokens=(settings.max_num_batched_tokens
-                                or default_max_num_batched_tokens(hw.gpu)),
-        block_size=settings.block_size,
-        num_blocks=blocks,
-        max_model_len=settings.max_model_len or hw.model.max_context_tokens,
-        request_timeout_s=scenario.request_timeout_s,
-        batching=settings.batching,
-        enable_prefix_caching=settings.enable_prefix_caching,
-        admission=settings.admission,
-    )
 
 
 def scenario_requests(scenario: Scenario, base_dir: Path) -> Requests:
@@ -232,10 +188,19 @@ class _Run:
         n = len(arrivals)
 
         def arrive(rid: int) -> None:
-            table.num_arrived = rid + 1
-            fleet.route(rid, sim.now_s)
-            if rid + 1 < n:
-                sim.schedule(arrivals[rid + 1], Priority.ARRIVAL, arrive, rid + 1)
+            # The arrivals that come before any other event are routed here in one go, at
+            # their own instants (Simulation.advance_to); the next one after an event waits
+            # in the heap. Same order and state as one event per arrival (nothing else has
+            # the ARRIVAL priority, so a same-instant tie is decided by priority alone).
+            while True:
+                table.num_arrived = rid + 1
+                fleet.route(rid, sim.now_s)
+                rid += 1
+                if rid >= n:
+                    return
+                if not sim.advance_to(arrivals[rid]):
+                    sim.schedule(arrivals[rid], Priority.ARRIVAL, arrive, rid)
+                    return
 
         sim.schedule(arrivals[0], Priority.ARRIVAL, arrive, 0)
 

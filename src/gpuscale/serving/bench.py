@@ -11,6 +11,7 @@ least-outstanding router, as a load balancer in front of them would be.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,14 @@ class BenchResult:
     mean_in_system: float = float("nan")
 
 
+@functools.lru_cache(maxsize=16)
+def _step_cost(hw: ReplicaHardware) -> StepCost:
+    """One StepCost per hardware across replays: its memo of per-token-count terms is a pure
+    function of `hw`, and the oracle probe replays the same hardware six times (each replay
+    paid the GEMM model for every batch size again)."""
+    return StepCost(hw)
+
+
 def run_benchmark(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
                   num_replicas: int = 1) -> BenchResult:
     """Replay `requests` on `num_replicas` identical engines until every request is done."""
@@ -61,7 +70,7 @@ def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
     i mod R, as Vidur's global scheduler does)."""
     sim = Simulation()
     table = RequestTable(requests)
-    cost = StepCost(hw)
+    cost = _step_cost(hw)
     replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost) for i in range(num_replicas)]
     arrivals = table.arrival_s
     n = len(arrivals)
@@ -120,7 +129,7 @@ def replay_closed_loop(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np
     sim = Simulation()
     table = RequestTable(Requests(np.zeros(n), np.asarray(prompt_tokens, np.int64),
                                   np.asarray(output_tokens, np.int64)))
-    cost = StepCost(hw)
+    cost = _step_cost(hw)
     replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost) for i in range(num_replicas)]
     next_rid = [0]
 

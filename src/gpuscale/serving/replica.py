@@ -80,6 +80,7 @@ class Replica:
         "heap",
         "hw",
         "kv_ready",
+        "load_log",
         "n_decode",
         "name",
         "no_evict",
@@ -93,6 +94,7 @@ class Replica:
         "reserved_tokens",
         "resume_generated",
         "role",
+        "route_rank",
         "running",
         "seg",
         "seg_G0",
@@ -161,6 +163,12 @@ class Replica:
         # trace has prompt block hashes and engine.enable_prefix_caching is on; None costs
         # nothing but one test per admission, chunk and completion.
         self.prefix_cache: PrefixCache | None = None
+        # The router's index (serving/router.py LeastOutstanding): while this replica is a
+        # routing target, it appends itself to `load_log` whenever len(waiting) + len(running)
+        # changes (enqueue, drop, completion, hand-off), and `route_rank` is its place in the
+        # ready list (0 = not routed to).
+        self.load_log: list[Replica] | None = None
+        self.route_rank = 0
 
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
@@ -199,6 +207,8 @@ class Replica:
         if kv_ready:
             self.kv_ready.add(rid)
         self.waiting.append(rid)
+        if self.load_log is not None:
+            self.load_log.append(self)
         if self.state == _IDLE:
             self._plan(now_s)
         elif self.state == _SEGMENT:
@@ -252,6 +262,8 @@ class Replica:
         self.resume_generated.pop(rid, None)
         self.kv_ready.discard(rid)
         self.table.drop(rid, now_s, reason)
+        if self.load_log is not None:
+            self.load_log.append(self)
 
     def _admit(self, now_s: float, budget: int, chunks: list[tuple[int, int, int]]) -> int:
         """Admit waiting requests FCFS while seats, KV blocks and token budget allow."""
@@ -450,6 +462,8 @@ class Replica:
                 del self.running[rid]  # its KV (and first token) leave for a decode replica
                 self._reserve(rid, -1)
                 self._release_prefix(rid)
+                if self.load_log is not None:
+                    self.load_log.append(self)
                 self.on_prefilled(rid, now_s)
                 continue
             if generated >= table.output_tokens[rid]:
@@ -498,6 +512,8 @@ class Replica:
         self._reserve(rid, -1)
         if self.prefix_cache is not None:
             self._release_prefix(rid)
+        if self.load_log is not None:
+            self.load_log.append(self)
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
         if self.on_complete is not None:

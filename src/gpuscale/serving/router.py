@@ -1,16 +1,23 @@
 """The router in front of the replicas: least outstanding requests by default.
 
 Ties go to the replica that became ready first (list order), so routing is deterministic.
+A fleet routes through a `Router`: called with its ready list (in order of readiness), and told
+when a replica joins the end of that list (`add`) or leaves it (`remove`), so a router may keep
+an index instead of scanning the list per request.
 """
 
 from __future__ import annotations
 
-from gpuscale.serving.prefix_router import PrefixAwareRouter
+import heapq
+from collections.abc import Callable
+
 from gpuscale.serving.replica import Replica
 
 
 def least_outstanding(replicas: list[Replica]) -> Replica:
-    """Replica with the fewest waiting + running requests (vLLM production-stack's default)."""
+    """Replica with the fewest waiting + running requests (vLLM production-stack's default).
+
+    The reference scan; `LeastOutstanding` gives the same answer without scanning."""
     best = replicas[0]
     best_load = len(best.waiting) + len(best.running)
     for replica in replicas:
@@ -20,15 +27,136 @@ def least_outstanding(replicas: list[Replica]) -> Replica:
     return best
 
 
-def round_robin_factory():
+class Router:
+    """A fleet's router; `add`/`remove` are no-ops for one that looks only at the list.
+
+    A router whose choice depends on the request sets `needs_request` and answers
+    `pick(replicas, rid)`; the fleet reads the flag once, so the default path pays nothing."""
+
+    needs_request = False
+
+    def __call__(self, replicas: list[Replica]) -> Replica:
+        raise NotImplementedError
+
+    def pick(self, replicas: list[Replica], rid: int) -> Replica:
+        """Route request `rid`; only called when `needs_request` is set."""
+        return self(replicas)
+
+    def add(self, replica: Replica) -> None:
+        """`replica` was appended to the ready list."""
+
+    def remove(self, replica: Replica) -> None:
+        """`replica` left the ready list (draining or evicted)."""
+
+
+class FunctionRouter(Router):
+    """A plain `Callable[[list[Replica]], Replica]` as a Router."""
+
+    def __init__(self, pick: Callable[[list[Replica]], Replica]) -> None:
+        self.pick = pick
+
+    def __call__(self, replicas: list[Replica]) -> Replica:
+        return self.pick(replicas)
+
+
+class LeastOutstanding(Router):
+    """`least_outstanding` over a fleet's ready list, in O(log n) a request instead of O(n).
+
+    The fleet tells it when a replica joins (`add`, appended at the end of the ready list) or
+    leaves (`remove`); each replica appends itself to `_changed` whenever its waiting + running
+    count changes (Replica.load_log). At a routing call the changed replicas get a fresh heap
+    entry (load, rank, seq, replica); entries whose load is no longer the replica's, or whose
+    replica left, are stale and dropped when they reach the top. `rank` grows with each `add`,
+    so among equal loads the heap's minimum is the replica earliest in the ready list (removals
+    keep the others' order): the scan's tie-break, hence always the scan's choice.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, int, Replica]] = []
+        self._changed: list[Replica] = []
+        self._seq = 0
+        self._rank = 0
+        self._count = 0
+
+    def add(self, replica: Replica) -> None:
+        self._rank += 1
+        self._count += 1
+        replica.route_rank = self._rank
+        replica.load_log = self._changed
+        self._changed.append(replica)
+
+    def remove(self, replica: Replica) -> None:
+        if replica.route_rank:
+            self._count -= 1
+        replica.route_rank = 0
+        replica.load_log = None
+
+    def __call__(self, replicas: list[Replica]) -> Replica:
+        if len(replicas) != self._count:
+            return least_outstanding(replicas)  # not the list this index follows
+        heap = self._heap
+        changed = self._changed
+        if changed:
+            seq = self._seq
+            for r in changed:
+                if r.route_rank:
+                    seq += 1
+                    heapq.heappush(heap, (len(r.waiting) + len(r.running), r.route_rank, seq, r))
+            self._seq = seq
+            changed.clear()
+            if len(heap) > 4 * len(replicas) + 64:  # stale entries piling up below the top
+                heap[:] = [(len(r.waiting) + len(r.running), r.route_rank, 0, r)
+                           for r in replicas]
+                heapq.heapify(heap)
+        while True:
+            load, rank, _seq, r = heap[0]
+            if r.route_rank == rank and len(r.waiting) + len(r.running) == load:
+                return r
+            heapq.heappop(heap)
+
+
+def round_robin_factory() -> Router:
     counter = [0]
 
     def round_robin(replicas: list[Replica]) -> Replica:
         counter[0] += 1
         return replicas[counter[0] % len(replicas)]
 
-    return round_robin
+    return FunctionRouter(round_robin)
 
 
-ROUTERS = {"least_outstanding": lambda: least_outstanding, "round_robin": round_robin_factory,
-           "prefix_aware": PrefixAwareRouter}
+class PrefixAwareRouter(Router):
+    """`router: prefix_aware`: longest cached prefix, then least outstanding, then readiness.
+
+    llm-d's inference scheduler scores each endpoint by the share of the prompt's blocks found
+    in its prefix cache (the "precise prefix cache" scorer reads the engines' KV events) beside
+    load scorers; NVIDIA Dynamo's KV router picks the worker with the lowest
+    `overlap_score_weight x prefill blocks still to compute + active decode blocks`. Both send a
+    request where most of its prefix is cached and let load break the tie. This is the simplest
+    form of that: most cached leading blocks first, then fewest outstanding (waiting + running)
+    requests, then list order, so routing is deterministic. It reads each replica's actual cache
+    (as the KV-event-fed "precise" indexes do), not an approximate copy kept by the router. It
+    never trades a hit against load, as the weighted scores can (docs/serving.md).
+    """
+
+    needs_request = True
+
+    def __call__(self, replicas: list[Replica]) -> Replica:
+        """Without the request (no hashes to match): least outstanding."""
+        return least_outstanding(replicas)
+
+    def pick(self, replicas: list[Replica], rid: int) -> Replica:
+        best = replicas[0]
+        best_key: tuple[int, int] | None = None
+        for replica in replicas:
+            cache = replica.prefix_cache
+            matched = 0 if cache is None else cache.match_units(rid)
+            key = (-matched, len(replica.waiting) + len(replica.running))
+            if best_key is None or key < best_key:
+                best, best_key = replica, key
+        return best
+
+
+ROUTERS: dict[str, Callable[[], Router]] = {"least_outstanding": LeastOutstanding,
+                                            "round_robin": round_robin_factory,
+                                            "prefix_aware": PrefixAwareRouter}

@@ -11,18 +11,25 @@ from __future__ import annotations
 
 from gpuscale.scheduling.gangs import Gang
 from gpuscale.scheduling.kai.book import QueueBook
+from gpuscale.scheduling.kai.candidates import Candidates
 from gpuscale.scheduling.snapshot import Snapshot
 
 
-def consolidate(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book: QueueBook,
+def consolidate(sched, gang: Gang, candidates: Candidates, snap: Snapshot, book: QueueBook,
                 now_s: float) -> bool:
+    # Moving pods never changes how many GPUs are free in all: if fewer are free than the
+    # job's required pods ask for, no sequence of moves can make it fit (a pending replica pod
+    # waiting for a new node, every cycle). Same answer as the full search, without it.
+    need = max(0, gang.min_member - gang.num_bound)
+    need_gpus = sum(p.gpus for p in sorted(gang.pending, key=lambda p: p.name)[:need])
+    if need_gpus > snap.free_gpus():
+        return False
     budget = sched.params.max_consolidation_preemptees
-    victims = sorted((g for g in gangs.values() if g.is_complete and g.spec.is_preemptible
-                      and g.name != gang.name and not g.pending),
-                     key=lambda g: (sum(p.gpus for p in g.bound), g.name))
     removed: list[tuple[Gang, list]] = []  # (gang, [(pod, original node)])
     moved = 0
-    for victim in victims:
+    for victim in candidates.movable():
+        if victim is gang:
+            continue
         pods = victim.bound
         if moved + len(pods) > budget:
             break

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from gpuscale.scheduling.gangs import Gang
 from gpuscale.scheduling.kai.book import QueueBook
+from gpuscale.scheduling.kai.candidates import Candidates
 from gpuscale.scheduling.snapshot import Snapshot
-
-
-def _running(gang: Gang) -> bool:
-    return gang.num_bound > 0 and gang.spec.is_preemptible
 
 
 def _try_with_victims(sched, gang: Gang, victims: list[Gang], snap: Snapshot, book: QueueBook,
@@ -41,7 +38,7 @@ def _try_with_victims(sched, gang: Gang, victims: list[Gang], snap: Snapshot, bo
     return False
 
 
-def reclaim(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book: QueueBook,
+def reclaim(sched, gang: Gang, candidates: Candidates, snap: Snapshot, book: QueueBook,
             now_s: float) -> bool:
     """Take GPUs from other queues that are above their fair share, for a queue that stays
     within its fair share or quota with this job (2.5, 2.6). Most saturated queue first,
@@ -50,7 +47,7 @@ def reclaim(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book: Que
     need = sum(p.gpus for p in gang.pending)
     if not book.may_reclaim(leaf, need):
         return False
-    victims = [g for g in gangs.values() if _running(g) and g.spec.queue != leaf]
+    victims = [g for g in candidates.running() if g.spec.queue != leaf]
 
     def saturation(g: Gang) -> float:
         fair = book.fair.get(g.spec.queue, 0.0)
@@ -61,12 +58,10 @@ def reclaim(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book: Que
                              lambda v: book.over_fair_share(v.spec.queue))
 
 
-def preempt(sched, gang: Gang, gangs: dict[str, Gang], snap: Snapshot, book: QueueBook,
+def preempt(sched, gang: Gang, candidates: Candidates, snap: Snapshot, book: QueueBook,
             now_s: float) -> bool:
     """Inside one queue: evict preemptible jobs of strictly lower priority (2.5)."""
-    victims = [g for g in gangs.values() if _running(g) and g.spec.queue == gang.spec.queue
-               and g.spec.priority < gang.spec.priority]
-    victims.sort(key=lambda g: (g.spec.priority, -g.created_s, g.name))
+    victims = candidates.preemptible_below(gang.spec.queue, gang.spec.priority)
     return _try_with_victims(sched, gang, victims, snap, book, now_s, "preemption",
                              "preemptions", lambda v: True)
 

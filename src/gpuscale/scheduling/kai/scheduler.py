@@ -28,6 +28,7 @@ from gpuscale.scheduling.base import UnschedulableCallback
 from gpuscale.scheduling.driver import CycleScheduler
 from gpuscale.scheduling.gangs import Gang, form_gangs
 from gpuscale.scheduling.kai.book import QueueBook
+from gpuscale.scheduling.kai.candidates import Candidates
 from gpuscale.scheduling.kai.consolidation import consolidate
 from gpuscale.scheduling.kai.evictions import preempt, reclaim, stale_gangs
 from gpuscale.scheduling.kai.params import KaiParams
@@ -86,13 +87,16 @@ class KaiScheduler(CycleScheduler):
         self.metrics.set_fair_shares(book.fair)
         failed, blocked_by_quota = self._allocate(gangs, snap, book, now_s)
         still_failed = []
+        victims = Candidates(gangs)
         for gang in failed:
-            if self.params.consolidation and self.binpack and consolidate(self, gang, gangs, snap,
-                                                                            book, now_s):
+            if self.params.consolidation and self.binpack and consolidate(
+                    self, gang, victims, snap, book, now_s):
+                victims.changed()
                 continue
             if self._may_evict(gang, now_s) and (
-                    (self.params.reclaim and reclaim(self, gang, gangs, snap, book, now_s))
-                    or (self.params.preempt and preempt(self, gang, gangs, snap, book, now_s))):
+                    (self.params.reclaim and reclaim(self, gang, victims, snap, book, now_s))
+                    or (self.params.preempt and preempt(self, gang, victims, snap, book, now_s))):
+                victims.changed()
                 continue
             still_failed.append(gang)
         if self.params.stale_gang_eviction:
