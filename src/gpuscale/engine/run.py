@@ -31,6 +31,7 @@ from gpuscale.scheduling import PodScheduler, build_scheduler
 from gpuscale.scheduling.first_fit import FirstFitScheduler
 from gpuscale.serving.cold_start import draw_seconds
 from gpuscale.serving.engine_defaults import default_max_num_batched_tokens, default_max_num_seqs
+from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.kv_transfer import KvTransfer
 from gpuscale.serving.performance import ReplicaHardware
@@ -54,10 +55,13 @@ def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardwa
         raise UserInputError(
             f"tp={tp} x pp={pp} needs {tp * pp} GPUs in one pod but {instance.name} has "
             f"{instance.num_gpus}", field="model.tp" if pp == 1 else "model.pp")
-    return ReplicaHardware(gpu=instance.gpu_spec, model=model,
-                           weight_precision=scenario.model.precision,
-                           kv_precision=scenario.model.kv_precision or scenario.model.precision,
-                           tp=tp * pp, pp=pp)
+    hw = ReplicaHardware(gpu=instance.gpu_spec, model=model,
+                         weight_precision=scenario.model.precision,
+                         kv_precision=scenario.model.kv_precision or scenario.model.precision,
+                         tp=tp * pp, pp=pp)
+    # The engine's host time, which a user catalog's `engines:` entry may override (the
+    # profile's own values are the ReplicaHardware defaults).
+    return with_engine(hw, get_engine_profile(getattr(scenario.engine, "kind", "vllm")))
 
 
 def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
