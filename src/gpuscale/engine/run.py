@@ -61,12 +61,13 @@ def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardwa
                          tp=tp * pp, pp=pp)
     # The engine's host time, which a user catalog's `engines:` entry may override (the
     # profile's own values are the ReplicaHardware defaults).
-    return with_engine(hw, get_engine_profile(getattr(scenario.engine, "kind", "vllm")))
+    return with_engine(hw, get_engine_profile(scenario.engine.kind))
 
 
 def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
     """vLLM defaults by GPU size (serving-engine-metrics.md 1.4), overridable per scenario."""
     settings = scenario.engine
+    profile = get_engine_profile(settings.kind)
     blocks = num_kv_blocks(hw, gpu_memory_utilization=settings.gpu_memory_utilization,
                            block_size=settings.block_size,
                            activation_reserve_gib=settings.activation_reserve_gib,
@@ -85,7 +86,11 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
         num_blocks=blocks,
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,
         request_timeout_s=scenario.request_timeout_s,
-        batching=settings.batching,
+        # TensorRT-LLM's own scheduler (whole prompts, no-evict admission) unless the scenario
+        # asks for V0's prefill-first batches; vLLM and SGLang: the scenario's batching.
+        batching=profile.batching if settings.kind == "trtllm"
+        and settings.batching == "chunked" else settings.batching,
+        admission=profile.admission,
     )
 
 

@@ -68,6 +68,11 @@ class ModelDeployment(Strict):
 class EngineSettings(Strict):
     """vLLM engine arguments (serving-engine-metrics.md 1.4 gives the defaults)."""
 
+    kind: Literal["vllm", "sglang", "trtllm"] = Field("vllm", description=(
+        "Engine profile (serving/engines.py): its host time, all-reduce and, for trtllm, whole "
+        "prompts per step and guaranteed-no-evict KV admission. A catalog's `engines:` entry "
+        "overrides the host time (`calibrate --fit` writes one)."))
+
     max_num_seqs: int | None = Field(None, ge=1, description=(
         "Sequences per step; None = vLLM's default: 1024 on >=70 GiB GPUs other than A100, "
         "else 256."))
