@@ -280,3 +280,50 @@ def test_a_replayed_server_scraped_by_prometheus_fits_near_the_truth(tmp_path):
     assert result.hbm_efficiency == pytest.approx(TRUE_HBM, rel=0.25)
     # Far from the catalog's 0.86 / 0.70 it started at.
     assert result.hbm_efficiency < 0.75 and result.compute_efficiency < 0.6
+
+
+def test_ttft_from_buckets_alone_matches_sum_and_count():
+    """An export with only `_bucket` series for TTFT: the window means come from the bucket
+    midpoints, within half a bucket of the _sum/_count means."""
+    from gpuscale.calibration.fit_prometheus import TTFT_NAME, read_export
+    from gpuscale.calibration.prometheus_export import export_from_requests
+
+    rng = np.random.default_rng(2)
+    n = 300
+    arrival = np.sort(rng.uniform(0, 600, n))
+    ttft = rng.uniform(0.06, 0.09, n)  # inside vLLM's 0.06-0.08-0.1 buckets
+    first = arrival + ttft
+    finish = first + rng.uniform(2, 4, n)
+    export = export_from_requests(arrival_s=arrival, scheduled_s=first, first_token_s=first,
+                                  finish_s=finish, prompt_tokens=np.full(n, 500),
+                                  output_tokens=np.full(n, 100), replica=np.zeros(n, int),
+                                  buckets=True)
+    full = {p.start_s: p.mean_ttft_s for p in read_export(export, "x").points}
+    result = export["data"]["result"]
+    export["data"]["result"] = [s for s in result if s["metric"]["__name__"] not in
+                                (f"{TTFT_NAME}_sum", f"{TTFT_NAME}_count")]
+    from_buckets = {p.start_s: p.mean_ttft_s for p in read_export(export, "x").points}
+    shared = [t for t in full if full[t] is not None and from_buckets.get(t) is not None]
+    assert shared
+    assert all(abs(from_buckets[t] - full[t]) <= 0.011 for t in shared)
+
+
+def test_an_export_mapping_each_name_to_its_response_reads_the_same(tmp_path):
+    """The other shape: {"vllm:...": <query_range response>} with series lacking __name__
+    (one query per metric); without num_requests_waiting every window is used, said so."""
+    from gpuscale.calibration.fit import read_points
+
+    one = tmp_path / "one.json"
+    synthetic_export(one)
+    result = json.loads(one.read_text())["data"]["result"]
+    by_name: dict = {}
+    for series in result:
+        name = series["metric"].pop("__name__")
+        if name != "vllm:num_requests_waiting":
+            by_name.setdefault(name, []).append(series)
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps({name: {"status": "success", "data": {
+        "resultType": "matrix", "result": items}} for name, items in by_name.items()}))
+    fmt, points, notes = read_points(many, 256)
+    assert fmt == "prometheus" and len(points) == 26  # the queued windows are kept now
+    assert any("no vllm:num_requests_waiting" in n for n in notes)

@@ -58,6 +58,7 @@ GOLDEN_STEPS = 14
 MEASUREMENT_ERROR = 0.02
 MAX_STD_FRAC = 0.3
 MAX_HOST_STD_MS = 0.1
+FEW_POINTS = 10  # below, the result says the fit rests on too few points to check the model
 
 
 class FitPoint(Protocol):
@@ -292,8 +293,12 @@ def fit(points: list, gpu: str, model: str, tp: int, precision: Precision = Prec
         lo, hi = BOUNDS[name]
         if min(values[name] - lo, hi - values[name]) < 1e-3 * (hi - lo):
             fitted[name] += f"; at its bound {values[name]:.4g}: the model misses these points"
+    notes = list(notes or [])
+    if len(points) < FEW_POINTS:
+        notes.append(f"only {len(points)} point(s): the standard errors assume the model is "
+                     "right on each; measure more (request rates, or a longer export)")
     return FitResult(gpu, engine, values, fitted, kept, _rows(dep, points, values),
-                     input_format, list(notes or []))
+                     input_format, notes)
 
 
 def dumps(result: FitResult, source: str) -> str:

@@ -15,7 +15,7 @@ import yaml
 
 from gpuscale.cli.io import check_output_path
 
-FIT_ENGINES = ("vllm", "sglang", "trtllm")
+FIT_ENGINES = ("vllm", "sglang", "trtllm", "sarathi")  # serving/engines.py ENGINE_KINDS
 
 
 def fit_options(fn):

@@ -231,6 +231,9 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
             if args.engine == "sglang" and key != "max_model_len":
                 shown = f"{shown} ({name} picks its own by GPU memory; vLLM's rule simulated)"
             defaults.append(f"engine.{key}: {shown}")
+    if args.engine == "sglang":
+        wl.notes.append("SGLang: engine profile sglang (host time assumed as vLLM V1's: no "
+                        "published SGLang point read; serving/engines.py)")
     if args.engine == "trtllm":
         # TensorRT-LLM keeps prompts whole (enable_chunked_context off by default) and admits
         # with GUARANTEED_NO_EVICT: its engine profile (serving/engines.py) carries both.
