@@ -153,7 +153,14 @@ def read_points(path: Path, max_num_seqs: int, max_num_batched_tokens: int | Non
 
 
 def _log_errors(predicted: dict[str, float], measured: dict[str, float]) -> list[float]:
-    return [math.log(max(predicted[k], 1e-12) / measured[k]) for k in measured if measured[k] > 0]
+    return [math.log(max(predicted[k], 1e-12) / measured[k]) for k in measured
+            if _usable(measured[k])]
+
+
+def _usable(value: float) -> bool:
+    """A measured statistic the fit can compare with (a window's ratio of huge or empty
+    counters is not one)."""
+    return 0 < value < math.inf
 
 
 def _log_predictions(dep: Deployment, points: list, values: dict[str, float]) -> np.ndarray:
@@ -161,7 +168,7 @@ def _log_predictions(dep: Deployment, points: list, values: dict[str, float]) ->
     out = []
     for p in points:
         pred = p.predict_stats(hw)
-        out += [math.log(max(pred[k], 1e-12)) for k in p.measured if p.measured[k] > 0]
+        out += [math.log(max(pred[k], 1e-12)) for k in p.measured if _usable(p.measured[k])]
     return np.asarray(out)
 
 
@@ -183,7 +190,7 @@ def _jacobian(dep: Deployment, points: list, values: dict[str, float],
 
 def _carrier(points: list, column: np.ndarray) -> str:
     """The statistic whose predictions move most with a parameter."""
-    labels = [k for p in points for k in p.measured if p.measured[k] > 0]
+    labels = [k for p in points for k in p.measured if _usable(p.measured[k])]
     weight: dict[str, float] = {}
     for label, v in zip(labels, column, strict=True):
         weight[label] = weight.get(label, 0.0) + abs(float(v))
@@ -206,9 +213,12 @@ def standard_errors(dep: Deployment, points: list, values: dict[str, float],
     residual = _residuals(dep, points, values)
     sigma = max(MEASUREMENT_ERROR, float(np.sqrt(np.mean(residual ** 2))))
     normal = jac.T @ jac
-    if np.linalg.matrix_rank(normal) < len(free):
+    try:
+        if not np.all(np.isfinite(normal)) or np.linalg.matrix_rank(normal) < len(free):
+            return dict.fromkeys(free, math.inf)
+        std = np.sqrt(np.abs(np.diag(np.linalg.inv(normal)))) * sigma
+    except np.linalg.LinAlgError:  # absurd measurements: nothing is determined
         return dict.fromkeys(free, math.inf)
-    std = np.sqrt(np.abs(np.diag(np.linalg.inv(normal)))) * sigma
     return {n: float(v) for n, v in zip(free, std, strict=True)}
 
 
@@ -258,7 +268,7 @@ def _rows(dep: Deployment, points: list, values: dict[str, float]) -> list[dict]
                      "measured": dict(p.measured),
                      "predicted": {k: pred[k] for k in p.measured},
                      "error_frac": {k: math.expm1(math.log(max(pred[k], 1e-12) / v))
-                                    for k, v in p.measured.items() if v > 0}})
+                                    for k, v in p.measured.items() if _usable(v)}})
     return rows
 
 
@@ -354,8 +364,11 @@ def _levenberg_marquardt(dep: Deployment, points: list, values: dict[str, float]
         gradient = jac.T @ r
         improved = False
         while damping < 1e8:
-            delta = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12),
-                                    -gradient)
+            try:
+                delta = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12),
+                                        -gradient)
+            except np.linalg.LinAlgError:
+                break
             trial = {**current, **{n: _from_x(n, x[j] + delta[j]) for j, n in enumerate(free)}}
             r_trial = _residuals(dep, points, trial)
             cost_trial = float(r_trial @ r_trial)

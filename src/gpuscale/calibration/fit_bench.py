@@ -117,8 +117,11 @@ def bench_points(items: list, source: str, max_num_seqs: int,
         try:
             rate = math.inf if rate in ("inf", None) else float(rate)
         except (TypeError, ValueError):
-            raise UserInputError(f"expected a number or \"inf\", got {rate!r}", source=source,
-                                 field=f"{where}request_rate") from None
+            rate = math.nan
+        if isinstance(obj.get("request_rate"), bool) or not rate > 0:
+            raise UserInputError(f"expected a rate > 0 or \"inf\", got "
+                                 f"{obj.get('request_rate')!r}", source=source,
+                                 field=f"{where}request_rate")
         points.append(BenchPoint(
             source, rate,
             _lengths(obj, "input_lens", "total_input_tokens", count, source, where),

@@ -85,9 +85,9 @@ def run_fit(*, fmt: str, fit_file: Path, gpu: str | None, model: str | None, tp:
     click.echo(f"{'point':44} {'batch':>6} {'metric':20} {'measured':>10} {'predicted':>10} "
                f"{'error':>8}")
     for row in result.points:
-        for key, measured in row["measured"].items():
+        for key, error in row["error_frac"].items():
             click.echo(f"{row['point'][:44]:44} {row['decode_batch']:>6.1f} {key:20} "
-                       f"{measured:>10.4g} {row['predicted'][key]:>10.4g} "
-                       f"{row['error_frac'][key]:>+8.1%}")
+                       f"{row['measured'][key]:>10.4g} {row['predicted'][key]:>10.4g} "
+                       f"{error:>+8.1%}")
     if overlay is not None:
         click.echo(f"catalog overlay written to {overlay} (use it with --catalog)")

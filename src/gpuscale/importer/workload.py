@@ -38,6 +38,8 @@ def serving_engine(container: dict) -> str | None:
         return "trtllm"
     if sglang_args.is_sglang_command(words):
         return "sglang"
+    if is_vllm(container):
+        return "vllm"
     image = str(container.get("image", "")).lower()
     text = " ".join(words).lower()
     if any(m in image for m in _ENGINE_IMAGES) or any(
@@ -45,7 +47,7 @@ def serving_engine(container: dict) -> str | None:
         shown = " ".join(words)[:80] or f"image {image}"
         raise ValueError(f"runs {shown!r}: not an engine command gpuscale reads (known: "
                          f"{'; '.join(KNOWN_COMMANDS)})")
-    return "vllm" if is_vllm(container) else None
+    return None
 
 
 def _parse(container: dict, engine: str) -> VllmArgs:
