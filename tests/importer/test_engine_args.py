@@ -109,3 +109,10 @@ def test_flag_values_are_checked():
                                      "args": ["--tp-size", "four"]})
     with pytest.raises(ValueError, match="--max_batch_size has no value"):
         trtllm_args.parse_container({"command": ["trtllm-serve", "m", "--max_batch_size"]})
+
+
+def test_trtllm_model_after_unknown_flags_is_not_a_flag_value():
+    args = trtllm_args.parse_container({"command": [
+        "trtllm-serve", "--backend", "pytorch", "--gpus_per_node", "8", "--trust_remote_code",
+        "Qwen/Qwen3-32B", "--tp_size", "2"]})
+    assert args.get("model") == "Qwen/Qwen3-32B" and args.get("tp") == 2

@@ -27,22 +27,10 @@ ENTRY_POINT = "trtllm-serve"
 # trtllm-serve's defaults when a flag is absent: BuildConfig.max_batch_size 2048 and
 # max_num_tokens 8192 (the click options' defaults), KvCacheConfig free_gpu_memory_fraction 0.9.
 DEFAULTS = {"max_num_seqs": 2048, "max_num_batched_tokens": 8192, "kv_cache_free_fraction": 0.9}
-# Options taking a value that are not simulated (their value must not be read as the model).
-_VALUED = (
-    "--host",
-    "--port",
-    "--backend",
-    "--tokenizer",
-    "--ep_size",
-    "--config",
-    "--extra_llm_api_options",
-    "--log_level",
-    "--max_beam_width",
-    "--num_postprocess_workers",
-    "--reasoning_parser",
-    "--tool_parser",
-    "--metadata_server_config_file",
-)
+# trtllm-serve's switches (no value): after one of these the next word may be MODEL. Any
+# other unknown `--flag` is taken to carry a value, so its value is never read as MODEL.
+_SWITCHES = ("--trust_remote_code", "--grpc", "--enable_chunked_prefill",
+             "--disable_gc", "--fail_fast_on_attention_window_too_large")
 
 
 def is_trtllm_command(words: list[str]) -> bool:
@@ -65,7 +53,7 @@ def parse_container(container: dict) -> VllmArgs:
         word = rest[i]
         if word.startswith("-"):
             flag = word.partition("=")[0]
-            takes_value = "=" not in word and (flag in FLAGS or flag in _VALUED)
+            takes_value = "=" not in word and flag not in _SWITCHES
             i += 2 if takes_value else 1
             continue
         out.values["model"] = word

@@ -229,7 +229,9 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
         elif key != "block_size" and not (args.engine == "trtllm"
                                           and key == "gpu_memory_utilization"):
             default = EngineSettings.model_fields[key].default
-            shown = default if default is not None else "vLLM's default for the GPU"
+            shown = default if default is not None else (
+                "the model's context length" if key == "max_model_len"
+                else "vLLM's default for the GPU")
             if args.engine == "sglang" and key != "max_model_len":
                 shown = f"{shown} ({name} picks its own by GPU memory; vLLM's rule simulated)"
             defaults.append(f"engine.{key}: {shown}")
