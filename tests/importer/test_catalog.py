@@ -187,3 +187,44 @@ def test_bad_entries_name_file_field_and_expectation(tmp_path, data, field, expe
     message = str(info.value)
     assert message.startswith(f"{path}: {field}: ") and expected in message
     assert "\n" not in message
+
+
+def test_engine_names_match_the_engine_profiles():
+    from gpuscale.catalog.user import ENGINE_NAMES
+    from gpuscale.serving.engines import ENGINE_PROFILES
+
+    assert set(ENGINE_NAMES) == set(ENGINE_PROFILES)
+
+
+def test_an_engines_entry_sets_the_host_time_simulate_runs_with(tmp_path):
+    """What `calibrate --fit` writes under `engines:` reaches the replica's step model."""
+    from gpuscale.engine.run import replica_hardware
+    from gpuscale.scenario.load import load_scenario
+    from gpuscale.serving.engines import get_engine_profile
+
+    scenario = load_scenario(Path(__file__).resolve().parents[2] / "examples"
+                             / "scale-from-zero" / "scenario.yaml")
+    assert replica_hardware(scenario).host_step_s == pytest.approx(126e-6)
+    use_catalogs([write(tmp_path, {"engines": {"vllm": {"host_step_ms": 1.25,
+                                                        "host_seq_us": 9}}})])
+    hw = replica_hardware(scenario)
+    assert hw.host_step_s == pytest.approx(1.25e-3) and hw.host_seq_s == pytest.approx(9e-6)
+    assert "user catalog" in get_engine_profile("vllm").source
+    assert get_engine_profile("trtllm").host_step_s == pytest.approx(126e-6)  # others as built
+    use_catalogs([])
+    assert replica_hardware(scenario).host_step_s == pytest.approx(126e-6)
+
+
+@pytest.mark.parametrize("data, field, expected", [
+    ({"engines": {"vlm": {"host_step_ms": 1}}}, "engines.vlm", "unknown engine profile"),
+    ({"engines": {"vllm": {"host_step_s": 1}}}, "engines.vllm.host_step_s",
+     "did you mean 'host_step_ms'"),
+    ({"engines": {"vllm": {"host_step_ms": -1}}}, "engines.vllm.host_step_ms", ">= 0"),
+    ({"engines": {"vllm": 3}}, "engines.vllm", "expected a mapping of engine fields"),
+])
+def test_bad_engine_entries_are_one_line(tmp_path, data, field, expected):
+    path = write(tmp_path, data)
+    with pytest.raises(UserInputError) as info:
+        use_catalogs([path])
+    message = str(info.value)
+    assert message.startswith(f"{path}: {field}: ") and expected in message

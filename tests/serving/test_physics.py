@@ -252,3 +252,10 @@ def test_scenario_takes_the_kv_admission_policy():
     assert engine_config(trt, replica_hardware(trt)).admission == "guaranteed_no_evict"
     with pytest.raises((UserInputError, ValueError), match="admission"):
         scenario({"admission": "evict_everything"})
+    # Unset, the engine kind's default: TensorRT-LLM's capacity scheduler reserves (no-evict);
+    # set, the scenario wins over the profile.
+    trt_default = scenario({"kind": "trtllm"})
+    assert engine_config(trt_default, replica_hardware(trt_default)).admission == \
+        "guaranteed_no_evict"
+    trt_util = scenario({"kind": "trtllm", "admission": "max_utilization"})
+    assert engine_config(trt_util, replica_hardware(trt_util)).admission == "max_utilization"

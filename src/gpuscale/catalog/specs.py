@@ -268,18 +268,36 @@ _USER: dict[str, dict] = {"models": {}, "gpus": {}, "instance_types": {}}
 
 
 def set_user_entries(user_models: dict[str, ModelSpec], user_gpus: dict[str, GpuSpec],
-                     user_instance_types: dict[str, InstanceType]) -> None:
-    """Install the user's catalog entries (replacing any installed before) for this process."""
+                     user_instance_types: dict[str, InstanceType],
+                     user_engines: dict[str, dict] | None = None) -> None:
+    """Install the user's catalog entries (replacing any installed before) for this process;
+    `user_engines`: the engine host-time overrides (none when not given)."""
     _USER.update(models=dict(user_models), gpus=dict(user_gpus),
                  instance_types=dict(user_instance_types))
+    set_user_engine_overrides(user_engines or {})
     for table in (gpus, models, instance_types):
         table.cache_clear()
 
 
-def user_entries() -> tuple[dict, dict, dict]:
-    """(models, gpus, instance types) installed from user catalogs, for `set_user_entries` in
-    another process (sweep workers start without them)."""
-    return dict(_USER["models"]), dict(_USER["gpus"]), dict(_USER["instance_types"])
+# Engine host-time overrides from a catalog's `engines:` section (catalog/user.py validates):
+# profile name -> {"host_step_s", "host_seq_s", "source"}; serving/engines.py applies them.
+_USER_ENGINES: dict[str, dict] = {}
+
+
+def set_user_engine_overrides(overrides: dict[str, dict]) -> None:
+    _USER_ENGINES.clear()
+    _USER_ENGINES.update({k: dict(v) for k, v in overrides.items()})
+
+
+def user_engine_overrides() -> dict[str, dict]:
+    return {k: dict(v) for k, v in _USER_ENGINES.items()}
+
+
+def user_entries() -> tuple[dict, dict, dict, dict]:
+    """(models, gpus, instance types, engine overrides) installed from user catalogs, for
+    `set_user_entries` in another process (sweep workers start without them)."""
+    return (dict(_USER["models"]), dict(_USER["gpus"]), dict(_USER["instance_types"]),
+            user_engine_overrides())
 
 
 def user_entry_names(section: str) -> frozenset[str]:

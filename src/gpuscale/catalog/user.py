@@ -32,7 +32,12 @@ from gpuscale.catalog.specs import (
 )
 from gpuscale.errors import UserInputError
 
-SECTIONS = ("models", "gpus", "instance_types")
+SECTIONS = ("models", "gpus", "instance_types", "engines")
+# Engine profiles a catalog's `engines:` section may override (serving/engines.py
+# ENGINE_PROFILES; a test keeps the two lists equal: catalog must not import serving).
+ENGINE_NAMES = ("default", "vllm", "trtllm", "sglang", "vllm-v0.6", "sarathi", "vllm-v1")
+# `engines:` fields -> (EngineProfile field, unit to seconds).
+ENGINE_FIELDS = {"host_step_ms": ("host_step_s", 1e-3), "host_seq_us": ("host_seq_s", 1e-6)}
 ALLOWED_BESIDE_CONFIG_JSON = ("config_json", "source", "max_context_tokens")
 _ZERO_OK = frozenset({"spot_discount_frac"})
 
@@ -58,6 +63,7 @@ class CatalogEntries:
     models: dict[str, ModelSpec] = field(default_factory=dict)
     gpus: dict[str, GpuSpec] = field(default_factory=dict)
     instance_types: dict[str, InstanceType] = field(default_factory=dict)
+    engines: dict[str, dict] = field(default_factory=dict)  # profile -> host-time overrides
     sources: list[str] = field(default_factory=list)
 
 
@@ -305,11 +311,34 @@ def _instance_type(name: str, entry: Any, source: str, known_gpus: set[str]) -> 
     return InstanceType(name=name, **data)
 
 
+# ---------------------------------------------------------------- engines
+def _engine(name: str, entry: Any, source: str) -> dict:
+    """Host time of an engine profile (what `calibrate --fit` writes): ms per step, us per
+    sequence; an engine property, so it applies on every GPU that engine runs on."""
+    where = f"engines.{name}"
+    if name not in ENGINE_NAMES:
+        raise _fail(f"unknown engine profile (known: {', '.join(ENGINE_NAMES)})", source, where)
+    if not isinstance(entry, dict):
+        raise _fail(f"expected a mapping of engine fields, got {entry!r}", source, where)
+    _check_keys(entry, {**ENGINE_FIELDS, "source": None}, source, where, "engine field")
+    out: dict = {"source": f"user catalog {source}"}
+    for key, (target, scale) in ENGINE_FIELDS.items():
+        if key in entry:
+            out[target] = _number(entry[key], source, f"{where}.{key}", strictly=False) * scale
+    if "source" in entry:
+        if not isinstance(entry["source"], str) or not entry["source"]:
+            raise _fail(f"expected a non-empty string, got {entry['source']!r}", source,
+                        f"{where}.source")
+        out["source"] = entry["source"]
+    return out
+
+
 # ---------------------------------------------------------------- files
 def add_catalog(entries: CatalogEntries, data: Any, source: str) -> CatalogEntries:
     """Validate one parsed catalog file into `entries` (its entries win over earlier ones)."""
     if not isinstance(data, dict):
-        raise UserInputError("expected a mapping with sections models, gpus, instance_types",
+        raise UserInputError("expected a mapping with sections models, gpus, instance_types, "
+                             "engines",
                              source=source)
     _check_keys(data, dict.fromkeys(SECTIONS), source, "(top level)", "catalog section")
     for section in SECTIONS:
@@ -326,13 +355,15 @@ def add_catalog(entries: CatalogEntries, data: Any, source: str) -> CatalogEntri
     known_gpus = set(_builtin_gpus()) | set(entries.gpus)
     for name, entry in (data.get("instance_types") or {}).items():
         entries.instance_types[name] = _instance_type(name, entry, source, known_gpus)
+    for name, entry in (data.get("engines") or {}).items():
+        entries.engines[name] = {**entries.engines.get(name, {}), **_engine(name, entry, source)}
     entries.sources.append(source)
     return entries
 
 
 def install(entries: CatalogEntries) -> None:
     """Make `entries` part of the catalog for this process (every lookup sees them)."""
-    set_user_entries(entries.models, entries.gpus, entries.instance_types)
+    set_user_entries(entries.models, entries.gpus, entries.instance_types, entries.engines)
 
 
 def gpu_has_calibration_points(name: str) -> bool:

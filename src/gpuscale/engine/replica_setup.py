@@ -9,6 +9,7 @@ from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.models import Scenario
 from gpuscale.serving.engine_defaults import default_max_num_batched_tokens, default_max_num_seqs
+from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
@@ -23,15 +24,19 @@ def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardwa
         raise UserInputError(
             f"tp={tp} x pp={pp} needs {tp * pp} GPUs in one pod but {instance.name} has "
             f"{instance.num_gpus}", field="model.tp" if pp == 1 else "model.pp")
-    return ReplicaHardware(gpu=instance.gpu_spec, model=model,
-                           weight_precision=scenario.model.precision,
-                           kv_precision=scenario.model.kv_precision or scenario.model.precision,
-                           tp=tp * pp, pp=pp)
+    hw = ReplicaHardware(gpu=instance.gpu_spec, model=model,
+                         weight_precision=scenario.model.precision,
+                         kv_precision=scenario.model.kv_precision or scenario.model.precision,
+                         tp=tp * pp, pp=pp)
+    # The engine's host time, which a user catalog's `engines:` entry may override (the
+    # profile's own values are the ReplicaHardware defaults).
+    return with_engine(hw, get_engine_profile(scenario.engine.kind))
 
 
 def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
     """vLLM defaults by GPU size (serving-engine-metrics.md 1.4), overridable per scenario."""
     settings = scenario.engine
+    profile = get_engine_profile(settings.kind)
     blocks = num_kv_blocks(hw, gpu_memory_utilization=settings.gpu_memory_utilization,
                            block_size=settings.block_size,
                            activation_reserve_gib=settings.activation_reserve_gib,
@@ -50,7 +55,11 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
         num_blocks=blocks,
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,
         request_timeout_s=scenario.request_timeout_s,
-        batching=settings.batching,
+        # TensorRT-LLM's own scheduler (whole prompts) unless the scenario asks for V0's
+        # prefill-first batches; vLLM and SGLang: the scenario's batching.
+        batching=profile.batching if settings.kind == "trtllm"
+        and settings.batching == "chunked" else settings.batching,
         enable_prefix_caching=settings.enable_prefix_caching,
-        admission=settings.admission,
+        # The scenario's KV admission, else the engine's default (TensorRT-LLM: no-evict).
+        admission=settings.admission or profile.admission,
     )

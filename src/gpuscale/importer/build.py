@@ -227,12 +227,15 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     _disruption_objects(objects, wl, tp, nodes, notes)
     scheduler, group = _scheduler(objects, wl, high, notes)
     workload_spec, duration_s = _trace(trace, defaults)
+    engine = workload.engine_section(wl, defaults)
+    workload.kv_cache_utilization(wl, engine, model, get_instance_type(
+        cluster["instance_type"]).gpu_spec.memory_gib)
     data: dict = {
         "name": name or wl.obj.name or DEFAULT_NAME,
         "description": f"imported from {', '.join(inputs)} with trace {trace}",
         "duration_s": duration_s,
         "model": model,
-        "engine": workload.engine_section(wl, defaults),
+        "engine": engine,
         "cold_start": cold_start,
         "cluster": cluster,
         "workload": workload_spec,

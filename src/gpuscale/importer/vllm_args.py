@@ -34,13 +34,18 @@ BOOL_FLAGS = {"--enable-chunked-prefill": ("chunked_prefill", True),
               "--enable-prefix-caching": ("enable_prefix_caching", True),
               "--no-enable-prefix-caching": ("enable_prefix_caching", False)}
 _ENV_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+# A word with a space holding one of these is a shell one-liner running an engine.
+SHELL_MARKERS = ("vllm", "sglang", "trtllm", "--")
 
 
 @dataclass
 class VllmArgs:
+    """Engine flags read from a container (also SGLang's and TensorRT-LLM's, in our keys)."""
+
     values: dict = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    engine: str = "vllm"  # scenario engine.kind: vllm | sglang | trtllm
 
     def get(self, key: str, default=None):
         return self.values.get(key, default)
@@ -75,7 +80,7 @@ def _words(container: dict, env: dict[str, str]) -> list[str]:
     out: list[str] = []
     for word in words:
         out.extend(
-            shlex.split(word) if " " in word and ("vllm" in word or "--" in word) else [word]
+            shlex.split(word) if " " in word and any(m in word for m in SHELL_MARKERS) else [word]
         )
     return out
 
@@ -99,15 +104,22 @@ def parse_container(container: dict) -> VllmArgs:
         if word == "serve" and not words[i + 1].startswith("-"):
             out.values["model"] = words[i + 1]
             break
+    return parse_flags(words, FLAGS, BOOL_FLAGS, out)
+
+
+def parse_flags(words: list[str], flags: dict[str, tuple[str, type]],
+                bool_flags: dict[str, tuple[str, bool]], out: VllmArgs) -> VllmArgs:
+    """`--flag value`, `--flag=value` and boolean flags into `out.values` (our keys); other
+    `--flags` into `out.ignored`. Shared by the vLLM, SGLang and TensorRT-LLM readers."""
     i = 0
     while i < len(words):
         word = words[i]
         flag, _, inline = word.partition("=")
-        if flag in BOOL_FLAGS:
-            key, value = BOOL_FLAGS[flag]
+        if flag in bool_flags:
+            key, value = bool_flags[flag]
             out.values[key] = value
-        elif flag in FLAGS:
-            key, kind = FLAGS[flag]
+        elif flag in flags:
+            key, kind = flags[flag]
             if not inline:
                 if i + 1 >= len(words):
                     raise ValueError(f"{flag} has no value")

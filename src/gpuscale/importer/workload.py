@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from gpuscale.audit.loader import Manifest, format_path
 from gpuscale.catalog import models
 from gpuscale.errors import UserInputError
-from gpuscale.importer.vllm_args import VllmArgs, is_vllm, parse_container
+from gpuscale.importer import sglang_args, trtllm_args
+from gpuscale.importer.vllm_args import VllmArgs, _env_of, _words, is_vllm, parse_container
 from gpuscale.scenario.models import EngineSettings, ModelDeployment
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
@@ -22,6 +23,37 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Hugging Face repo-name suffixes that do not change the architecture (same config.json shapes).
 _SUFFIXES = re.compile(r"(-(Instruct|Chat|chat|it|hf|Base|FP8|FP8-Dynamic|fp8|\d{4}))+$")
 _LOADERS = {"runai_streamer": "streamer"}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+# An image of one of these serves a model: a command it runs that no reader knows is refused.
+_ENGINE_IMAGES = ("sglang", "tensorrt-llm", "tensorrt_llm", "trtllm", "tritonserver", "dynamo")
+KNOWN_COMMANDS = ("vllm serve MODEL", "python -m vllm.entrypoints.openai.api_server",
+                  "python -m sglang.launch_server", "trtllm-serve MODEL")
+
+
+def serving_engine(container: dict) -> str | None:
+    """vllm | sglang | trtllm for a container running one, None for any other container;
+    `ValueError` for an engine image or command that none of the readers knows."""
+    words = _words(container, _env_of(container))
+    if trtllm_args.is_trtllm_command(words):
+        return "trtllm"
+    if sglang_args.is_sglang_command(words):
+        return "sglang"
+    if is_vllm(container):
+        return "vllm"
+    image = str(container.get("image", "")).lower()
+    text = " ".join(words).lower()
+    if any(m in image for m in _ENGINE_IMAGES) or any(
+            m in text for m in ("sglang", "trtllm", "tensorrt_llm", "tritonserver")):
+        shown = " ".join(words)[:80] or f"image {image}"
+        raise ValueError(f"runs {shown!r}: not an engine command gpuscale reads (known: "
+                         f"{'; '.join(KNOWN_COMMANDS)})")
+    return None
+
+
+def _parse(container: dict, engine: str) -> VllmArgs:
+    reader = {"vllm": parse_container, "sglang": sglang_args.parse_container,
+              "trtllm": trtllm_args.parse_container}[engine]
+    return reader(container)
 
 
 @dataclass
@@ -69,23 +101,25 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
             raise _fail(obj, pod_path + ("spec", "containers"), "expected a list of containers")
         for index, container in enumerate(containers):
             try:
-                vllm = isinstance(container, dict) and is_vllm(container)
+                engine = serving_engine(container) if isinstance(container, dict) else None
             except (TypeError, ValueError) as exc:
                 raise _fail(obj, pod_path + ("spec", "containers", index), str(exc)) from None
-            if vllm:
-                found.append((obj, pod_path, index, container))
+            if engine:
+                found.append((obj, pod_path, index, container, engine))
                 break
     if not found:
-        raise UserInputError("no Deployment, StatefulSet or LeaderWorkerSet running vLLM (a "
-                             "container whose image or command names vllm)", field="manifests")
+        raise UserInputError("no Deployment, StatefulSet or LeaderWorkerSet running vLLM, "
+                             "SGLang or TensorRT-LLM (a container whose image or command names "
+                             "vllm, or that runs sglang.launch_server or trtllm-serve)",
+                             field="manifests")
     if len(found) > 1:
         refs = ", ".join(f"{o.ref} ({o.source})" for o, *_ in found)
-        raise UserInputError(f"several vLLM workloads ({refs}); give one deployment's manifests "
-                             "per --manifests", field="manifests")
-    obj, pod_path, index, container = found[0]
+        raise UserInputError(f"several serving workloads ({refs}); give one deployment's "
+                             "manifests per --manifests", field="manifests")
+    obj, pod_path, index, container, engine = found[0]
     where = pod_path + ("spec", "containers", index)
     try:
-        args = parse_container(container)
+        args = _parse(container, engine)
     except (TypeError, ValueError) as exc:
         raise _fail(obj, where + ("args",), str(exc)) from None
     replicas = obj.get("spec", "replicas", default=1)
@@ -120,8 +154,9 @@ def model_section(wl: ServingWorkload) -> dict:
     args, obj = wl.args, wl.obj
     model_id = args.get("model")
     if not model_id:
-        raise _fail(obj, wl.pod_path + ("spec", "containers"), "the vLLM container names no "
-                    "model (`vllm serve MODEL` or --model)")
+        raise _fail(obj, wl.pod_path + ("spec", "containers"), f"the {ENGINE_NAMES[args.engine]} "
+                    "container names no model (`vllm serve MODEL` or --model, sglang "
+                    "--model-path, `trtllm-serve MODEL`)")
     name, note = catalog_model(model_id)
     wl.notes += [note] if note else []
     quant = (args.get("quantization") or "").lower()
@@ -132,6 +167,10 @@ def model_section(wl: ServingWorkload) -> dict:
     out: dict = {"name": name, "precision": "fp8" if fp8 else "bf16", "tp": args.get("tp", 1)}
     if (args.get("kv_cache_dtype") or "").lower().startswith("fp8"):
         out["kv_precision"] = "fp8"
+    if args.get("dp", 1) != 1:
+        raise UserInputError(f"--dp-size {args.get('dp')}: data-parallel engines inside one pod "
+                             "are not simulated (a replica is one engine); run one engine per "
+                             "pod and scale the replicas", source=obj.source, field="args")
     pp = args.get("pp", 1)
     if "pp" in ModelDeployment.model_fields:
         out["pp"] = pp
@@ -152,33 +191,61 @@ def gpus_requested(wl: ServingWorkload, gpus_needed: int) -> int:
             break
     path = wl.pod_path + ("spec", "containers")
     if value is None:
-        raise _fail(wl.obj, path, f"the vLLM container requests no {GPU_RESOURCE}")
+        raise _fail(wl.obj, path, f"the {ENGINE_NAMES[wl.args.engine]} container requests no "
+                    f"{GPU_RESOURCE}")
     try:
         count = int(str(value))
     except ValueError:
         raise _fail(wl.obj, path, f"{GPU_RESOURCE} must be a whole number, got {value!r}") from None
     if count < gpus_needed:
-        raise _fail(wl.obj, path, f"requests {count} GPU(s) but vLLM's parallelism needs "
-                    f"{gpus_needed}; the engine would not start")
+        raise _fail(
+            wl.obj,
+            path,
+            f"requests {count} GPU(s) but {ENGINE_NAMES[wl.args.engine]}'s parallelism needs "
+            f"{gpus_needed}; the engine would not start",
+        )
     if count > gpus_needed:
-        wl.notes.append(f"the pod requests {count} GPUs but vLLM uses {gpus_needed}: simulated "
-                        f"with {gpus_needed} (the real pod holds {count - gpus_needed} idle)")
+        wl.notes.append(
+            f"the pod requests {count} GPUs but {ENGINE_NAMES[wl.args.engine]} uses {gpus_needed}: "
+            "simulated "
+            f"with {gpus_needed} (the real pod holds {count - gpus_needed} idle)"
+        )
     return count
 
 
 def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
     args = wl.args
-    out = {}
+    out: dict = {}
+    if args.engine != "vllm" and "kind" in EngineSettings.model_fields:
+        out["kind"] = args.engine
+    name = ENGINE_NAMES[args.engine]
     for key in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
                 "max_model_len", "block_size"):
         if args.get(key) is not None:
             out[key] = args.get(key)
-        elif key != "block_size":
+        elif args.engine == "trtllm" and key in trtllm_args.DEFAULTS:
+            out[key] = trtllm_args.DEFAULTS[key]
+            defaults.append(f"engine.{key}: {out[key]} (trtllm-serve's default)")
+        elif key != "block_size" and not (args.engine == "trtllm"
+                                          and key == "gpu_memory_utilization"):
             default = EngineSettings.model_fields[key].default
-            shown = default if default is not None else "vLLM's default for the GPU"
+            shown = default if default is not None else (
+                "the model's context length" if key == "max_model_len"
+                else "vLLM's default for the GPU")
+            if args.engine == "sglang" and key != "max_model_len":
+                shown = f"{shown} ({name} picks its own by GPU memory; vLLM's rule simulated)"
             defaults.append(f"engine.{key}: {shown}")
     if args.get("enable_prefix_caching") is not None:  # default on, as vLLM V1
         out["enable_prefix_caching"] = args.get("enable_prefix_caching")
+    if args.engine == "sglang":
+        wl.notes.append("SGLang: engine profile sglang (host time assumed as vLLM V1's: no "
+                        "published SGLang point read; serving/engines.py)")
+    if args.engine == "trtllm":
+        # TensorRT-LLM keeps prompts whole (enable_chunked_context off by default) and admits
+        # with GUARANTEED_NO_EVICT: its engine profile (serving/engines.py) carries both.
+        wl.notes.append("TensorRT-LLM: whole prompts per step and guaranteed-no-evict "
+                        "admission (its defaults; chunked context and the scheduler policy are "
+                        "set in an extra options YAML the manifests do not carry)")
     if args.get("chunked_prefill") is False:
         # A scenario field for non-chunked batching may exist in a later schema; use it only
         # when it accepts this value, else say what was simulated.
@@ -189,6 +256,34 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
             wl.notes.append("--no-enable-chunked-prefill: simulated with chunked prefill (the "
                             "engine model always chunks, as vLLM V1 does)")
     return out
+
+
+def kv_cache_utilization(wl: ServingWorkload, engine: dict, model: dict,
+                         gpu_memory_gib: float) -> None:
+    """TensorRT-LLM sizes its KV cache as a fraction of the memory left after the weights
+    (`--kv_cache_free_gpu_memory_fraction`); the scenario's gpu_memory_utilization is the
+    share of the whole memory for weights, reserves and KV. Same KV bytes:
+    util = (weights + reserves + frac x (memory - weights - reserves)) / memory."""
+    if wl.args.engine != "trtllm" or "gpu_memory_utilization" in engine:
+        return
+    frac = wl.args.get("kv_cache_free_fraction", trtllm_args.DEFAULTS["kv_cache_free_fraction"])
+    if not 0 < frac <= 1:
+        raise UserInputError(f"--kv_cache_free_gpu_memory_fraction {frac}: expected a fraction "
+                             "in (0, 1]", source=wl.obj.source, field="args")
+    from gpuscale.catalog import get_model
+    from gpuscale.catalog.specs import Precision
+
+    gpus = model["tp"] * model.get("pp", 1)
+    weights_gib = get_model(model["name"]).weight_bytes(Precision(model["precision"])) / gpus \
+        / 2**30
+    reserves_gib = (EngineSettings.model_fields["activation_reserve_gib"].default
+                    + EngineSettings.model_fields["non_torch_gib"].default)
+    fixed = min(gpu_memory_gib, weights_gib + reserves_gib)
+    engine["gpu_memory_utilization"] = round(
+        (fixed + frac * (gpu_memory_gib - fixed)) / gpu_memory_gib, 4)
+    wl.notes.append(f"--kv_cache_free_gpu_memory_fraction {frac:g} read as "
+                    f"gpu_memory_utilization {engine['gpu_memory_utilization']} (the same KV "
+                    "bytes after the weights and the default reserves)")
 
 
 def cold_start_section(wl: ServingWorkload, defaults: list[str]) -> dict:

@@ -69,6 +69,11 @@ class ModelDeployment(Strict):
 class EngineSettings(Strict):
     """vLLM engine arguments (serving-engine-metrics.md 1.4 gives the defaults)."""
 
+    kind: Literal["vllm", "sglang", "trtllm"] = Field("vllm", description=(
+        "Engine profile (serving/engines.py): its host time, all-reduce and, for trtllm, whole "
+        "prompts per step and guaranteed-no-evict KV admission. A catalog's `engines:` entry "
+        "overrides the host time (`calibrate --fit` writes one)."))
+
     max_num_seqs: int | None = Field(None, ge=1, description=(
         "Sequences per step; None = vLLM's default: 1024 on >=70 GiB GPUs other than A100, "
         "else 256."))
@@ -97,9 +102,11 @@ class EngineSettings(Strict):
         "Step composition: `chunked` (vLLM V1, Sarathi: decodes and prefill chunks share the "
         "token budget) or `prefill_first` (vLLM V0's default: whole prompts in prefill-only "
         "steps before any decode step)."))
-    admission: Literal["max_utilization", "guaranteed_no_evict"] = Field(
-        "max_utilization", description=(
-            "KV admission: `max_utilization` (vLLM: admit while the KV in use fits, preempt by "
+    admission: Literal["max_utilization", "guaranteed_no_evict"] | None = Field(
+        None, description=(
+            "KV admission; None = the engine kind's default (vllm, sglang: max_utilization; "
+            "trtllm: guaranteed_no_evict). `max_utilization` (vLLM: admit while the KV in use "
+            "fits, preempt by "
             "recompute when it runs out) or `guaranteed_no_evict` (TensorRT-LLM's default "
             "capacity scheduler: admit only if the prompt and every output token still to come "
             "fit beside the running requests' reservations; never preempts)."))

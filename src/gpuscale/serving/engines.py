@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gpuscale.catalog.specs import user_engine_overrides
 from gpuscale.serving.performance import HOST_SEQ_S, HOST_STEP_S, ReplicaHardware
 
 # CPU launch of one NCCL call issued eagerly from PyTorch, 20 us: Vidur's
@@ -102,6 +103,10 @@ def get_engine_profile(name: str) -> EngineProfile:
         raise UserInputError(
             f"unknown engine profile {name!r}; known: {', '.join(ENGINE_PROFILES)}"
         )
+    # A user catalog's `engines:` entry (e.g. the host time `calibrate --fit` measured).
+    override = user_engine_overrides().get(name)
+    if override:
+        return dataclasses.replace(ENGINE_PROFILES[name], **override)
     return ENGINE_PROFILES[name]
 
 

@@ -1,0 +1,157 @@
+"""vLLM `bench serve` result points for `calibrate --fit`: read, and replay through the engine.
+
+Input: the result JSON `vllm bench serve --save-result` (benchmark_serving.py) writes, one
+object, a list of them, or one per line (several request rates make a better fit). Each point
+is replayed through the real engine (`serving.bench.run_benchmark`) with its own lengths
+(`input_lens` / `output_lens` when saved with --save-detailed, else the mean lengths) and its
+arrivals (`request_rate` inf = all at t=0, else Poisson, seeded); the prediction of mean TTFT,
+mean TPOT and output throughput is compared with the measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuscale.errors import UserInputError
+from gpuscale.serving.bench import BenchResult, offline_requests, poisson_requests, run_benchmark
+from gpuscale.serving.engine_defaults import (
+    ACTIVATION_RESERVE_GIB,
+    BLOCK_SIZE,
+    GPU_MEMORY_UTILIZATION,
+    NON_TORCH_GIB,
+    default_max_num_batched_tokens,
+)
+from gpuscale.serving.kv_cache import num_kv_blocks
+from gpuscale.serving.performance import ReplicaHardware
+from gpuscale.serving.replica import EngineConfig
+from gpuscale.workloads.base import Requests
+
+MAX_REQUESTS_PER_POINT = 400  # replayed per point: enough for stable means, fast to search
+BENCH_STATS = ("mean_ttft_s", "mean_tpot_s", "output_tokens_per_s")
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    source: str
+    request_rate_per_s: float  # inf = offline
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    mean_ttft_s: float
+    mean_tpot_s: float
+    output_tokens_per_s: float
+    max_num_seqs: int
+    max_num_batched_tokens: int | None = None  # None = vLLM's default for the GPU
+    arrival_s: np.ndarray | None = None  # recorded arrivals (replaces request_rate)
+
+    @property
+    def label(self) -> str:
+        return f"rate {self.request_rate_per_s:g}/s"
+
+    @property
+    def measured(self) -> dict[str, float]:
+        return {"mean_ttft_s": self.mean_ttft_s, "mean_tpot_s": self.mean_tpot_s,
+                "output_tokens_per_s": self.output_tokens_per_s}
+
+    @property
+    def decode_batch(self) -> float:
+        """Mean sequences decoding together, by Little's law: tokens/s x s/token."""
+        return self.output_tokens_per_s * self.mean_tpot_s
+
+    def predict_stats(self, hw: ReplicaHardware) -> dict[str, float]:
+        r = predict(hw, self)
+        return {"mean_ttft_s": r.mean_ttft_s, "mean_tpot_s": r.mean_tpot_s,
+                "output_tokens_per_s": r.output_tokens_per_s}
+
+
+def _number(obj: dict, key: str, source: str, where: str) -> float:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
+            or not math.isfinite(value):
+        raise UserInputError(f"expected a number > 0, got {value!r}", source=source,
+                             field=f"{where}{key}")
+    return float(value)
+
+
+def _lengths(
+    obj: dict, key: str, total_key: str, count: int, source: str, where: str
+) -> np.ndarray:
+    lens = obj.get(key)
+    if isinstance(lens, list) and lens and all(isinstance(v, int) and v > 0 for v in lens):
+        return np.asarray(lens[:MAX_REQUESTS_PER_POINT], np.int64)
+    mean = _number(obj, total_key, source, where) / count
+    return np.full(min(count, MAX_REQUESTS_PER_POINT), max(1, round(mean)), np.int64)
+
+
+def bench_items(text: str, source: str) -> list:
+    """The objects of a bench-serve result text: one object, a list, or one per line."""
+    try:
+        data = json.loads(text)
+        return data if isinstance(data, list) else [data]
+    except ValueError:
+        try:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as exc:
+            raise UserInputError(f"not JSON ({exc}); expected vLLM bench serve results or a "
+                                 "Prometheus query_range export", source=source) from None
+
+
+def bench_points(items: list, source: str, max_num_seqs: int,
+                 max_num_batched_tokens: int | None = None) -> list[BenchPoint]:
+    points = []
+    for index, obj in enumerate(items):
+        where = f"[{index}]." if len(items) > 1 else ""
+        if not isinstance(obj, dict):
+            raise UserInputError(
+                "expected a bench result object", source=source, field=where or None
+            )
+        if obj.get("max_concurrency") not in (None, 0):
+            raise UserInputError("max_concurrency runs (a closed-loop client) are not replayed; "
+                                 "use --request-rate runs", source=source,
+                                 field=f"{where}max_concurrency")
+        count = int(_number(obj, "completed", source, where))
+        rate = obj.get("request_rate", math.inf)
+        try:
+            rate = math.inf if rate in ("inf", None) else float(rate)
+        except (TypeError, ValueError):
+            rate = math.nan
+        if isinstance(obj.get("request_rate"), bool) or not rate > 0:
+            raise UserInputError(f"expected a rate > 0 or \"inf\", got "
+                                 f"{obj.get('request_rate')!r}", source=source,
+                                 field=f"{where}request_rate")
+        points.append(BenchPoint(
+            source, rate,
+            _lengths(obj, "input_lens", "total_input_tokens", count, source, where),
+            _lengths(obj, "output_lens", "total_output_tokens", count, source, where),
+            _number(obj, "mean_ttft_ms", source, where) / 1e3,
+            _number(obj, "mean_tpot_ms", source, where) / 1e3,
+            _number(obj, "output_throughput", source, where), max_num_seqs,
+            max_num_batched_tokens))
+    if not points:
+        raise UserInputError("no bench results", source=source)
+    return points
+
+
+def _requests(point: BenchPoint) -> Requests:
+    n = min(len(point.prompt_tokens), len(point.output_tokens))
+    prompt, output = point.prompt_tokens[:n], point.output_tokens[:n]
+    if point.arrival_s is not None:
+        return Requests(np.asarray(point.arrival_s[:n], float), prompt, output)
+    if math.isinf(point.request_rate_per_s):
+        return offline_requests(prompt, output)
+    return poisson_requests(np.random.default_rng(0), point.request_rate_per_s, prompt, output)
+
+
+def predict(hw: ReplicaHardware, point: BenchPoint) -> BenchResult:
+    blocks = num_kv_blocks(hw, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                           block_size=BLOCK_SIZE, activation_reserve_gib=ACTIVATION_RESERVE_GIB,
+                           non_torch_gib=NON_TORCH_GIB)
+    if blocks == 0:
+        raise UserInputError(f"{hw.model.name} does not fit {hw.gpu.name} at tp={hw.tp}",
+                             field="--tp")
+    budget = point.max_num_batched_tokens or default_max_num_batched_tokens(hw.gpu)
+    cfg = EngineConfig(point.max_num_seqs, budget, BLOCK_SIZE, blocks, 10**6, 1e9)
+    return run_benchmark(hw, cfg, _requests(point))
