@@ -52,11 +52,11 @@ class Router:
 class FunctionRouter(Router):
     """A plain `Callable[[list[Replica]], Replica]` as a Router."""
 
-    def __init__(self, pick: Callable[[list[Replica]], Replica]) -> None:
-        self.pick = pick
+    def __init__(self, choose: Callable[[list[Replica]], Replica]) -> None:
+        self.choose = choose
 
     def __call__(self, replicas: list[Replica]) -> Replica:
-        return self.pick(replicas)
+        return self.choose(replicas)
 
 
 class LeastOutstanding(Router):
