@@ -193,7 +193,7 @@ def prefix_cache_table(result_json: dict, *, plain: bool = False) -> Table | Non
     blocks = [(r, r.get("prefix_cache") or {}) for r in runs]
     if not any(b.get("hit_rate") is not None for _, b in blocks):
         return None
-    table = _table("prefix cache (share of prompt tokens served from it)", plain)
+    table = _table("prefix cache (prompt tokens served from it)", plain)
     _add_columns(table, (("strategy", "strategy"),), runs)
     for header in ("hit rate", "hit tokens", "looked-up tokens"):
         table.add_column(header, justify="right")
