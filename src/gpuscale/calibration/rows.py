@@ -112,10 +112,11 @@ def _engine(hw: ReplicaHardware, max_seqs: int, budget: int, util: float = 0.9,
 # trtllm_batch_sched_policy to "max_util", and llama2-70b/tensorrt/harness.py does not pass it.
 # The Server log rules the default out as well: GUARANTEED_NO_EVICT reserves prompt + max new
 # tokens, and the max must cover OpenOrca's 1,024-token output cap, so a TP2 instance's
-# ~490k-token FP8 pool seats <= ~370 requests (300 + 1,024 each), while the log's Little's law gives 836 in flight per instance
-# with a 276 ms mean TTFT, i.e. ~830 decoding at once: ~374k tokens in use, which only
-# admission on the KV in use allows. (The replica's guaranteed_no_evict reserves each
-# request's own output, exact where the client sets max_tokens = OSL, as trtllm-bench does.)
+# ~490k-token FP8 pool seats <= ~370 requests (300 + 1,024 each), while the log's Little's
+# law gives 836 in flight per instance with a 276 ms mean TTFT, i.e. ~830 decoding at once:
+# ~374k tokens in use, which only admission on the KV in use allows. (The replica's
+# guaranteed_no_evict reserves each request's own output, exact where the client sets
+# max_tokens = OSL, as trtllm-bench does.)
 MLPERF_ADMISSION = "max_utilization"
 
 
