@@ -8,8 +8,13 @@ measurement that is not itself a calibration row, and are then checked on rows
 
 - `vllm` (V1) / `default` / `trtllm` / `sglang`: BLIS's fitted host time, 126 us per step and
   4 us per sequence [S2] (hardware-and-models.md 1.2), with their own one-shot all-reduce below
-  8 MB and CUDA graphs. TensorRT-LLM rows A6, A7, A10, A11 pass with exactly this. SGLang has no
-  published point in the reference: it takes vLLM V1's numbers (assumed, said in the table).
+  8 MB and CUDA graphs. TensorRT-LLM rows A6, A7, A10, A11 pass with exactly this. SGLang takes
+  vLLM V1's numbers (assumed): its one published setup read (SGLang v0.3.0 against vLLM 0.6.0,
+  sgl-project/sglang benchmark/benchmark_vllm_060) gives row S1 (8B, A100, +19 % untuned) and a
+  70B TP4 H100 point the model reads +39 % (not a row; docs/calibration.md, "SGLang"). No source
+  gives a reason for a different host time except SGLang v0.4's overlap scheduler ("1.1x
+  throughput", LMSYS blog 2024-12-04), a multiplier on an unstated setup that would not close
+  the 70B gap, so the profile is left as assumed.
 - `vllm-v0.6` (`kind: vllm, version: "0.6"`): vLLM 0.6.0 with `num-scheduler-steps 10` ran
   Llama-3.1-8B FP8 on one H100 at 8,088 output tok/s (Lambda benchmark_v0, hardware-and-models.md
   3.4 [S9]); the kernels plus V1's host time give 16,174 tok/s on the same setup (ShareGPT-like
@@ -99,7 +104,7 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
         EngineProfile("trtllm", "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)",
                       batching="whole_prompt", admission="guaranteed_no_evict",
                       stream_seq_s=TRTLLM_STREAM_SEQ_S),
-        EngineProfile("sglang", "assumed as vLLM V1 (no published SGLang point read)"),
+        EngineProfile("sglang", "assumed as vLLM V1; checked on row S1 (docs/calibration.md)"),
         EngineProfile("vllm-v0.6", "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13",
                       host_seq_s=66e-6, batching="prefill_first"),
         EngineProfile("sarathi", "Sarathi-Serve as Vidur profiles it: NCCL all-reduce",
