@@ -142,7 +142,9 @@ def row_hardware(row: UserRow) -> ReplicaHardware:
     hw = ReplicaHardware(get_gpu(row.gpu), get_model(row.model), row.weights,
                          row.kv_cache or row.weights, row.tp * row.pp, pp=row.pp)
     profile = get_engine_profile(profile_name(row.engine.kind, row.engine.version))
-    return with_engine(hw, profile, cuda_graphs=row.engine.cuda_graphs)
+    # Online workloads stream tokens; an offline one returns whole outputs (serving/engines.py).
+    return with_engine(hw, profile, cuda_graphs=row.engine.cuda_graphs,
+                       streaming=row.workload.kind != "offline")
 
 
 def run_row(row: UserRow) -> dict[str, float]:

@@ -8,8 +8,13 @@ measurement that is not itself a calibration row, and are then checked on rows
 
 - `vllm` (V1) / `default` / `trtllm` / `sglang`: BLIS's fitted host time, 126 us per step and
   4 us per sequence [S2] (hardware-and-models.md 1.2), with their own one-shot all-reduce below
-  8 MB and CUDA graphs. TensorRT-LLM rows A6, A7, A10, A11 pass with exactly this. SGLang has no
-  published point in the reference: it takes vLLM V1's numbers (assumed, said in the table).
+  8 MB and CUDA graphs. TensorRT-LLM rows A6, A7, A10, A11 pass with exactly this. SGLang takes
+  vLLM V1's numbers (assumed): its one published setup read (SGLang v0.3.0 against vLLM 0.6.0,
+  sgl-project/sglang benchmark/benchmark_vllm_060) gives row S1 (8B, A100, +19 % untuned) and a
+  70B TP4 H100 point the model reads +39 % (not a row; docs/calibration.md, "SGLang"). No source
+  gives a reason for a different host time except SGLang v0.4's overlap scheduler ("1.1x
+  throughput", LMSYS blog 2024-12-04), a multiplier on an unstated setup that would not close
+  the 70B gap, so the profile is left as assumed.
 - `vllm-v0.6` (`kind: vllm, version: "0.6"`): vLLM 0.6.0 with `num-scheduler-steps 10` ran
   Llama-3.1-8B FP8 on one H100 at 8,088 output tok/s (Lambda benchmark_v0, hardware-and-models.md
   3.4 [S9]); the kernels plus V1's host time give 16,174 tok/s on the same setup (ShareGPT-like
@@ -26,6 +31,15 @@ measurement that is not itself a calibration row, and are then checked on rows
 - `sarathi` (Sarathi-Serve, the engine Vidur's profiles come from): NCCL all-reduce at every
   size (its custom kernels are not used) plus 20 us of CPU launch per NCCL call (Vidur's
   constant, SARATHI_NCCL_LAUNCH_S), V1's host time (assumed; Vidur itself models none).
+- Streaming (`stream_seq_s`, TensorRT-LLM only): when responses stream token by token, as every
+  online run does (Poisson, closed loop, scenarios; not `offline`), TensorRT-LLM's batch manager
+  hands each sequence's new token to the caller every step on its own loop thread, between
+  steps. NVIDIA's MLPerf v4.1 harness shows the switch: it streams in Server and not in Offline
+  (closed/NVIDIA/code/harness/harness_llm/main_llm.cc: `mIsStreaming = streaming &&
+  scenario != "Offline"`; configs otherwise equal but the batch), and the Server runs are slower
+  per token than the Offline ones (row A8: 155 ms per token at ~836 in flight against <= 146 ms
+  at <= 896 offline). TRTLLM_STREAM_SEQ_S is fixed on a point that is not a row, the H200 Server
+  run of the same submission, and checked on A8 (docs/calibration.md, "Streaming").
 
 Without CUDA graphs (`cuda_graphs: false`, vLLM `--enforce-eager`) the CPU launches every
 kernel: performance.EAGER_LAUNCH_S per kernel, from a measured Llama-3.1-8B H100 decode step,
@@ -49,6 +63,15 @@ from gpuscale.serving.performance import HOST_SEQ_S, HOST_STEP_S, ReplicaHardwar
 # CUDA graphs. Vidur's all_reduce.csv times the NCCL kernel alone, so the launch adds to it.
 SARATHI_NCCL_LAUNCH_S = 20e-6
 
+# Host time per streamed sequence per step in TensorRT-LLM (C++ batch manager, one response per
+# sequence per step), 20.5 us: the value at which the model, run for LoadGen's 2,400 s at the
+# H200 Server run's load relative to its own A7 offline rate (101 / 107.48 of it; 8 x TP1,
+# batch 896; calibration/rows.py h200_server), reproduces that run's mean TTFT, 198 ms
+# (bisected in 0.5 us steps: 20.5 -> 0.198 s, 21.0 -> 0.201 s). Inferred from a published
+# point, not from a host profile: no per-response timing of the batch manager was found. Not
+# fitted on any row; checked on row A8 (H100, TP2, 4 instances).
+TRTLLM_STREAM_SEQ_S = 20.5e-6
+
 
 @dataclass(frozen=True)
 class EngineProfile:
@@ -70,6 +93,8 @@ class EngineProfile:
     # to GUARANTEED_NO_EVICT (reserve prompt + max new tokens at admission); vLLM admits on
     # the KV in use and preempts.
     admission: str = "max_utilization"
+    # Added to host_seq_s when responses stream (with_engine(streaming=True)); see the docstring.
+    stream_seq_s: float = 0.0
 
 
 ENGINE_PROFILES: dict[str, EngineProfile] = {
@@ -77,8 +102,9 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
         EngineProfile("default", "kernels + BLIS host time (rows A6, A7, A10, A11)"),
         EngineProfile("vllm", "vLLM V1: async scheduling, CUDA graphs; BLIS host time"),
         EngineProfile("trtllm", "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)",
-                      batching="whole_prompt", admission="guaranteed_no_evict"),
-        EngineProfile("sglang", "assumed as vLLM V1 (no published SGLang point read)"),
+                      batching="whole_prompt", admission="guaranteed_no_evict",
+                      stream_seq_s=TRTLLM_STREAM_SEQ_S),
+        EngineProfile("sglang", "assumed as vLLM V1; checked on row S1 (docs/calibration.md)"),
         EngineProfile("vllm-v0.6", "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13",
                       host_seq_s=66e-6, batching="prefill_first"),
         EngineProfile("sarathi", "Sarathi-Serve as Vidur profiles it: NCCL all-reduce",
@@ -110,10 +136,12 @@ def get_engine_profile(name: str) -> EngineProfile:
     return ENGINE_PROFILES[name]
 
 
-def with_engine(hw: ReplicaHardware, profile: EngineProfile,
-                cuda_graphs: bool = True) -> ReplicaHardware:
-    """The same replica run by `profile`'s engine."""
-    return dataclasses.replace(hw, host_step_s=profile.host_step_s, host_seq_s=profile.host_seq_s,
+def with_engine(hw: ReplicaHardware, profile: EngineProfile, cuda_graphs: bool = True,
+                streaming: bool = True) -> ReplicaHardware:
+    """The same replica run by `profile`'s engine; `streaming`: responses go out token by token
+    (online serving), False for offline batch runs, which return whole outputs."""
+    host_seq_s = profile.host_seq_s + (profile.stream_seq_s if streaming else 0.0)
+    return dataclasses.replace(hw, host_step_s=profile.host_step_s, host_seq_s=host_seq_s,
                                custom_allreduce=profile.custom_allreduce,
                                allreduce_launch_s=profile.allreduce_launch_s,
                                step_time_factor=profile.step_time_factor, cuda_graphs=cuda_graphs)
