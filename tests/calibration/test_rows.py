@@ -25,8 +25,10 @@ def test_row_is_reproduced_within_tolerance(name):
     checks = getattr(rows, name)()
     assert checks
     for check in checks:
-        assert check.passed, (check.row, check.label, check.measured, check.predicted)
-        assert not check.known_miss
+        # Every check passes, except one labelled a known miss, which must really miss (so a
+        # label cannot outlive its miss); S1's 70B point is the one such check.
+        assert check.passed != bool(check.known_miss), (check.row, check.label, check.measured,
+                                                        check.predicted)
 
 
 def test_a5_passes_with_the_activation_read_from_vllm_0_6_4_log_fields():
@@ -244,31 +246,14 @@ def test_fp8_factor_is_fixed_by_a10_2048_128_and_leaves_bf16_alone():
     assert a100.sustained_flops(Precision.FP8) == a100.sustained_flops(Precision.BF16)
 
 
-SGLANG_70B_TP4 = """
-rows:
-  - id: sglang-70b-h100-tp4
-    source: "SGLang v0.3.0 benchmark_vllm_060 README, 4 x H100 TP4 BF16 offline"
-    gpu: H100-SXM
-    model: Llama-3.1-70B
-    weights: bf16
-    tp: 4
-    engine: {kind: sglang, max_num_seqs: 2048, max_num_batched_tokens: 8192,
-             gpu_memory_utilization: 0.88}
-    workload:
-      kind: offline
-      requests: 5000
-      prompt_tokens: {kind: lognormal, median_tokens: 183.8, sigma: 0.6, max_tokens: 1024}
-      output_tokens: {kind: lognormal, median_tokens: 162.3, sigma: 0.6, max_tokens: 1024}
-    checks:
-      - {statistic: output_tokens_per_s, measured: 3856.01, tolerance: 0.20}
-"""
-
-
-def test_sglang_70b_tp4_point_reads_high_untuned_which_is_why_it_is_not_a_row():
+def test_sglang_70b_tp4_point_is_a_known_miss_shown_in_the_table():
     """docs/calibration.md, "SGLang": with the assumed (vLLM V1) host time the model reads the
-    SGLang v0.3.0 70B TP4 point ~+39 %, while vLLM 0.6 on the same setup (row V6) passes; if a
-    change brings it inside 20 %, it should become a row of rows.yaml."""
-    from gpuscale.calibration.user_rows import parse_rows
+    SGLang v0.3.0 70B TP4 point ~+39 %, while vLLM 0.6 on the same setup (row V6) passes. The
+    point is a row all the same, labelled a known miss with its reason; if a change brings it
+    inside 20 %, this fails and the label should go."""
+    from gpuscale.calibration.user_rows import builtin_rows
 
-    (check,) = rows.data_row_checks(parse_rows(SGLANG_70B_TP4, "test"))
+    (row,) = [r for r in builtin_rows() if r.id == "S1-sglang-70b-h100-tp4"]
+    (check,) = rows.data_row_checks([row])
     assert not check.passed and 0.30 < check.error_frac < 0.50
+    assert "assumed" in check.known_miss

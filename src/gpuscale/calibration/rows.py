@@ -374,7 +374,8 @@ def data_row_checks(rows: list) -> list[CheckResult]:
         got = run_row(row)
         for check in row.checks:
             out.append(CheckResult(row.id, check.statistic, check.measured, got[check.statistic],
-                                   check.tolerance, "", statistic=check.statistic))
+                                   check.tolerance, "", known_miss=check.known_miss,
+                                   statistic=check.statistic))
     return out
 
 

@@ -81,6 +81,10 @@ class RowCheck(_Strict):
     statistic: Statistic
     measured: float = Field(gt=0)
     tolerance: float = Field(ge=0, description="Allowed |predicted / measured - 1|.")
+    known_miss: str = Field("", description=(
+        "Why the model misses this published point untuned, when it does and no physical fix "
+        "was found: the table says `known miss` (with this reason) instead of FAIL. Never a "
+        "reason to tune a constant."))
 
 
 class UserRow(_Strict):

@@ -51,11 +51,12 @@ def command(rows: tuple[str, ...], rows_file: Path | None, fmt: str, **fit_args)
     if fmt in ("json", "yaml"):
         click.echo(json_text_as(fmt, json.dumps(as_json(checks), indent=2)))
     else:
-        header = f"{'row':15} {'check':46} {'measured':>11} {'predicted':>11} {'error':>8} " \
-                 f"{'tol':>6}  result"
+        width = max([15, *(len(c.row) for c in checks)])  # user rows may have long ids
+        header = f"{'row':{width}} {'check':46} {'measured':>11} {'predicted':>11} " \
+                 f"{'error':>8} {'tol':>6}  result"
         click.echo(header)
         for c in checks:
-            click.echo(f"{c.row:15} {c.label:46} {c.measured:>11.4g} {c.predicted:>11.4g} "
+            click.echo(f"{c.row:{width}} {c.label:46} {c.measured:>11.4g} {c.predicted:>11.4g} "
                        f"{c.error_frac:>+8.1%} {c.tolerance_frac:>6.0%}  {_status(c)}")
         notes: dict[str, list[str]] = {}
         for c in checks:
