@@ -21,8 +21,12 @@ from gpuscale.scenario.models import EngineSettings, ModelDeployment
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 GPU_RESOURCE = "nvidia.com/gpu"
 # Hugging Face repo-name suffixes that do not change the architecture (same config.json shapes).
-_SUFFIXES = re.compile(r"(-(Instruct|Chat|chat|it|hf|Base|FP8|FP8-Dynamic|fp8|\d{4}))+$")
+# A revision (`-v0.1`, `-v0.3`) of the same family keeps its shapes too (Mixtral-8x7B-v0.1).
+_SUFFIXES = re.compile(
+    r"(-(Instruct|Chat|chat|it|hf|Base|FP8|FP8-Dynamic|fp8|\d{4}|v\d+(\.\d+)*))+$")
 _LOADERS = {"runai_streamer": "streamer"}
+# A `$(VAR)`, `${VAR}` or `$VAR` left in a word: the env did not give its value literally.
+_UNSET_REF = re.compile(r"\$\(([A-Za-z_]\w*)\)|\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # An image of one of these serves a model: a command it runs that no reader knows is refused.
 _ENGINE_IMAGES = ("sglang", "tensorrt-llm", "tensorrt_llm", "trtllm", "tritonserver", "dynamo")
@@ -157,6 +161,12 @@ def model_section(wl: ServingWorkload) -> dict:
         raise _fail(obj, wl.pod_path + ("spec", "containers"), f"the {ENGINE_NAMES[args.engine]} "
                     "container names no model (`vllm serve MODEL` or --model, sglang "
                     "--model-path, `trtllm-serve MODEL`)")
+    unset = _UNSET_REF.search(model_id)
+    if unset:
+        var = unset.group(1) or unset.group(2) or unset.group(3)
+        raise _fail(obj, wl.pod_path + ("spec", "containers"), f"the model is {model_id!r}: "
+                    f"variable {var} has no literal `value` in the container's env (valueFrom "
+                    "and envFrom are not resolved); give the model id")
     name, note = catalog_model(model_id)
     wl.notes += [note] if note else []
     quant = (args.get("quantization") or "").lower()
@@ -167,6 +177,10 @@ def model_section(wl: ServingWorkload) -> dict:
     out: dict = {"name": name, "precision": "fp8" if fp8 else "bf16", "tp": args.get("tp", 1)}
     if (args.get("kv_cache_dtype") or "").lower().startswith("fp8"):
         out["kv_precision"] = "fp8"
+    elif fp8:
+        # vLLM's --kv-cache-dtype auto keeps the cache in the activations' dtype (bf16) for
+        # fp8 weights; the scenario's default (the weights' precision) would double the KV.
+        out["kv_precision"] = "bf16"
     if args.get("dp", 1) != 1:
         raise UserInputError(f"--dp-size {args.get('dp')}: data-parallel engines inside one pod "
                              "are not simulated (a replica is one engine); run one engine per "

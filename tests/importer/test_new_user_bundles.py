@@ -1,0 +1,141 @@
+"""Bundles written the way users have them (Helm output with `# Source:` headers, `kind: List`
+from kubectl, Kustomize directories, `sh -c` one-liners, env-expanded args, models and
+instance types from a user catalog), run through the CLI as a new user would: each simulates
+with the `resolved` values its manifests say, or is refused in one line (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpuscale.cli import cli
+
+BUNDLES = Path(__file__).resolve().parent / "bundles"
+CATALOG = BUNDLES / "catalog.yaml"
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory) -> Path:
+    """Five minutes at ~1.5 requests/s, a fixed pattern (no randomness needed)."""
+    rows = ["arrival_s,prompt_tokens,output_tokens"]
+    rows += [f"{i * 0.7:.3f},{200 + (i * 37) % 1200},{30 + (i * 13) % 250}" for i in range(420)]
+    path = tmp_path_factory.mktemp("trace") / "trace.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def run(manifests: str, trace: Path, *extra: str, stdin: str | None = None):
+    return CliRunner().invoke(cli, ["simulate", "--manifests", manifests, "--trace", str(trace),
+                                    "--catalog", str(CATALOG), "--format", "json", *extra],
+                              input=stdin)
+
+
+# bundle -> (model, tp, precision, kv precision, autoscaler kind, min, max, instance type,
+# nodes kind, consolidation policy), each read off the bundle's manifests.
+EXPECTED = {
+    # production-stack Helm output: the router Deployment (its label selector names the
+    # release "vllm") is not a second serving workload.
+    "b01_prodstack_helm": ("Mistral-7B-Instruct-v0.3", 1, "bf16", "bf16", "keda", 1, 3,
+                           "g5.12xlarge", "pool", None),
+    "b02_kserve_style": ("Qwen2.5-32B", 2, "bf16", "bf16", "hpa", 2, 6, "g6e.12xlarge",
+                         "karpenter", "WhenEmptyOrUnderutilized"),
+    "b03_karpenter_gpu_name": ("Llama-3.1-70B", 4, "bf16", "fp8", "keda", 1, 4, "p5.48xlarge",
+                               "karpenter", "WhenEmpty"),
+    # `vllm serve --dtype auto --port 8080 MODEL`: the model after flags.
+    "b04_list_kind": ("Mistral-7B-Instruct-v0.3", 1, "bf16", "bf16", "hpa", 1, 8,
+                      "a3-highgpu-8g", "pool", None),
+    # sh -c with ${MODEL_NAME} and $TP_SIZE from the container's env.
+    "b05_shell_env": ("Qwen2.5-32B", 4, "bf16", "bf16", "fixed", 1, 1, "g6e.12xlarge", "pool",
+                      None),
+    # Mixtral-8x7B-Instruct-v0.1 (a revision suffix); --quantization fp8 keeps a bf16 cache.
+    "b06_mixtral_hpa": ("Mixtral-8x7B", 2, "fp8", "bf16", "hpa", 1, 4,
+                        "Standard_ND96isr_H100_v5", "pool", None),
+    "b07_deepseek_statefulset": ("DeepSeek-V2-Lite", 1, "bf16", "bf16", "fixed", 1, 1,
+                                 "p5.48xlarge", "pool", None),
+    "b08_gemma_a3": ("gemma-2-27b", 2, "bf16", "bf16", "fixed", 1, 1, "a3-highgpu-8g", "pool",
+                     None),
+    "b09_azure_nd": ("Hermes-3-Llama-3.1-8B", 1, "bf16", "bf16", "keda", 0, 5,
+                     "Standard_ND96isr_H100_v5", "cluster_autoscaler", None),
+    # A NodePool filtering on instance-gpu-memory (Gt) keeps its instance type.
+    "b10_lws_qwen_moe": ("Qwen1.5-MoE-A2.7B", 2, "bf16", "bf16", "fixed", 2, 2, "g5.12xlarge",
+                         "karpenter", "WhenEmptyOrUnderutilized"),
+    "b11_kustomize": ("Llama-3.1-8B", 1, "bf16", "bf16", "keda", 1, 10, "g6e.2xlarge", "pool",
+                      None),
+    "b12_llama_ft": ("Hermes-3-Llama-3.1-8B", 1, "bf16", "bf16", "fixed", 3, 3, "g5.12xlarge",
+                     "pool", None),
+}
+
+
+@pytest.mark.parametrize("bundle", sorted(EXPECTED))
+def test_bundle_simulates_with_what_its_manifests_say(bundle, trace):
+    result = run(str(BUNDLES / bundle), trace)
+    assert result.exit_code == 0, result.output
+    resolved = json.loads(result.output)["runs"][0]["resolved"]
+    model, tp, precision, kv, kind, low, high, itype, nodes, policy = EXPECTED[bundle]
+    assert resolved["model"] == {"name": model, "tp": tp, "precision": precision,
+                                 "kv_precision": kv}
+    assert resolved["autoscaler"] == {"kind": kind, "min_replicas": low, "max_replicas": high}
+    assert resolved["gpu"]["instance_type"] == itype
+    assert (resolved["nodes"]["kind"], resolved["nodes"]["consolidation_policy"]) == (
+        nodes, policy)
+
+
+def test_user_gpu_without_calibration_points_is_flagged(trace):
+    result = run(str(BUNDLES / "b12_llama_ft"), trace)
+    gpu = json.loads(result.output)["runs"][0]["resolved"]["gpu"]
+    assert gpu["name"] == "A10G" and gpu["calibrated"] is False
+    table = run(str(BUNDLES / "b12_llama_ft"), trace, "--format", "table")
+    assert "A10G, NO calibration points" in table.output
+
+
+def test_keda_string_thresholds_and_flags_are_read_as_numbers(trace, tmp_path):
+    out = tmp_path / "scenario.yaml"
+    result = run("-", trace, "--emit-scenario", str(out),
+                 stdin=(BUNDLES / "b03_karpenter_gpu_name" / "all.yaml").read_text())
+    assert result.exit_code == 0, result.output
+    import yaml
+
+    (trigger,) = yaml.safe_load(out.read_text())["strategies"][0]["autoscaler"]["triggers"]
+    assert trigger["threshold"] == 8.5 and trigger["activation_threshold"] == 2.0
+    assert trigger["ignore_null_values"] is False and trigger["metric_type"] == "AverageValue"
+    assert trigger["query"] == {"metric": "vllm:num_requests_waiting", "aggregation": "sum",
+                                "source": "pods"}
+
+
+def _edited(tmp_path: Path, bundle: str, old: str, new: str) -> str:
+    target = tmp_path / bundle
+    shutil.copytree(BUNDLES / bundle, target)
+    for path in target.rglob("*.yaml"):
+        text = path.read_text()
+        if old in text:
+            path.write_text(text.replace(old, new))
+            return str(target)
+    raise AssertionError(f"{old!r} not in {bundle}")
+
+
+@pytest.mark.parametrize(("bundle", "old", "new", "expected"), [
+    # KEDA on a bare selector: one series per pod, not one value.
+    ("b01_prodstack_helm", "query: sum(vllm:num_requests_waiting)",
+     "query: vllm:num_requests_waiting", "spec.triggers[0].metadata.query"),
+    ("b03_karpenter_gpu_name", 'threshold: "8.5"', 'threshold: "eight"',
+     "spec.triggers[0].metadata.threshold"),
+    ("b02_kserve_style", "nvidia.com/gpu: 2\n", 'nvidia.com/gpu: "1.5"\n', "containers"),
+    ("b02_kserve_style", "nvidia.com/gpu: 2\n", "nvidia.com/gpu: 1\n", "needs 2"),
+    # A shell variable the env does not set is named, not read as a model id.
+    ("b05_shell_env", "- {name: MODEL_NAME, value: Qwen/Qwen2.5-32B-Instruct}",
+     "- {name: HF_HOME, value: /data}", "MODEL_NAME"),
+    # Kubernetes `$(VAR)` whose value comes from a Secret/ConfigMap the bundle does not hold.
+    ("b08_gemma_a3", "- {name: MODEL_ID, value: google/gemma-2-27b-it}",
+     "- {name: MODEL_ID, valueFrom: {configMapKeyRef: {name: m, key: id}}}", "MODEL_ID"),
+    ("b10_lws_qwen_moe", 'values: ["16000"]', 'values: ["24000"]', "allow no instance type"),
+])
+def test_refused_in_one_line(bundle, old, new, expected, trace, tmp_path):
+    result = run(_edited(tmp_path, bundle, old, new), trace)
+    assert result.exit_code == 2, result.output
+    message = result.output.strip()
+    assert "\n" not in message and "Traceback" not in message
+    assert message.startswith("gpuscale: error:") and expected in message
