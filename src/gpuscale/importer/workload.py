@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpuscale.audit.loader import Manifest, format_path
-from gpuscale.catalog import models
+from gpuscale.catalog import get_model, models
 from gpuscale.errors import UserInputError
 from gpuscale.importer import sglang_args, trtllm_args
 from gpuscale.importer.vllm_args import VllmArgs, _env_of, _words, is_vllm, parse_container
@@ -174,6 +174,10 @@ def model_section(wl: ServingWorkload) -> dict:
         raise UserInputError(f"--quantization {quant}: only bf16 and fp8 weights are simulated",
                              source=obj.source, field="args")
     fp8 = quant in ("fp8", "modelopt", "fbgemm_fp8") or "fp8" in model_id.lower()
+    if not fp8 and not quant and get_model(name).checkpoint_precision == "fp8":
+        fp8 = True  # vLLM reads the checkpoint's quantization_config without --quantization
+        wl.notes.append(f"model {name}: its config.json's quantization_config is fp8; served "
+                        "with fp8 weights")
     out: dict = {"name": name, "precision": "fp8" if fp8 else "bf16", "tp": args.get("tp", 1)}
     if (args.get("kv_cache_dtype") or "").lower().startswith("fp8"):
         out["kv_precision"] = "fp8"
@@ -284,7 +288,6 @@ def kv_cache_utilization(wl: ServingWorkload, engine: dict, model: dict,
     if not 0 < frac <= 1:
         raise UserInputError(f"--kv_cache_free_gpu_memory_fraction {frac}: expected a fraction "
                              "in (0, 1]", source=wl.obj.source, field="args")
-    from gpuscale.catalog import get_model
     from gpuscale.catalog.specs import Precision
 
     gpus = model["tp"] * model.get("pp", 1)
