@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
@@ -97,8 +98,6 @@ def test_keda_string_thresholds_and_flags_are_read_as_numbers(trace, tmp_path):
     result = run("-", trace, "--emit-scenario", str(out),
                  stdin=(BUNDLES / "b03_karpenter_gpu_name" / "all.yaml").read_text())
     assert result.exit_code == 0, result.output
-    import yaml
-
     (trigger,) = yaml.safe_load(out.read_text())["strategies"][0]["autoscaler"]["triggers"]
     assert trigger["threshold"] == 8.5 and trigger["activation_threshold"] == 2.0
     assert trigger["ignore_null_values"] is False and trigger["metric_type"] == "AverageValue"
@@ -132,6 +131,15 @@ def _edited(tmp_path: Path, bundle: str, old: str, new: str) -> str:
     ("b08_gemma_a3", "- {name: MODEL_ID, value: google/gemma-2-27b-it}",
      "- {name: MODEL_ID, valueFrom: {configMapKeyRef: {name: m, key: id}}}", "MODEL_ID"),
     ("b10_lws_qwen_moe", 'values: ["16000"]', 'values: ["24000"]', "allow no instance type"),
+    # vLLM data parallelism inside the pod: two engines, not one replica of tp GPUs.
+    ("b12_llama_ft", '"--max-model-len", "8192"', '"--max-model-len", "8192", "-dp", "2"',
+     "--data-parallel-size 2"),
+    ("b03_karpenter_gpu_name", 'requests: {nvidia.com/gpu: "4"}', 'requests: {nvidia.com/gpu: 2}',
+     "differ from limits"),
+    ("b12_llama_ft", 'limits: {nvidia.com/gpu: "1"}', 'limits: {nvidia.com/mig-3g.40gb: 1}',
+     "nvidia.com/mig-3g.40gb: MIG slices"),
+    ("b12_llama_ft", '"--max-model-len", "8192"', '"--max-model-len", "8.5k"',
+     "expects an integer (or 32k, 1M)"),
 ])
 def test_refused_in_one_line(bundle, old, new, expected, trace, tmp_path):
     result = run(_edited(tmp_path, bundle, old, new), trace)
@@ -139,3 +147,24 @@ def test_refused_in_one_line(bundle, old, new, expected, trace, tmp_path):
     message = result.output.strip()
     assert "\n" not in message and "Traceback" not in message
     assert message.startswith("gpuscale: error:") and expected in message
+
+
+def test_variants_users_write_are_read(trace, tmp_path):
+    # vLLM's human-readable lengths (k = 1000); flags not simulated are listed.
+    bundle = _edited(tmp_path, "b12_llama_ft", '"--max-model-len", "8192"',
+                     '"--max-model-len", "8k", "--enforce-eager", "--swap-space", "4"')
+    out = tmp_path / "s.yaml"
+    result = run(bundle, trace, "--emit-scenario", str(out))
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(out.read_text())["engine"]["max_model_len"] == 8000
+    notes = json.loads(result.output)["runs"][0]["imported"]["notes"]
+    assert any("--enforce-eager" in n and "--swap-space" in n for n in notes)
+
+
+def test_amd_gpus_and_requests_only_are_read(trace, tmp_path):
+    bundle = _edited(tmp_path, "b12_llama_ft", 'limits: {nvidia.com/gpu: "1"}',
+                     'requests: {amd.com/gpu: "1"}')
+    result = run(bundle, trace)
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.output)["runs"][0]["imported"]["notes"]
+    assert any("amd.com/gpu only in resources.requests" in n for n in notes)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 # flag -> (our key, type); aliases as vLLM's argparse defines them (`-tp`, `-pp`).
-FLAGS: dict[str, tuple[str, type]] = {
+FLAGS: dict[str, tuple[str, Callable]] = {
     "--model": ("model", str),
     "--served-model-name": ("served_model_name", str),
     "--tensor-parallel-size": ("tp", int), "-tp": ("tp", int),
@@ -28,7 +29,25 @@ FLAGS: dict[str, tuple[str, type]] = {
     "--kv-cache-dtype": ("kv_cache_dtype", str),
     "--dtype": ("dtype", str),
     "--load-format": ("load_format", str),
+    # Several engines in one pod (refused: a replica is one engine; workload.model_section).
+    "--data-parallel-size": ("dp", int), "-dp": ("dp", int),
 }
+
+
+def human_int(text: str) -> int:
+    """vLLM's human-readable integers (`--max-model-len 32k`): k/m/g are powers of 1000,
+    K/M/G powers of 1024 (vllm/engine/arg_utils.py human_readable_int)."""
+    scale = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+    if text[-1:] in scale:
+        number = float(text[:-1])
+        if number != int(number):
+            raise ValueError(text)
+        return int(number) * scale[text[-1]]
+    return int(text)
+
+
+FLAGS["--max-model-len"] = ("max_model_len", human_int)
+FLAGS["--max-num-batched-tokens"] = ("max_num_batched_tokens", human_int)
 BOOL_FLAGS = {"--enable-chunked-prefill": ("chunked_prefill", True),
               "--no-enable-chunked-prefill": ("chunked_prefill", False),
               "--enable-prefix-caching": ("enable_prefix_caching", True),
@@ -164,7 +183,7 @@ def _positional_model(words: list[str], out: VllmArgs, command: object = None) -
         return
 
 
-def parse_flags(words: list[str], flags: dict[str, tuple[str, type]],
+def parse_flags(words: list[str], flags: Mapping[str, tuple[str, Callable]],
                 bool_flags: dict[str, tuple[str, bool]], out: VllmArgs) -> VllmArgs:
     """`--flag value`, `--flag=value` and boolean flags into `out.values` (our keys); other
     `--flags` into `out.ignored`. Shared by the vLLM, SGLang and TensorRT-LLM readers."""
@@ -187,8 +206,9 @@ def parse_flags(words: list[str], flags: dict[str, tuple[str, type]],
             except ValueError:
                 unset = " (a variable the container's env does not set literally)" if (
                     "$" in inline) else ""
-                raise ValueError(f"{flag} expects {'an integer' if kind is int else 'a number'}, "
-                                 f"got {inline!r}{unset}") from None
+                expected = {int: "an integer", human_int: "an integer (or 32k, 1M)",
+                            float: "a number"}.get(kind, "a number")
+                raise ValueError(f"{flag} expects {expected}, got {inline!r}{unset}") from None
         elif word.startswith("--"):
             out.ignored.append(flag)
         i += 1

@@ -20,6 +20,7 @@ from gpuscale.scenario.models import EngineSettings, ModelDeployment
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCES = (GPU_RESOURCE, "amd.com/gpu")  # whole GPUs (device plugins' resource names)
 # Hugging Face repo-name suffixes that do not change the architecture (same config.json shapes).
 # A revision (`-v0.1`, `-v0.3`) of the same family keeps its shapes too (Mixtral-8x7B-v0.1).
 _SUFFIXES = re.compile(
@@ -129,7 +130,11 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
     replicas = obj.get("spec", "replicas", default=1)
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
         raise _fail(obj, ("spec", "replicas"), f"expected an integer >= 0, got {replicas!r}")
-    return ServingWorkload(obj, pod_path, obj.get(*pod_path), container, args, replicas)
+    notes = []
+    if args.ignored:
+        notes.append(f"{ENGINE_NAMES[engine]} arguments not simulated: "
+                     f"{', '.join(dict.fromkeys(args.ignored))}")
+    return ServingWorkload(obj, pod_path, obj.get(*pod_path), container, args, replicas, notes)
 
 
 def catalog_model(model_id: str) -> tuple[str, str]:
@@ -186,7 +191,8 @@ def model_section(wl: ServingWorkload) -> dict:
         # fp8 weights; the scenario's default (the weights' precision) would double the KV.
         out["kv_precision"] = "bf16"
     if args.get("dp", 1) != 1:
-        raise UserInputError(f"--dp-size {args.get('dp')}: data-parallel engines inside one pod "
+        flag = "--dp-size" if args.engine == "sglang" else "--data-parallel-size"
+        raise UserInputError(f"{flag} {args.get('dp')}: data-parallel engines inside one pod "
                              "are not simulated (a replica is one engine); run one engine per "
                              "pod and scale the replicas", source=obj.source, field="args")
     pp = args.get("pp", 1)
@@ -198,19 +204,37 @@ def model_section(wl: ServingWorkload) -> dict:
     return out
 
 
+def _gpu_value(wl: ServingWorkload, resources: dict, path: tuple):
+    """The container's whole-GPU count as written: the limit (Kubernetes requires one for an
+    extended resource; a request must equal it)."""
+    found = {section: {k: v for k, v in resources[section].items() if k in GPU_RESOURCES}
+             for section in ("limits", "requests") if isinstance(resources.get(section), dict)}
+    limits, requests = found.get("limits") or {}, found.get("requests") or {}
+    if limits and requests and {k: str(v) for k, v in limits.items()} != {
+            k: str(v) for k, v in requests.items()}:  # "1" and 1 are the same quantity
+        raise _fail(wl.obj, path, f"GPU requests {requests} differ from limits {limits}; "
+                    "Kubernetes requires them equal for an extended resource")
+    if not limits and requests:
+        wl.notes.append(f"{', '.join(requests)} only in resources.requests: Kubernetes needs "
+                        "the limit too (the API server refuses the pod); read as the limit")
+    chosen = limits or requests
+    if not chosen:
+        other = sorted(str(k) for section in ("limits", "requests")
+                       if isinstance(resources.get(section), dict)
+                       for k in resources[section] if "gpu" in str(k) or "mig-" in str(k))
+        shown = f" (requests {', '.join(other)}: MIG slices and shared GPUs are not simulated)" \
+            if other else ""
+        raise _fail(wl.obj, path, f"the {ENGINE_NAMES[wl.args.engine]} container requests no "
+                    f"{' or '.join(GPU_RESOURCES)}{shown}")
+    return next(iter(chosen.values()))
+
+
 def gpus_requested(wl: ServingWorkload, gpus_needed: int) -> int:
     resources = wl.container.get("resources") or {}
     if not isinstance(resources, dict):
         raise _fail(wl.obj, wl.pod_path + ("spec", "containers"), "`resources` must be a mapping")
-    value = None
-    for section in ("limits", "requests"):
-        if isinstance(resources.get(section), dict) and GPU_RESOURCE in resources[section]:
-            value = resources[section][GPU_RESOURCE]
-            break
     path = wl.pod_path + ("spec", "containers")
-    if value is None:
-        raise _fail(wl.obj, path, f"the {ENGINE_NAMES[wl.args.engine]} container requests no "
-                    f"{GPU_RESOURCE}")
+    value = _gpu_value(wl, resources, path)
     try:
         count = int(str(value))
     except ValueError:
