@@ -140,6 +140,12 @@ def _edited(tmp_path: Path, bundle: str, old: str, new: str) -> str:
      "nvidia.com/mig-3g.40gb: MIG slices"),
     ("b12_llama_ft", '"--max-model-len", "8192"', '"--max-model-len", "8.5k"',
      "expects an integer (or 32k, 1M)"),
+    # Named in the manifest, not in the scenario the importer builds from it.
+    ("b11_kustomize", "metricType: Value", "metricType: value",
+     "scaledobject.yaml: spec.triggers[0].metricType"),
+    ("b04_list_kind", "    - type: Pods", "    - type: Resource\n      resource: {name: cpu, "
+     "target: {type: Utilization, averageUtilization: 70}}\n    - type: Pods",
+     "kubectl-get.yaml: spec.metrics[0]"),
 ])
 def test_refused_in_one_line(bundle, old, new, expected, trace, tmp_path):
     result = run(_edited(tmp_path, bundle, old, new), trace)
