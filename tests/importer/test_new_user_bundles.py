@@ -143,6 +143,12 @@ def _edited(tmp_path: Path, bundle: str, old: str, new: str) -> str:
     # Named in the manifest, not in the scenario the importer builds from it.
     ("b11_kustomize", "metricType: Value", "metricType: value",
      "scaledobject.yaml: spec.triggers[0].metricType"),
+    # Checks of the generated scenario name the manifest the value came from.
+    ("b07_deepseek_statefulset", '"--block-size", "64"',
+     '"--block-size", "64", "--gpu-memory-utilization", "1.5"',
+     "sts.yaml: Input should be less than or equal to 1, got 1.5 (read from "
+     "StatefulSet/dsv2-lite; scenario field engine.gpu_memory_utilization)"),
+    ("b05_shell_env", 'value: "4"', 'value: "3"', "deploy.yaml: tp=3 does not divide"),
     ("b04_list_kind", "    - type: Pods", "    - type: Resource\n      resource: {name: cpu, "
      "target: {type: Utilization, averageUtilization: 70}}\n    - type: Pods",
      "kubectl-get.yaml: spec.metrics[0]"),
@@ -174,3 +180,12 @@ def test_amd_gpus_and_requests_only_are_read(trace, tmp_path):
     assert result.exit_code == 0, result.output
     notes = json.loads(result.output)["runs"][0]["imported"]["notes"]
     assert any("amd.com/gpu only in resources.requests" in n for n in notes)
+
+
+def test_max_model_len_beyond_the_model_context_is_noted(trace, tmp_path):
+    bundle = _edited(tmp_path, "b08_gemma_a3", "--max-model-len=4096", "--max-model-len=16384")
+    result = run(bundle, trace)
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.output)["runs"][0]["imported"]["notes"]
+    assert any("--max-model-len 16384 exceeds the model's 8192-token context" in n
+               for n in notes)

@@ -249,8 +249,32 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     defaults.append("slo: ttft 2 s, tpot 0.2 s; scrape interval 15 s; request timeout 600 s")
     _unsimulated(objects, wl, notes)
     sources = sorted({o.source for o in objects})
-    scenario = scenario_from_dict(data, source=f"<scenario from {', '.join(inputs)}>")
+    try:
+        scenario = scenario_from_dict(data, source=f"<scenario from {', '.join(inputs)}>")
+    except UserInputError as exc:
+        raise _at_manifest(exc, objects, wl) from None
     return Imported(scenario, data, sources, defaults, notes)
+
+
+def _at_manifest(exc: UserInputError, objects: list[Manifest], wl) -> UserInputError:
+    """A scenario check that failed on a value read from the manifests, said at the object it
+    came from (the user never saw the scenario): the workload for model, engine and cold
+    start, the scaler for the autoscaler, the NodePools for the nodes."""
+    where = ": ".join(p for p in (exc.source, exc.field) if p)
+    text = str(exc)
+    message = text[len(where) + 2:] if where and text.startswith(where + ": ") else text
+    field = exc.field or ""
+    if "autoscaler" in field:
+        found = _scaler(objects, wl.obj.name)[0]
+        refs = [found] if found is not None else [wl.obj]
+    elif "nodes" in field:
+        refs = _by_kind(objects, "NodePool") or [wl.obj]
+    else:
+        refs = [wl.obj]
+    source = ", ".join(sorted({o.source for o in refs}))
+    shown = ", ".join(o.ref for o in refs)
+    return UserInputError(f"{message} (read from {shown}; scenario field {field or 'top level'})",
+                          source=source)
 
 
 def _disruption_objects(objects: list[Manifest], wl, tp: int, nodes: dict | None,

@@ -277,6 +277,13 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
             if args.engine == "sglang" and key != "max_model_len":
                 shown = f"{shown} ({name} picks its own by GPU memory; vLLM's rule simulated)"
             defaults.append(f"engine.{key}: {shown}")
+    context = models_context(wl)
+    length = args.get("max_model_len")
+    if length is not None and context is not None and length > context and \
+            args.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
+        wl.notes.append(f"--max-model-len {length} exceeds the model's {context}-token "
+                        "context (max_position_embeddings): vLLM refuses to start unless rope "
+                        "scaling extends it or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; simulated as given")
     if args.get("enable_prefix_caching") is not None:  # default on, as vLLM V1
         out["enable_prefix_caching"] = args.get("enable_prefix_caching")
     if args.engine == "sglang":
@@ -298,6 +305,14 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
             wl.notes.append("--no-enable-chunked-prefill: simulated with chunked prefill (the "
                             "engine model always chunks, as vLLM V1 does)")
     return out
+
+
+def models_context(wl: ServingWorkload) -> int | None:
+    """The served model's context length from the catalog (None when it is not known yet)."""
+    try:
+        return get_model(catalog_model(str(wl.args.get("model")))[0]).max_context_tokens
+    except UserInputError:
+        return None
 
 
 def kv_cache_utilization(wl: ServingWorkload, engine: dict, model: dict,
