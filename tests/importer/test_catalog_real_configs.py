@@ -162,3 +162,11 @@ def test_fp8_checkpoint_is_served_in_fp8_and_other_quantizations_are_refused(tmp
     with pytest.raises(UserInputError, match=r"models\.m7\.quantization_config.*awq"):
         load(tmp_path, {"m7": {"config_json": "m7.json"}},
              {"m7.json": {**MISTRAL_7B_V01, "quantization_config": awq}})
+
+
+def test_config_json_errors_name_config_json_fields(tmp_path):
+    (tmp_path / "m.json").write_text(json.dumps(MISTRAL_7B_V01))
+    with pytest.raises(UserInputError, match=r"models\.m\.vocab_szie: .*did you mean 'vocab_size'"):
+        load(tmp_path, {"m": {"config_json": "m.json", "vocab_szie": 5}})
+    with pytest.raises(UserInputError, match=r"models\.m\.num_key_value_heads: .*must divide"):
+        load(tmp_path, {"m": {"config_json": "m.json", "num_key_value_heads": 5}})

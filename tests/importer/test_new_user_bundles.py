@@ -189,3 +189,13 @@ def test_max_model_len_beyond_the_model_context_is_noted(trace, tmp_path):
     notes = json.loads(result.output)["runs"][0]["imported"]["notes"]
     assert any("--max-model-len 16384 exceeds the model's 8192-token context" in n
                for n in notes)
+
+
+def test_trace_on_stdin_is_refused_with_what_works(trace):
+    result = CliRunner().invoke(cli, ["simulate", "--manifests", str(BUNDLES / "b12_llama_ft"),
+                                      "--trace", "-", "--catalog", str(CATALOG)],
+                                input=trace.read_text())
+    assert result.exit_code == 2
+    assert result.output.strip() == ("gpuscale: error: --trace: a trace is read from a file, not "
+                                     "stdin (the scenario refers to it by path; --manifests - "
+                                     "reads stdin); save it and give the path")

@@ -334,8 +334,10 @@ def _model(name: str, entry: Any, source: str) -> ModelSpec:
             raise _fail(f"expected an integer > 0, got {getattr(spec, key)!r}", source,
                         f"{where}.{key}")
     if spec.q_heads % spec.kv_heads:
+        hf = "config_json" in entry or bool(_HF_MARKERS & set(entry))
         raise _fail(f"num_key_value_heads {spec.kv_heads} must divide the "
-                    f"{spec.q_heads} attention heads", source, f"{where}.kv_heads")
+                    f"{spec.q_heads} attention heads", source,
+                    f"{where}.{'num_key_value_heads' if hf else 'kv_heads'}")
     return spec
 
 

@@ -96,6 +96,10 @@ def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
 
 
 def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
+    if str(path) == "-":
+        raise UserInputError("a trace is read from a file, not stdin (the scenario refers to "
+                             "it by path; --manifests - reads stdin); save it and give the path",
+                             field="--trace")
     fmt = detect_format(path)
     requests = TRACE_READERS[fmt](path)
     if len(requests) == 0:
