@@ -140,6 +140,10 @@ def _edited(tmp_path: Path, bundle: str, old: str, new: str) -> str:
      "nvidia.com/mig-3g.40gb: MIG slices"),
     ("b12_llama_ft", '"--max-model-len", "8192"', '"--max-model-len", "8.5k"',
      "expects an integer (or 32k, 1M)"),
+    # `--enable-chunked-prefill=false` would start vLLM with it on, were it accepted.
+    ("b01_prodstack_helm", '"--enable-chunked-prefill"', '"--enable-chunked-prefill=false"',
+     "--enable-chunked-prefill takes no value; write --enable-chunked-prefill or "
+     "--no-enable-chunked-prefill"),
     # Named in the manifest, not in the scenario the importer builds from it.
     ("b11_kustomize", "metricType: Value", "metricType: value",
      "scaledobject.yaml: spec.triggers[0].metricType"),
@@ -199,3 +203,13 @@ def test_trace_on_stdin_is_refused_with_what_works(trace):
     assert result.output.strip() == ("gpuscale: error: --trace: a trace is read from a file, not "
                                      "stdin (the scenario refers to it by path; --manifests - "
                                      "reads stdin); save it and give the path")
+
+
+def test_emitted_scenario_runs_the_same(trace, tmp_path):
+    out = tmp_path / "scenario.yaml"
+    first = run(str(BUNDLES / "b02_kserve_style"), trace, "--emit-scenario", str(out))
+    again = CliRunner().invoke(cli, ["simulate", str(out), "--catalog", str(CATALOG),
+                                     "--format", "json"])
+    assert first.exit_code == 0 and again.exit_code == 0, again.output
+    a, b = (json.loads(r.output)["runs"][0] for r in (first, again))
+    assert a["resolved"] == b["resolved"] and a["gpu_hours"] == b["gpu_hours"]

@@ -193,6 +193,11 @@ def parse_flags(words: list[str], flags: Mapping[str, tuple[str, Callable]],
         flag, _, inline = word.partition("=")
         if flag in bool_flags:
             key, value = bool_flags[flag]
+            if inline:  # argparse's BooleanOptionalAction refuses `--flag=false`
+                opposite = next((f for f, (k, v) in bool_flags.items()
+                                 if k == key and v != value), None)
+                hint = f"; write {flag} or {opposite}" if opposite else f"; write {flag}"
+                raise ValueError(f"{word}: {flag} takes no value{hint}")
             out.values[key] = value
         elif flag in flags:
             key, kind = flags[flag]
