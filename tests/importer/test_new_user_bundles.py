@@ -213,3 +213,14 @@ def test_emitted_scenario_runs_the_same(trace, tmp_path):
     assert first.exit_code == 0 and again.exit_code == 0, again.output
     a, b = (json.loads(r.output)["runs"][0] for r in (first, again))
     assert a["resolved"] == b["resolved"] and a["gpu_hours"] == b["gpu_hours"]
+
+
+def test_a_kserve_inference_service_alone_says_what_to_give(trace, tmp_path):
+    (tmp_path / "isvc.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "mistral"},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"},
+                                         "args": ["--model_id=mistralai/Mistral-7B-v0.3"]}}}}))
+    result = run(str(tmp_path), trace)
+    assert result.exit_code == 2
+    assert "InferenceService/mistral is not read: give the Deployment" in result.output

@@ -31,6 +31,10 @@ _UNSET_REF = re.compile(r"\$\(([A-Za-z_]\w*)\)|\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # An image of one of these serves a model: a command it runs that no reader knows is refused.
 _ENGINE_IMAGES = ("sglang", "tensorrt-llm", "tensorrt_llm", "trtllm", "tritonserver", "dynamo")
+# Objects that create serving pods through their own controller; their pod template is not in
+# a form the readers take (KServe, llm-d, KubeRay).
+_UNREAD_SERVING_KINDS = ("InferenceService", "ServingRuntime", "ClusterServingRuntime",
+                         "LLMInferenceService", "RayService")
 KNOWN_COMMANDS = ("vllm serve MODEL", "python -m vllm.entrypoints.openai.api_server",
                   "python -m sglang.launch_server", "trtllm-serve MODEL")
 
@@ -113,10 +117,13 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
                 found.append((obj, pod_path, index, container, engine))
                 break
     if not found:
+        others = sorted({o.ref for o in objects if o.kind in _UNREAD_SERVING_KINDS})
+        hint = (f"; {', '.join(others)} is not read: give the Deployment it creates "
+                "(`kubectl get deploy -o yaml`)") if others else ""
         raise UserInputError("no Deployment, StatefulSet or LeaderWorkerSet running vLLM, "
-                             "SGLang or TensorRT-LLM (a container whose image or command names "
-                             "vllm, or that runs sglang.launch_server or trtllm-serve)",
-                             field="manifests")
+                             "SGLang or TensorRT-LLM (a container whose command runs vllm serve "
+                             "or vllm.entrypoints, a vLLM image without a command, or "
+                             f"sglang.launch_server or trtllm-serve){hint}", field="manifests")
     if len(found) > 1:
         refs = ", ".join(f"{o.ref} ({o.source})" for o, *_ in found)
         raise UserInputError(f"several serving workloads ({refs}); give one deployment's "
