@@ -224,3 +224,25 @@ def test_a_kserve_inference_service_alone_says_what_to_give(trace, tmp_path):
     result = run(str(tmp_path), trace)
     assert result.exit_code == 2
     assert "InferenceService/mistral is not read: give the Deployment" in result.output
+
+
+def test_karpenter_v1beta1_nodepool_is_read_in_its_v1_form(trace, tmp_path):
+    bundle = _edited(tmp_path, "b02_kserve_style", "apiVersion: karpenter.sh/v1\n",
+                     "apiVersion: karpenter.sh/v1beta1\n")
+    path = Path(bundle) / "deploy.yaml"
+    path.write_text(path.read_text()
+                    .replace("consolidationPolicy: WhenEmptyOrUnderutilized",
+                             "consolidationPolicy: WhenUnderutilized")
+                    .replace("    consolidateAfter: 5m", "    expireAfter: 168h")
+                    .replace("nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass,",
+                             "nodeClassRef: {apiVersion: karpenter.k8s.aws/v1beta1, "
+                             "kind: EC2NodeClass,"))
+    out = tmp_path / "s.yaml"
+    result = run(bundle, trace, "--emit-scenario", str(out))
+    assert result.exit_code == 0, result.output
+    (pool,) = yaml.safe_load(out.read_text())["strategies"][0]["nodes"]["node_pools"]
+    # WhenEmptyOrUnderutilized after 0s is the v1 default, so the emitted pool omits it.
+    assert pool.get("disruption", {}).get("consolidate_after", "0s") == "0s"
+    assert pool["expire_after"] == "168h"
+    nodes = json.loads(result.output)["runs"][0]["resolved"]["nodes"]
+    assert nodes["consolidation_policy"] == "WhenEmptyOrUnderutilized"
