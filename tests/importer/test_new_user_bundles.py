@@ -246,3 +246,15 @@ def test_karpenter_v1beta1_nodepool_is_read_in_its_v1_form(trace, tmp_path):
     assert pool["expire_after"] == "168h"
     nodes = json.loads(result.output)["runs"][0]["resolved"]["nodes"]
     assert nodes["consolidation_policy"] == "WhenEmptyOrUnderutilized"
+
+
+def test_a_scaler_in_another_namespace_is_not_the_workloads(trace, tmp_path):
+    bundle = _edited(tmp_path, "b03_karpenter_gpu_name",
+                     "  name: llama-70b\n  namespace: inference\nspec:\n  scaleTargetRef:",
+                     "  name: llama-70b\n  namespace: staging\nspec:\n  scaleTargetRef:")
+    result = run(bundle, trace)
+    assert result.exit_code == 0, result.output
+    run_json = json.loads(result.output)["runs"][0]
+    assert run_json["resolved"]["autoscaler"]["kind"] == "fixed"
+    assert any("ScaledObject/staging/llama-70b targets llama-70b in another namespace" in n
+               for n in run_json["imported"]["notes"])

@@ -50,9 +50,16 @@ def _by_kind(objects: list[Manifest], *kinds: str) -> list[Manifest]:
     return [o for o in objects if o.kind in kinds]
 
 
-def _scaler(objects: list[Manifest], target: str) -> tuple[Manifest | None, str]:
+def _same_namespace(a: Manifest, b: Manifest) -> bool:
+    """An object without a namespace lands in the one it is applied to: it matches any."""
+    return not a.namespace or not b.namespace or a.namespace == b.namespace
+
+
+def _scaler(objects: list[Manifest], target: str,
+            workload_obj: Manifest | None = None) -> tuple[Manifest | None, str]:
     found = [o for o in _by_kind(objects, "HorizontalPodAutoscaler", "ScaledObject")
-             if scalers.target_name(o) == target]
+             if scalers.target_name(o) == target
+             and (workload_obj is None or _same_namespace(o, workload_obj))]
     if len(found) > 1:
         refs = ", ".join(f"{o.ref} ({o.source})" for o in found)
         raise UserInputError(f"several autoscalers scale {target}: {refs}; they would fight "
@@ -61,8 +68,12 @@ def _scaler(objects: list[Manifest], target: str) -> tuple[Manifest | None, str]
 
 
 def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[str]) -> dict:
-    obj, kind = _scaler(objects, wl.obj.name)
+    obj, kind = _scaler(objects, wl.obj.name, wl.obj)
     if obj is None:
+        elsewhere = [o.ref for o in _by_kind(objects, "HorizontalPodAutoscaler", "ScaledObject")
+                     if scalers.target_name(o) == wl.obj.name]
+        notes.extend(f"{ref} targets {wl.obj.name} in another namespace than {wl.obj.ref}: "
+                     "not its autoscaler" for ref in elsewhere)
         defaults.append(f"autoscaler: none scales {wl.obj.name}; held at spec.replicas "
                         f"({wl.replicas})")
         return {"kind": "fixed", "replicas": wl.replicas}
@@ -269,7 +280,7 @@ def _at_manifest(exc: UserInputError, objects: list[Manifest], wl) -> UserInputE
     message = text[len(where) + 2:] if where and text.startswith(where + ": ") else text
     field = exc.field or ""
     if "autoscaler" in field:
-        found = _scaler(objects, wl.obj.name)[0]
+        found = _scaler(objects, wl.obj.name, wl.obj)[0]
         refs = [found] if found is not None else [wl.obj]
     elif "nodes" in field:
         refs = _by_kind(objects, "NodePool") or [wl.obj]
