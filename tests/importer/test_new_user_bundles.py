@@ -66,6 +66,9 @@ EXPECTED = {
                          "karpenter", "WhenEmptyOrUnderutilized"),
     "b11_kustomize": ("Llama-3.1-8B", 1, "bf16", "bf16", "keda", 1, 10, "g6e.2xlarge", "pool",
                       None),
+    # `kubectl get -o json` List; a log sidecar first whose args name a vllm.conf.
+    "b13_json_list_sidecar": ("Llama-3.1-8B", 1, "bf16", "bf16", "keda", 1, 10, "g6e.2xlarge",
+                              "pool", None),
     "b12_llama_ft": ("Hermes-3-Llama-3.1-8B", 1, "bf16", "bf16", "fixed", 3, 3, "g5.12xlarge",
                      "pool", None),
 }
