@@ -152,6 +152,13 @@ class ModelSpec:
     attention_bias: bool = False
     attention_params_per_layer: int | None = None
     kv_elems_per_token_per_layer: int | None = None
+    # config.json `tie_word_embeddings`: the LM head is the input embedding, stored once.
+    # Only the stored weights (`parameter_count`, `weight_bytes`) change; the step-time model
+    # keeps its untied convention (one lookup table + one LM-head GEMM).
+    tied_embeddings: bool = False
+    # Weights as the checkpoint stores them (config.json `quantization_config`): "fp8" for an
+    # FP8 checkpoint, which vLLM serves in fp8 without --quantization; None = bf16.
+    checkpoint_precision: str | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -223,8 +230,13 @@ class ModelSpec:
         elems = self.kv_elems_per_token_per_layer or 2 * self.kv_heads * self.head_dim
         return self.layers * elems * kv_precision.bytes_per_elem
 
+    @property
+    def parameter_count(self) -> int:
+        """Parameters as stored (what a model card counts): a tied LM head once."""
+        return self.total_params - (self.vocab * self.hidden if self.tied_embeddings else 0)
+
     def weight_bytes(self, precision: Precision) -> float:
-        return self.total_params * precision.bytes_per_elem
+        return self.parameter_count * precision.bytes_per_elem
 
 
 @dataclass(frozen=True)

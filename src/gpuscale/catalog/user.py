@@ -38,7 +38,18 @@ SECTIONS = ("models", "gpus", "instance_types", "engines")
 ENGINE_NAMES = ("default", "vllm", "trtllm", "sglang", "vllm-v0.6", "sarathi", "vllm-v1")
 # `engines:` fields -> (EngineProfile field, unit to seconds).
 ENGINE_FIELDS = {"host_step_ms": ("host_step_s", 1e-3), "host_seq_us": ("host_seq_s", 1e-6)}
-ALLOWED_BESIDE_CONFIG_JSON = ("config_json", "source", "max_context_tokens")
+# config.json fields the catalog reads: also accepted beside `config_json: PATH`, where they
+# fill in or correct the file's (a multimodal config's text_config may omit vocab_size, say).
+HF_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+             "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings",
+             "attention_bias", "tie_word_embeddings", "model_type", "num_experts",
+             "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+             "moe_intermediate_size", "n_shared_experts", "shared_expert_intermediate_size",
+             "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+             "mlp_only_layers", "interleave_moe_layer_step", "intermediate_size_mlp",
+             "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+             "v_head_dim")
+ALLOWED_BESIDE_CONFIG_JSON = ("config_json", "source", "max_context_tokens", *HF_FIELDS)
 _ZERO_OK = frozenset({"spot_discount_frac"})
 
 # A GPU given without efficiency factors takes the H100's (the same assumption the built-in
@@ -138,14 +149,17 @@ def _missing(cls, data: dict, source: str, where: str) -> None:
 # ---------------------------------------------------------------- models
 def _hf_model(name: str, cfg: dict, source: str, where: str) -> dict:
     """ModelSpec fields from a config.json mapping (its extra keys are the file's own)."""
+    top, top_where = cfg, where
     if isinstance(cfg.get("text_config"), dict):
         cfg, where = cfg["text_config"], f"{where}.text_config"
     for key in _HF_REQUIRED:
         if key not in cfg:
-            raise _fail("missing required config.json field", source, f"{where}.{key}")
+            raise _fail("missing required config.json field (a config_json entry may give "
+                        f"it beside the path: {key}: VALUE)", source, f"{where}.{key}")
 
     def num(key: str, default: Any = None, minimum: float = 0.0) -> int:
-        value = cfg.get(key, default)
+        value = cfg.get(key)
+        value = default if value is None else value  # config.json null = the class default
         return int(_number(value, source, f"{where}.{key}", integer=True, minimum=minimum))
 
     hidden, heads = num("hidden_size"), num("num_attention_heads")
@@ -156,25 +170,111 @@ def _hf_model(name: str, cfg: dict, source: str, where: str) -> dict:
         "head_dim": _number(head_dim, source, f"{where}.head_dim", integer=True),
         "vocab": num("vocab_size"),
         "max_context_tokens": num("max_position_embeddings", 4096),
-        "attention_bias": bool(cfg.get("attention_bias", False)),
+        # Qwen2's configs carry no attention_bias key: its q, k, v projections always have one.
+        "attention_bias": bool(cfg.get("attention_bias",
+                                       str(cfg.get("model_type", "")).startswith("qwen2"))),
+        "tied_embeddings": _tied(cfg, source, where),
+        "checkpoint_precision": _checkpoint_precision(top, source, top_where),
         "source": f"config.json fields in {source}",
     }
     experts_key = next((k for k in _HF_EXPERTS if cfg.get(k)), None)
     if experts_key is None:
         spec["ffn"] = num("intermediate_size")
     else:
-        # MoE: routed experts are `moe_intermediate_size` wide; the dense layers before them
-        # (`first_k_dense_replace`, DeepSeek) use `intermediate_size`.
-        spec["num_experts"] = num(experts_key)
-        spec["experts_per_token"] = num("num_experts_per_tok")
-        spec["ffn"] = num("moe_intermediate_size", cfg.get("intermediate_size"))
-        spec["shared_experts"] = num("n_shared_experts", 0, minimum=-1)
-        spec["dense_layers"] = num("first_k_dense_replace", 0, minimum=-1)
-        if spec["dense_layers"]:
-            spec["dense_ffn"] = num("intermediate_size")
+        spec.update(_moe_fields(cfg, num, experts_key, spec["layers"], source, where))
     if cfg.get("kv_lora_rank"):
         spec.update(_mla_fields(cfg, hidden, heads, source, where))
     return spec
+
+
+# quantization_config.quant_method values whose weights are 8-bit floats (vLLM serves them
+# as fp8 on GPUs with FP8 tensor cores).
+_FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt")
+
+
+def _checkpoint_precision(cfg: dict, source: str, where: str) -> str | None:
+    """"fp8" for an FP8 checkpoint, None for bf16/fp16/fp32; other quantizations (AWQ, GPTQ,
+    MXFP4, bitsandbytes, int4/int8 compressed-tensors) are refused: only bf16 and fp8 weights
+    are simulated."""
+    quant = cfg.get("quantization_config")
+    if quant is None:
+        return None
+    field = f"{where}.quantization_config"
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    if method in _FP8_METHODS or (method == "modelopt" and "FP8" in str(quant.get("quant_algo"))):
+        return "fp8"
+    if method == "compressed-tensors":
+        groups = quant.get("config_groups")
+        weights = [g.get("weights") for g in groups.values()] if isinstance(groups, dict) else []
+        if weights and all(isinstance(w, dict) and w.get("num_bits") == 8
+                           and w.get("type") == "float" for w in weights):
+            return "fp8"
+    raise _fail(f"quant_method {method!r} is not simulated: only bf16 and fp8 weights "
+                "(quant_method fp8, or compressed-tensors with 8-bit float weights)", source,
+                field)
+
+
+def _tied(cfg: dict, source: str, where: str) -> bool:
+    """`tie_word_embeddings`; when absent, the config class's default: True for Gemma's
+    (Gemma2Config, Gemma3TextConfig), False for Llama, Mistral, Mixtral, Qwen and DeepSeek's."""
+    value = cfg.get("tie_word_embeddings")
+    if value is None:
+        return str(cfg.get("model_type", "")).startswith("gemma")
+    if not isinstance(value, bool):
+        raise _fail(f"expected true or false, got {value!r}", source,
+                    f"{where}.tie_word_embeddings")
+    return value
+
+
+def _moe_fields(cfg: dict, num, experts_key: str, layers: int, source: str,
+                where: str) -> dict:
+    """Routed experts, shared experts and which layers are dense, as each family writes them.
+
+    Routed experts are `moe_intermediate_size` wide (else `intermediate_size`: Mixtral,
+    Llama 4). Shared experts: DeepSeek's `n_shared_experts` of the routed width; Qwen2-MoE's
+    one `shared_expert_intermediate_size` MLP, counted as that many routed widths; Llama 4's
+    one shared expert of `intermediate_size`. Dense layers (their MLP `intermediate_size`
+    wide, Llama 4's `intermediate_size_mlp`): DeepSeek's first `first_k_dense_replace` and
+    those off `moe_layer_freq`, Qwen2-MoE's off `decoder_sparse_step` and `mlp_only_layers`,
+    Llama 4's off `interleave_moe_layer_step`. Where they sit does not change a count.
+    """
+    out: dict = {"num_experts": num(experts_key), "experts_per_token": num("num_experts_per_tok")}
+    llama4 = str(cfg.get("model_type", "")).startswith("llama4")
+    out["ffn"] = num("moe_intermediate_size", cfg.get("intermediate_size"))
+    shared = num("n_shared_experts", 0, minimum=-1)
+    shared_width = cfg.get("shared_expert_intermediate_size")
+    if shared_width:
+        width = num("shared_expert_intermediate_size")
+        if width % out["ffn"]:
+            raise _fail(f"shared_expert_intermediate_size {width} is not a whole number of "
+                        f"experts of {out['ffn']} (moe_intermediate_size); the catalog counts "
+                        "shared experts in routed widths", source,
+                        f"{where}.shared_expert_intermediate_size")
+        shared = width // out["ffn"]
+    if llama4:
+        shared = 1  # Llama4TextMoe always adds one shared expert of the routed width
+    out["shared_experts"] = shared
+    first_dense = num("first_k_dense_replace", 0, minimum=-1)
+    every = num("moe_layer_freq", 1) if "moe_layer_freq" in cfg else num(
+        "decoder_sparse_step", 1) if "decoder_sparse_step" in cfg else num(
+        "interleave_moe_layer_step", 1)
+    only_mlp = cfg.get("mlp_only_layers") or []
+    if not isinstance(only_mlp, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in only_mlp):
+        raise _fail(f"expected a list of layer indices, got {only_mlp!r}", source,
+                    f"{where}.mlp_only_layers")
+    if llama4:  # Llama4TextDecoderLayer: layer i is MoE when (i + 1) % step == 0
+        moe = [i for i in range(layers) if (i + 1) % every == 0]
+    elif "moe_layer_freq" in cfg or first_dense:  # DeepSeek: i >= k and i % freq == 0
+        moe = [i for i in range(layers) if i >= first_dense and i % every == 0]
+    else:  # Qwen2-MoE / Qwen3-MoE: (i + 1) % step == 0 and i not in mlp_only_layers
+        moe = [i for i in range(layers) if (i + 1) % every == 0 and i not in only_mlp]
+    out["dense_layers"] = layers - len(moe)
+    if out["dense_layers"]:
+        key = "intermediate_size_mlp" if llama4 and "intermediate_size_mlp" in cfg else (
+            "intermediate_size")
+        out["dense_ffn"] = num(key)
+    return out
 
 
 def _mla_fields(cfg: dict, hidden: int, heads: int, source: str, where: str) -> dict:
@@ -195,6 +295,16 @@ def _mla_fields(cfg: dict, hidden: int, heads: int, source: str, where: str) -> 
             "attention_params_per_layer": q_params + kv_params + heads * v_dim * hidden}
 
 
+def _with_overrides(cfg: dict, fields: dict) -> dict:
+    """config.json content with the catalog entry's own fields over it (in its text_config
+    when it has one, as that is what is read)."""
+    if not fields:
+        return cfg
+    if isinstance(cfg.get("text_config"), dict):
+        return dict(cfg, text_config={**cfg["text_config"], **fields})
+    return {**cfg, **fields}
+
+
 def _model(name: str, entry: Any, source: str) -> ModelSpec:
     where = f"models.{name}"
     if not isinstance(entry, dict):
@@ -208,6 +318,8 @@ def _model(name: str, entry: Any, source: str) -> ModelSpec:
             _check_keys(entry, dict.fromkeys(ALLOWED_BESIDE_CONFIG_JSON),
                         source, where, "model field (beside config_json)")
         cfg = entry.get("config_json", entry)
+        if cfg is not entry:
+            cfg = _with_overrides(cfg, {k: v for k, v in entry.items() if k in HF_FIELDS})
         data = _hf_model(name, cfg, source, where)
         extra = {k: v for k, v in entry.items() if k in ("source", "max_context_tokens")}
         data = _typed(ModelSpec, extra, source, where, data)
@@ -222,8 +334,10 @@ def _model(name: str, entry: Any, source: str) -> ModelSpec:
             raise _fail(f"expected an integer > 0, got {getattr(spec, key)!r}", source,
                         f"{where}.{key}")
     if spec.q_heads % spec.kv_heads:
+        hf = "config_json" in entry or bool(_HF_MARKERS & set(entry))
         raise _fail(f"num_key_value_heads {spec.kv_heads} must divide the "
-                    f"{spec.q_heads} attention heads", source, f"{where}.kv_heads")
+                    f"{spec.q_heads} attention heads", source,
+                    f"{where}.{'num_key_value_heads' if hf else 'kv_heads'}")
     return spec
 
 

@@ -50,9 +50,16 @@ def _by_kind(objects: list[Manifest], *kinds: str) -> list[Manifest]:
     return [o for o in objects if o.kind in kinds]
 
 
-def _scaler(objects: list[Manifest], target: str) -> tuple[Manifest | None, str]:
+def _same_namespace(a: Manifest, b: Manifest) -> bool:
+    """An object without a namespace lands in the one it is applied to: it matches any."""
+    return not a.namespace or not b.namespace or a.namespace == b.namespace
+
+
+def _scaler(objects: list[Manifest], target: str,
+            workload_obj: Manifest | None = None) -> tuple[Manifest | None, str]:
     found = [o for o in _by_kind(objects, "HorizontalPodAutoscaler", "ScaledObject")
-             if scalers.target_name(o) == target]
+             if scalers.target_name(o) == target
+             and (workload_obj is None or _same_namespace(o, workload_obj))]
     if len(found) > 1:
         refs = ", ".join(f"{o.ref} ({o.source})" for o in found)
         raise UserInputError(f"several autoscalers scale {target}: {refs}; they would fight "
@@ -61,8 +68,12 @@ def _scaler(objects: list[Manifest], target: str) -> tuple[Manifest | None, str]
 
 
 def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[str]) -> dict:
-    obj, kind = _scaler(objects, wl.obj.name)
+    obj, kind = _scaler(objects, wl.obj.name, wl.obj)
     if obj is None:
+        elsewhere = [o.ref for o in _by_kind(objects, "HorizontalPodAutoscaler", "ScaledObject")
+                     if scalers.target_name(o) == wl.obj.name]
+        notes.extend(f"{ref} targets {wl.obj.name} in another namespace than {wl.obj.ref}: "
+                     "not its autoscaler" for ref in elsewhere)
         defaults.append(f"autoscaler: none scales {wl.obj.name}; held at spec.replicas "
                         f"({wl.replicas})")
         return {"kind": "fixed", "replicas": wl.replicas}
@@ -96,6 +107,10 @@ def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
 
 
 def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
+    if str(path) == "-":
+        raise UserInputError("a trace is read from a file, not stdin (the scenario refers to "
+                             "it by path; --manifests - reads stdin); save it and give the path",
+                             field="--trace")
     fmt = detect_format(path)
     requests = TRACE_READERS[fmt](path)
     if len(requests) == 0:
@@ -249,8 +264,32 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     defaults.append("slo: ttft 2 s, tpot 0.2 s; scrape interval 15 s; request timeout 600 s")
     _unsimulated(objects, wl, notes)
     sources = sorted({o.source for o in objects})
-    scenario = scenario_from_dict(data, source=f"<scenario from {', '.join(inputs)}>")
+    try:
+        scenario = scenario_from_dict(data, source=f"<scenario from {', '.join(inputs)}>")
+    except UserInputError as exc:
+        raise _at_manifest(exc, objects, wl) from None
     return Imported(scenario, data, sources, defaults, notes)
+
+
+def _at_manifest(exc: UserInputError, objects: list[Manifest], wl) -> UserInputError:
+    """A scenario check that failed on a value read from the manifests, said at the object it
+    came from (the user never saw the scenario): the workload for model, engine and cold
+    start, the scaler for the autoscaler, the NodePools for the nodes."""
+    where = ": ".join(p for p in (exc.source, exc.field) if p)
+    text = str(exc)
+    message = text[len(where) + 2:] if where and text.startswith(where + ": ") else text
+    field = exc.field or ""
+    if "autoscaler" in field:
+        found = _scaler(objects, wl.obj.name, wl.obj)[0]
+        refs = [found] if found is not None else [wl.obj]
+    elif "nodes" in field:
+        refs = _by_kind(objects, "NodePool") or [wl.obj]
+    else:
+        refs = [wl.obj]
+    source = ", ".join(sorted({o.source for o in refs}))
+    shown = ", ".join(o.ref for o in refs)
+    return UserInputError(f"{message} (read from {shown}; scenario field {field or 'top level'})",
+                          source=source)
 
 
 def _disruption_objects(objects: list[Manifest], wl, tp: int, nodes: dict | None,

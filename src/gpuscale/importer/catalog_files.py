@@ -7,6 +7,7 @@ file's entry replaces an earlier one of the same name.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Iterable
@@ -69,8 +70,10 @@ def _resolve_config_json(data: object, path: Path) -> object:
                                      source=str(path), field=where)
             for key in entry:  # before reading the file: a typo costs nothing
                 if key not in ALLOWED_BESIDE_CONFIG_JSON:
+                    close = difflib.get_close_matches(str(key), ALLOWED_BESIDE_CONFIG_JSON, n=1)
+                    hint = f"; did you mean {close[0]!r}?" if close else ""
                     raise UserInputError(
-                        "unknown model field (beside config_json) (known: "
+                        f"unknown model field (beside config_json){hint} (known: "
                         f"{', '.join(ALLOWED_BESIDE_CONFIG_JSON)})", source=str(path),
                         field=f"models.{name}.{key}")
             target = Path(ref) if Path(ref).is_absolute() else path.parent / ref

@@ -88,8 +88,32 @@ def node_pool(obj: Manifest, tolerations: list, notes: list[str]) -> dict:
     for key in ("disruption", "limits", "weight"):
         if obj.get("spec", key) is not None:
             data[key] = obj.get("spec", key)
+    if obj.api_version == "karpenter.sh/v1beta1":
+        _from_v1beta1(obj, data, notes)
     params = validate_mapping(NodePoolParams, data, source=f"{obj.source} ({obj.ref})")
     return params.model_dump(mode="json", exclude_defaults=True) | {"name": obj.name}
+
+
+def _from_v1beta1(obj: Manifest, data: dict, notes: list[str]) -> None:
+    """karpenter.sh/v1beta1 fields in their v1 places, as Karpenter's conversion does (v1
+    upgrade guide): WhenUnderutilized -> WhenEmptyOrUnderutilized with consolidateAfter 0s,
+    disruption.expireAfter -> template.spec.expireAfter, nodeClassRef.apiVersion -> group."""
+    disruption = dict(data.get("disruption") or {})
+    if disruption.get("consolidationPolicy") == "WhenUnderutilized":
+        disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
+        disruption.setdefault("consolidateAfter", "0s")
+    if "expireAfter" in disruption:
+        data.setdefault("expireAfter", disruption.pop("expireAfter"))
+    if disruption:
+        data["disruption"] = disruption
+    ref = data.get("nodeClassRef")
+    if isinstance(ref, dict) and "apiVersion" in ref:
+        ref = {k: v for k, v in ref.items() if k != "apiVersion"}
+        ref.setdefault("group", str(obj.get("spec", "template", "spec", "nodeClassRef",
+                                            "apiVersion", default="")).partition("/")[0])
+        data["nodeClassRef"] = ref
+    notes.append(f"{obj.ref}: karpenter.sh/v1beta1 read in its v1 form (WhenUnderutilized as "
+                 "WhenEmptyOrUnderutilized after 0s, expireAfter on the node template)")
 
 
 def fitting_offerings(pool: dict, gpus_per_pod: int, node_selector: dict) -> list:

@@ -127,11 +127,13 @@ def hpa(obj: Manifest) -> tuple[dict, list[str]]:
         if section is None:
             raise _fail(obj, path + ("type",), f"expected Pods, External, Object or Resource, "
                         f"got {kind!r}")
-        target = _target(obj, path + (section, "target"))
         if kind == "Resource":
-            metrics.append({"type": kind, "metric": obj.get(*path, section, "name"),
-                            "target": target})
-            continue
+            # The simulated pods export no CPU/memory usage, and HPA takes the largest
+            # proposal over its metrics, so this one cannot be left out either.
+            raise _fail(obj, path, f"Resource metric {obj.get(*path, section, 'name')!r} "
+                        "(the pod's CPU/memory) is not simulated for GPU serving pods; scale on "
+                        "a vLLM series (Pods or External metric) instead (audit rule GPU003)")
+        target = _target(obj, path + (section, "target"))
         name = obj.get(*path, section, "metric", "name")
         if not isinstance(name, str):
             raise _fail(obj, path + (section, "metric", "name"), "expected a metric name")
@@ -184,6 +186,10 @@ def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
         out["activation_threshold"] = _quantity(obj, meta + ("activationThreshold",))
     metric_type = obj.get(*path, "metricType")
     if metric_type is not None:
+        # KEDA's CRD enum; Utilization is for the cpu/memory scalers only.
+        if metric_type not in ("AverageValue", "Value"):
+            raise _fail(obj, path + ("metricType",), f"metricType {metric_type!r}: a Prometheus "
+                        "trigger takes AverageValue (the default) or Value")
         out["metric_type"] = metric_type
     return out
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 # flag -> (our key, type); aliases as vLLM's argparse defines them (`-tp`, `-pp`).
-FLAGS: dict[str, tuple[str, type]] = {
+FLAGS: dict[str, tuple[str, Callable]] = {
     "--model": ("model", str),
     "--served-model-name": ("served_model_name", str),
     "--tensor-parallel-size": ("tp", int), "-tp": ("tp", int),
@@ -28,12 +29,45 @@ FLAGS: dict[str, tuple[str, type]] = {
     "--kv-cache-dtype": ("kv_cache_dtype", str),
     "--dtype": ("dtype", str),
     "--load-format": ("load_format", str),
+    # Several engines in one pod (refused: a replica is one engine; workload.model_section).
+    "--data-parallel-size": ("dp", int), "-dp": ("dp", int),
 }
+
+
+def human_int(text: str) -> int:
+    """vLLM's human-readable integers (`--max-model-len 32k`): k/m/g are powers of 1000,
+    K/M/G powers of 1024 (vllm/engine/arg_utils.py human_readable_int)."""
+    scale = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+    if text[-1:] in scale:
+        number = float(text[:-1])
+        if number != int(number):
+            raise ValueError(text)
+        return int(number) * scale[text[-1]]
+    return int(text)
+
+
+FLAGS["--max-model-len"] = ("max_model_len", human_int)
+FLAGS["--max-num-batched-tokens"] = ("max_num_batched_tokens", human_int)
 BOOL_FLAGS = {"--enable-chunked-prefill": ("chunked_prefill", True),
               "--no-enable-chunked-prefill": ("chunked_prefill", False),
               "--enable-prefix-caching": ("enable_prefix_caching", True),
               "--no-enable-prefix-caching": ("enable_prefix_caching", False)}
 _ENV_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+# `$NAME` and `${NAME}` inside a `sh -c` string: the shell expands them from the env.
+_SHELL_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+# vLLM's switches (no value; `--no-*` too): after one of these the next word may be the model
+# of `vllm serve [flags] MODEL`. Any other unknown `--flag` is taken to carry a value, so its
+# value is never read as the model (vllm/engine/arg_utils.py, entrypoints/openai/cli_args.py).
+_SWITCHES = frozenset({
+    "--trust-remote-code", "--enforce-eager", "--disable-log-requests", "--disable-log-stats",
+    "--enable-log-requests", "--disable-custom-all-reduce", "--enable-lora",
+    "--enable-auto-tool-choice", "--enable-expert-parallel", "--disable-sliding-window",
+    "--skip-tokenizer-init", "--enable-sleep-mode", "--disable-frontend-multiprocessing",
+    "--enable-reasoning", "--headless", "--disable-fastapi-docs",
+    "--enable-request-id-headers", "--enable-prompt-tokens-details", "--async-scheduling",
+    "--enable-server-load-tracking", "--enable-force-include-usage", "--enable-eplb",
+    "--disable-uvicorn-access-log", "--return-tokens-as-token-ids", "--calculate-kv-scales",
+    "--allow-credentials", "--enable-log-outputs", "--use-v2-block-manager"})
 # A word with a space holding one of these is a shell one-liner running an engine.
 SHELL_MARKERS = ("vllm", "sglang", "trtllm", "--")
 
@@ -79,16 +113,34 @@ def _words(container: dict, env: dict[str, str]) -> list[str]:
     # `sh -c "vllm serve ..."`: the engine's argv is the shell string, split as the shell would.
     out: list[str] = []
     for word in words:
-        out.extend(
-            shlex.split(word) if " " in word and any(m in word for m in SHELL_MARKERS) else [word]
-        )
+        if " " in word and any(m in word for m in SHELL_MARKERS):
+            word = _SHELL_REF.sub(
+                lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+            out.extend(shlex.split(word))
+        else:
+            out.append(word)
     return out
 
 
+def runs_vllm(words: list[str]) -> bool:
+    """The argv runs vLLM's server: `vllm serve` or `python -m vllm.entrypoints....`."""
+    for i, word in enumerate(words):
+        if (word == "vllm" or word.endswith("/vllm")) and words[i + 1:i + 2] == ["serve"]:
+            return True
+        if word.startswith("vllm.entrypoints") and i > 0 and words[i - 1] == "-m":
+            return True
+    return False
+
+
 def is_vllm(container: dict) -> bool:
-    image = str(container.get("image", ""))
-    text = " ".join(_words(container, _env_of(container)))
-    return "vllm" in image.lower() or "vllm" in text
+    """A container running vLLM: its command says so, or a vLLM image runs its own entry
+    point (no command). A word such as `release=vllm` in a router's args is not enough: the
+    production-stack router names the engines' Helm release in its label selector."""
+    words = _words(container, _env_of(container))
+    if runs_vllm(words):
+        return True
+    image = str(container.get("image", "")).rpartition("/")[2].lower()
+    return "vllm" in image and not container.get("command") and "router" not in image
 
 
 def parse_container(container: dict) -> VllmArgs:
@@ -99,15 +151,39 @@ def parse_container(container: dict) -> VllmArgs:
     out = VllmArgs(env=env)
     if "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in env:
         out.ignored.append("env VLLM_ALLOW_LONG_MAX_MODEL_LEN")
-    # Positional model of `vllm serve MODEL`.
-    for i, word in enumerate(words[:-1]):
-        if word == "serve" and not words[i + 1].startswith("-"):
-            out.values["model"] = words[i + 1]
-            break
+    _positional_model(words, out, container.get("command"))
     return parse_flags(words, FLAGS, BOOL_FLAGS, out)
 
 
-def parse_flags(words: list[str], flags: dict[str, tuple[str, type]],
+def _positional_model(words: list[str], out: VllmArgs, command: object = None) -> None:
+    """MODEL of `vllm serve [flags] MODEL [flags]`: the first word after `serve` that is no
+    flag's value (vLLM's argparse takes the positional anywhere)."""
+    start = next((i for i, w in enumerate(words[:-1]) if w == "serve"
+                  and i > 0 and (words[i - 1] == "vllm" or words[i - 1].endswith("/vllm"))),
+                 None)
+    if start is None:
+        start = next((i for i, w in enumerate(words[:-1]) if w == "serve"), None)
+    if start is None:
+        if not command and words and not words[0].startswith("-"):
+            # No command: the vllm-openai image's entry point is `vllm serve`, so args
+            # beginning with a word give the model first.
+            out.values["model"] = words[0]
+        return
+    i = start + 1
+    while i < len(words):
+        word = words[i]
+        if word in ("&&", ";", "|", "||"):
+            return  # the shell's next command
+        if word.startswith("-"):
+            flag = word.partition("=")[0]
+            switch = flag in BOOL_FLAGS or flag in _SWITCHES or flag.startswith("--no-")
+            i += 1 if "=" in word or switch else 2
+            continue
+        out.values["model"] = word
+        return
+
+
+def parse_flags(words: list[str], flags: Mapping[str, tuple[str, Callable]],
                 bool_flags: dict[str, tuple[str, bool]], out: VllmArgs) -> VllmArgs:
     """`--flag value`, `--flag=value` and boolean flags into `out.values` (our keys); other
     `--flags` into `out.ignored`. Shared by the vLLM, SGLang and TensorRT-LLM readers."""
@@ -117,6 +193,11 @@ def parse_flags(words: list[str], flags: dict[str, tuple[str, type]],
         flag, _, inline = word.partition("=")
         if flag in bool_flags:
             key, value = bool_flags[flag]
+            if inline:  # argparse's BooleanOptionalAction refuses `--flag=false`
+                opposite = next((f for f, (k, v) in bool_flags.items()
+                                 if k == key and v != value), None)
+                hint = f"; write {flag} or {opposite}" if opposite else f"; write {flag}"
+                raise ValueError(f"{word}: {flag} takes no value{hint}")
             out.values[key] = value
         elif flag in flags:
             key, kind = flags[flag]
@@ -128,8 +209,11 @@ def parse_flags(words: list[str], flags: dict[str, tuple[str, type]],
             try:
                 out.values[key] = kind(inline)
             except ValueError:
-                raise ValueError(f"{flag} expects {'an integer' if kind is int else 'a number'}, "
-                                 f"got {inline!r}") from None
+                unset = " (a variable the container's env does not set literally)" if (
+                    "$" in inline) else ""
+                expected = {int: "an integer", human_int: "an integer (or 32k, 1M)",
+                            float: "a number"}.get(kind, "a number")
+                raise ValueError(f"{flag} expects {expected}, got {inline!r}{unset}") from None
         elif word.startswith("--"):
             out.ignored.append(flag)
         i += 1

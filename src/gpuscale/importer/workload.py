@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpuscale.audit.loader import Manifest, format_path
-from gpuscale.catalog import models
+from gpuscale.catalog import get_model, models
 from gpuscale.errors import UserInputError
 from gpuscale.importer import sglang_args, trtllm_args
 from gpuscale.importer.vllm_args import VllmArgs, _env_of, _words, is_vllm, parse_container
@@ -20,12 +20,21 @@ from gpuscale.scenario.models import EngineSettings, ModelDeployment
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCES = (GPU_RESOURCE, "amd.com/gpu")  # whole GPUs (device plugins' resource names)
 # Hugging Face repo-name suffixes that do not change the architecture (same config.json shapes).
-_SUFFIXES = re.compile(r"(-(Instruct|Chat|chat|it|hf|Base|FP8|FP8-Dynamic|fp8|\d{4}))+$")
+# A revision (`-v0.1`, `-v0.3`) of the same family keeps its shapes too (Mixtral-8x7B-v0.1).
+_SUFFIXES = re.compile(
+    r"(-(Instruct|Chat|chat|it|hf|Base|FP8|FP8-Dynamic|fp8|\d{4}|v\d+(\.\d+)*))+$")
 _LOADERS = {"runai_streamer": "streamer"}
+# A `$(VAR)`, `${VAR}` or `$VAR` left in a word: the env did not give its value literally.
+_UNSET_REF = re.compile(r"\$\(([A-Za-z_]\w*)\)|\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # An image of one of these serves a model: a command it runs that no reader knows is refused.
 _ENGINE_IMAGES = ("sglang", "tensorrt-llm", "tensorrt_llm", "trtllm", "tritonserver", "dynamo")
+# Objects that create serving pods through their own controller; their pod template is not in
+# a form the readers take (KServe, llm-d, KubeRay).
+_UNREAD_SERVING_KINDS = ("InferenceService", "ServingRuntime", "ClusterServingRuntime",
+                         "LLMInferenceService", "RayService")
 KNOWN_COMMANDS = ("vllm serve MODEL", "python -m vllm.entrypoints.openai.api_server",
                   "python -m sglang.launch_server", "trtllm-serve MODEL")
 
@@ -108,10 +117,13 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
                 found.append((obj, pod_path, index, container, engine))
                 break
     if not found:
+        others = sorted({o.ref for o in objects if o.kind in _UNREAD_SERVING_KINDS})
+        hint = (f"; {', '.join(others)} is not read: give the Deployment it creates "
+                "(`kubectl get deploy -o yaml`)") if others else ""
         raise UserInputError("no Deployment, StatefulSet or LeaderWorkerSet running vLLM, "
-                             "SGLang or TensorRT-LLM (a container whose image or command names "
-                             "vllm, or that runs sglang.launch_server or trtllm-serve)",
-                             field="manifests")
+                             "SGLang or TensorRT-LLM (a container whose command runs vllm serve "
+                             "or vllm.entrypoints, a vLLM image without a command, or "
+                             f"sglang.launch_server or trtllm-serve){hint}", field="manifests")
     if len(found) > 1:
         refs = ", ".join(f"{o.ref} ({o.source})" for o, *_ in found)
         raise UserInputError(f"several serving workloads ({refs}); give one deployment's "
@@ -125,7 +137,11 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
     replicas = obj.get("spec", "replicas", default=1)
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
         raise _fail(obj, ("spec", "replicas"), f"expected an integer >= 0, got {replicas!r}")
-    return ServingWorkload(obj, pod_path, obj.get(*pod_path), container, args, replicas)
+    notes = []
+    if args.ignored:
+        notes.append(f"{ENGINE_NAMES[engine]} arguments not simulated: "
+                     f"{', '.join(dict.fromkeys(args.ignored))}")
+    return ServingWorkload(obj, pod_path, obj.get(*pod_path), container, args, replicas, notes)
 
 
 def catalog_model(model_id: str) -> tuple[str, str]:
@@ -157,6 +173,12 @@ def model_section(wl: ServingWorkload) -> dict:
         raise _fail(obj, wl.pod_path + ("spec", "containers"), f"the {ENGINE_NAMES[args.engine]} "
                     "container names no model (`vllm serve MODEL` or --model, sglang "
                     "--model-path, `trtllm-serve MODEL`)")
+    unset = _UNSET_REF.search(model_id)
+    if unset:
+        var = unset.group(1) or unset.group(2) or unset.group(3)
+        raise _fail(obj, wl.pod_path + ("spec", "containers"), f"the model is {model_id!r}: "
+                    f"variable {var} has no literal `value` in the container's env (valueFrom "
+                    "and envFrom are not resolved); give the model id")
     name, note = catalog_model(model_id)
     wl.notes += [note] if note else []
     quant = (args.get("quantization") or "").lower()
@@ -164,11 +186,20 @@ def model_section(wl: ServingWorkload) -> dict:
         raise UserInputError(f"--quantization {quant}: only bf16 and fp8 weights are simulated",
                              source=obj.source, field="args")
     fp8 = quant in ("fp8", "modelopt", "fbgemm_fp8") or "fp8" in model_id.lower()
+    if not fp8 and not quant and get_model(name).checkpoint_precision == "fp8":
+        fp8 = True  # vLLM reads the checkpoint's quantization_config without --quantization
+        wl.notes.append(f"model {name}: its config.json's quantization_config is fp8; served "
+                        "with fp8 weights")
     out: dict = {"name": name, "precision": "fp8" if fp8 else "bf16", "tp": args.get("tp", 1)}
     if (args.get("kv_cache_dtype") or "").lower().startswith("fp8"):
         out["kv_precision"] = "fp8"
+    elif fp8:
+        # vLLM's --kv-cache-dtype auto keeps the cache in the activations' dtype (bf16) for
+        # fp8 weights; the scenario's default (the weights' precision) would double the KV.
+        out["kv_precision"] = "bf16"
     if args.get("dp", 1) != 1:
-        raise UserInputError(f"--dp-size {args.get('dp')}: data-parallel engines inside one pod "
+        flag = "--dp-size" if args.engine == "sglang" else "--data-parallel-size"
+        raise UserInputError(f"{flag} {args.get('dp')}: data-parallel engines inside one pod "
                              "are not simulated (a replica is one engine); run one engine per "
                              "pod and scale the replicas", source=obj.source, field="args")
     pp = args.get("pp", 1)
@@ -180,19 +211,37 @@ def model_section(wl: ServingWorkload) -> dict:
     return out
 
 
+def _gpu_value(wl: ServingWorkload, resources: dict, path: tuple):
+    """The container's whole-GPU count as written: the limit (Kubernetes requires one for an
+    extended resource; a request must equal it)."""
+    found = {section: {k: v for k, v in resources[section].items() if k in GPU_RESOURCES}
+             for section in ("limits", "requests") if isinstance(resources.get(section), dict)}
+    limits, requests = found.get("limits") or {}, found.get("requests") or {}
+    if limits and requests and {k: str(v) for k, v in limits.items()} != {
+            k: str(v) for k, v in requests.items()}:  # "1" and 1 are the same quantity
+        raise _fail(wl.obj, path, f"GPU requests {requests} differ from limits {limits}; "
+                    "Kubernetes requires them equal for an extended resource")
+    if not limits and requests:
+        wl.notes.append(f"{', '.join(requests)} only in resources.requests: Kubernetes needs "
+                        "the limit too (the API server refuses the pod); read as the limit")
+    chosen = limits or requests
+    if not chosen:
+        other = sorted(str(k) for section in ("limits", "requests")
+                       if isinstance(resources.get(section), dict)
+                       for k in resources[section] if "gpu" in str(k) or "mig-" in str(k))
+        shown = f" (requests {', '.join(other)}: MIG slices and shared GPUs are not simulated)" \
+            if other else ""
+        raise _fail(wl.obj, path, f"the {ENGINE_NAMES[wl.args.engine]} container requests no "
+                    f"{' or '.join(GPU_RESOURCES)}{shown}")
+    return next(iter(chosen.values()))
+
+
 def gpus_requested(wl: ServingWorkload, gpus_needed: int) -> int:
     resources = wl.container.get("resources") or {}
     if not isinstance(resources, dict):
         raise _fail(wl.obj, wl.pod_path + ("spec", "containers"), "`resources` must be a mapping")
-    value = None
-    for section in ("limits", "requests"):
-        if isinstance(resources.get(section), dict) and GPU_RESOURCE in resources[section]:
-            value = resources[section][GPU_RESOURCE]
-            break
     path = wl.pod_path + ("spec", "containers")
-    if value is None:
-        raise _fail(wl.obj, path, f"the {ENGINE_NAMES[wl.args.engine]} container requests no "
-                    f"{GPU_RESOURCE}")
+    value = _gpu_value(wl, resources, path)
     try:
         count = int(str(value))
     except ValueError:
@@ -235,6 +284,13 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
             if args.engine == "sglang" and key != "max_model_len":
                 shown = f"{shown} ({name} picks its own by GPU memory; vLLM's rule simulated)"
             defaults.append(f"engine.{key}: {shown}")
+    context = models_context(wl)
+    length = args.get("max_model_len")
+    if length is not None and context is not None and length > context and \
+            args.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
+        wl.notes.append(f"--max-model-len {length} exceeds the model's {context}-token "
+                        "context (max_position_embeddings): vLLM refuses to start unless rope "
+                        "scaling extends it or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; simulated as given")
     if args.get("enable_prefix_caching") is not None:  # default on, as vLLM V1
         out["enable_prefix_caching"] = args.get("enable_prefix_caching")
     if args.engine == "sglang":
@@ -258,6 +314,14 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
     return out
 
 
+def models_context(wl: ServingWorkload) -> int | None:
+    """The served model's context length from the catalog (None when it is not known yet)."""
+    try:
+        return get_model(catalog_model(str(wl.args.get("model")))[0]).max_context_tokens
+    except UserInputError:
+        return None
+
+
 def kv_cache_utilization(wl: ServingWorkload, engine: dict, model: dict,
                          gpu_memory_gib: float) -> None:
     """TensorRT-LLM sizes its KV cache as a fraction of the memory left after the weights
@@ -270,7 +334,6 @@ def kv_cache_utilization(wl: ServingWorkload, engine: dict, model: dict,
     if not 0 < frac <= 1:
         raise UserInputError(f"--kv_cache_free_gpu_memory_fraction {frac}: expected a fraction "
                              "in (0, 1]", source=wl.obj.source, field="args")
-    from gpuscale.catalog import get_model
     from gpuscale.catalog.specs import Precision
 
     gpus = model["tp"] * model.get("pp", 1)

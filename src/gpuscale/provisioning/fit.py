@@ -9,6 +9,7 @@ capacity; `Bin` is that hypothetical capacity and `first_fit` the simulation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -87,9 +88,21 @@ def instance_type_labels(instance_type: InstanceType) -> dict[str, str]:
         FAMILY_LABEL: instance_type.name.split(".")[0],
         GPU_NAME_LABEL: gpu_name_label(instance_type.gpu),
         GPU_COUNT_LABEL: str(instance_type.num_gpus),
+        # The other numeric labels NodePools filter on (Gt/Lt need a value): MiB and vCPUs.
+        "karpenter.k8s.aws/instance-cpu": str(instance_type.vcpus),
+        "karpenter.k8s.aws/instance-memory": str(round(instance_type.memory_gib * 1024)),
+        "karpenter.k8s.aws/instance-gpu-memory": str(
+            round(instance_type.gpu_spec.memory_gib * 1024)),
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/os": "linux",
     }
+    family, dot, size = instance_type.name.partition(".")
+    if dot:  # AWS names: family.size; the family is category letters, generation digits
+        labels["karpenter.k8s.aws/instance-size"] = size
+        match = re.match(r"([a-z]+)(\d+)", family)
+        if match:
+            labels["karpenter.k8s.aws/instance-category"] = match.group(1)
+            labels["karpenter.k8s.aws/instance-generation"] = match.group(2)
     labels.update(instance_type.labels)
     return labels
 
