@@ -43,8 +43,8 @@ test-pure: $(VENV)/.installed-test
 bench: $(VENV)/.installed-base
 	$(BIN)/python bench/bench_azure_conv.py
 
-# Rebuild the compiled hot path (event loop, step cost, replica engine, router) in place after
-# editing those modules: the install compiles them once (setup.py), and a stale build is
+# Rebuild the compiled hot path (event loop, step cost, replica, router, request table,
+# fleet) after editing those modules, in place: the install compiles them once (setup.py), and a stale build is
 # skipped for the sources with a message until rebuilt (gpuscale/_hot_path.py). Same results,
 # ~1.4x the requests per second end to end (docs/benchmarks.md). `make clean-compiled` goes back
 # to pure Python.

@@ -1,10 +1,10 @@
 """Build hook: compile the simulation's hot path with mypyc where a C compiler exists.
 
 Everything else about the package is in pyproject.toml; this file only adds the optional
-extension modules. The four modules below (event loop, step cost, replica engine, router) are
-compiled in one mypyc group, so they call each other natively (issue 16: ~1.5x the requests
-per second end to end, docs/benchmarks.md). Their pure-Python sources ship too and give the
-same bytes out; they are what runs when:
+extension modules. The six modules below (event loop, step cost, replica engine, router,
+request table, fleet) are compiled in one mypyc group, so they call each other natively
+(issue 16: ~1.5x the requests per second end to end, docs/benchmarks.md). Their pure-Python
+sources ship too and give the same bytes out; they are what runs when:
 
 - the build has no C compiler or mypyc fails (the install goes on, pure, with one message),
 - `GPUSCALE_PURE=1` is set at install time (nothing is compiled) or at run time (the compiled
@@ -30,6 +30,8 @@ HOT_SOURCES = (
     "src/gpuscale/serving/performance.py",
     "src/gpuscale/serving/replica.py",
     "src/gpuscale/serving/router.py",
+    "src/gpuscale/serving/requests_table.py",
+    "src/gpuscale/engine/fleet.py",
 )
 # Written beside the compiled modules: the sha256 of each source they were built from, so the
 # package can tell a stale build from a fresh one (_hot_path.py).
@@ -65,7 +67,7 @@ def _mypyc_extensions() -> list[Extension]:
 
 class OptionalBuildExt(build_ext):
     """build_ext that falls back to pure Python as a whole: if any module fails to compile
-    (no compiler, missing headers), every compiled output is removed, since the four are one
+    (no compiler, missing headers), every compiled output is removed, since the six are one
     group and must not be mixed with pure ones."""
 
     def finalize_options(self) -> None:

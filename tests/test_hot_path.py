@@ -52,7 +52,7 @@ def test_finder_prefers_the_source_over_a_compiled_module(tmp_path):
     finder = _hot_path.PureSourceFinder()
     spec = finder.find_spec("gpuscale.serving.replica", [str(tmp_path)])
     assert spec is not None and spec.origin == str(tmp_path / "replica.py")
-    # Only the four hot modules; everything else is left to the normal finders.
+    # Only the hot modules; everything else is left to the normal finders.
     assert finder.find_spec("gpuscale.serving.kv", [str(tmp_path)]) is None
 
 

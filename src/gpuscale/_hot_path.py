@@ -2,15 +2,15 @@
 
 A compiled module (`replica.cpython-311-....so`) shadows `replica.py` in the same folder, so
 choosing the sources takes an import hook: `install()` (called by `gpuscale/__init__.py`
-before any of the four is imported) puts a finder first on `sys.meta_path` that loads all four
-from their `.py` files when
+before any of them is imported) puts a finder first on `sys.meta_path` that loads all of
+them from their `.py` files when
 
 - `GPUSCALE_PURE=1` is set (the suite and `bench/` use it to compare both paths), or
 - the build's manifest (`_compiled_sources.json`, sha256 of each source at build time) no
   longer matches the sources: an editable install edited since `pip install -e .`. Running the
   old compiled code there would silently ignore the edit; one line on stderr says so.
 
-All four or none: they are one mypyc group whose compiled classes refer to each other natively,
+All or none: they are one mypyc group whose compiled classes refer to each other natively,
 so a compiled module must not meet a pure one. Only stdlib modules already loaded at start-up
 are used, and the hashes are read only where a build wrote a manifest.
 """
@@ -30,6 +30,8 @@ HOT_MODULES = (
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
     "gpuscale.serving.router",
+    "gpuscale.serving.requests_table",
+    "gpuscale.engine.fleet",
 )
 MANIFEST = "_compiled_sources.json"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
