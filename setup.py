@@ -107,7 +107,7 @@ class OptionalBuildExt(build_ext):
         return outputs
 
 
-# A placeholder, replaced by mypyc's modules in OptionalBuildExt.run: it makes setuptools run
-# build_ext and tag the wheel for this platform.
+# A placeholder, replaced by mypyc's modules in OptionalBuildExt.finalize_options: it makes
+# setuptools run build_ext and tag the wheel for this platform.
 setup(ext_modules=[Extension("gpuscale_hot__placeholder", sources=[])],
       cmdclass={"build_ext": OptionalBuildExt})

@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
 
 # Keep in step with setup.py's HOT_SOURCES.
@@ -40,14 +41,14 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 class PureSourceFinder:
     """Finds the hot modules' `.py` files, ahead of the path finder that would pick the `.so`."""
 
-    def find_spec(self, fullname: str, path: object = None,
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: object = None) -> ModuleSpec | None:
         if fullname not in HOT_MODULES or not path:
             return None
         import importlib.util
 
         leaf = fullname.rpartition(".")[2] + ".py"
-        for entry in path:  # type: ignore[attr-defined]  # the parent package's __path__
+        for entry in path:  # the parent package's __path__
             source = os.path.join(entry, leaf)
             if os.path.isfile(source):
                 return importlib.util.spec_from_file_location(fullname, source)
@@ -59,20 +60,21 @@ def stale_sources(package_dir: str = PACKAGE_DIR) -> list[str] | None:
     manifest = os.path.join(package_dir, MANIFEST)
     if not os.path.isfile(manifest):
         return None
-    import hashlib
     import json
 
     with open(manifest, encoding="utf-8") as f:
         built: dict[str, str] = json.load(f)
     root = os.path.dirname(package_dir)
-    return sorted(rel for rel, digest in built.items() if _sha256(os.path.join(root, rel),
-                                                                  hashlib) != digest)
+    return sorted(rel for rel, digest in built.items()
+                  if _sha256(os.path.join(root, rel)) != digest)
 
 
-def _sha256(path: str, hashlib: object) -> str | None:
+def _sha256(path: str) -> str | None:
+    import hashlib  # here: only an installed build has a manifest to compare
+
     try:
         with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()  # type: ignore[attr-defined]
+            return hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return None
 
@@ -89,11 +91,3 @@ def install() -> None:
               "running pure Python (same results, slower). Rebuild: pip install -e . "
               "(or make compile)", file=sys.stderr)
         sys.meta_path.insert(0, PureSourceFinder())
-
-
-def compiled() -> bool:
-    """Whether the hot path that runs (or would run) is the compiled one."""
-    import importlib
-
-    module = importlib.import_module("gpuscale.serving.replica")
-    return not (module.__file__ or "").endswith(".py")
