@@ -4,7 +4,13 @@ Three layers (nodes, scheduling, replicas) over a continuous-batching serving mo
 docs/architecture.md. The package never writes to a Kubernetes cluster.
 """
 
+from gpuscale import _hot_path
+
 __version__ = "0.1.0"
+
+# Before any hot module is imported: picks their sources over a stale or unwanted compiled
+# build (GPUSCALE_PURE=1); see _hot_path.py.
+_hot_path.install()
 
 __all__ = ["SimulationResult", "__version__", "simulate"]
 
