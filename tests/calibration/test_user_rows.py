@@ -56,6 +56,9 @@ def test_unknown_fields_are_refused_in_one_line_naming_file_and_field(tmp_path):
     assert out.exit_code == 2
     assert "bad.yaml" in out.output and "turbo" in out.output
     assert "Traceback" not in out.output and len(out.output.strip().splitlines()) == 1
+    # The file and the field are named once each, file first (they were printed twice).
+    assert out.output.count("bad.yaml") == 1 and out.output.count("rows.0.engine") == 1
+    assert out.output.index("bad.yaml") < out.output.index("rows.0.engine")
     with pytest.raises(UserInputError, match="needs concurrency"):
         parse_rows(ROW.replace("concurrency: 50", ""), "x.yaml")
     with pytest.raises(UserInputError, match=r"engine.kind"):

@@ -131,7 +131,7 @@ def _validate(data: object, source: str) -> list[UserRow]:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise UserInputError(f"{source}: {where}: {err['msg']}", field=where) from None
+        raise UserInputError(err["msg"], source=source, field=where) from None
 
 
 def builtin_rows() -> list[UserRow]:
