@@ -180,29 +180,8 @@ class _Run:
 
     def _schedule_arrivals(self) -> None:
         arrivals = self.table.arrival_s
-        if not arrivals:
-            return
-        fleet = self.entry
-        table = self.table
-        sim = self.sim
-        n = len(arrivals)
-
-        def arrive(rid: int) -> None:
-            # The arrivals that come before any other event are routed here in one go, at
-            # their own instants (Simulation.advance_to); the next one after an event waits
-            # in the heap. Same order and state as one event per arrival (nothing else has
-            # the ARRIVAL priority, so a same-instant tie is decided by priority alone).
-            while True:
-                table.num_arrived = rid + 1
-                fleet.route(rid, sim.now_s)
-                rid += 1
-                if rid >= n:
-                    return
-                if not sim.advance_to(arrivals[rid]):
-                    sim.schedule(arrivals[rid], Priority.ARRIVAL, arrive, rid)
-                    return
-
-        sim.schedule(arrivals[0], Priority.ARRIVAL, arrive, 0)
+        if arrivals:
+            self.sim.schedule(arrivals[0], Priority.ARRIVAL, self.entry.arrive, 0)
 
     def _scrape(self, now_s: float) -> None:
         # The gateway's client timeouts are checked on the scrape tick (before the scrape

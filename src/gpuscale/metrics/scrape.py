@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Sized
 from typing import Any, Protocol
 
+import numpy as np
+
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
 from gpuscale.metrics.store import (
@@ -158,8 +160,7 @@ class Scraper:
         count = arrived - first
         completed = table.recently_completed
         table.recently_completed = []
-        tpots = [(table.finish_s[r] - table.first_token_s[r]) / (table.output_tokens[r] - 1)
-                 for r in completed if table.output_tokens[r] > 1]
+        tpots = _tpots_s(table, completed)
         pools = self.pools.values()
         prompt = sum(table.prompt_tokens[first:arrived])
         output = sum(table.output_tokens[first:arrived])
@@ -172,6 +173,22 @@ class Scraper:
             "gateway_queue": float(sum(len(p.gateway) for p in pools)),
             "ready_replicas": float(sum(p.num_ready() for p in pools)),
         }
+
+
+def _tpots_s(table: RequestTable, completed: list[int]) -> list[float]:
+    """Each completed request's TPOT (requests of one output token have none), in completion
+    order: one gather per column instead of three array reads per request (hundreds of
+    completions per scrape at scale). Element-wise the same floats as the per-request
+    expression, and a list so the caller's `sum` adds them in the same order."""
+    if not completed:
+        return []
+    rows = np.asarray(completed, dtype=np.int64)
+    outputs = np.frombuffer(table.output_tokens, dtype=np.int64)[rows]
+    keep = outputs > 1
+    finish = np.frombuffer(table.finish_s, dtype=np.float64)[rows][keep]
+    first = np.frombuffer(table.first_token_s, dtype=np.float64)[rows][keep]
+    tpots: list[float] = ((finish - first) / (outputs[keep] - 1)).tolist()
+    return tpots
 
 
 __all__ = ["ScrapedPool", "Scraper"]
