@@ -160,6 +160,9 @@ def test_pdb_reaches_the_cluster_autoscaler(tmp_path):
     ({"maxUnavailable": None}, "exactly one of minAvailable"),
     ({"maxUnavailable": "half"}, "a percentage such as"),
     ({"maxUnavailable": -1}, "an integer >= 0"),
+    # Found by probing: the API server refuses > 100%; it ran as more pods than exist.
+    ({"maxUnavailable": "150%"}, "(0%..100%), got"),
+    ({"minAvailable": "101%", "maxUnavailable": None}, "(0%..100%), got"),
     ({"selector": {"matchExpressions": [{"key": "app", "operator": "Like"}]}},
      "expected an operator"),
 ])

@@ -156,6 +156,10 @@ def test_fp8_checkpoint_is_read_from_the_model_id(tmp_path):
         ),
         (lambda c: c["args"].append("--quantization=awq"), "only bf16 and fp8 weights"),
         (lambda c: c["args"].append("--max-num-seqs=lots"), "--max-num-seqs expects an integer"),
+        # Found by fuzzing: a ZeroDivisionError traceback (GPUs per node // 0).
+        (lambda c: c["args"].append("--tensor-parallel-size=0"),
+         "--tensor-parallel-size expects an integer >= 1, got '0'"),
+        (lambda c: c["args"].append("-pp=-2"), "-pp expects an integer >= 1, got '-2'"),
         (
             lambda c: c.update(image="nginx", command=["nginx"]),
             "no Deployment, StatefulSet or LeaderWorkerSet running vLLM",
