@@ -231,6 +231,15 @@ def test_small_root_volume_is_noted(tmp_path):
     assert any("50 GiB volume" in n and "GPU026" in n for n in imp.notes)
 
 
+@pytest.mark.parametrize("size", ["-300Gi", "0", "0Gi"])
+def test_a_volume_of_no_size_is_refused(tmp_path, size):
+    """Found by probing: a negative or zero root volume was accepted without a word."""
+    docs = load_docs()
+    of_kind(docs, "EC2NodeClass")["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] = size
+    refused(tmp_path, docs, "blockDeviceMappings[0].ebs.volumeSize", "expected a size > 0",
+            "EC2NodeClass/gpu")
+
+
 def test_io2_volume_sets_weight_storage(tmp_path):
     docs = load_docs()
     of_kind(docs, "EC2NodeClass")["spec"]["blockDeviceMappings"][0]["ebs"]["volumeType"] = "io2"
