@@ -350,3 +350,20 @@ def test_hostile_bench_values_are_one_line(tmp_path, change, expected):
     assert result.exit_code == 2, result.output
     assert f"[1].{expected}" in result.output and "bench.jsonl" in result.output
     assert result.output.strip().count("\n") == 0
+
+
+def test_a_prompt_histogram_that_never_grew_is_read_as_absent(tmp_path):
+    """Found by fuzzing: a request_prompt_tokens sum stuck at 0 (count growing) divided by a
+    mean prompt of 0 tokens, a ZeroDivisionError traceback. It now fits on the assumed lengths
+    and says so."""
+    export = tmp_path / "prom.json"
+    synthetic_export(export)
+    data = json.loads(export.read_text())
+    for series in data["data"]["result"]:
+        if series["metric"]["__name__"] == "vllm:request_prompt_tokens_sum":
+            series["values"] = [[t, "0"] for t, _ in series["values"]]
+    export.write_text(json.dumps(data))
+    result = CliRunner().invoke(cli, ["calibrate", "--fit", str(export), "--gpu", "H100-SXM",
+                                      "--model", "Llama-3.1-8B", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert any("a mean of 0 tokens" in n for n in json.loads(result.output)["notes"])

@@ -31,6 +31,7 @@ from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.distributions import TokenDistribution
+from gpuscale.workloads.limits import MAX_HORIZON_S, MAX_REQUESTS
 
 Statistic = Literal["ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "itl_mean_s",
                     "output_tokens_per_s", "requests_per_s"]
@@ -74,6 +75,15 @@ class RowWorkload(_Strict):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"workload kind {self.kind} needs {', '.join(missing)}")
+        # The simulator's one-run limits (docs/input-limits.md): `requests: 1e9` ran for hours.
+        expected = (self.requests or 0) if self.kind != "poisson" else (
+            (self.rate_per_s or 0.0) * (self.duration_s or 0.0))
+        if expected > MAX_REQUESTS:
+            raise ValueError(f"the workload means about {expected:,.0f} requests, more than "
+                             f"the {MAX_REQUESTS:,} one run holds (docs/input-limits.md)")
+        if self.kind == "poisson" and (self.duration_s or 0.0) > MAX_HORIZON_S:
+            raise ValueError(f"duration_s {self.duration_s:,.0f} is more than the "
+                             f"{MAX_HORIZON_S / 86_400:.0f}-day horizon of one run")
         return self
 
 
