@@ -136,3 +136,20 @@ def test_a_row_past_the_one_run_limits_is_refused_in_one_line(tmp_path, old, new
     assert out.exit_code == 2, out.output
     assert expected in out.output and "rows.0.workload" in out.output
     assert len(out.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("old, new, field, expected", [
+    # Found by probing: both ran (a 1e12-token prompt capped to 10M and replayed; a row with
+    # no name in the table).
+    ("{kind: fixed, value: 5000}", "{kind: fixed, value: 1000000000000}", "rows.0",
+     "1000000000000 prompt + 500 output tokens is more than the 131072-token context"),
+    ("id: my-h100-point", "id: ''", "rows.0.id", "at least 1 character"),
+])
+def test_absurd_rows_are_refused_in_one_line(tmp_path, old, new, field, expected):
+    path = tmp_path / "rows.yaml"
+    assert old in ROW
+    path.write_text(ROW.replace(old, new))
+    out = CliRunner().invoke(cli, ["calibrate", "--rows", str(path)])
+    assert out.exit_code == 2, out.output
+    assert f"{field}: " in out.output and expected in out.output, out.output
+    assert len(out.output.strip().splitlines()) == 1
