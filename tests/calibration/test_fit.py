@@ -327,3 +327,43 @@ def test_an_export_mapping_each_name_to_its_response_reads_the_same(tmp_path):
     fmt, points, notes = read_points(many, 256)
     assert fmt == "prometheus" and len(points) == 26  # the queued windows are kept now
     assert any("no vllm:num_requests_waiting" in n for n in notes)
+
+
+@pytest.mark.parametrize("change, expected", [
+    # Found by tests/fuzz/fuzz_inputs.py: an OverflowError traceback, a ZeroDivisionError, and
+    # lengths of the wrong type silently replaced by the totals' mean.
+    ({"input_lens": [2**70]}, "input_lens: expected a list of token counts"),
+    ({"output_lens": "300"}, "output_lens: expected a list of token counts"),
+    ({"input_lens": [1.5, 2]}, "input_lens: expected a list of token counts"),
+    ({"completed": 0.5}, "completed: expected a whole number of requests"),
+    ({"completed": -3}, "completed: expected a whole number of requests"),
+    ({"input_lens": None, "total_input_tokens": 1e300}, "total_input_tokens: expected at most"),
+])
+def test_hostile_bench_values_are_one_line(tmp_path, change, expected):
+    bench = tmp_path / "bench.jsonl"
+    synthetic_bench(bench, n=40)
+    objs = [json.loads(line) for line in bench.read_text().splitlines()]
+    objs[1].update(change)
+    bench.write_text("\n".join(json.dumps(o) for o in objs) + "\n")
+    result = CliRunner().invoke(cli, ["calibrate", "--fit", str(bench), "--gpu", "H100-SXM",
+                                      "--model", "Llama-3.1-8B"])
+    assert result.exit_code == 2, result.output
+    assert f"[1].{expected}" in result.output and "bench.jsonl" in result.output
+    assert result.output.strip().count("\n") == 0
+
+
+def test_a_prompt_histogram_that_never_grew_is_read_as_absent(tmp_path):
+    """Found by fuzzing: a request_prompt_tokens sum stuck at 0 (count growing) divided by a
+    mean prompt of 0 tokens, a ZeroDivisionError traceback. It now fits on the assumed lengths
+    and says so."""
+    export = tmp_path / "prom.json"
+    synthetic_export(export)
+    data = json.loads(export.read_text())
+    for series in data["data"]["result"]:
+        if series["metric"]["__name__"] == "vllm:request_prompt_tokens_sum":
+            series["values"] = [[t, "0"] for t, _ in series["values"]]
+    export.write_text(json.dumps(data))
+    result = CliRunner().invoke(cli, ["calibrate", "--fit", str(export), "--gpu", "H100-SXM",
+                                      "--model", "Llama-3.1-8B", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert any("a mean of 0 tokens" in n for n in json.loads(result.output)["notes"])

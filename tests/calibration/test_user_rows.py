@@ -118,3 +118,38 @@ def test_pp_runs_the_pipeline_path_not_a_wider_tp_group():
     # Four sequences over two stages: each token crosses both stages at TP2 instead of one
     # TP4 group, so the inter-token latency is longer than the wide TP group's.
     assert run_row(piped)["itl_mean_s"] > 1.2 * run_row(wide)["itl_mean_s"]
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    # Found by fuzzing: `requests: 1e9` was accepted and ran past any time limit.
+    ("requests: 200", "requests: 1000000000", "about 1,000,000,000 requests, more than"),
+    ("kind: closed_loop\n      concurrency: 50\n      requests: 200",
+     "kind: poisson\n      rate_per_s: 1.0e6\n      duration_s: 3600", "about 3,600,000,000"),
+    ("kind: closed_loop\n      concurrency: 50\n      requests: 200",
+     "kind: poisson\n      rate_per_s: 1.0e-6\n      duration_s: 1.0e9", "31-day horizon"),
+])
+def test_a_row_past_the_one_run_limits_is_refused_in_one_line(tmp_path, old, new, expected):
+    path = tmp_path / "rows.yaml"
+    assert old in ROW
+    path.write_text(ROW.replace(old, new))
+    out = CliRunner().invoke(cli, ["calibrate", "--rows", str(path)])
+    assert out.exit_code == 2, out.output
+    assert expected in out.output and "rows.0.workload" in out.output
+    assert len(out.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("old, new, field, expected", [
+    # Found by probing: both ran (a 1e12-token prompt capped to 10M and replayed; a row with
+    # no name in the table).
+    ("{kind: fixed, value: 5000}", "{kind: fixed, value: 1000000000000}", "rows.0",
+     "1000000000000 prompt + 500 output tokens is more than the 131072-token context"),
+    ("id: my-h100-point", "id: ''", "rows.0.id", "at least 1 character"),
+])
+def test_absurd_rows_are_refused_in_one_line(tmp_path, old, new, field, expected):
+    path = tmp_path / "rows.yaml"
+    assert old in ROW
+    path.write_text(ROW.replace(old, new))
+    out = CliRunner().invoke(cli, ["calibrate", "--rows", str(path)])
+    assert out.exit_code == 2, out.output
+    assert f"{field}: " in out.output and expected in out.output, out.output
+    assert len(out.output.strip().splitlines()) == 1

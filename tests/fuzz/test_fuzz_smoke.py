@@ -15,3 +15,20 @@ def test_mutations_are_deterministic_per_seed():
 
     text = "a: 1\nb: [1, 2]\nc: x\n"
     assert mutate(text, random.Random(3)) == mutate(text, random.Random(3))
+
+
+def test_a_short_fuzz_run_of_the_manifest_and_calibration_inputs_finds_nothing(capsys):
+    # simulate --manifests bundles, calibrate --rows and --fit (bench-serve and Prometheus).
+    assert main(["--cases", "30", "--seed", "2", "--commands", "manifests,rows,fit"]) == 0
+    assert "30 cases, 0 failures" in capsys.readouterr().out
+
+
+def test_json_mutations_are_deterministic_per_seed():
+    import random
+
+    from tests.fuzz.fuzz_inputs import mutate_json
+
+    text = '{"a": 1, "b": [1, 2, {"c": "x"}]}'
+    assert mutate_json(text, random.Random(3)) == mutate_json(text, random.Random(3))
+    lines = '{"a": 1}\n{"a": 2}\n'
+    assert mutate_json(lines, random.Random(5)) == mutate_json(lines, random.Random(5))

@@ -89,6 +89,11 @@ def test_pod_template_buffer_takes_the_templates_gpus(tmp_path):
     ({"replicas": None}, [], "set replicas, percentage or limits"),
     ({"replicas": -1}, [], "spec.replicas"),
     ({"limits": {"cpu": "8"}}, [], "limits on cpu are not simulated"),
+    # Found by probing: each ran past any time limit (a virtual pod per chunk, every pass).
+    ({"replicas": 1_000_000_000}, [], "spec.replicas: expected at most 10,000"),
+    ({"replicas": None, "percentage": 10**9}, [], "spec.percentage: expected at most 10,000"),
+    ({"replicas": None, "limits": {"nvidia.com/gpu": "1e9"}}, [],
+     "spec.limits: expected at most 10,000 pods' GPUs"),
 ])
 def test_refused_buffer_shapes(tmp_path, spec, extra, expected):
     _refused(tmp_path, [*load_docs(), *extra, _buffer(**spec)], "all.yaml",
@@ -160,6 +165,9 @@ def test_pdb_reaches_the_cluster_autoscaler(tmp_path):
     ({"maxUnavailable": None}, "exactly one of minAvailable"),
     ({"maxUnavailable": "half"}, "a percentage such as"),
     ({"maxUnavailable": -1}, "an integer >= 0"),
+    # Found by probing: the API server refuses > 100%; it ran as more pods than exist.
+    ({"maxUnavailable": "150%"}, "(0%..100%), got"),
+    ({"minAvailable": "101%", "maxUnavailable": None}, "(0%..100%), got"),
     ({"selector": {"matchExpressions": [{"key": "app", "operator": "Like"}]}},
      "expected an operator"),
 ])

@@ -173,6 +173,16 @@ def test_environment_paths_come_first_and_flags_win(tmp_path):
             "expected a non-empty list",
         ),
         ({"models": {"m": {"config_json": "missing.json"}}}, "models.m.config_json", "not found"),
+        # Found by fuzzing, each ran silently: head_dim 0 read as null (hidden / heads), more
+        # experts per token than experts, a context window of 0 tokens.
+        ({"models": {"m": dict(QWEN3_MOE, head_dim=0)}}, "models.m.head_dim",
+         "expected an integer > 0, got 0"),
+        ({"models": {"m": dict(QWEN3_MOE, num_experts_per_tok=129)}},
+         "models.m.num_experts_per_tok", "expected 1 <= experts per token <= 128 experts"),
+        ({"models": {"Llama-3.1-8B": {"max_context_tokens": 0}}},
+         "models.Llama-3.1-8B.max_context_tokens", "expected an integer > 0, got 0"),
+        ({"models": {"Mixtral-8x7B": {"experts_per_token": 9}}},
+         "models.Mixtral-8x7B.experts_per_token", "expected 1 <= experts per token <= 8"),
         (
             {"models": {"m": {"config_json": "x.json", "layers": 3}}},
             "models.m.layers",
@@ -221,6 +231,10 @@ def test_an_engines_entry_sets_the_host_time_simulate_runs_with(tmp_path):
      "did you mean 'host_step_ms'"),
     ({"engines": {"vllm": {"host_step_ms": -1}}}, "engines.vllm.host_step_ms", ">= 0"),
     ({"engines": {"vllm": 3}}, "engines.vllm", "expected a mapping of engine fields"),
+    # Found by fuzzing: a second per step in ms (1e9) ran, every request timing out.
+    ({"engines": {"vllm": {"host_step_ms": 1e9}}}, "engines.vllm.host_step_ms",
+     "expected at most 1000"),
+    ({"engines": {"vllm": {"host_seq_us": 1e7}}}, "engines.vllm.host_seq_us", "at most 100000"),
 ])
 def test_bad_engine_entries_are_one_line(tmp_path, data, field, expected):
     path = write(tmp_path, data)

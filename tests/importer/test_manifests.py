@@ -156,6 +156,10 @@ def test_fp8_checkpoint_is_read_from_the_model_id(tmp_path):
         ),
         (lambda c: c["args"].append("--quantization=awq"), "only bf16 and fp8 weights"),
         (lambda c: c["args"].append("--max-num-seqs=lots"), "--max-num-seqs expects an integer"),
+        # Found by fuzzing: a ZeroDivisionError traceback (GPUs per node // 0).
+        (lambda c: c["args"].append("--tensor-parallel-size=0"),
+         "--tensor-parallel-size expects an integer >= 1, got '0'"),
+        (lambda c: c["args"].append("-pp=-2"), "-pp expects an integer >= 1, got '-2'"),
         (
             lambda c: c.update(image="nginx", command=["nginx"]),
             "no Deployment, StatefulSet or LeaderWorkerSet running vLLM",
@@ -225,6 +229,15 @@ def test_small_root_volume_is_noted(tmp_path):
     of_kind(docs, "EC2NodeClass")["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] = "50Gi"
     imp = imported(tmp_path, docs)
     assert any("50 GiB volume" in n and "GPU026" in n for n in imp.notes)
+
+
+@pytest.mark.parametrize("size", ["-300Gi", "0", "0Gi"])
+def test_a_volume_of_no_size_is_refused(tmp_path, size):
+    """Found by probing: a negative or zero root volume was accepted without a word."""
+    docs = load_docs()
+    of_kind(docs, "EC2NodeClass")["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] = size
+    refused(tmp_path, docs, "blockDeviceMappings[0].ebs.volumeSize", "expected a size > 0",
+            "EC2NodeClass/gpu")
 
 
 def test_io2_volume_sets_weight_storage(tmp_path):

@@ -31,6 +31,9 @@ from gpuscale.serving.replica import EngineConfig
 from gpuscale.workloads.base import Requests
 
 MAX_REQUESTS_PER_POINT = 400  # replayed per point: enough for stable means, fast to search
+# A bound on one request's prompt or output: above the longest context window released (Llama 4
+# Scout's 10M tokens); larger is a corrupt file, and would overflow the int64 arrays.
+MAX_LENGTH_TOKENS = 10_000_000
 BENCH_STATS = ("mean_ttft_s", "mean_tpot_s", "output_tokens_per_s")
 
 
@@ -80,10 +83,32 @@ def _lengths(
     obj: dict, key: str, total_key: str, count: int, source: str, where: str
 ) -> np.ndarray:
     lens = obj.get(key)
-    if isinstance(lens, list) and lens and all(isinstance(v, int) and v > 0 for v in lens):
-        return np.asarray(lens[:MAX_REQUESTS_PER_POINT], np.int64)
+    if lens is not None and lens != []:
+        # Present but not lengths: refused, not silently replaced by the totals' mean. A 0 is
+        # a failed request (bench serve keeps its slot): the totals' mean stands in then.
+        if not isinstance(lens, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_LENGTH_TOKENS
+                for v in lens):
+            raise UserInputError(f"expected a list of token counts, each 0..{MAX_LENGTH_TOKENS}",
+                                 source=source, field=f"{where}{key}")
+        if all(lens):
+            return np.asarray(lens[:MAX_REQUESTS_PER_POINT], np.int64)
     mean = _number(obj, total_key, source, where) / count
+    if mean > MAX_LENGTH_TOKENS:
+        raise UserInputError(f"expected at most {MAX_LENGTH_TOKENS} tokens a request "
+                             f"(completed x that), got {mean:.4g} a request", source=source,
+                             field=f"{where}{total_key}")
     return np.full(min(count, MAX_REQUESTS_PER_POINT), max(1, round(mean)), np.int64)
+
+
+def _count(obj: dict, key: str, source: str, where: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, float) and value.is_integer():  # 100.0 from a JSON writer
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserInputError(f"expected a whole number of requests >= 1, got {value!r}",
+                             source=source, field=f"{where}{key}")
+    return value
 
 
 def bench_items(text: str, source: str) -> list:
@@ -112,7 +137,7 @@ def bench_points(items: list, source: str, max_num_seqs: int,
             raise UserInputError("max_concurrency runs (a closed-loop client) are not replayed; "
                                  "use --request-rate runs", source=source,
                                  field=f"{where}max_concurrency")
-        count = int(_number(obj, "completed", source, where))
+        count = _count(obj, "completed", source, where)
         rate = obj.get("request_rate", math.inf)
         try:
             rate = math.inf if rate in ("inf", None) else float(rate)

@@ -255,7 +255,10 @@ def _bucket_mean(buckets: dict[float, dict[float, float]], t0: float, t1: float)
 
 def _hist_mean(rep: _Replica, name: str) -> float | None:
     count = _total(rep.series.get(f"{name}_count"))
-    return _total(rep.series.get(f"{name}_sum")) / count if count else None
+    mean = _total(rep.series.get(f"{name}_sum")) / count if count else None
+    # A mean of 0 tokens a request (a sum that never grew) measures nothing: it is treated as
+    # absent (the assumed lengths, with a note), not divided by (a ZeroDivisionError).
+    return mean if mean is not None and mean > 0 else None
 
 
 @dataclass
@@ -281,7 +284,8 @@ def read_export(data: dict, source: str, max_num_batched_tokens: int | None = No
         waiting = rep.series.get(WAITING)
         prompt, output = _hist_mean(rep, PROMPT_HIST), _hist_mean(rep, OUTPUT_HIST)
         if prompt is None or output is None:
-            notes.append(f"{key}: no {PROMPT_HIST} / {OUTPUT_HIST}; context assumed "
+            notes.append(f"{key}: no {PROMPT_HIST} / {OUTPUT_HIST} (or a mean of 0 tokens); "
+                         "context assumed "
                          f"{ASSUMED_PROMPT_TOKENS:g} prompt + {ASSUMED_OUTPUT_TOKENS:g} output "
                          "tokens per request")
             prompt, output = prompt or ASSUMED_PROMPT_TOKENS, output or ASSUMED_OUTPUT_TOKENS

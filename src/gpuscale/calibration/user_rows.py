@@ -30,7 +30,8 @@ from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.workloads.base import Requests
-from gpuscale.workloads.distributions import TokenDistribution
+from gpuscale.workloads.distributions import FixedTokens, TokenDistribution
+from gpuscale.workloads.limits import MAX_HORIZON_S, MAX_REQUESTS
 
 Statistic = Literal["ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "itl_mean_s",
                     "output_tokens_per_s", "requests_per_s"]
@@ -74,6 +75,15 @@ class RowWorkload(_Strict):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"workload kind {self.kind} needs {', '.join(missing)}")
+        # The simulator's one-run limits (docs/input-limits.md): `requests: 1e9` ran for hours.
+        expected = (self.requests or 0) if self.kind != "poisson" else (
+            (self.rate_per_s or 0.0) * (self.duration_s or 0.0))
+        if expected > MAX_REQUESTS:
+            raise ValueError(f"the workload means about {expected:,.0f} requests, more than "
+                             f"the {MAX_REQUESTS:,} one run holds (docs/input-limits.md)")
+        if self.kind == "poisson" and (self.duration_s or 0.0) > MAX_HORIZON_S:
+            raise ValueError(f"duration_s {self.duration_s:,.0f} is more than the "
+                             f"{MAX_HORIZON_S / 86_400:.0f}-day horizon of one run")
         return self
 
 
@@ -88,7 +98,7 @@ class RowCheck(_Strict):
 
 
 class UserRow(_Strict):
-    id: str
+    id: str = Field(min_length=1)  # the table's and the JSON's key: an empty one named nothing
     source: str = ""
     gpu: str
     model: str
@@ -108,6 +118,15 @@ class UserRow(_Strict):
         known_name(get_model, self.model)
         if error := get_model(self.model).tp_error(self.tp):
             raise ValueError(error)
+        # Fixed lengths past the context window: no server takes such a request (a prompt of
+        # 1e12 tokens was capped to 10M and replayed, a FAIL that measured nothing).
+        prompt, output = self.workload.prompt_tokens, self.workload.output_tokens
+        context = self.engine.max_model_len or get_model(self.model).max_context_tokens
+        if isinstance(prompt, FixedTokens) and isinstance(output, FixedTokens) \
+                and prompt.value + output.value > context:
+            raise ValueError(f"workload: {prompt.value} prompt + {output.value} output tokens "
+                             f"is more than the {context}-token context of {self.model} "
+                             "(engine.max_model_len or the model's)")
         return self
 
 

@@ -38,6 +38,10 @@ SECTIONS = ("models", "gpus", "instance_types", "engines")
 ENGINE_NAMES = ("default", "vllm", "trtllm", "sglang", "vllm-v0.6", "sarathi", "vllm-v1")
 # `engines:` fields -> (EngineProfile field, unit to seconds).
 ENGINE_FIELDS = {"host_step_ms": ("host_step_s", 1e-3), "host_seq_us": ("host_seq_s", 1e-6)}
+# Upper bounds, in the fields' units: a host second per step (or a tenth per sequence) is ~8,000
+# times vLLM's 126 us (serving/engines.py) and 50 times what `calibrate --fit` can fit (20 ms):
+# a unit slip (seconds written as ms), not a slow host.
+ENGINE_FIELD_MAX = {"host_step_ms": 1_000.0, "host_seq_us": 100_000.0}
 # config.json fields the catalog reads: also accepted beside `config_json: PATH`, where they
 # fill in or correct the file's (a multimodal config's text_config may omit vocab_size, say).
 HF_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -163,7 +167,8 @@ def _hf_model(name: str, cfg: dict, source: str, where: str) -> dict:
         return int(_number(value, source, f"{where}.{key}", integer=True, minimum=minimum))
 
     hidden, heads = num("hidden_size"), num("num_attention_heads")
-    head_dim = cfg.get("head_dim") or hidden // heads  # config.json: null = hidden / heads
+    head_dim = cfg.get("head_dim")  # config.json: null = hidden / heads; 0 is refused below
+    head_dim = hidden // heads if head_dim is None else head_dim
     spec: dict = {
         "layers": num("num_hidden_layers"), "hidden": hidden, "q_heads": heads,
         "kv_heads": num("num_key_value_heads", heads),
@@ -329,10 +334,17 @@ def _model(name: str, entry: Any, source: str) -> ModelSpec:
         data.setdefault("source", f"user catalog {source}")
     _missing(ModelSpec, data, source, where)
     spec = ModelSpec(name=name, **data)
-    for key in ("layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn", "vocab"):
+    for key in ("layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn", "vocab",
+                "max_context_tokens"):
         if getattr(spec, key) <= 0:
             raise _fail(f"expected an integer > 0, got {getattr(spec, key)!r}", source,
                         f"{where}.{key}")
+    if spec.num_experts and not 1 <= spec.experts_per_token <= spec.num_experts:
+        # A token routed to more experts than exist (or none) is no model: refused, not run.
+        hf = "config_json" in entry or bool(_HF_MARKERS & set(entry))
+        raise _fail(f"expected 1 <= experts per token <= {spec.num_experts} experts, got "
+                    f"{spec.experts_per_token}", source,
+                    f"{where}.{'num_experts_per_tok' if hf else 'experts_per_token'}")
     if spec.q_heads % spec.kv_heads:
         hf = "config_json" in entry or bool(_HF_MARKERS & set(entry))
         raise _fail(f"num_key_value_heads {spec.kv_heads} must divide the "
@@ -438,7 +450,11 @@ def _engine(name: str, entry: Any, source: str) -> dict:
     out: dict = {"source": f"user catalog {source}"}
     for key, (target, scale) in ENGINE_FIELDS.items():
         if key in entry:
-            out[target] = _number(entry[key], source, f"{where}.{key}", strictly=False) * scale
+            value = _number(entry[key], source, f"{where}.{key}", strictly=False)
+            if value > ENGINE_FIELD_MAX[key]:
+                raise _fail(f"expected at most {ENGINE_FIELD_MAX[key]:g}, got {value:g} (the "
+                            f"unit is {key.rsplit('_', 1)[1]})", source, f"{where}.{key}")
+            out[target] = value * scale
     if "source" in entry:
         if not isinstance(entry["source"], str) or not entry["source"]:
             raise _fail(f"expected a non-empty string, got {entry['source']!r}", source,

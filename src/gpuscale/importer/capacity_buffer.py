@@ -32,12 +32,23 @@ def find(objects: list[Manifest]) -> list[Manifest]:
     return [o for o in objects if o.kind == KIND and o.api_version.startswith(GROUP + "/")]
 
 
+# Chunks (virtual pods) one buffer may ask for, and its `percentage` (100x the workload): each
+# chunk is a pod placed on every provisioning pass, so `replicas: 1e9` never finished a run.
+# 10,000 GPU pods is more than any one simulated cluster holds (docs/input-limits.md).
+MAX_BUFFER_CHUNKS = 10_000
+MAX_BUFFER_PERCENTAGE = 10_000
+
+
 def _count(obj: Manifest, key: str) -> int | None:
     value = obj.get("spec", key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise _fail(obj, ("spec", key), f"expected an integer >= 0, got {value!r}")
+    most = MAX_BUFFER_PERCENTAGE if key == "percentage" else MAX_BUFFER_CHUNKS
+    if value > most:
+        raise _fail(obj, ("spec", key), f"expected at most {most:,} (the buffer's pods are "
+                    f"simulated one by one; docs/input-limits.md), got {value:,}")
     return value
 
 
@@ -103,6 +114,10 @@ def _one(obj: Manifest, objects: list[Manifest], workload: Manifest, gpus_per_po
             raise _fail(obj, ("spec", "limits"), f"limits on {', '.join(others)} are not "
                         f"simulated (GPU buffers are capped by {GPU_RESOURCE} only)")
         data["limits_gpus"] = _requests(obj, ("spec", "limits"), limits)[0]
+        if data["limits_gpus"] > MAX_BUFFER_CHUNKS * max(1, gpus_per_pod):
+            raise _fail(obj, ("spec", "limits"), f"expected at most {MAX_BUFFER_CHUNKS:,} "
+                        f"pods' GPUs (the buffer's pods are simulated one by one; "
+                        f"docs/input-limits.md), got {data['limits_gpus']:g} {GPU_RESOURCE}")
     if scalable_ref is not None:
         kind = scalable_ref.get("kind") if isinstance(scalable_ref, dict) else None
         name = scalable_ref.get("name") if isinstance(scalable_ref, dict) else None

@@ -158,6 +158,8 @@ def root_volume(obj: Manifest) -> tuple[float | None, str | None, bool]:
             raise _fail(
                 obj, path, f"expected a size like 200Gi, got {ebs['volumeSize']!r}"
             ) from None
+        if not size_gib > 0:  # "-300Gi" parsed and ran (a negative disk: no room note)
+            raise _fail(obj, path, f"expected a size > 0 like 200Gi, got {ebs['volumeSize']!r}")
         if best[0] is None or size_gib > best[0]:
             best = (size_gib, ebs.get("volumeType"))
     raid0 = obj.get("spec", "instanceStorePolicy") == "RAID0"

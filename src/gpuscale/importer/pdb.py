@@ -30,10 +30,12 @@ def _int_or_percent(obj: Manifest, key: str) -> int | str:
     value = obj.get("spec", key)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, str) and _PERCENT.match(value):
+    # The API server refuses a percentage above 100% (policy validation,
+    # IsNotMoreThan100Percent); "150%" was read as more pods than the workload has.
+    if isinstance(value, str) and _PERCENT.match(value) and int(value[:-1]) <= 100:
         return value
     raise _fail(obj, ("spec", key), f"expected an integer >= 0 or a percentage such as "
-                f"\"50%\", got {value!r}")
+                f"\"50%\" (0%..100%), got {value!r}")
 
 
 def _selector(obj: Manifest) -> dict | None:

@@ -48,6 +48,8 @@ def human_int(text: str) -> int:
 
 FLAGS["--max-model-len"] = ("max_model_len", human_int)
 FLAGS["--max-num-batched-tokens"] = ("max_num_batched_tokens", human_int)
+# Our keys of the parallel sizes (every engine's reader): each is a count of GPUs or engines.
+PARALLEL_KEYS = frozenset({"tp", "pp", "dp"})
 BOOL_FLAGS = {"--enable-chunked-prefill": ("chunked_prefill", True),
               "--no-enable-chunked-prefill": ("chunked_prefill", False),
               "--enable-prefix-caching": ("enable_prefix_caching", True),
@@ -214,6 +216,9 @@ def parse_flags(words: list[str], flags: Mapping[str, tuple[str, Callable]],
                 expected = {int: "an integer", human_int: "an integer (or 32k, 1M)",
                             float: "a number"}.get(kind, "a number")
                 raise ValueError(f"{flag} expects {expected}, got {inline!r}{unset}") from None
+            if key in PARALLEL_KEYS and out.values[key] < 1:
+                # A parallel size of 0 divided the GPUs a node holds (a ZeroDivisionError).
+                raise ValueError(f"{flag} expects an integer >= 1, got {inline!r}")
         elif word.startswith("--"):
             out.ignored.append(flag)
         i += 1
