@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -24,19 +25,26 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-# Keep in step with gpuscale/_hot_path.py's HOT_MODULES.
-HOT_SOURCES = (
-    "src/gpuscale/core/simulation.py",
-    "src/gpuscale/serving/performance.py",
-    "src/gpuscale/serving/replica.py",
-    "src/gpuscale/serving/router.py",
-    "src/gpuscale/serving/requests_table.py",
-    "src/gpuscale/engine/fleet.py",
-)
+ROOT = Path(__file__).resolve().parent
+
+
+def _hot_path_module():
+    """gpuscale/_hot_path.py, loaded by its path (stdlib only at import: the package itself and
+    its dependencies are not importable in pip's build environment). It names the hot modules
+    and the manifest once, for the build and for the run-time choice alike."""
+    path = ROOT / "src" / "gpuscale" / "_hot_path.py"
+    spec = importlib.util.spec_from_file_location("_gpuscale_hot_path", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_HOT_PATH = _hot_path_module()
+HOT_SOURCES = tuple(f"src/{name.replace('.', '/')}.py" for name in _HOT_PATH.HOT_MODULES)
 # Written beside the compiled modules: the sha256 of each source they were built from, so the
 # package can tell a stale build from a fresh one (_hot_path.py).
-MANIFEST = "gpuscale/_compiled_sources.json"
-ROOT = Path(__file__).resolve().parent
+MANIFEST = f"gpuscale/{_HOT_PATH.MANIFEST}"
 
 
 def _say(message: str) -> None:

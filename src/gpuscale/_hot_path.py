@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
 
-# Keep in step with setup.py's HOT_SOURCES.
+# The one list: setup.py reads it (and MANIFEST) from this file to know what to compile.
 HOT_MODULES = (
     "gpuscale.core.simulation",
     "gpuscale.serving.performance",
