@@ -259,3 +259,10 @@ def test_scenario_takes_the_kv_admission_policy():
         "guaranteed_no_evict"
     trt_util = scenario({"kind": "trtllm", "admission": "max_utilization"})
     assert engine_config(trt_util, replica_hardware(trt_util)).admission == "max_utilization"
+    # Batching the same way: unset, the engine's (TensorRT-LLM keeps prompts whole); set, the
+    # scenario's, also `chunked` on TensorRT-LLM (its enable_chunked_context), which the
+    # profile used to override.
+    assert engine_config(trt_default, replica_hardware(trt_default)).batching == "whole_prompt"
+    trt_chunked = scenario({"kind": "trtllm", "batching": "chunked"})
+    assert engine_config(trt_chunked, replica_hardware(trt_chunked)).batching == "chunked"
+    assert engine_config(default, replica_hardware(default)).batching == "chunked"

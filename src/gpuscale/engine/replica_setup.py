@@ -55,10 +55,8 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
         num_blocks=blocks,
         max_model_len=settings.max_model_len or hw.model.max_context_tokens,
         request_timeout_s=scenario.request_timeout_s,
-        # TensorRT-LLM's own scheduler (whole prompts) unless the scenario asks for V0's
-        # prefill-first batches; vLLM and SGLang: the scenario's batching.
-        batching=profile.batching if settings.kind == "trtllm"
-        and settings.batching == "chunked" else settings.batching,
+        # The scenario's batching, else the engine's default (TensorRT-LLM: whole prompts).
+        batching=settings.batching or profile.batching,
         enable_prefix_caching=settings.enable_prefix_caching,
         # The scenario's KV admission, else the engine's default (TensorRT-LLM: no-evict).
         admission=settings.admission or profile.admission,

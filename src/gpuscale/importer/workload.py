@@ -265,7 +265,7 @@ def gpus_requested(wl: ServingWorkload, gpus_needed: int) -> int:
 def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
     args = wl.args
     out: dict = {}
-    if args.engine != "vllm" and "kind" in EngineSettings.model_fields:
+    if args.engine != "vllm":
         out["kind"] = args.engine
     name = ENGINE_NAMES[args.engine]
     for key in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
@@ -303,14 +303,7 @@ def engine_section(wl: ServingWorkload, defaults: list[str]) -> dict:
                         "admission (its defaults; chunked context and the scheduler policy are "
                         "set in an extra options YAML the manifests do not carry)")
     if args.get("chunked_prefill") is False:
-        # A scenario field for non-chunked batching may exist in a later schema; use it only
-        # when it accepts this value, else say what was simulated.
-        batching = EngineSettings.model_fields.get("batching")
-        if batching is not None and "prefill_first" in str(batching.annotation):
-            out["batching"] = "prefill_first"  # whole prompts in prefill-only steps (vLLM V0)
-        else:
-            wl.notes.append("--no-enable-chunked-prefill: simulated with chunked prefill (the "
-                            "engine model always chunks, as vLLM V1 does)")
+        out["batching"] = "prefill_first"  # whole prompts in prefill-only steps (vLLM V0)
     return out
 
 

@@ -98,8 +98,10 @@ class EngineSettings(Strict):
         "blocks of finished requests stay cached while free (LRU) and a prompt's longest "
         "cached prefix is not recomputed. Acts only on a trace with prompt block hashes "
         "(Mooncake `hash_ids`); see docs/serving.md."))
-    batching: Literal["chunked", "prefill_first"] = Field("chunked", description=(
-        "Step composition: `chunked` (vLLM V1, Sarathi: decodes and prefill chunks share the "
+    batching: Literal["chunked", "prefill_first"] | None = Field(None, description=(
+        "Step composition; None = the engine kind's default (vllm, sglang: chunked; trtllm: "
+        "whole prompts beside decodes, its enable_chunked_context off). `chunked` (vLLM V1, "
+        "Sarathi, TensorRT-LLM with chunked context: decodes and prefill chunks share the "
         "token budget) or `prefill_first` (vLLM V0's default: whole prompts in prefill-only "
         "steps before any decode step)."))
     admission: Literal["max_utilization", "guaranteed_no_evict"] | None = Field(
