@@ -65,7 +65,7 @@ def _mypyc_extensions() -> list[Extension]:
         # `--config-file=`: not the project's [tool.mypy] (its pydantic plugin is not in the
         # build environment); missing third-party imports are typed Any, which compiles to
         # the same generic Python operations the interpreter would run.
-        return mypycify(["--config-file=", "--ignore-missing-imports",
+        return mypycify(["--config-file=", "--no-site-packages", "--ignore-missing-imports",
                          "--disable-error-code=import-untyped", *HOT_SOURCES],
                         opt_level="3", group_name="gpuscale_hot")
     except BaseException as exc:  # mypyc reports type errors by SystemExit
