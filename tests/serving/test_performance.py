@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +13,10 @@ from gpuscale.catalog.specs import Precision
 from gpuscale.serving.performance import (
     ReplicaHardware,
     StepCost,
+    allreduce_time_s,
     decode_segment,
+    elementwise_time_s,
+    gemm_time_s,
     layer_linear_time_s,
     step_time_s,
 )
@@ -99,3 +104,22 @@ def test_decode_segment_duration_is_the_sum_of_its_steps(seqs, context, steps):
     total = seg.duration_s(steps)
     assert seg.steps_within(total) == steps
     assert seg.steps_within(total - 1e-12 - total * 1e-12) == steps - 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gpu=st.sampled_from(["H100-SXM", "A100-80GB", "L40S", "H200", "B200"]),
+    model=st.sampled_from(["Llama-3.1-8B", "Llama-3.1-70B", "Mixtral-8x7B", "DeepSeek-V3"]),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    precision=st.sampled_from([Precision.BF16, Precision.FP8]),
+    custom_allreduce=st.booleans(),
+    num_tokens=st.integers(0, 70_000),
+)
+def test_folded_token_terms_are_the_reference_floats(gpu, model, tp, precision,
+                                                     custom_allreduce, num_tokens):
+    # StepCost folds the constant factors of the per-token terms at construction; the result
+    # must be the very same float (bit for bit), or the goldens would move.
+    hw = dataclasses.replace(_hw(gpu, model, tp, precision), custom_allreduce=custom_allreduce)
+    expected = (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens)
+                + allreduce_time_s(hw, num_tokens))
+    assert StepCost(hw)._tokens_uncached_s(num_tokens) == expected

@@ -419,11 +419,22 @@ class StepCost:
         "_floor_dec_s",
         "_floor_pre_s",
         "_floor_write_s",
+        "_gemm_flop_coef",
+        "_gemm_floor_s",
+        "_gemm_flops_per_s",
+        "_elem_bytes_per_token",
+        "_elem_bytes_per_s",
+        "_elem_floor_s",
+        "_allreduce_bus_bytes_per_s",
+        "_allreduce_coef",
+        "_allreduce_latency_s",
         "_host_seq_s",
         "_host_step_s",
         "_kv_dec_s",
         "_kv_s",
         "_pipelined",
+        "_weight_bytes",
+        "_weight_bytes_per_s",
         "hw",
     )
 
@@ -445,15 +456,61 @@ class StepCost:
         self._by_seqs: dict[int, float] = {}
         self._pipelined = hw.pp > 1  # rare: the reference formula, not the folded one
         self._decode_by_seqs: dict[int, float] = {}  # a decode step's context-free GPU time
+        # The constant factors of gemm_time_s, elementwise_time_s and allreduce_time_s, so a
+        # token count seen for the first time (thousands per run) costs a few float operations
+        # instead of a dozen catalog property calls. Each is the very subexpression the
+        # reference function computes, combined in the same order: the same floats
+        # (tests/serving/test_performance.py checks equality, not closeness).
+        model = hw.model
+        # A dense model reads all its layer weights whatever the batch; an MoE's share depends
+        # on the tokens (expert coverage), so it stays per count (None).
+        self._weight_bytes: float | None = None if model.is_moe else float(
+            weight_bytes_read(model, hw.weight_precision, 1))
+        self._weight_bytes_per_s = hw.bytes_per_s
+        self._gemm_flop_coef = 2.0 * _active_layer_params(model)
+        self._gemm_flops_per_s = hw.flops_per_s
+        self._gemm_floor_s = model.layers * GEMMS_PER_LAYER * hw.kernel_floor_s
+        self._elem_bytes_per_token = elementwise_bytes_per_token(model, hw.tp_degree)
+        self._elem_bytes_per_s = hw.elementwise_bytes_per_s / hw.tp_degree
+        self._elem_floor_s = ELEMENTWISE_KERNELS_PER_LAYER * hw.kernel_floor_s
+        # The custom all-reduce's affine cost; 0 coefficient = no all-reduce (tp 1) and a
+        # negative one = NCCL's measured curve, looked up per count (`one_allreduce_s`).
+        tp = hw.tp_degree
+        self._allreduce_coef = 0.0 if tp <= 1 else (2.0 * (tp - 1) / tp if hw.custom_allreduce
+                                                     else -1.0)
+        self._allreduce_bus_bytes_per_s, self._allreduce_latency_s = (
+            hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp) if tp > 1 else (1.0, 0.0))
 
     def _tokens_s(self, num_tokens: int) -> float:
         cached = self._by_tokens.get(num_tokens)
         if cached is None:
-            hw = self.hw
-            cached = (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens)
-                      + allreduce_time_s(hw, num_tokens))
+            cached = self._tokens_uncached_s(num_tokens)
             self._by_tokens[num_tokens] = cached
         return cached
+
+    def _tokens_uncached_s(self, num_tokens: int) -> float:
+        """gemm_time_s + elementwise_time_s + allreduce_time_s, from the folded constants."""
+        if num_tokens <= 0:
+            return 0.0
+        hw = self.hw
+        weight_bytes = self._weight_bytes
+        if weight_bytes is None:
+            weight_bytes = weight_bytes_read(hw.model, hw.weight_precision, num_tokens)
+        mem = weight_bytes / self._weight_bytes_per_s
+        comp = self._gemm_flop_coef * (num_tokens + GEMM_HALF_TOKENS) / self._gemm_flops_per_s
+        gemm = math.sqrt(mem * mem + comp * comp) + self._gemm_floor_s
+        stream = num_tokens * self._elem_bytes_per_token / self._elem_bytes_per_s
+        floor = self._elem_floor_s
+        elementwise = hw.model.layers * math.sqrt(floor * floor + stream * stream)
+        coef = self._allreduce_coef
+        if coef == 0.0:
+            return gemm + elementwise + 0.0
+        payload = num_tokens * hw.model.hidden * ACTIVATION_BYTES
+        if coef > 0.0:
+            one = self._allreduce_latency_s + coef * payload / self._allreduce_bus_bytes_per_s
+        else:
+            one = one_allreduce_s(hw, payload)
+        return gemm + elementwise + 2 * hw.model.layers * one
 
     def _seqs_s(self, num_seqs: int) -> float:
         cached = self._by_seqs.get(num_seqs)
