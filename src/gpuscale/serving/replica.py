@@ -10,7 +10,9 @@ single event there. An arrival in the middle of a stretch cuts it at the end of 
 progress, where the newcomer joins, as it would in vLLM.
 
 Bookkeeping uses a per-replica step counter G: a sequence that entered decode at G0 has
-generated G - G0 tokens since, so finishing times are kept in a heap keyed by G, and the total
+generated G - G0 tokens since, so finishing times are kept in a heap keyed by G (one int per
+sequence, finish_G x span + rid: the order of (finish_G, rid) pairs, compared as plain ints
+rather than tuples), and the total
 cached context is `decode_base + n_decode x G`, with no per-token or per-sequence loop.
 
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
@@ -23,17 +25,21 @@ chunk fills, and given a request's blocks back when it finishes or is preempted.
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heappop, heappush
+from typing import Final
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.serving.performance import DecodeSegment, ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache
 from gpuscale.serving.requests_table import RequestTable
 
-_IDLE, _STEP, _SEGMENT = 0, 1, 2
+# Final: the compiled hot path reads them as constants, not as module globals.
+_IDLE: Final = 0
+_STEP: Final = 1
+_SEGMENT: Final = 2
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class Replica:
         "seg_start_s",
         "seg_steps",
         "sim",
+        "span",
         "state",
         "step_budget",
         "step_chunks",
@@ -126,7 +133,10 @@ class Replica:
         self.running: dict[int, None] = {}  # admission order: popitem() takes the newest
         self.prefilling: dict[int, int] = {}  # rid -> prefill tokens still to compute
         self.decoding: dict[int, int] = {}  # rid -> G0 (step count when its decode began)
-        self.heap: list[tuple[int, int, int]] = []  # (finish_G, rid, G0), stale if G0 differs
+        # finish_G x span + rid of each decoding sequence; stale once the sequence was
+        # preempted (its G0 in `decoding` then differs from finish_G - output, or is gone).
+        self.heap: list[int] = []
+        self.span = max(1, len(table))  # > every rid, so a key's rid and finish_G separate
         self.resume_generated: dict[int, int] = {}  # preempted rid -> tokens already generated
         self.G = 0
         self.decode_base = 0  # sum over decoding of (prompt + generated_before - G0)
@@ -382,12 +392,20 @@ class Replica:
     def _start_segment(self, now_s: float) -> None:
         heap = self.heap
         decoding = self.decoding
-        while decoding.get(heap[0][1]) != heap[0][2]:
-            heapq.heappop(heap)  # stale entries of preempted sequences
+        output = self.table.output_tokens
+        span = self.span
+        while True:
+            key = heap[0]
+            finish_g = key // span  # not divmod: the compiled path has no native divmod
+            rid = key - finish_g * span
+            g0 = decoding.get(rid)
+            if g0 is not None and g0 + output[rid] == finish_g:
+                break
+            heappop(heap)  # stale entries of preempted sequences
         G = self.G
         n = self.n_decode
         context = self.decode_base + n * G
-        steps_to_finish = heap[0][0] - G
+        steps_to_finish = finish_g - G
         if steps_to_finish < 1:
             steps_to_finish = 1
         # KV: the step index at which blocks would run out (preempt at that boundary).
@@ -440,7 +458,7 @@ class Replica:
         if self.step_decodes:
             self.G += 1
             heap = self.heap
-            if heap and heap[0][0] <= self.G:
+            if heap and heap[0] < (self.G + 1) * self.span:  # a finish_G <= G is due
                 self._finish_due(now_s)
         for rid, take, _prefix in chunks:
             if rid not in self.prefilling:
@@ -480,15 +498,21 @@ class Replica:
         self.decoding[rid] = g0
         self.decode_base += self.table.prompt_tokens[rid] - g0
         self.n_decode += 1
-        heapq.heappush(self.heap, (g0 + self.table.output_tokens[rid], rid, g0))
+        heappush(self.heap, (g0 + self.table.output_tokens[rid]) * self.span + rid)
 
     def _finish_due(self, now_s: float) -> None:
         heap = self.heap
         G = self.G
         decoding = self.decoding
-        while heap and heap[0][0] <= G:
-            _finish_g, rid, g0 = heapq.heappop(heap)
-            if decoding.get(rid) != g0:
+        output = self.table.output_tokens
+        span = self.span
+        due = (G + 1) * span  # keys below it have finish_G <= G
+        while heap and heap[0] < due:
+            key = heappop(heap)
+            finish_g = key // span
+            rid = key - finish_g * span
+            g0 = decoding.get(rid)
+            if g0 is None or g0 + output[rid] != finish_g:
                 continue  # stale entry of a preempted sequence
             del decoding[rid]
             del self.running[rid]

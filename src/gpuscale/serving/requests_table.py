@@ -50,8 +50,10 @@ class RequestTable:
     def __init__(self, requests: Requests) -> None:
         n = len(requests)
         self.arrival_s: array[float] = array("d", requests.arrival_s.astype(np.float64).tobytes())
-        self.prompt_tokens: array[int] = array("q", requests.prompt_tokens.astype(np.int64).tobytes())
-        self.output_tokens: array[int] = array("q", requests.output_tokens.astype(np.int64).tobytes())
+        self.prompt_tokens: array[int] = array(
+            "q", requests.prompt_tokens.astype(np.int64).tobytes())
+        self.output_tokens: array[int] = array(
+            "q", requests.output_tokens.astype(np.int64).tobytes())
         self.first_token_s: array[float] = array("d", np.full(n, NAN).tobytes())
         self.finish_s: array[float] = array("d", np.full(n, NAN).tobytes())
         self.status: array[int] = array("b", bytes(n))  # IN_FLIGHT == 0

@@ -8,11 +8,13 @@ an index instead of scanning the list per request.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
-from typing import Any
+from heapq import heapify, heappop, heappush
+from typing import Any, Final
 
 from gpuscale.serving.replica import Replica
+
+RANK_SPAN: Final = 1 << 32  # LeastOutstanding: > any rank (one per `add` over a run)
 
 
 def least_outstanding(replicas: list[Replica]) -> Replica:
@@ -66,29 +68,30 @@ class LeastOutstanding(Router):
     The fleet tells it when a replica joins (`add`, appended at the end of the ready list) or
     leaves (`remove`); each replica appends itself to `_changed` whenever its waiting + running
     count changes (Replica.load_log). At a routing call the changed replicas get a fresh heap
-    entry (load, rank, seq, replica); entries whose load is no longer the replica's, or whose
-    replica left, are stale and dropped when they reach the top. `rank` grows with each `add`,
-    so among equal loads the heap's minimum is the replica earliest in the ready list (removals
-    keep the others' order): the scan's tie-break, hence always the scan's choice.
+    entry, the int load x RANK_SPAN + rank (ordered as the pair (load, rank), compared as one
+    int, no tuple); entries whose load is no longer the replica's, or whose replica left, are
+    stale and dropped when they reach the top. `rank` grows with each `add`, so among equal
+    loads the heap's minimum is the replica earliest in the ready list (removals keep the
+    others' order): the scan's tie-break, hence always the scan's choice.
     """
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, int, Replica]] = []
+        self._heap: list[int] = []
         self._changed: list[Replica] = []
-        self._seq = 0
-        self._rank = 0
+        self._by_rank: list[Replica | None] = [None]  # rank -> replica; None once removed
         self._count = 0
 
     def add(self, replica: Replica) -> None:
-        self._rank += 1
         self._count += 1
-        replica.route_rank = self._rank
+        replica.route_rank = len(self._by_rank)
+        self._by_rank.append(replica)
         replica.load_log = self._changed
         self._changed.append(replica)
 
     def remove(self, replica: Replica) -> None:
         if replica.route_rank:
             self._count -= 1
+            self._by_rank[replica.route_rank] = None
         replica.route_rank = 0
         replica.load_log = None
 
@@ -97,23 +100,24 @@ class LeastOutstanding(Router):
             return least_outstanding(replicas)  # not the list this index follows
         heap = self._heap
         changed = self._changed
+        span = RANK_SPAN
         if changed:
-            seq = self._seq
             for r in changed:
                 if r.route_rank:
-                    seq += 1
-                    heapq.heappush(heap, (len(r.waiting) + len(r.running), r.route_rank, seq, r))
-            self._seq = seq
+                    heappush(heap, (len(r.waiting) + len(r.running)) * span + r.route_rank)
             changed.clear()
             if len(heap) > 4 * len(replicas) + 64:  # stale entries piling up below the top
-                heap[:] = [(len(r.waiting) + len(r.running), r.route_rank, 0, r)
+                heap[:] = [(len(r.waiting) + len(r.running)) * span + r.route_rank
                            for r in replicas]
-                heapq.heapify(heap)
+                heapify(heap)
+        by_rank = self._by_rank
         while True:
-            load, rank, _seq, r = heap[0]
-            if r.route_rank == rank and len(r.waiting) + len(r.running) == load:
-                return r
-            heapq.heappop(heap)
+            key = heap[0]
+            load = key // span
+            found = by_rank[key - load * span]
+            if found is not None and len(found.waiting) + len(found.running) == load:
+                return found
+            heappop(heap)
 
 
 def round_robin_factory() -> Router:
