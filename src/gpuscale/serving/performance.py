@@ -532,10 +532,31 @@ class StepCost:
             prefill_tokens += chunk
             prefix_tokens += prefix
             attention += chunk * (self._attn_prefix_s * prefix + self._attn_causal_s * chunk / 2.0)
+        return self._step_total_s(decode_seqs, decode_context_tokens, prefill_tokens,
+                                  prefix_tokens, attention, len(prefill_chunks))
+
+    def engine_step_s(self, decode_seqs: int, decode_context_tokens: float,
+                      chunks: list[tuple[int, int, int]]) -> float:
+        """`step_s` of the engine's own chunk list, (request id, tokens, prefix) each, without
+        building the (tokens, prefix) pairs first; the same sums in the same order."""
+        if self._pipelined:
+            return self.step_s(decode_seqs, decode_context_tokens,
+                               [(c, p) for _, c, p in chunks])
+        prefill_tokens = 0
+        prefix_tokens = 0
+        attention = 0.0
+        for _rid, chunk, prefix in chunks:
+            prefill_tokens += chunk
+            prefix_tokens += prefix
+            attention += chunk * (self._attn_prefix_s * prefix + self._attn_causal_s * chunk / 2.0)
+        return self._step_total_s(decode_seqs, decode_context_tokens, prefill_tokens,
+                                  prefix_tokens, attention, len(chunks))
+
+    def _step_total_s(self, decode_seqs: int, decode_context_tokens: float, prefill_tokens: int,
+                      prefix_tokens: int, attention: float, num_chunks: int) -> float:
         tokens = decode_seqs + prefill_tokens
         if tokens == 0:
             return 0.0
-        num_chunks = len(prefill_chunks)
         seqs = decode_seqs + num_chunks
         floors = self._floor_write_s + (self._floor_dec_s if decode_seqs else 0.0) \
             + (self._floor_pre_s if num_chunks else 0.0)
