@@ -170,3 +170,26 @@ def test_prefill_first_runs_a_prompt_longer_than_the_budget_alone():
     # long prompt runs: its first token comes before request 0 finishes.
     assert table.first_token_s[1] < table.finish_s[0]
     assert table.first_token_s[1] - 0.01 <= long_prefill + 2 * StepCost(HW).decode_step_s(1, 500)
+
+
+@settings(max_examples=40, deadline=None)
+@given(workload=workloads, timeout_s=st.sampled_from([0.05, 1e9]))
+def test_waiting_prompt_tokens_is_the_sum_over_the_waiting_queue(workload, timeout_s):
+    # The scrape's prefill-tokens-waiting reads this running sum instead of walking the
+    # queue: it must equal the walk after every event, through preemptions (a small cache
+    # puts requests back at the head) and timeouts (drops from the head).
+    arrivals, prompts, outputs = workload
+    blocks = max(math.ceil((p + o) / 16) + 2 for p, o in zip(prompts, outputs, strict=True)) + 40
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=512, block_size=16,
+                       num_blocks=blocks, max_model_len=100_000, request_timeout_s=timeout_s)
+    requests = Requests(np.asarray(arrivals, float), np.asarray(prompts), np.asarray(outputs))
+    sim = Simulation()
+    table = RequestTable(requests)
+    replica = Replica("r0", HW, cfg, sim, table)
+    for rid, t in enumerate(arrivals):
+        sim.schedule(t, 10, replica.enqueue, rid, t)
+    while sim.peek_s() < math.inf:
+        sim.run(until_s=sim.peek_s())
+        assert replica.waiting_prompt_tokens == sum(prompts[rid] for rid in replica.waiting)
+    replica.evict()
+    assert replica.waiting_prompt_tokens == 0

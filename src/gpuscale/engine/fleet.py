@@ -294,10 +294,8 @@ class Fleet:
                     values[WAITING] = float(len(replica.waiting))
                     values[RUNNING] = float(len(replica.running))
                     values[KV_USAGE] = replica.kv_usage_frac(now_s)
-                    prompts = replica.table.prompt_tokens
                     values[PREFILL_TOKENS_WAITING] = float(
-                        sum(prompts[rid] for rid in replica.waiting)
-                        + sum(replica.prefilling.values()))
+                        replica.waiting_prompt_tokens + sum(replica.prefilling.values()))
                     if replica.prefix_cache is not None:  # counters since the engine started
                         values[PREFIX_CACHE_QUERIES] = float(
                             replica.prefix_cache.stats.queries_tokens)

@@ -119,6 +119,7 @@ class Replica:
         "ttft_observations",
         "version",
         "waiting",
+        "waiting_prompt_tokens",
         "whole_prompts",
     )
 
@@ -132,6 +133,9 @@ class Replica:
         self.sim = sim
         self.table = table
         self.waiting: deque[int] = deque()
+        # Sum of the waiting requests' prompt tokens (vllm:num_prefill_tokens_waiting's
+        # input), kept as the queue changes so a scrape does not walk every queue.
+        self.waiting_prompt_tokens = 0
         self.running: dict[int, None] = {}  # admission order: popitem() takes the newest
         self.prefilling: dict[int, int] = {}  # rid -> prefill tokens still to compute
         self.decoding: dict[int, int] = {}  # rid -> G0 (step count when its decode began)
@@ -224,6 +228,7 @@ class Replica:
         if kv_ready:
             self.kv_ready.add(rid)
         self.waiting.append(rid)
+        self.waiting_prompt_tokens += self.table.prompt_tokens[rid]
         if self.load_log is not None:
             self.load_log.append(self)
         if self.state == _IDLE:
@@ -246,6 +251,7 @@ class Replica:
         self.version += 1
         lost = list(self.running) + list(self.waiting)
         self.waiting.clear()
+        self.waiting_prompt_tokens = 0
         self.running.clear()
         self.prefilling.clear()
         self.decoding.clear()
@@ -276,6 +282,7 @@ class Replica:
     def _drop_first_waiting(self, rid: int, now_s: float, reason: str) -> None:
         """Drop the head of the waiting queue (`rid`): it timed out or can never fit."""
         self.waiting.popleft()
+        self.waiting_prompt_tokens -= self.table.prompt_tokens[rid]
         self.resume_generated.pop(rid, None)
         self.kv_ready.discard(rid)
         self.table.drop(rid, now_s, reason)
@@ -312,6 +319,7 @@ class Replica:
                     break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
                 waiting.popleft()
+                self.waiting_prompt_tokens -= table.prompt_tokens[rid]
                 self.running[rid] = None
                 self._reserve(rid, 1)
                 self.kv_ready.discard(rid)
@@ -327,6 +335,7 @@ class Replica:
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
             waiting.popleft()
+            self.waiting_prompt_tokens -= table.prompt_tokens[rid]
             self.running[rid] = None
             self._reserve(rid, 1)
             cache = self.prefix_cache
@@ -571,3 +580,4 @@ class Replica:
                 self.resume_generated[rid] = self.G - g0
             self._release_prefix(rid)
             self.waiting.appendleft(rid)
+            self.waiting_prompt_tokens += prompt
