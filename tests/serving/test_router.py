@@ -26,9 +26,9 @@ ops = st.lists(st.tuples(st.floats(0, 0.5, allow_nan=False), st.integers(1, 4000
 
 @settings(max_examples=150, deadline=None)
 @given(ops=ops, seqs=st.integers(1, 8), timeout_s=st.sampled_from([0.01, 0.05, 1e9]),
-       small_kv=st.booleans())
+       small_kv=st.booleans(), capacity=st.sampled_from([1, 2, 64]))
 def test_index_matches_scan_through_adds_drains_drops_and_preemptions(ops, seqs, timeout_s,
-                                                                      small_kv):
+                                                                      small_kv, capacity):
     arrivals = np.cumsum([gap for gap, *_ in ops])
     requests = Requests(arrivals, np.array([p for _, p, _, _ in ops]),
                         np.array([o for *_, o, _ in ops]))
@@ -40,7 +40,7 @@ def test_index_matches_scan_through_adds_drains_drops_and_preemptions(ops, seqs,
     sim = Simulation()
     table = RequestTable(requests)
     cost = StepCost(HW)
-    index = LeastOutstanding()
+    index = LeastOutstanding(capacity)  # a small tree outgrows itself (rebuilds) on the way
     ready: list[Replica] = []
     made = [0]
 

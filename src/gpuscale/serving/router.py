@@ -9,12 +9,11 @@ an index instead of scanning the list per request.
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heapify, heappop, heappush
 from typing import Any, Final
 
 from gpuscale.serving.replica import Replica
 
-RANK_SPAN: Final = 1 << 32  # LeastOutstanding: > any rank (one per `add` over a run)
+_EMPTY: Final = 1 << 60  # LeastOutstanding: a leaf without a replica, above any key
 
 
 def least_outstanding(replicas: list[Replica]) -> Replica:
@@ -63,28 +62,34 @@ class FunctionRouter(Router):
 
 
 class LeastOutstanding(Router):
-    """`least_outstanding` over a fleet's ready list, in O(log n) a request instead of O(n).
+    """`least_outstanding` over a fleet's ready list, in O(log n) a change instead of O(n) a
+    request.
 
     The fleet tells it when a replica joins (`add`, appended at the end of the ready list) or
     leaves (`remove`); each replica appends itself to `_changed` whenever its waiting + running
-    count changes (Replica.load_log). At a routing call the changed replicas get a fresh heap
-    entry, the int load x RANK_SPAN + rank (ordered as the pair (load, rank), compared as one
-    int, no tuple); entries whose load is no longer the replica's, or whose replica left, are
-    stale and dropped when they reach the top. `rank` grows with each `add`, so among equal
-    loads the heap's minimum is the replica earliest in the ready list (removals keep the
-    others' order): the scan's tie-break, hence always the scan's choice.
+    count changes (Replica.load_log). A tournament tree holds one leaf per replica, the int
+    load x capacity + rank (ordered as the pair (load, rank), compared as one int), and each
+    inner node the smaller of its two children, so the root is the minimum. At a routing call
+    the changed replicas' leaves are refreshed (a path to the root each, stopping where a node
+    keeps its value) and the root answers. `rank` grows with each `add`, so among equal loads
+    the minimum is the replica earliest in the ready list (removals keep the others' order):
+    the scan's tie-break, hence always the scan's choice.
     """
 
-    def __init__(self) -> None:
-        self._heap: list[int] = []
+    def __init__(self, capacity: int = 64) -> None:
         self._changed: list[Replica] = []
         self._by_rank: list[Replica | None] = [None]  # rank -> replica; None once removed
         self._count = 0
+        self._capacity = capacity  # leaves (> every rank); doubles when outgrown
+        self._tree: list[int] = [_EMPTY] * (2 * self._capacity)
 
     def add(self, replica: Replica) -> None:
         self._count += 1
-        replica.route_rank = len(self._by_rank)
+        rank = len(self._by_rank)
         self._by_rank.append(replica)
+        if rank >= self._capacity:
+            self._rebuild(2 * self._capacity)
+        replica.route_rank = rank
         replica.load_log = self._changed
         self._changed.append(replica)
 
@@ -92,32 +97,53 @@ class LeastOutstanding(Router):
         if replica.route_rank:
             self._count -= 1
             self._by_rank[replica.route_rank] = None
+            self._set(replica.route_rank, _EMPTY)
         replica.route_rank = 0
         replica.load_log = None
+
+    def _set(self, rank: int, key: int) -> None:
+        tree = self._tree
+        i = self._capacity + rank
+        if tree[i] == key:
+            return
+        tree[i] = key
+        i >>= 1
+        while i:
+            left = tree[2 * i]
+            right = tree[2 * i + 1]
+            best = left if left < right else right
+            if tree[i] == best:
+                return  # this node, hence every one above it, keeps its value
+            tree[i] = best
+            i >>= 1
+
+    def _rebuild(self, capacity: int) -> None:
+        """A tree of `capacity` leaves (the keys' radix changes with it), from current loads."""
+        self._capacity = capacity
+        tree = [_EMPTY] * (2 * capacity)
+        for rank, r in enumerate(self._by_rank):
+            if r is not None and r.route_rank == rank:
+                tree[capacity + rank] = (len(r.waiting) + len(r.running)) * capacity + rank
+        for i in range(capacity - 1, 0, -1):
+            left = tree[2 * i]
+            right = tree[2 * i + 1]
+            tree[i] = left if left < right else right
+        self._tree = tree
 
     def __call__(self, replicas: list[Replica]) -> Replica:
         if len(replicas) != self._count:
             return least_outstanding(replicas)  # not the list this index follows
-        heap = self._heap
         changed = self._changed
-        span = RANK_SPAN
+        capacity = self._capacity
         if changed:
             for r in changed:
                 if r.route_rank:
-                    heappush(heap, (len(r.waiting) + len(r.running)) * span + r.route_rank)
+                    self._set(r.route_rank,
+                              (len(r.waiting) + len(r.running)) * capacity + r.route_rank)
             changed.clear()
-            if len(heap) > 4 * len(replicas) + 64:  # stale entries piling up below the top
-                heap[:] = [(len(r.waiting) + len(r.running)) * span + r.route_rank
-                           for r in replicas]
-                heapify(heap)
-        by_rank = self._by_rank
-        while True:
-            key = heap[0]
-            load = key // span
-            found = by_rank[key - load * span]
-            if found is not None and len(found.waiting) + len(found.running) == load:
-                return found
-            heappop(heap)
+        key = self._tree[1]
+        found = self._by_rank[key - key // capacity * capacity] if key != _EMPTY else None
+        return found if found is not None else least_outstanding(replicas)
 
 
 def round_robin_factory() -> Router:
