@@ -58,3 +58,49 @@ def test_command_does_not_import_the_simulator(args):
 def test_the_probe_sees_the_simulator_when_it_is_imported():
     # Guard against a probe that can never fail: `simulate --help` loads the schema.
     assert "gpuscale.scenario.models" in _heavy_modules("simulate", "--help")
+
+
+_ENV_PROBE = """
+import json, os, sys
+from gpuscale.cli import main
+loaded_before = 'numpy' in sys.modules
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+names = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
+print(json.dumps([loaded_before, {n: os.environ.get(n) for n in names},
+                  'rich' in sys.modules]), file=sys.stderr)
+"""
+
+
+def _env_probe(env_extra: dict[str, str], *args: str) -> list:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env.update(PYTHONPATH=str(ROOT / "src"), **env_extra)
+    result = subprocess.run([sys.executable, "-c", _ENV_PROBE, *args], capture_output=True,
+                            text=True, env=env, timeout=120)
+    return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def test_the_command_line_defaults_blas_to_one_thread_before_numpy_loads():
+    # OpenBLAS reads its thread count when numpy is first imported: the CLI sets it first.
+    loaded_before, threads, _ = _env_probe({}, "simulate", "--help")
+    assert not loaded_before
+    assert threads == {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                       "MKL_NUM_THREADS": "1"}
+
+
+def test_a_thread_count_the_user_set_is_left_alone():
+    _, threads, _ = _env_probe({"OMP_NUM_THREADS": "4"}, "simulate", "--help")
+    assert threads == {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "4",
+                       "MKL_NUM_THREADS": None}
+
+
+def test_json_output_does_not_import_the_table_renderer(tmp_path):
+    # rich is only the terminal table (and the progress bar on a terminal); -o json skips it.
+    scenario = ROOT / "examples" / "prefix-cache" / "scenario.yaml"
+    *_, rich_loaded = _env_probe({}, "simulate", str(scenario), "-o", "json",
+                                 "--out", str(tmp_path / "out.json"))
+    assert (tmp_path / "out.json").is_file()
+    assert rich_loaded is False
