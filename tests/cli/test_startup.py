@@ -104,3 +104,27 @@ def test_json_output_does_not_import_the_table_renderer(tmp_path):
                                  "--out", str(tmp_path / "out.json"))
     assert (tmp_path / "out.json").is_file()
     assert rich_loaded is False
+
+
+_FREEZE_PROBE = """
+import gc, sys
+from gpuscale.cli import main
+as_entry = sys.argv.pop(1) == "entry"
+try:
+    main() if as_entry else main(sys.argv[1:])
+except SystemExit:
+    pass
+print(gc.get_freeze_count(), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("how", ["entry", "call"])
+def test_only_the_process_entry_skips_the_exit_collection(how):
+    # The console script and `python -m gpuscale` call main() and exit: their objects are
+    # frozen so the shutdown's full collection has nothing to walk. A caller passing argv
+    # (tests, bench/) goes on, and its collector must stay as it was.
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    result = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, how, "--help"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    frozen = int(result.stderr.strip().splitlines()[-1])
+    assert (frozen > 0) == (how == "entry")
