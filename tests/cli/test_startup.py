@@ -107,24 +107,37 @@ def test_json_output_does_not_import_the_table_renderer(tmp_path):
 
 
 _FREEZE_PROBE = """
-import gc, sys
+import gc, sys, types
+import click
+import gpuscale.cli as cli_package
 from gpuscale.cli import main
+
+@click.command("probe")
+def probe():
+    print(gc.get_freeze_count(), file=sys.stderr)  # while the command runs
+
+module = types.ModuleType("probe_command")
+module.command = probe
+sys.modules["probe_command"] = module
+cli_package.SUBCOMMANDS["probe"] = ("probe_command", "probe")
 as_entry = sys.argv.pop(1) == "entry"
 try:
     main() if as_entry else main(sys.argv[1:])
 except SystemExit:
     pass
-print(gc.get_freeze_count(), file=sys.stderr)
+print(gc.get_freeze_count(), file=sys.stderr)  # on the way out
 """
 
 
 @pytest.mark.parametrize("how", ["entry", "call"])
-def test_only_the_process_entry_skips_the_exit_collection(how):
-    # The console script and `python -m gpuscale` call main() and exit: their objects are
-    # frozen so the shutdown's full collection has nothing to walk. A caller passing argv
-    # (tests, bench/) goes on, and its collector must stay as it was.
+def test_only_the_process_entry_freezes_the_collector(how):
+    # The console script and `python -m gpuscale` call main() and exit: what the subcommand's
+    # import built is frozen before the command runs (the run's full collections skip it),
+    # and everything on the way out (the shutdown's collection has nothing to walk). A
+    # caller passing argv (tests, bench/) goes on, and its collector must stay as it was.
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    result = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, how, "--help"],
+    result = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, how, "probe"],
                             capture_output=True, text=True, env=env, timeout=60)
-    frozen = int(result.stderr.strip().splitlines()[-1])
-    assert (frozen > 0) == (how == "entry")
+    during, after = (int(line) for line in result.stderr.strip().splitlines()[-2:])
+    assert (during > 0) == (how == "entry")  # the command's imports, frozen before it runs
+    assert (after > 0) == (how == "entry")
