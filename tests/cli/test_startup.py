@@ -106,19 +106,25 @@ def test_json_output_does_not_import_the_table_renderer(tmp_path):
     assert rich_loaded is False
 
 
-_FREEZE_PROBE = """
-import gc, sys, types
+_PROBE_COMMAND = """
+import gc, sys
 import click
+
+COLLECTING_AT_IMPORT = gc.isenabled()
+
+
+@click.command("probe")
+def command():
+    # while the command runs: frozen objects, the collector on, and whether it was at import
+    print(gc.get_freeze_count(), gc.isenabled(), COLLECTING_AT_IMPORT, file=sys.stderr)
+"""
+
+_FREEZE_PROBE = """
+import gc, sys
 import gpuscale.cli as cli_package
 from gpuscale.cli import main
 
-@click.command("probe")
-def probe():
-    print(gc.get_freeze_count(), file=sys.stderr)  # while the command runs
-
-module = types.ModuleType("probe_command")
-module.command = probe
-sys.modules["probe_command"] = module
+sys.path.insert(0, sys.argv.pop(1))
 cli_package.SUBCOMMANDS["probe"] = ("probe_command", "probe")
 as_entry = sys.argv.pop(1) == "entry"
 try:
@@ -130,14 +136,19 @@ print(gc.get_freeze_count(), file=sys.stderr)  # on the way out
 
 
 @pytest.mark.parametrize("how", ["entry", "call"])
-def test_only_the_process_entry_freezes_the_collector(how):
+def test_only_the_process_entry_freezes_the_collector(how, tmp_path):
     # The console script and `python -m gpuscale` call main() and exit: what the subcommand's
     # import built is frozen before the command runs (the run's full collections skip it),
     # and everything on the way out (the shutdown's collection has nothing to walk). A
     # caller passing argv (tests, bench/) goes on, and its collector must stay as it was.
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    result = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, how, "probe"],
+    (tmp_path / "probe_command.py").write_text(_PROBE_COMMAND)
+    result = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, str(tmp_path), how, "probe"],
                             capture_output=True, text=True, env=env, timeout=60)
-    during, after = (int(line) for line in result.stderr.strip().splitlines()[-2:])
-    assert (during > 0) == (how == "entry")  # the command's imports, frozen before it runs
-    assert (after > 0) == (how == "entry")
+    command_line, exit_line = result.stderr.strip().splitlines()[-2:]
+    frozen, collecting, collecting_at_import = command_line.split()
+    entry = how == "entry"
+    assert (int(frozen) > 0) == entry  # the command's imports, frozen before it runs
+    assert collecting == "True"  # the run itself collects as usual
+    assert collecting_at_import == str(not entry)  # no collections while the import builds
+    assert (int(exit_line) > 0) == entry
