@@ -58,3 +58,97 @@ def test_command_does_not_import_the_simulator(args):
 def test_the_probe_sees_the_simulator_when_it_is_imported():
     # Guard against a probe that can never fail: `simulate --help` loads the schema.
     assert "gpuscale.scenario.models" in _heavy_modules("simulate", "--help")
+
+
+_ENV_PROBE = """
+import json, os, sys
+from gpuscale.cli import main
+loaded_before = 'numpy' in sys.modules
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+names = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
+print(json.dumps([loaded_before, {n: os.environ.get(n) for n in names},
+                  'rich' in sys.modules]), file=sys.stderr)
+"""
+
+
+def _env_probe(env_extra: dict[str, str], *args: str) -> list:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env.update(PYTHONPATH=str(ROOT / "src"), **env_extra)
+    result = subprocess.run([sys.executable, "-c", _ENV_PROBE, *args], capture_output=True,
+                            text=True, env=env, timeout=120)
+    return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def test_the_command_line_defaults_blas_to_one_thread_before_numpy_loads():
+    # OpenBLAS reads its thread count when numpy is first imported: the CLI sets it first.
+    loaded_before, threads, _ = _env_probe({}, "simulate", "--help")
+    assert not loaded_before
+    assert threads == {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                       "MKL_NUM_THREADS": "1"}
+
+
+def test_a_thread_count_the_user_set_is_left_alone():
+    _, threads, _ = _env_probe({"OMP_NUM_THREADS": "4"}, "simulate", "--help")
+    assert threads == {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "4",
+                       "MKL_NUM_THREADS": None}
+
+
+def test_json_output_does_not_import_the_table_renderer(tmp_path):
+    # rich is only the terminal table (and the progress bar on a terminal); -o json skips it.
+    scenario = ROOT / "examples" / "prefix-cache" / "scenario.yaml"
+    *_, rich_loaded = _env_probe({}, "simulate", str(scenario), "-o", "json",
+                                 "--out", str(tmp_path / "out.json"))
+    assert (tmp_path / "out.json").is_file()
+    assert rich_loaded is False
+
+
+_PROBE_COMMAND = """
+import gc, sys
+import click
+
+COLLECTING_AT_IMPORT = gc.isenabled()
+
+
+@click.command("probe")
+def command():
+    # while the command runs: frozen objects, the collector on, and whether it was at import
+    print(gc.get_freeze_count(), gc.isenabled(), COLLECTING_AT_IMPORT, file=sys.stderr)
+"""
+
+_FREEZE_PROBE = """
+import gc, sys
+import gpuscale.cli as cli_package
+from gpuscale.cli import main
+
+sys.path.insert(0, sys.argv.pop(1))
+cli_package.SUBCOMMANDS["probe"] = ("probe_command", "probe")
+as_entry = sys.argv.pop(1) == "entry"
+try:
+    main() if as_entry else main(sys.argv[1:])
+except SystemExit:
+    pass
+print(gc.get_freeze_count(), file=sys.stderr)  # on the way out
+"""
+
+
+@pytest.mark.parametrize("how", ["entry", "call"])
+def test_only_the_process_entry_freezes_the_collector(how, tmp_path):
+    # The console script and `python -m gpuscale` call main() and exit: what the subcommand's
+    # import built is frozen before the command runs (the run's full collections skip it),
+    # and everything on the way out (the shutdown's collection has nothing to walk). A
+    # caller passing argv (tests, bench/) goes on, and its collector must stay as it was.
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    (tmp_path / "probe_command.py").write_text(_PROBE_COMMAND)
+    result = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, str(tmp_path), how, "probe"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    command_line, exit_line = result.stderr.strip().splitlines()[-2:]
+    frozen, collecting, collecting_at_import = command_line.split()
+    entry = how == "entry"
+    assert (int(frozen) > 0) == entry  # the command's imports, frozen before it runs
+    assert collecting == "True"  # the run itself collects as usual
+    assert collecting_at_import == str(not entry)  # no collections while the import builds
+    assert (int(exit_line) > 0) == entry

@@ -7,13 +7,18 @@ To add one: write `cli/<name>.py` exposing a click command named `command`, and 
 
 from __future__ import annotations
 
+import gc
 import importlib
+import os
 import sys
 
 import click
 
 from gpuscale import __version__
 from gpuscale.errors import GpuscaleError
+
+# True once main() runs as the process's entry (see main): the process ends with the command.
+_PROCESS_ENTRY = [False]
 
 # name -> (module, one-line help shown by `gpuscale --help`)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -49,7 +54,18 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in SUBCOMMANDS:
             return None
-        return importlib.import_module(SUBCOMMANDS[name][0]).command
+        if not _PROCESS_ENTRY[0]:
+            return importlib.import_module(SUBCOMMANDS[name][0]).command
+        # What the import builds (modules, classes, pydantic schemas: ~50k objects) lives
+        # until exit, so collecting while it grows finds nothing (~120 collections, ~0.02 s
+        # of simulate's import); frozen after, the full collections during a run have none of
+        # it to walk (one, 0.02-0.03 s, on the issue 16 scenario).
+        gc.disable()
+        try:
+            return importlib.import_module(SUBCOMMANDS[name][0]).command
+        finally:
+            gc.freeze()
+            gc.enable()
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, SUBCOMMANDS[name][1]) for name in sorted(SUBCOMMANDS)]
@@ -98,6 +114,38 @@ def cli(ctx: click.Context) -> None:
             ctx.default_map = {name: defaults_for(path, name, command)}
 
 
+# Thread pools of numpy's BLAS (OpenBLAS in the wheels; MKL or OpenMP builds read the others).
+_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def single_threaded_blas_default(environ=os.environ) -> None:
+    """One BLAS thread unless the user chose a count (any of the variables set wins).
+
+    gpuscale's numpy work is small arrays, where a BLAS thread pool only costs: OpenBLAS
+    reads these once, when numpy is first imported, and its idle threads spin after each
+    call (3 % of `perf` samples on `simulate`, taken from the core the simulation runs on).
+    Only the command line sets this, before any subcommand imports numpy; importing the
+    library leaves the host program's environment alone.
+    """
+    if not any(name in environ for name in _BLAS_THREAD_VARIABLES):
+        for name in _BLAS_THREAD_VARIABLES:
+            environ[name] = "1"
+
+
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale",
-             auto_envvar_prefix="GPUSCALE")
+    """The `gpuscale` command. Without `argv` it is the process's entry (the console script,
+    `python -m gpuscale`) and the process ends with it; callers passing `argv` (tests, bench/)
+    keep running, so only the former freezes the collector's long-lived objects (after the
+    subcommand's import, and on the way out)."""
+    single_threaded_blas_default()
+    _PROCESS_ENTRY[0] = argv is None
+    try:
+        cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale",
+                 auto_envvar_prefix="GPUSCALE")
+    finally:
+        if argv is None:
+            # Exiting: the interpreter's shutdown runs a full collection over every object
+            # left (a simulate leaves ~50k) only to free memory the OS takes back anyway;
+            # 0.05-0.08 CPU-s of `simulate`'s exit on the issue 16 scenario, ~0.02 frozen.
+            # Outputs are closed by their `with` blocks; atexit handlers still run.
+            gc.freeze()

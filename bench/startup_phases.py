@@ -1,0 +1,79 @@
+"""Where one `gpuscale simulate SCENARIO` spends CPU outside the simulation loop (issue 16).
+
+    python bench/startup_phases.py SCENARIO.yaml [ROUNDS]
+
+Each round runs, in a fresh interpreter, the import of the `simulate` command, then the
+command itself (`--format json --out` a temporary file) with each phase wrapped: the scenario
+load, the trace (`scenario_requests`), the run, the result build and the oracle probe inside
+it. It prints the best CPU seconds (`time.process_time`) of each phase over the rounds: on a
+host shared with other work these move far less than wall seconds. The command runs through
+`gpuscale.cli.main(argv)`, so the process-entry collector settings (cli/__init__.py) are not
+in these figures; `bench/ab_cpu.py` times the whole command as a user runs it.
+`bench_e2e.py --keep FILE.yaml` writes the issue 16 scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+_ROUND = r"""
+import contextlib, io, json, sys, tempfile, time
+times = {}
+
+def timed(owner, name, key):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            times[key] = times.get(key, 0.0) + time.process_time() - start
+    setattr(owner, name, wrapper)
+
+start = time.process_time()
+import gpuscale.cli.simulate as simulate_cmd
+times["import the simulate command"] = time.process_time() - start
+import gpuscale.engine.compare as compare
+import gpuscale.engine.result as result
+import gpuscale.engine.run as run
+from gpuscale.cli import main
+timed(simulate_cmd, "load_scenario", "load_scenario")
+timed(compare, "scenario_requests", "scenario_requests (trace)")
+timed(run._Run, "run", "run (loop + build_result)")
+timed(run, "build_result", "build_result (oracle included)")
+timed(result, "oracle_summary", "oracle probe")
+with tempfile.TemporaryDirectory() as tmp:
+    start = time.process_time()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["simulate", sys.argv[1], "--format", "json", "--out", f"{tmp}/out.json",
+                  "--force"])
+    except SystemExit:
+        pass
+    times["the command after import"] = time.process_time() - start
+print(json.dumps(times))
+"""
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    scenario = str(Path(sys.argv[1]).resolve())
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        out = subprocess.run([sys.executable, "-c", _ROUND, scenario], check=True,
+                             capture_output=True, text=True).stdout
+        for key, value in json.loads(out.strip().splitlines()[-1]).items():
+            best[key] = min(best.get(key, value), value)
+    for key, value in best.items():
+        print(f"{key:32s} {value:7.3f} CPU-s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
