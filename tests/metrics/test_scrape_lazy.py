@@ -18,10 +18,12 @@ from gpuscale.metrics.store import (
     GPU_UTIL,
     KV_USAGE,
     RUNNING,
+    SCRAPED_POD_FIELDS,
     TTFT_BUCKETS_S,
     WAITING,
     MetricsStore,
     PodMetrics,
+    scraped_pod,
 )
 from gpuscale.serving.requests_table import RequestTable
 from gpuscale.workloads.base import Requests
@@ -125,3 +127,14 @@ def test_token_means_from_prefix_sums_are_the_slice_sums(rows, data):
         assert scraper.signals["prompt_tokens_mean"] == ((prompt / count) if count else 0.0)
         assert scraper.signals["output_tokens_mean"] == ((output / count) if count else 0.0)
         assert type(scraper.signals["prompt_tokens_mean"]) is float
+
+
+@given(st.text(max_size=5), st.sampled_from(["Running", "Pending"]), st.booleans(),
+       st.dictionaries(st.sampled_from([WAITING, RUNNING, KV_USAGE]), st.floats(0, 10)))
+def test_scraped_pod_is_the_dataclass_built_pod(name, phase, ready, values):
+    assert tuple(PodMetrics.__dataclass_fields__) == SCRAPED_POD_FIELDS
+    fast, slow = scraped_pod(name, phase, ready, values), PodMetrics(name, phase, ready, values)
+    assert fast == slow and repr(fast) == repr(slow) and vars(fast) == vars(slow)
+    assert type(fast) is PodMetrics and fast.values is values
+    assert fast.requests == {} and fast.requests is not scraped_pod(name, phase, ready,
+                                                                    values).requests

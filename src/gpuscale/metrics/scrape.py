@@ -25,6 +25,7 @@ from gpuscale.metrics.store import (
     MetricsStore,
     PodMetrics,
     SeriesRow,
+    scraped_pod,
 )
 from gpuscale.serving.requests_table import RequestTable
 
@@ -87,7 +88,7 @@ class Scraper:
         if built is None:
             raw = self._raw_by_role.get(role, ())
             built = self.latest_by_role[role] = [
-                PodMetrics(name, "Running" if bound else "Pending", ready, values)
+                scraped_pod(name, "Running" if bound else "Pending", ready, values)
                 for name, bound, ready, values in raw]
         return built
 
@@ -217,7 +218,7 @@ def _tpots_s(table: RequestTable, completed: list[int]) -> list[float]:
     expression, and a list so the caller's `sum` adds them in the same order."""
     if not completed:
         return []
-    rows = np.asarray(completed, dtype=np.int64)
+    rows = np.fromiter(completed, dtype=np.int64, count=len(completed))
     outputs = np.frombuffer(table.output_tokens, dtype=np.int64)[rows]
     keep = outputs > 1
     finish = np.frombuffer(table.finish_s, dtype=np.float64)[rows][keep]

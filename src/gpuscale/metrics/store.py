@@ -135,6 +135,25 @@ class PodMetrics:
     ready_changed_s: float | None = None
 
 
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+# The fields `scraped_pod` fills, in declaration order (tests/metrics/test_scrape_lazy.py
+# checks them against PodMetrics, so a new field cannot be silently left out).
+SCRAPED_POD_FIELDS = ("name", "phase", "ready", "values", "requests", "started_s",
+                      "ready_changed_s")
+
+
+def scraped_pod(name: str, phase: str, ready: bool, values: Mapping[str, float]) -> PodMetrics:
+    """`PodMetrics(name, phase, ready, values)`, the same object (same fields, a fresh empty
+    `requests`) built in one attribute write instead of the frozen dataclass's seven guarded
+    ones: the scrape builds one per pod per scrape, a third of its own time at scale."""
+    pod = _new_object(PodMetrics)
+    _set_attribute(pod, "__dict__", {"name": name, "phase": phase, "ready": ready,
+                                     "values": values, "requests": {}, "started_s": None,
+                                     "ready_changed_s": None})
+    return pod
+
+
 @dataclass
 class MetricsStore:
     scrape_interval_s: float
@@ -189,7 +208,7 @@ class MetricsStore:
         (tests/core/test_percentile.py, tests/metrics/test_scrape_vectorised.py)."""
         recent = self._recent_ttft
         if values:
-            batch = np.asarray(values, dtype=np.float64)
+            batch = np.fromiter(values, dtype=np.float64, count=len(values))
             self._unbinned_ttft.append(batch)
             recent.append((now_s, batch))
         cutoff = now_s - self.ttft_window_s
