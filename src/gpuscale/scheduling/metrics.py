@@ -137,13 +137,15 @@ class SchedulingMetrics:
         blocked = False
         queue_rate: Counter = Counter()
         for gang in gangs.values():
-            # `bound` once per gang (each property call rescans its pods): this runs at every
-            # observation over every gang; same order and sums as the properties give.
-            bound = gang.bound
-            queue = gang.spec.queue
-            for pod in bound:
-                queue_rate[queue] += pod.gpus
-            min_member = gang.min_member
+            # `Gang.bound` and `Gang.min_member` inlined: this runs at every observation over
+            # every gang; same order and sums as the properties give.
+            bound = [p for p in gang.pods if p.node_name is not None]
+            spec = gang.spec
+            if bound:
+                queue = spec.queue
+                for pod in bound:
+                    queue_rate[queue] += pod.gpus
+            min_member = spec.min_member if spec.min_member > 1 else 1
             if len(bound) >= min_member:  # gang.is_complete
                 continue
             if min_member > 1 and len(bound) < len(gang.pods):  # some pod is pending
@@ -154,9 +156,14 @@ class SchedulingMetrics:
                 if node is not None and node.num_gpus:
                     held_usd += pod.gpus * node.price_usd_per_hour / node.num_gpus / 3600.0
         ready = cluster.ready_nodes()
-        free = sum(n.gpus_free for n in ready)
-        free_usd = sum(n.gpus_free * n.price_usd_per_hour / n.num_gpus / 3600.0
-                       for n in ready if n.num_gpus)
+        # Each node's properties read once; the sums run over the same values in the same
+        # order as one generator per sum did.
+        frees = [n.num_gpus - n.gpus_allocated for n in ready]  # Node.gpus_free of a ready node
+        free = sum(frees)
+        priced = [(free_gpus, n.num_gpus, n.price_usd_per_hour)
+                  for free_gpus, n in zip(frees, ready, strict=True) if n.num_gpus]
+        free_usd = sum(free_gpus * price / num_gpus / 3600.0
+                       for free_gpus, num_gpus, price in priced)
         # Ready nodes hosting no pod: billing, and under a gang scheduler typically the nodes
         # already launched for a gang still waiting for its last ones (no atomic multi-node
         # launch, reference layer2-scheduling.md 1.4).
