@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gpuscale.cluster.objects import NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
 from gpuscale.metrics.store import (
@@ -152,8 +153,13 @@ class Scraper:
         drops = self.table.num_dropped
         prev_arrived, prev_done, prev_drops = self._last_counts
         self._last_counts = (arrived, done, drops)
-        nodes = list(self.cluster.nodes.values())
-        nodes_ready = sum(1 for n in nodes if n.state.value == "ready")
+        # One pass over the nodes for the three integer columns (their sums in any order).
+        nodes = self.cluster.nodes.values()
+        nodes_ready = gpus_billed = gpus_allocated = 0
+        for n in nodes:
+            nodes_ready += n.state is NodeState.READY
+            gpus_billed += n.num_gpus
+            gpus_allocated += n.gpus_allocated
         pools = self.pools.values()
         prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
         decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
@@ -168,8 +174,7 @@ class Scraper:
             replicas_ready=sum(p.num_ready() for p in pools),
             replicas_starting=starting, pods_pending=pending, nodes_ready=nodes_ready,
             nodes_launching=len(nodes) - nodes_ready,
-            gpus_billed=sum(n.num_gpus for n in nodes),
-            gpus_allocated=self.cluster.gpus_allocated(),
+            gpus_billed=gpus_billed, gpus_allocated=gpus_allocated,
             gpus_busy=sum(p.hw.tp for p in pools for r in p.ready if r.state != 0),
             cost_usd=cost_usd(self.cluster, now_s),
             prefill_desired=prefill[0], prefill_ready=prefill[1], prefill_waiting=prefill[2],
