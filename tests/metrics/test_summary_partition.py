@@ -31,3 +31,12 @@ def test_both_order_statistics_are_in_place(order, q):
     high = min(low + 1, len(array) - 1)
     assert (placed[low], placed[high]) == (ordered[low], ordered[high])
     assert percentile_with_inf(placed, q) == percentile_with_inf(ordered, q)
+
+
+@given(st.lists(VALUES, min_size=1, max_size=400))
+def test_the_summary_percentiles_from_one_partition_are_the_sorted_ones(values):
+    array = np.asarray(values)
+    placed, ordered = placed_for_percentile(array, 50, 90, 99), np.sort(array)
+    for q in (50, 90, 99):
+        got, expected = percentile_with_inf(placed, q), percentile_with_inf(ordered, q)
+        assert got == expected or (math.isnan(got) and math.isnan(expected))

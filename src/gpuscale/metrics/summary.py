@@ -38,21 +38,24 @@ def percentile_with_inf(sorted_values: np.ndarray, q: float) -> float:
     return lo_value + (hi_value - lo_value) * (position - low)
 
 
-def placed_for_percentile(values: np.ndarray, q: float) -> np.ndarray:
-    """`values` with the two order statistics `percentile_with_inf(..., q)` reads in their
-    sorted places (`np.partition`): the same percentile as from `np.sort(values)`, without
-    sorting the rest (+inf sorts last either way)."""
-    position = (len(values) - 1) * q / 100.0
-    low = int(position)
-    return np.partition(values, (low, min(low + 1, len(values) - 1)))
+def placed_for_percentile(values: np.ndarray, *qs: float) -> np.ndarray:
+    """`values` with the two order statistics `percentile_with_inf(..., q)` reads for each q
+    in their sorted places (`np.partition`): the same percentiles as from `np.sort(values)`,
+    without sorting the rest (+inf sorts last either way)."""
+    last = len(values) - 1
+    kth = set()
+    for q in qs:
+        low = int(last * q / 100.0)
+        kth.update((low, min(low + 1, last)))
+    return np.partition(values, sorted(kth))
 
 
 def _percentiles(values: np.ndarray) -> dict[str, float | None]:
     """p50/p90/p99; +inf where the percentile falls among requests without a first token."""
     if len(values) == 0:
         return {"p50": None, "p90": None, "p99": None}
-    ordered = np.sort(values)
-    return {f"p{q}": round(percentile_with_inf(ordered, q), 6) for q in (50, 90, 99)}
+    placed = placed_for_percentile(values, 50, 90, 99)
+    return {f"p{q}": round(percentile_with_inf(placed, q), 6) for q in (50, 90, 99)}
 
 
 def ttft_all_arrived(cols: RequestColumns) -> np.ndarray:
