@@ -43,7 +43,7 @@ def placed_for_percentile(values: np.ndarray, *qs: float) -> np.ndarray:
     in their sorted places (`np.partition`): the same percentiles as from `np.sort(values)`,
     without sorting the rest (+inf sorts last either way)."""
     last = len(values) - 1
-    kth = set()
+    kth: set[int] = set()
     for q in qs:
         low = int(last * q / 100.0)
         kth.update((low, min(low + 1, last)))
