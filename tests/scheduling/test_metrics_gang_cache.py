@@ -1,9 +1,14 @@
-"""`SchedulingMetrics.gangs` reuses `form_gangs` only while no pod was added, bound, evicted
-or deleted: every such change must drop it, or the metrics would count stale gangs."""
+"""`SchedulingMetrics.gangs` keeps `form_gangs` of the cluster's pods up to date pod by pod:
+after every change it must equal a fresh `form_gangs`, or the metrics would count stale
+gangs."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gpuscale.catalog import get_instance_type
+from gpuscale.cluster.groups import PodGroupSpec
 from gpuscale.cluster.objects import Node, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.scheduling.gangs import form_gangs
@@ -40,3 +45,50 @@ def test_gangs_follow_every_pod_change():
     _same(metrics, cluster)
     assert metrics.gangs(cluster)["a"].spec.min_member == 1
     assert metrics.gangs(cluster) is metrics.gangs(cluster)  # unchanged cluster: reused
+
+
+# Random pod histories: the incrementally kept gangs equal a fresh `form_gangs` after every
+# change, and also between the events of one multi-pod deletion (where a listener observes
+# with some of the batch gone from the cluster already and others not yet announced).
+_GROUPS = st.sampled_from([None, "a", "b", "c"])
+_SPECS = st.sampled_from([None, PodGroupSpec(name="a", min_member=2),
+                          PodGroupSpec(name="b", min_member=3, queue="q")])
+_OPS = st.lists(st.tuples(st.sampled_from(["add", "add", "bind", "evict", "delete", "batch"]),
+                          _GROUPS, _SPECS, st.integers(0, 50), st.integers(1, 3)),
+                max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_OPS)
+def test_incremental_gangs_equal_form_gangs(ops):
+    cluster, metrics = ClusterState(), SchedulingMetrics()
+    node = Node(name="n", instance_type=get_instance_type("p5.48xlarge"), zone="z")
+    cluster.add_node(node)
+    cluster.mark_node_ready(node, 0.0)
+    checks = []
+    cluster.on_pod_deleted.append(lambda pod: checks.append(_same(metrics, cluster)))
+    _same(metrics, cluster)
+    serial = 0
+    for op, group, spec, pick, count in ops:
+        pods = list(cluster.pods.values())
+        if op == "add":
+            serial += 1
+            cluster.add_pod(Pod(name=f"p{serial}", gpus=0, group=group,
+                                group_spec=spec if group is not None else None,
+                                priority=pick % 3, queue="q" if pick % 2 else None))
+        elif not pods:
+            continue
+        elif op == "bind":
+            pod = pods[pick % len(pods)]
+            if pod.node_name is None:
+                cluster.bind(pod, node, 0.0)
+        elif op == "evict":
+            pod = pods[pick % len(pods)]
+            if pod.node_name is not None:
+                cluster.evict(pod, "test")
+        elif op == "delete":
+            cluster.delete_pod(pods[pick % len(pods)])
+        else:  # several pods at once, as a job's pods at its end
+            start = pick % len(pods)
+            cluster.delete_pods(pods[start:start + count])
+        _same(metrics, cluster)

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gpuscale.cluster.objects import NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
 from gpuscale.metrics.store import (
@@ -25,6 +26,7 @@ from gpuscale.metrics.store import (
     MetricsStore,
     PodMetrics,
     SeriesRow,
+    scraped_pod,
 )
 from gpuscale.serving.requests_table import RequestTable
 
@@ -67,18 +69,38 @@ class Scraper:
         self.fb_used_mib = fb_used_mib
         self.ttft_sources = ttft_sources  # TTFTs seen outside the replicas (the KV transfer)
         self.interval_s = store.scrape_interval_s
-        self.latest_by_role: dict[str, list[PodMetrics]] = {}
+        self._raw_by_role: dict[str, list[tuple[str, bool, bool, dict[str, float]]]] = {}
+        self.latest_by_role: dict[str, list[PodMetrics]] = {}  # built on first read
         self.signals: dict[str, float] = {}
         self._prev_busy: dict[str, float] = {}
         self._last_counts = (0, 0, 0)
+        # Running totals of the prompt and output tokens in arrival order (the columns never
+        # change), built at the first scrape.
+        self._token_cumsums: tuple[np.ndarray, np.ndarray] | None = None
 
     def pods(self, role: str | None) -> tuple[PodMetrics, ...]:
         """The latest scrape's pods: every pool's (role None) or one role's."""
-        return tuple(self.store.latest if role is None else self.latest_by_role.get(role, []))
+        if role is None:
+            return tuple(self.store.latest)
+        return tuple(self._role_pods(role))
+
+    def _role_pods(self, role: str) -> list[PodMetrics]:
+        built = self.latest_by_role.get(role)
+        if built is None:
+            raw = self._raw_by_role.get(role, ())
+            built = self.latest_by_role[role] = [
+                scraped_pod(name, "Running" if bound else "Pending", ready, values)
+                for name, bound, ready, values in raw]
+        return built
+
+    def _all_pods(self) -> list[PodMetrics]:
+        return [pod for role in self._raw_by_role for pod in self._role_pods(role)]
 
     def scrape(self, now_s: float) -> None:
-        samples: list[PodMetrics] = []
-        by_role: dict[str, list[PodMetrics]] = {}
+        # What each pod looked like (name, bound, ready, series); the `PodMetrics` are built
+        # from it when a controller first reads them (`pods`), as scrapes outnumber the ticks
+        # that read them. Captured now: the slots move on after the scrape.
+        raw_by_role: dict[str, list[tuple[str, bool, bool, dict[str, float]]]] = {}
         pending = starting = 0
         waiting = running = 0.0
         kv: list[float] = []
@@ -89,23 +111,24 @@ class Scraper:
             observed.extend(source.ttft_observations)
             source.ttft_observations = []
         for role, pool in self.pools.items():
-            role_samples = by_role.setdefault(role, [])
+            raw = raw_by_role.setdefault(role, [])
             role_waiting = 0.0
             role_kv: list[float] = []
             for slot, values in pool.replica_samples(now_s, self.interval_s, self._prev_busy,
                                                      self.fb_used_mib):
-                bound = slot.pod.node_name is not None
-                pending += not bound
-                ready = slot.replica is not None and slot.state == "ready"
-                starting += bound and slot.replica is None
-                role_samples.append(PodMetrics(slot.pod.name, "Running" if bound else "Pending",
-                                               ready, values))
+                pod, replica = slot.pod, slot.replica
+                bound = pod.node_name is not None
+                if not bound:
+                    pending += 1
+                elif replica is None:
+                    starting += 1
+                raw.append((pod.name, bound, replica is not None and slot.state == "ready",
+                            values))
                 if WAITING in values:
                     role_waiting += values[WAITING]
                     running += values[RUNNING]
                     role_kv.append(values[KV_USAGE])
                     util.append(values[GPU_UTIL])
-            samples.extend(role_samples)
             waiting += role_waiting
             kv.extend(role_kv)
             role_rows[role] = (float(pool.desired), float(pool.num_ready()), role_waiting,
@@ -114,8 +137,9 @@ class Scraper:
                 if replica.ttft_observations:
                     observed.extend(replica.ttft_observations)
                     replica.ttft_observations = []
-        self.store.latest = samples
-        self.latest_by_role = by_role
+        self._raw_by_role = raw_by_role
+        self.latest_by_role = {}
+        self.store.set_latest_source(self._all_pods)
         self.store.observe_ttft(now_s, observed)
         arrived = self.table.num_arrived
         self.signals = self._signals(arrived)
@@ -129,8 +153,13 @@ class Scraper:
         drops = self.table.num_dropped
         prev_arrived, prev_done, prev_drops = self._last_counts
         self._last_counts = (arrived, done, drops)
-        nodes = list(self.cluster.nodes.values())
-        nodes_ready = sum(1 for n in nodes if n.state.value == "ready")
+        # One pass over the nodes for the three integer columns (their sums in any order).
+        nodes = self.cluster.nodes.values()
+        nodes_ready = gpus_billed = gpus_allocated = 0
+        for n in nodes:
+            nodes_ready += n.state is NodeState.READY
+            gpus_billed += n.num_gpus
+            gpus_allocated += n.gpus_allocated
         pools = self.pools.values()
         prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
         decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
@@ -145,8 +174,7 @@ class Scraper:
             replicas_ready=sum(p.num_ready() for p in pools),
             replicas_starting=starting, pods_pending=pending, nodes_ready=nodes_ready,
             nodes_launching=len(nodes) - nodes_ready,
-            gpus_billed=sum(n.num_gpus for n in nodes),
-            gpus_allocated=self.cluster.gpus_allocated(),
+            gpus_billed=gpus_billed, gpus_allocated=gpus_allocated,
             gpus_busy=sum(p.hw.tp for p in pools for r in p.ready if r.state != 0),
             cost_usd=cost_usd(self.cluster, now_s),
             prefill_desired=prefill[0], prefill_ready=prefill[1], prefill_waiting=prefill[2],
@@ -162,8 +190,13 @@ class Scraper:
         table.recently_completed = []
         tpots = _tpots_s(table, completed)
         pools = self.pools.values()
-        prompt = sum(table.prompt_tokens[first:arrived])
-        output = sum(table.output_tokens[first:arrived])
+        if self._token_cumsums is None:
+            self._token_cumsums = (_cumsum_from_zero(table.prompt_tokens),
+                                   _cumsum_from_zero(table.output_tokens))
+        prompt_cum, output_cum = self._token_cumsums
+        # Sums of the arrivals since the last scrape, by prefix sums (exact: integers).
+        prompt = int(prompt_cum[arrived] - prompt_cum[first])
+        output = int(output_cum[arrived] - output_cum[first])
         return {
             "request_rate_per_s": count / self.interval_s,
             "prompt_tokens_mean": (prompt / count) if count else 0.0,
@@ -175,6 +208,14 @@ class Scraper:
         }
 
 
+def _cumsum_from_zero(column: Any) -> np.ndarray:
+    """[0, c0, c0 + c1, ...] of an int64 column: the sum of rows a..b-1 is cum[b] - cum[a]."""
+    values = np.frombuffer(column, dtype=np.int64)
+    out = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(values, out=out[1:])
+    return out
+
+
 def _tpots_s(table: RequestTable, completed: list[int]) -> list[float]:
     """Each completed request's TPOT (requests of one output token have none), in completion
     order: one gather per column instead of three array reads per request (hundreds of
@@ -182,7 +223,7 @@ def _tpots_s(table: RequestTable, completed: list[int]) -> list[float]:
     expression, and a list so the caller's `sum` adds them in the same order."""
     if not completed:
         return []
-    rows = np.asarray(completed, dtype=np.int64)
+    rows = np.fromiter(completed, dtype=np.int64, count=len(completed))
     outputs = np.frombuffer(table.output_tokens, dtype=np.int64)[rows]
     keep = outputs > 1
     finish = np.frombuffer(table.finish_s, dtype=np.float64)[rows][keep]

@@ -66,10 +66,15 @@ def form_gangs(pods) -> dict[str, Gang]:
             gang = gangs[name] = Gang(pod.group_spec or _default_spec(pod, name))
         gang.pods.append(pod)
     for gang in gangs.values():
-        if gang.pods[0].group_spec is None and gang.pods[0].group is not None:
-            # pod-grouper default for multi-pod workloads: every replica is in the gang
-            gang.spec = PodGroupSpec(**{**_spec_fields(gang.spec), "min_member": len(gang.pods)})
+        resize_default_gang(gang)
     return gangs
+
+
+def resize_default_gang(gang: Gang) -> None:
+    """pod-grouper default for multi-pod workloads: every replica is in the gang (minMember =
+    its pods now), for a gang formed from a `group` name without a `group_spec`."""
+    if gang.pods[0].group_spec is None and gang.pods[0].group is not None:
+        gang.spec = PodGroupSpec(**{**_spec_fields(gang.spec), "min_member": len(gang.pods)})
 
 
 def _default_spec(pod: Pod, name: str) -> PodGroupSpec:

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpuscale.cluster.objects import Pod, tolerates_all
 from gpuscale.cluster.state import ClusterState
-from gpuscale.scheduling.gangs import form_gangs, queue_of
+from gpuscale.scheduling.gangs import form_gangs, group_name, queue_of, resize_default_gang
 from gpuscale.scheduling.topology import crossed_levels
 
 MAX_SERIES_POINTS = 240  # keeps the JSON small; the series is thinned evenly past this
@@ -41,6 +41,7 @@ class SchedulingMetrics:
         self.start_s: float | None = None
         self._gangs_of: ClusterState | None = None
         self._gangs: dict | None = None
+        self._gang_pods = 0  # pods in the cached gangs
 
     # -- events ------------------------------------------------------------------------------
     def pod_pending(self, pod: Pod, now_s: float) -> None:
@@ -74,23 +75,61 @@ class SchedulingMetrics:
         self._recompute(now_s, cluster)
 
     def gangs(self, cluster: ClusterState) -> dict:
-        """`form_gangs` of the cluster's pods, kept until a pod is added, bound, evicted or
-        deleted (gangs change only then). Observations come two to three per cycle and one
-        per pod deletion, each over every pod: recomputing them all made long runs quadratic.
-        Read-only for callers."""
+        """`form_gangs` of the cluster's pods, kept up to date pod by pod. Observations come
+        two to three per cycle and one per pod deletion, each over every pod: recomputing the
+        gangs at each made long runs quadratic, and rebuilding them at each pod change was
+        still most of an observation. Binding and evicting change no gang (a pod stays in the
+        cluster and its gang, `Gang.bound` reads the pods); an added pod is the cluster's last,
+        so it joins the end of its gang or starts the last gang, as `form_gangs` would put it;
+        a deleted pod leaves its gang. Whatever that cannot follow exactly (the first pod of a
+        gang leaves, so the gang's order and spec may move; several pods deleted at once seen
+        between two of their events) is rebuilt from scratch. Read-only for callers; equal to
+        `form_gangs(cluster.pods.values())` (tests/scheduling/test_metrics_gang_cache.py)."""
         if self._gangs_of is not cluster:
             self._gangs_of, self._gangs = cluster, None
-            # First in line, so the cache is dropped before any other listener can observe.
-            for listeners in (cluster.on_pod_pending, cluster.on_pod_bound,
-                              cluster.on_pod_deleted):
-                listeners.insert(0, self._drop_gangs)
-            cluster.on_pod_evicted.insert(0, lambda pod, cause: self._drop_gangs(pod))
+            # First in line, so the cache is updated before any other listener can observe.
+            cluster.on_pod_pending.insert(0, self._pod_added)
+            cluster.on_pod_deleted.insert(0, self._pod_deleted)
+        if self._gangs is not None and self._gang_pods != len(cluster.pods):
+            self._gangs = None  # mid-way through a multi-pod deletion: some are gone already
         if self._gangs is None:
             self._gangs = form_gangs(cluster.pods.values())
+            self._gang_pods = len(cluster.pods)
         return self._gangs
 
-    def _drop_gangs(self, pod: Pod) -> None:
-        self._gangs = None
+    def _pod_added(self, pod: Pod) -> None:
+        gangs = self._gangs
+        if gangs is None:
+            return
+        self._gang_pods += 1
+        name = group_name(pod)
+        gang = gangs.get(name)
+        if gang is None:
+            gangs[name] = form_gangs((pod,))[name]
+            return
+        gang.pods.append(pod)
+        resize_default_gang(gang)
+
+    def _pod_deleted(self, pod: Pod) -> None:
+        gangs = self._gangs
+        if gangs is None:
+            return
+        name = group_name(pod)
+        gang = gangs.get(name)
+        index = -1 if gang is None else next(
+            (i for i, member in enumerate(gang.pods) if member is pod), -1)
+        if gang is None or index < 0:
+            # Not in the cache: it was rebuilt after this pod had left (a multi-pod deletion).
+            return
+        self._gang_pods -= 1
+        if index == 0 and len(gang.pods) > 1:
+            self._gangs = None  # the next pod leads the gang now: its place and spec may move
+            return
+        del gang.pods[index]
+        if not gang.pods:
+            del gangs[name]
+        else:
+            resize_default_gang(gang)
 
     def _recompute(self, now_s: float, cluster: ClusterState) -> None:
         gangs = self.gangs(cluster)
@@ -98,13 +137,15 @@ class SchedulingMetrics:
         blocked = False
         queue_rate: Counter = Counter()
         for gang in gangs.values():
-            # `bound` once per gang (each property call rescans its pods): this runs at every
-            # observation over every gang; same order and sums as the properties give.
-            bound = gang.bound
-            queue = gang.spec.queue
-            for pod in bound:
-                queue_rate[queue] += pod.gpus
-            min_member = gang.min_member
+            # `Gang.bound` and `Gang.min_member` inlined: this runs at every observation over
+            # every gang; same order and sums as the properties give.
+            bound = [p for p in gang.pods if p.node_name is not None]
+            spec = gang.spec
+            if bound:
+                queue = spec.queue
+                for pod in bound:
+                    queue_rate[queue] += pod.gpus
+            min_member = spec.min_member if spec.min_member > 1 else 1
             if len(bound) >= min_member:  # gang.is_complete
                 continue
             if min_member > 1 and len(bound) < len(gang.pods):  # some pod is pending
@@ -115,9 +156,14 @@ class SchedulingMetrics:
                 if node is not None and node.num_gpus:
                     held_usd += pod.gpus * node.price_usd_per_hour / node.num_gpus / 3600.0
         ready = cluster.ready_nodes()
-        free = sum(n.gpus_free for n in ready)
-        free_usd = sum(n.gpus_free * n.price_usd_per_hour / n.num_gpus / 3600.0
-                       for n in ready if n.num_gpus)
+        # Each node's properties read once; the sums run over the same values in the same
+        # order as one generator per sum did.
+        frees = [n.num_gpus - n.gpus_allocated for n in ready]  # Node.gpus_free of a ready node
+        free = sum(frees)
+        priced = [(free_gpus, n.num_gpus, n.price_usd_per_hour)
+                  for free_gpus, n in zip(frees, ready, strict=True) if n.num_gpus]
+        free_usd = sum(free_gpus * price / num_gpus / 3600.0
+                       for free_gpus, num_gpus, price in priced)
         # Ready nodes hosting no pod: billing, and under a gang scheduler typically the nodes
         # already launched for a gang still waiting for its last ones (no atomic multi-node
         # launch, reference layer2-scheduling.md 1.4).

@@ -14,6 +14,9 @@ class QueueBook:
         self.queues = dict(queues)
         for gang in gangs.values():  # a job naming an unknown queue gets a default top-level one
             self.queues.setdefault(gang.spec.queue, Queue(gang.spec.queue))
+        # Each leaf's chain up the tree, found once: the queues are fixed from here on, and
+        # the cycle asks for a chain at every gang it books or checks.
+        self._chains: dict[str, tuple[Queue, ...]] = {}
         self.alloc: dict[str, float] = defaultdict(float)
         self.alloc_np: dict[str, float] = defaultdict(float)  # non-preemptible, within quota
         requested: Counter = Counter()
@@ -23,8 +26,11 @@ class QueueBook:
             requested[gang.spec.queue] += sum(p.gpus for p in gang.pods)
         self.fair = fair_shares(self.queues, dict(requested), total_gpus)
 
-    def chain(self, leaf: str) -> list[Queue]:
-        return ancestors(self.queues, leaf)
+    def chain(self, leaf: str) -> tuple[Queue, ...]:
+        chain = self._chains.get(leaf)
+        if chain is None:
+            chain = self._chains[leaf] = tuple(ancestors(self.queues, leaf))
+        return chain
 
     def add(self, gang: Gang, gpus: float) -> None:
         for q in self.chain(gang.spec.queue):
