@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpuscale.errors import UserInputError
@@ -40,6 +40,7 @@ def test_a_second_sweep_on_the_same_out_is_refused_while_the_first_runs(tmp_path
 
 @settings(max_examples=25, deadline=None)
 @given(st.binary(min_size=1, max_size=40), st.booleans())
+@example(b"\t", True)  # a whitespace-only line: read back as a one-cell row once, and crashed
 def test_resume_keeps_every_good_row_whatever_the_last_line_is(junk, newline):
     import tempfile
 

@@ -66,8 +66,8 @@ def encode_cell(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def decode_cell(text: str) -> Any:
-    if text == "":
+def decode_cell(text: str | None) -> Any:
+    if text is None or text == "":  # None: a short row's missing cells (csv.DictReader)
         return None
     try:
         return json.loads(text)
@@ -115,8 +115,10 @@ class ResultTable:
             raise UserInputError("the table's columns differ from this grid's; write to a new "
                                  "--out", source=str(self.path))
         good: list[str] = []
+        blank_lines = False  # whitespace-only lines: no row, and not kept (csv reads " " as one)
         for number, raw in enumerate(lines[1:], start=2):
             if not raw.strip():
+                blank_lines = blank_lines or (bool(raw) and number < len(lines))
                 continue
             problem = None
             try:
@@ -135,7 +137,7 @@ class ResultTable:
                 continue
             good.append(text + "\n")
             self.rows.append(row)
-        if self.dropped or not data.endswith(b"\n"):
+        if self.dropped or blank_lines or not data.endswith(b"\n"):
             write_atomic(self.path, _csv_line(self.columns) + "".join(good))
 
     def _resume_parquet(self) -> list[dict]:
@@ -232,7 +234,9 @@ def read_table(path: Path) -> list[dict]:
     if missing:
         raise UserInputError(f"not a gpuscale sweep table: no column(s) {', '.join(missing)}",
                              source=str(path))
-    return [_decode_row(row) for row in reader]
+    # A whitespace-only line (a hand edit) is no run: csv would read it as a row of one cell.
+    return [_decode_row(row) for row in reader
+            if any(v.strip() for v in row.values() if isinstance(v, str))]
 
 
 def _decode_row(row: dict) -> dict:
