@@ -28,13 +28,20 @@ def _cfg(num_blocks: int = 100_000, budget: int = 2048, seqs: int = 64) -> Engin
                         num_blocks=num_blocks, max_model_len=100_000, request_timeout_s=1e9)
 
 
-def _run_replica(cfg: EngineConfig, arrivals, prompts, outputs) -> RequestTable:
+def _replica_fed(cfg: EngineConfig, arrivals, prompts, outputs
+                 ) -> tuple[Simulation, RequestTable, Replica]:
+    """One replica with every request's arrival scheduled, not run yet."""
     requests = Requests(np.asarray(arrivals, float), np.asarray(prompts), np.asarray(outputs))
     sim = Simulation()
     table = RequestTable(requests)
     replica = Replica("r0", HW, cfg, sim, table)
     for rid, t in enumerate(arrivals):
         sim.schedule(t, 10, replica.enqueue, rid, t)
+    return sim, table, replica
+
+
+def _run_replica(cfg: EngineConfig, arrivals, prompts, outputs) -> RequestTable:
+    sim, table, _replica = _replica_fed(cfg, arrivals, prompts, outputs)
     sim.run()
     return table
 
@@ -182,12 +189,7 @@ def test_waiting_prompt_tokens_is_the_sum_over_the_waiting_queue(workload, timeo
     blocks = max(math.ceil((p + o) / 16) + 2 for p, o in zip(prompts, outputs, strict=True)) + 40
     cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=512, block_size=16,
                        num_blocks=blocks, max_model_len=100_000, request_timeout_s=timeout_s)
-    requests = Requests(np.asarray(arrivals, float), np.asarray(prompts), np.asarray(outputs))
-    sim = Simulation()
-    table = RequestTable(requests)
-    replica = Replica("r0", HW, cfg, sim, table)
-    for rid, t in enumerate(arrivals):
-        sim.schedule(t, 10, replica.enqueue, rid, t)
+    sim, _table, replica = _replica_fed(cfg, arrivals, prompts, outputs)
     while sim.peek_s() < math.inf:
         sim.run(until_s=sim.peek_s())
         assert replica.waiting_prompt_tokens == sum(prompts[rid] for rid in replica.waiting)
