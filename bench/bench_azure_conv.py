@@ -82,7 +82,7 @@ def main() -> int:
         elapsed = time.perf_counter() - t0
         first = elapsed if first is None else first
         best = min(best, elapsed)
-    summary = result.summary
+    summary = result.summary.model_dump(mode="json")
     import gpuscale.serving.replica as replica_module
 
     compiled = replica_module.__file__.endswith(".so")

@@ -119,7 +119,7 @@ def main() -> int:
         walls.append(time.perf_counter() - t0)
     wall = min(walls)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    summary = result.summary
+    summary = result.summary.model_dump(mode="json")
     print(f"{scenario.name}: {len(requests):,} requests (workload built in {load_s:.1f} s)")
     print(f"simulate: {wall:.1f} s -> {len(requests) / wall:,.0f} requests/s "
           f"({result.extra['num_events']:,} events)")
