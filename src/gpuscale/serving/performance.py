@@ -521,27 +521,19 @@ class StepCost:
 
     def step_s(self, decode_seqs: int, decode_context_tokens: float,
                prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
-        if self._pipelined:
-            return step_time_s(self.hw, decode_seqs=decode_seqs,
-                               decode_context_tokens=decode_context_tokens,
-                               prefill_chunks=tuple(prefill_chunks))
-        prefill_tokens = 0
-        prefix_tokens = 0
-        attention = 0.0
-        for chunk, prefix in prefill_chunks:
-            prefill_tokens += chunk
-            prefix_tokens += prefix
-            attention += chunk * (self._attn_prefix_s * prefix + self._attn_causal_s * chunk / 2.0)
-        return self._step_total_s(decode_seqs, decode_context_tokens, prefill_tokens,
-                                  prefix_tokens, attention, len(prefill_chunks))
+        """One step with (tokens, prefix) chunks; the engine's hot path calls `engine_step_s`
+        with its own chunk list instead."""
+        return self.engine_step_s(decode_seqs, decode_context_tokens,
+                                  [(0, chunk, prefix) for chunk, prefix in prefill_chunks])
 
     def engine_step_s(self, decode_seqs: int, decode_context_tokens: float,
                       chunks: list[tuple[int, int, int]]) -> float:
-        """`step_s` of the engine's own chunk list, (request id, tokens, prefix) each, without
-        building the (tokens, prefix) pairs first; the same sums in the same order."""
+        """`step_time_s` of a step whose prefill chunks are the engine's own (request id,
+        tokens, prefix) triples, with every per-replica constant folded in."""
         if self._pipelined:
-            return self.step_s(decode_seqs, decode_context_tokens,
-                               [(c, p) for _, c, p in chunks])
+            return step_time_s(self.hw, decode_seqs=decode_seqs,
+                               decode_context_tokens=decode_context_tokens,
+                               prefill_chunks=tuple((c, p) for _, c, p in chunks))
         prefill_tokens = 0
         prefix_tokens = 0
         attention = 0.0
@@ -549,14 +541,10 @@ class StepCost:
             prefill_tokens += chunk
             prefix_tokens += prefix
             attention += chunk * (self._attn_prefix_s * prefix + self._attn_causal_s * chunk / 2.0)
-        return self._step_total_s(decode_seqs, decode_context_tokens, prefill_tokens,
-                                  prefix_tokens, attention, len(chunks))
-
-    def _step_total_s(self, decode_seqs: int, decode_context_tokens: float, prefill_tokens: int,
-                      prefix_tokens: int, attention: float, num_chunks: int) -> float:
         tokens = decode_seqs + prefill_tokens
         if tokens == 0:
             return 0.0
+        num_chunks = len(chunks)
         seqs = decode_seqs + num_chunks
         floors = self._floor_write_s + (self._floor_dec_s if decode_seqs else 0.0) \
             + (self._floor_pre_s if num_chunks else 0.0)

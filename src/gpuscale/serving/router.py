@@ -123,7 +123,7 @@ class LeastOutstanding(Router):
         tree = [_EMPTY] * (2 * capacity)
         for rank, r in enumerate(self._by_rank):
             if r is not None and r.route_rank == rank:
-                tree[capacity + rank] = (len(r.waiting) + len(r.running)) * capacity + rank
+                tree[capacity + rank] = r.outstanding() * capacity + rank
         for i in range(capacity - 1, 0, -1):
             left = tree[2 * i]
             right = tree[2 * i + 1]
