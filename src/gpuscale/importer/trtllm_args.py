@@ -33,8 +33,12 @@ _SWITCHES = ("--trust_remote_code", "--grpc", "--enable_chunked_prefill",
              "--disable_gc", "--fail_fast_on_attention_window_too_large")
 
 
+def _is_entry(word: str) -> bool:
+    return word == ENTRY_POINT or word.endswith("/" + ENTRY_POINT)
+
+
 def is_trtllm_command(words: list[str]) -> bool:
-    return any(w == ENTRY_POINT or w.endswith("/" + ENTRY_POINT) for w in words)
+    return any(_is_entry(w) for w in words)
 
 
 def parse_container(container: dict) -> VllmArgs:
@@ -42,9 +46,7 @@ def parse_container(container: dict) -> VllmArgs:
     env = _env_of(container)
     words = _words(container, env)
     out = parse_flags(words, FLAGS, BOOL_FLAGS, VllmArgs(env=env, engine="trtllm"))
-    start = next(
-        i for i, w in enumerate(words) if w == ENTRY_POINT or w.endswith("/" + ENTRY_POINT)
-    )
+    start = next(i for i, w in enumerate(words) if _is_entry(w))
     rest = words[start + 1:]
     if rest[:1] == ["serve"]:  # `trtllm-serve serve MODEL` (the subcommand spelling)
         rest = rest[1:]
