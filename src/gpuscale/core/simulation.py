@@ -2,6 +2,18 @@
 
 `seq` is a per-simulation counter, so ties never depend on object ids or hash order. Handlers
 are plain callables; an exception in a handler stops the run loudly (no swallowing).
+
+Besides one-off events, a simulation has *timers*: an owner with at most one pending firing
+that it keeps moving (a replica's next step end, re-planned whenever a request arrives). Setting
+a timer replaces its pending firing, which then never runs, so the heap does not fill with
+superseded events (issue 16: 107k of a run's 512k events were, each popped to be ignored). A
+timer firing takes its place in the same (time_s, priority, seq) order as an event, `seq` from
+the same counter, so a run is the same whichever queue holds what. Two interchangeable timer
+ways implement this: an indexed binary heap beside the event heap (a firing is moved in place;
+the compiled hot path's, where its int and float reads are native), or firings pushed on the
+event heap itself, a superseded one skipped when it surfaces (the interpreter's, where heapq's
+C code beats any Python sift). `Simulation(indexed_timers=...)` picks one; the default is the
+one that is faster where this module runs.
 """
 
 from __future__ import annotations
@@ -10,10 +22,15 @@ import heapq
 import math
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from gpuscale.core.decisions import DecisionLog
+
+# The module's own file: a compiled build is an extension module (setup.py, _hot_path.py).
+COMPILED: Final = __file__.endswith(".so")
+# rank = priority << _SEQ_BITS | seq orders a firing by (priority, seq) as one int.
+_SEQ_BITS: Final = 44
 
 
 class Priority(IntEnum):
@@ -34,14 +51,150 @@ class Priority(IntEnum):
 Handler = Callable[..., Any]
 
 
+class IndexedTimers:
+    """A binary heap of timer ids keyed by (time_s, rank), with each id's heap position kept,
+    so setting a pending timer moves its entry up or down instead of adding one."""
+
+    __slots__ = ("_args", "_handler", "_heap", "_pos", "_rank", "_time_s")
+
+    def __init__(self) -> None:
+        self._time_s: list[float] = []
+        self._rank: list[int] = []
+        self._pos: list[int] = []  # place in _heap, -1 when not pending
+        self._heap: list[int] = []
+        self._handler: list[Handler | None] = []
+        self._args: list[tuple] = []
+
+    def new_timer(self) -> int:
+        self._time_s.append(math.inf)
+        self._rank.append(0)
+        self._pos.append(-1)
+        self._handler.append(None)
+        self._args.append(())
+        return len(self._pos) - 1
+
+    # The sifts compare (time_s, rank) pairs inline, the moving entry's pair held in locals:
+    # a method call per comparison cost more than the comparison in the compiled build.
+    def _up(self, i: int) -> None:
+        heap = self._heap
+        pos = self._pos
+        times = self._time_s
+        ranks = self._rank
+        tid = heap[i]
+        t = times[tid]
+        r = ranks[tid]
+        while i > 0:
+            parent = (i - 1) >> 1
+            other = heap[parent]
+            to = times[other]
+            if t > to or (t == to and r > ranks[other]):
+                break
+            heap[i] = other
+            pos[other] = i
+            i = parent
+        heap[i] = tid
+        pos[tid] = i
+
+    def _down(self, i: int) -> None:
+        heap = self._heap
+        pos = self._pos
+        times = self._time_s
+        ranks = self._rank
+        n = len(heap)
+        tid = heap[i]
+        t = times[tid]
+        r = ranks[tid]
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            other = heap[child]
+            to = times[other]
+            right = child + 1
+            if right < n:
+                candidate = heap[right]
+                tc = times[candidate]
+                if tc < to or (tc == to and ranks[candidate] < ranks[other]):
+                    child = right
+                    other = candidate
+                    to = tc
+            if t < to or (t == to and r < ranks[other]):
+                break
+            heap[i] = other
+            pos[other] = i
+            i = child
+        heap[i] = tid
+        pos[tid] = i
+
+    def set(self, tid: int, time_s: float, rank: int, handler: Handler, args: tuple) -> None:
+        self._time_s[tid] = time_s
+        self._rank[tid] = rank
+        self._handler[tid] = handler
+        self._args[tid] = args
+        i = self._pos[tid]
+        if i < 0:
+            i = len(self._heap)
+            self._heap.append(tid)
+            self._up(i)
+            return
+        self._up(i)
+        if self._pos[tid] == i:
+            self._down(i)
+
+    def cancel(self, tid: int) -> None:
+        i = self._pos[tid]
+        if i < 0:
+            return
+        self._pos[tid] = -1
+        self._handler[tid] = None
+        self._args[tid] = ()
+        last = self._heap.pop()
+        if last != tid:
+            self._heap[i] = last
+            self._pos[last] = i
+            self._up(i)
+            if self._pos[last] == i:
+                self._down(i)
+
+    def head(self) -> int:
+        return self._heap[0] if self._heap else -1
+
+    def head_time_s(self) -> float:
+        return self._time_s[self._heap[0]] if self._heap else math.inf
+
+    def head_rank(self) -> int:
+        return self._rank[self._heap[0]]
+
+    def pop(self) -> tuple[Handler, tuple]:
+        heap = self._heap
+        tid = heap[0]
+        last = heap.pop()
+        if heap:
+            heap[0] = last
+            self._pos[last] = 0
+            self._down(0)
+        self._pos[tid] = -1
+        handler = self._handler[tid]
+        assert handler is not None
+        args = self._args[tid]
+        self._handler[tid] = None
+        self._args[tid] = ()
+        return handler, args
+
+
 class Simulation:
     """Owns the clock and the event heap."""
 
-    __slots__ = ("_heap", "_seq", "_stopped", "_until_s", "decisions", "now_s", "num_events")
+    __slots__ = ("_heap", "_live_seq", "_seq", "_stopped", "_timers", "_until_s", "decisions",
+                 "now_s", "num_events")
 
-    def __init__(self) -> None:
+    def __init__(self, indexed_timers: bool = COMPILED) -> None:
         self.now_s: float = 0.0
         self._heap: list[tuple[float, int, int, Handler, tuple]] = []
+        # Indexed: the timers' own heap. Lazy (None): firings on the event heap, each checked
+        # against _live_seq[tid] (the seq of the timer's pending firing, 0 if none) when it runs.
+        self._timers: IndexedTimers | None = IndexedTimers() if indexed_timers else None
+        self._live_seq: list[int] = []
         self._seq = 0
         self._stopped = False
         self._until_s = math.inf  # the horizon of the `run` in progress
@@ -56,6 +209,42 @@ class Simulation:
             raise ValueError(f"event scheduled in the past or at NaN: {time_s} (now {self.now_s})")
         self._seq += 1
         heapq.heappush(self._heap, (time_s, priority, self._seq, handler, args))
+
+    def new_timer(self) -> int:
+        """A timer id for `set_timer`: one pending firing at a time."""
+        if self._timers is not None:
+            return self._timers.new_timer()
+        self._live_seq.append(0)
+        return len(self._live_seq) - 1
+
+    def set_timer(self, tid: int, time_s: float, priority: int, handler: Handler,
+                  *args: Any) -> None:
+        """Run `handler(*args)` at `time_s` instead of timer `tid`'s pending firing, if any.
+
+        Same order as `schedule`: the firing takes a seq from the same counter."""
+        if not time_s >= self.now_s:
+            raise ValueError(f"timer set in the past or at NaN: {time_s} (now {self.now_s})")
+        self._seq += 1
+        if self._timers is not None:
+            self._timers.set(tid, time_s, priority << _SEQ_BITS | self._seq, handler, args)
+            return
+        self._live_seq[tid] = self._seq
+        heapq.heappush(self._heap, (time_s, priority, self._seq, self._fire_if_current,
+                                    (tid, self._seq, handler, args)))
+
+    def cancel_timer(self, tid: int) -> None:
+        if self._timers is not None:
+            self._timers.cancel(tid)
+        else:
+            self._live_seq[tid] = 0
+
+    def _fire_if_current(self, tid: int, seq: int, handler: Handler, args: tuple) -> None:
+        """A lazy timer firing: runs unless it was replaced or cancelled since."""
+        if self._live_seq[tid] == seq:
+            self._live_seq[tid] = 0
+            handler(*args)
+        else:
+            self.num_events -= 1  # not an event of the run: the indexed queue never has it
 
     def every(self, period_s: float, priority: int, handler: Handler, *, start_s: float = 0.0,
               until_s: float = math.inf) -> None:
@@ -77,8 +266,10 @@ class Simulation:
             self.schedule(start_s, priority, tick, 0)
 
     def peek_s(self) -> float:
-        """Time of the next event, or +inf when none is left."""
-        return self._heap[0][0] if self._heap else math.inf
+        """Time of the next event or timer firing, or +inf when none is left."""
+        first = self._heap[0][0] if self._heap else math.inf
+        timer_s = self._timers.head_time_s() if self._timers is not None else math.inf
+        return timer_s if timer_s < first else first
 
     def advance_to(self, time_s: float) -> bool:
         """Move the clock to `time_s` if nothing else would happen first: no event is due
@@ -87,7 +278,8 @@ class Simulation:
         inline, with the same effect as an event of its own and without the heap."""
         heap = self._heap
         if (heap and heap[0][0] <= time_s) or time_s > self._until_s or self._stopped \
-                or not time_s >= self.now_s:
+                or not time_s >= self.now_s \
+                or (self._timers is not None and self._timers.head_time_s() <= time_s):
             return False
         self.now_s = time_s
         return True
@@ -98,15 +290,39 @@ class Simulation:
     def run(self, until_s: float = math.inf) -> None:
         """Process events in order until the heap is empty, `stop()` or `until_s` is passed."""
         heap = self._heap
+        timers = self._timers
         pop = heapq.heappop
         count = 0
         self._until_s = until_s
         try:
-            while heap and not self._stopped:
+            while timers is None and heap and not self._stopped:
                 if heap[0][0] > until_s:
                     break
                 time_s, _prio, _seq, handler, args = pop(heap)
                 self.now_s = time_s
+                count += 1
+                handler(*args)
+            while timers is not None and not self._stopped:
+                # The timers' next firing runs first if it sorts before the heap's next event.
+                timer_s = timers.head_time_s()
+                if heap:
+                    first = heap[0]
+                    if timer_s < first[0] or (timer_s == first[0] and timers.head_rank()
+                                              < (first[1] << _SEQ_BITS | first[2])):
+                        if timer_s > until_s:
+                            break
+                        handler, args = timers.pop()
+                        self.now_s = timer_s
+                    else:
+                        if first[0] > until_s:
+                            break
+                        time_s, _prio, _seq, handler, args = pop(heap)
+                        self.now_s = time_s
+                elif timer_s <= until_s and timers.head() >= 0:
+                    handler, args = timers.pop()
+                    self.now_s = timer_s
+                else:
+                    break
                 count += 1
                 handler(*args)
         finally:

@@ -116,8 +116,8 @@ class Replica:
         "step_decodes",
         "step_start_s",
         "table",
+        "timer",
         "ttft_observations",
-        "version",
         "waiting",
         "waiting_prompt_tokens",
         "whole_prompts",
@@ -149,7 +149,10 @@ class Replica:
         self.n_decode = 0
         self.prefill_reserved = 0  # sum of whole prefill lengths of prefilling sequences
         self.state = _IDLE
-        self.version = 0
+        # The end of the step or decode stretch in progress: one pending firing, replaced
+        # whenever the plan changes (an arrival cuts a stretch, joins a planned step), so a
+        # superseded end never runs (core/simulation.py timers).
+        self.timer = sim.new_timer()
         self.seg: DecodeSegment | None = None
         self.seg_start_s = 0.0
         self.seg_G0 = 0
@@ -187,9 +190,8 @@ class Replica:
         self.route_rank = 0
         # The two event handlers, bound once: a bound method made per event (~270k a run)
         # costs an attribute lookup and an allocation each time in the compiled hot path.
-        self.end_step_handler: Callable[[int, list[tuple[int, int, int]]], None] = \
-            self._end_step
-        self.end_segment_handler: Callable[[int, int], None] = self._end_segment
+        self.end_step_handler: Callable[[list[tuple[int, int, int]]], None] = self._end_step
+        self.end_segment_handler: Callable[[int], None] = self._end_segment
 
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
@@ -248,7 +250,7 @@ class Replica:
     def evict(self) -> list[int]:
         """Stop at once (pod killed): returns the request ids that were in flight here."""
         self._go_idle(self.sim.now_s)
-        self.version += 1
+        self.sim.cancel_timer(self.timer)
         lost = list(self.running) + list(self.waiting)
         self.waiting.clear()
         self.waiting_prompt_tokens = 0
@@ -394,9 +396,8 @@ class Replica:
         decodes = self.n_decode if self.step_decodes else 0
         duration = self.cost.engine_step_s(
             decodes, self.decode_base + decodes * self.G if decodes else 0, chunks)
-        self.version += 1
-        self.sim.schedule(self.step_start_s + duration, Priority.ENGINE, self.end_step_handler,
-                          self.version, chunks)
+        self.sim.set_timer(self.timer, self.step_start_s + duration, Priority.ENGINE,
+                           self.end_step_handler, chunks)
 
     def _join_planned_step(self) -> None:
         """A request arriving before a planned step starts still joins that step."""
@@ -436,9 +437,8 @@ class Replica:
         self.seg_G0 = G
         self.seg_steps = steps
         self._start_busy(now_s, _SEGMENT)
-        self.version += 1
-        self.sim.schedule(now_s + seg.duration_s(steps), Priority.ENGINE, self.end_segment_handler,
-                          self.version, steps)
+        self.sim.set_timer(self.timer, now_s + seg.duration_s(steps), Priority.ENGINE,
+                           self.end_segment_handler, steps)
 
     def _cut_segment(self, now_s: float) -> None:
         """End the decode stretch at the end of the step in progress, where the newcomer joins.
@@ -457,18 +457,14 @@ class Replica:
         self.seg = None
         self._plan(boundary_s)
 
-    def _end_segment(self, version: int, steps: int) -> None:
-        if version != self.version:
-            return
+    def _end_segment(self, steps: int) -> None:
         now_s = self.sim.now_s
         self.G += steps
         self._finish_due(now_s)
         self._relieve_kv_pressure()
         self._plan(now_s)
 
-    def _end_step(self, version: int, chunks: list[tuple[int, int, int]]) -> None:
-        if version != self.version:
-            return
+    def _end_step(self, chunks: list[tuple[int, int, int]]) -> None:
         now_s = self.sim.now_s
         table = self.table
         if self.step_decodes:
