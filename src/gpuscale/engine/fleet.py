@@ -254,8 +254,9 @@ class Fleet:
             rid += 1
             if rid >= n:
                 return
-            if not sim.advance_to(arrivals[rid]):
-                sim.schedule(arrivals[rid], Priority.ARRIVAL, self.arrive, rid)
+            next_s = arrivals[rid]
+            if not sim.advance_to(next_s):
+                sim.schedule(next_s, Priority.ARRIVAL, self.arrive, rid)
                 return
 
     def expire_gateway(self, now_s: float, timeout_s: float) -> None:

@@ -401,6 +401,11 @@ def _decode_slope_s(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -
     return hw.step_time_factor * num_seqs * hw.kv_bytes_per_token / hw.attention_kv_bytes_per_s
 
 
+def _grow(memo: list[float], index: int) -> None:
+    """Extend a count-indexed memo past `index` (doubling, so growth is amortised)."""
+    memo.extend([-1.0] * (max(index + 1, 2 * len(memo)) - len(memo)))
+
+
 class StepCost:
     """`step_time_s` with every per-replica constant folded in, for the simulation's hot path.
 
@@ -452,10 +457,12 @@ class StepCost:
         self._factor = hw.step_time_factor
         self._host_step_s = hw.host_step_s
         self._host_seq_s = hw.host_seq_s
-        self._by_tokens: dict[int, float] = {}
-        self._by_seqs: dict[int, float] = {}
+        # Memos indexed by the count, -1.0 where not computed yet (a list: a dict lookup of an
+        # int key cost more than the list read in the compiled build).
+        self._by_tokens: list[float] = []
+        self._by_seqs: list[float] = []
         self._pipelined = hw.pp > 1  # rare: the reference formula, not the folded one
-        self._decode_by_seqs: dict[int, float] = {}  # a decode step's context-free GPU time
+        self._decode_by_seqs: list[float] = []  # a decode step's context-free GPU time
         # The constant factors of gemm_time_s, elementwise_time_s and allreduce_time_s, so a
         # token count seen for the first time (thousands per run) costs a few float operations
         # instead of a dozen catalog property calls. Each is the very subexpression the
@@ -482,10 +489,15 @@ class StepCost:
             hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp) if tp > 1 else (1.0, 0.0))
 
     def _tokens_s(self, num_tokens: int) -> float:
-        cached = self._by_tokens.get(num_tokens)
-        if cached is None:
+        if num_tokens <= 0:
+            return 0.0
+        memo = self._by_tokens
+        if num_tokens >= len(memo):
+            _grow(memo, num_tokens)
+        cached = memo[num_tokens]
+        if cached < 0.0:
             cached = self._tokens_uncached_s(num_tokens)
-            self._by_tokens[num_tokens] = cached
+            memo[num_tokens] = cached
         return cached
 
     def _tokens_uncached_s(self, num_tokens: int) -> float:
@@ -513,10 +525,15 @@ class StepCost:
         return gemm + elementwise + 2 * hw.model.layers * one
 
     def _seqs_s(self, num_seqs: int) -> float:
-        cached = self._by_seqs.get(num_seqs)
-        if cached is None:
+        if num_seqs < 0:
+            return lm_head_time_s(self.hw, num_seqs)
+        memo = self._by_seqs
+        if num_seqs >= len(memo):
+            _grow(memo, num_seqs)
+        cached = memo[num_seqs]
+        if cached < 0.0:
             cached = lm_head_time_s(self.hw, num_seqs)
-            self._by_seqs[num_seqs] = cached
+            memo[num_seqs] = cached
         return cached
 
     def step_s(self, decode_seqs: int, decode_context_tokens: float,
@@ -558,11 +575,15 @@ class StepCost:
         """`step_s` without prefill chunks (the common case), with no tuple to walk."""
         if self._pipelined:
             return step_time_s(self.hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens)
-        fixed = self._decode_by_seqs.get(num_seqs)
-        if fixed is None:
+        memo = self._decode_by_seqs
+        if num_seqs >= len(memo):
+            _grow(memo, num_seqs)
+        fixed = memo[num_seqs] if num_seqs >= 0 else -1.0
+        if fixed < 0.0:
             fixed = (self._tokens_s(num_seqs) + self._seqs_s(num_seqs) + self._floor_write_s
                      + self._floor_dec_s)
-            self._decode_by_seqs[num_seqs] = fixed
+            if num_seqs >= 0:
+                memo[num_seqs] = fixed
         gpu = fixed + context_tokens * self._kv_dec_s
         if gpu < self._eager_s:
             gpu = self._eager_s

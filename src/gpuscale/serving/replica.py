@@ -222,7 +222,7 @@ class Replica:
 
         `kv_ready`: its prompt's KV cache (and first token) came from a prefill replica.
         """
-        if not kv_ready and self.table.prompt_tokens[rid] >= self.cfg.max_model_len:
+        if not kv_ready and self.table.prompt_tokens_list[rid] >= self.cfg.max_model_len:
             # vLLM's OpenAI server answers 400 ("maximum context length is N tokens") for a
             # prompt that leaves no room for one output token; it is never served.
             self.table.drop(rid, now_s, "exceeds_max_model_len")
@@ -230,7 +230,7 @@ class Replica:
         if kv_ready:
             self.kv_ready.add(rid)
         self.waiting.append(rid)
-        self.waiting_prompt_tokens += self.table.prompt_tokens[rid]
+        self.waiting_prompt_tokens += self.table.prompt_tokens_list[rid]
         if self.load_log is not None:
             self.load_log.append(self)
         if self.state == _IDLE:
@@ -284,7 +284,7 @@ class Replica:
     def _drop_first_waiting(self, rid: int, now_s: float, reason: str) -> None:
         """Drop the head of the waiting queue (`rid`): it timed out or can never fit."""
         self.waiting.popleft()
-        self.waiting_prompt_tokens -= self.table.prompt_tokens[rid]
+        self.waiting_prompt_tokens -= self.table.prompt_tokens_list[rid]
         self.resume_generated.pop(rid, None)
         self.kv_ready.discard(rid)
         self.table.drop(rid, now_s, reason)
@@ -302,7 +302,8 @@ class Replica:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
             kv_ready = rid in self.kv_ready
-            need = table.prompt_tokens[rid] + (1 if kv_ready else self.resume_generated.get(rid, 0))
+            prompt = table.prompt_tokens_list[rid]
+            need = prompt + (1 if kv_ready else self.resume_generated.get(rid, 0))
             # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
             tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
                       + need)
@@ -312,7 +313,7 @@ class Replica:
                     continue
                 break
             if self.no_evict:
-                full = table.prompt_tokens[rid] + table.output_tokens[rid]
+                full = prompt + table.output_tokens_list[rid]
                 if (self.reserved_tokens + full) / cfg.block_size \
                         + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
                     if not self.running:  # its whole length can never be reserved
@@ -321,11 +322,11 @@ class Replica:
                     break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
                 waiting.popleft()
-                self.waiting_prompt_tokens -= table.prompt_tokens[rid]
+                self.waiting_prompt_tokens -= prompt
                 self.running[rid] = None
                 self._reserve(rid, 1)
                 self.kv_ready.discard(rid)
-                if table.output_tokens[rid] <= 1:
+                if table.output_tokens_list[rid] <= 1:
                     del self.running[rid]
                     self._complete(rid, now_s)
                 else:
@@ -337,7 +338,7 @@ class Replica:
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
             waiting.popleft()
-            self.waiting_prompt_tokens -= table.prompt_tokens[rid]
+            self.waiting_prompt_tokens -= prompt
             self.running[rid] = None
             self._reserve(rid, 1)
             cache = self.prefix_cache
@@ -368,7 +369,7 @@ class Replica:
             if budget <= 0:
                 break
             take = remaining if remaining < budget else budget
-            total = self.table.prompt_tokens[rid] + self.resume_generated.get(rid, 0)
+            total = self.table.prompt_tokens_list[rid] + self.resume_generated.get(rid, 0)
             chunks.append((rid, take, total - remaining))
             budget -= take
             if cache is not None:
@@ -409,7 +410,7 @@ class Replica:
     def _start_segment(self, now_s: float) -> None:
         heap = self.heap
         decoding = self.decoding
-        output = self.table.output_tokens
+        output = self.table.output_tokens_list
         span = self.span
         while True:
             key = heap[0]
@@ -427,9 +428,12 @@ class Replica:
             steps_to_finish = 1
         # KV: the step index at which blocks would run out (preempt at that boundary).
         cfg = self.cfg
-        free_tokens = ((cfg.num_blocks - 0.5 * len(self.running)) * cfg.block_size
-                       - context - self.prefill_reserved)
-        steps_to_full = int(free_tokens // n)
+        # Free tokens = (num_blocks - running / 2) x block_size - context - prefill_reserved,
+        # a whole number of half tokens: floored over n in integers, the exact value the float
+        # division gave, without its fmod.
+        free_half_tokens = ((2 * cfg.num_blocks - len(self.running)) * cfg.block_size
+                            - 2 * (context + self.prefill_reserved))
+        steps_to_full = free_half_tokens // (2 * n)
         steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
         seg = self.cost.segment(n, context)
         self.seg = seg
@@ -482,9 +486,10 @@ class Replica:
             # Prefill done: this step also produced the next token.
             del self.prefilling[rid]
             generated = self.resume_generated.pop(rid, 0) + 1
-            prompt = table.prompt_tokens[rid]
+            prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
-            if self.role != "prefill" and table.first_token_s[rid] != table.first_token_s[rid]:
+            first_token_s = table.first_token_s[rid]
+            if self.role != "prefill" and first_token_s != first_token_s:
                 # NaN: the first token is out now (a prefill replica's leaves with its KV)
                 table.first_token_s[rid] = now_s
                 self.ttft_observations.append(now_s - table.arrival_s[rid])
@@ -496,7 +501,7 @@ class Replica:
                     self.load_log.append(self)
                 self.on_prefilled(rid, now_s)
                 continue
-            if generated >= table.output_tokens[rid]:
+            if generated >= table.output_tokens_list[rid]:
                 del self.running[rid]
                 self._complete(rid, now_s)
                 continue
@@ -508,15 +513,15 @@ class Replica:
         """Enter decode having generated `generated` tokens; finishes when G reaches its end."""
         g0 = self.G - generated
         self.decoding[rid] = g0
-        self.decode_base += self.table.prompt_tokens[rid] - g0
+        self.decode_base += self.table.prompt_tokens_list[rid] - g0
         self.n_decode += 1
-        heappush(self.heap, (g0 + self.table.output_tokens[rid]) * self.span + rid)
+        heappush(self.heap, (g0 + self.table.output_tokens_list[rid]) * self.span + rid)
 
     def _finish_due(self, now_s: float) -> None:
         heap = self.heap
         G = self.G
         decoding = self.decoding
-        output = self.table.output_tokens
+        output = self.table.output_tokens_list
         span = self.span
         due = (G + 1) * span  # keys below it have finish_G <= G
         while heap and heap[0] < due:
@@ -528,15 +533,15 @@ class Replica:
                 continue  # stale entry of a preempted sequence
             del decoding[rid]
             del self.running[rid]
-            self.decode_base -= self.table.prompt_tokens[rid] - g0
+            self.decode_base -= self.table.prompt_tokens_list[rid] - g0
             self.n_decode -= 1
             self._complete(rid, now_s)
 
     def _reserve(self, rid: int, sign: int) -> None:
         """guaranteed_no_evict bookkeeping: a request's whole length, reserved while it runs."""
         if self.no_evict:
-            self.reserved_tokens += sign * (self.table.prompt_tokens[rid]
-                                            + self.table.output_tokens[rid])
+            self.reserved_tokens += sign * (self.table.prompt_tokens_list[rid]
+                                            + self.table.output_tokens_list[rid])
 
     def _release_prefix(self, rid: int) -> None:
         """Its prompt blocks go back to the pool, still cached (serving/prefix_cache.py)."""
@@ -565,7 +570,7 @@ class Replica:
             rid, _ = self.running.popitem()
             self._reserve(rid, -1)
             self.table.num_preemptions[rid] += 1
-            prompt = self.table.prompt_tokens[rid]
+            prompt = self.table.prompt_tokens_list[rid]
             if rid in self.prefilling:
                 del self.prefilling[rid]
                 self.prefill_reserved -= prompt + self.resume_generated.get(rid, 0)

@@ -39,10 +39,12 @@ class RequestTable:
         "num_preemptions",
         "num_retries",
         "output_tokens",
+        "output_tokens_list",
         "prefix_block_tokens",
         "prefix_ids",
         "prefix_offsets",
         "prompt_tokens",
+        "prompt_tokens_list",
         "recently_completed",
         "status",
     )
@@ -54,6 +56,12 @@ class RequestTable:
             "q", requests.prompt_tokens.astype(np.int64).tobytes())
         self.output_tokens: array[int] = array(
             "q", requests.output_tokens.astype(np.int64).tobytes())
+        # The token columns again as lists, for the compiled hot path's reads (several per
+        # request): indexing an array.array from compiled code boxes the index and the value,
+        # up to two allocations a read, where a list read is a pointer load. Equal values share
+        # one int object, so a list costs 8 bytes a request, as the array does.
+        self.prompt_tokens_list: list[int] = shared_int_list(requests.prompt_tokens)
+        self.output_tokens_list: list[int] = shared_int_list(requests.output_tokens)
         self.first_token_s: array[float] = array("d", np.full(n, NAN).tobytes())
         self.finish_s: array[float] = array("d", np.full(n, NAN).tobytes())
         self.status: array[int] = array("b", bytes(n))  # IN_FLIGHT == 0
@@ -101,6 +109,21 @@ class RequestTable:
             num_retries=np.frombuffer(self.num_retries, dtype=np.int32),
             num_arrived=self.num_arrived,
         )
+
+
+def shared_int_list(values: np.ndarray) -> list[int]:
+    """`values.tolist()`, with one int object per distinct value where the values are small
+    counts (token lengths): 8 bytes an element instead of ~36 on a 10-million-request day."""
+    if len(values) == 0:
+        return []
+    low = int(values.min())
+    high = int(values.max())
+    if low < 0 or high > max(1 << 21, len(values)):
+        plain: list[int] = values.tolist()
+        return plain
+    objects = np.array(range(high + 1), dtype=object)  # objects[k] is the int k
+    shared: list[int] = objects[values].tolist()
+    return shared
 
 
 @dataclass(frozen=True)
