@@ -34,7 +34,7 @@ from typing import Final
 from gpuscale.core import Priority, Simulation
 from gpuscale.serving.performance import DecodeSegment, ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache
-from gpuscale.serving.requests_table import RequestTable
+from gpuscale.serving.requests_table import NOT_DECODING, RequestTable
 
 # Final: the compiled hot path reads them as constants, not as module globals.
 _IDLE: Final = 0
@@ -82,7 +82,6 @@ class Replica:
         "cfg",
         "cost",
         "decode_base",
-        "decoding",
         "end_segment_handler",
         "end_step_handler",
         "heap",
@@ -97,6 +96,7 @@ class Replica:
         "on_prefilled",
         "prefill_first",
         "prefill_reserved",
+        "prefill_role",
         "prefilling",
         "prefix_cache",
         "reserved_tokens",
@@ -138,9 +138,9 @@ class Replica:
         self.waiting_prompt_tokens = 0
         self.running: dict[int, None] = {}  # admission order: popitem() takes the newest
         self.prefilling: dict[int, int] = {}  # rid -> prefill tokens still to compute
-        self.decoding: dict[int, int] = {}  # rid -> G0 (step count when its decode began)
+        # A decoding sequence's G0 (step count when its decode began) is table.decode_g0[rid].
         # finish_G x span + rid of each decoding sequence; stale once the sequence was
-        # preempted (its G0 in `decoding` then differs from finish_G - output, or is gone).
+        # preempted (its G0 then differs from finish_G - output, or it is NOT_DECODING).
         self.heap: list[int] = []
         self.span = max(1, len(table))  # > every rid, so a key's rid and finish_G separate
         self.resume_generated: dict[int, int] = {}  # preempted rid -> tokens already generated
@@ -173,6 +173,7 @@ class Replica:
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
         # straight into decode.
         self.role = role
+        self.prefill_role = role == "prefill"  # read per finished prefill: a bool, not a str ==
         self.on_prefilled = on_prefilled
         self.kv_ready: set[int] = set()
         # Closed-loop clients: told when their request is done (serving/bench.py).
@@ -252,11 +253,12 @@ class Replica:
         self._go_idle(self.sim.now_s)
         self.sim.cancel_timer(self.timer)
         lost = list(self.running) + list(self.waiting)
+        for rid in self.running:
+            self.table.decode_g0[rid] = NOT_DECODING
         self.waiting.clear()
         self.waiting_prompt_tokens = 0
         self.running.clear()
         self.prefilling.clear()
-        self.decoding.clear()
         self.heap.clear()
         self.resume_generated.clear()
         self.kv_ready.clear()
@@ -409,15 +411,14 @@ class Replica:
 
     def _start_segment(self, now_s: float) -> None:
         heap = self.heap
-        decoding = self.decoding
+        decode_g0 = self.table.decode_g0
         output = self.table.output_tokens_list
         span = self.span
         while True:
             key = heap[0]
             finish_g = key // span  # not divmod: the compiled path has no native divmod
             rid = key - finish_g * span
-            g0 = decoding.get(rid)
-            if g0 is not None and g0 + output[rid] == finish_g:
+            if decode_g0[rid] + output[rid] == finish_g:
                 break
             heappop(heap)  # stale entries of preempted sequences
         G = self.G
@@ -489,11 +490,11 @@ class Replica:
             prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
             first_token_s = table.first_token_s[rid]
-            if self.role != "prefill" and first_token_s != first_token_s:
+            if not self.prefill_role and first_token_s != first_token_s:
                 # NaN: the first token is out now (a prefill replica's leaves with its KV)
                 table.first_token_s[rid] = now_s
                 self.ttft_observations.append(now_s - table.arrival_s[rid])
-            if self.role == "prefill" and self.on_prefilled is not None:
+            if self.prefill_role and self.on_prefilled is not None:
                 del self.running[rid]  # its KV (and first token) leave for a decode replica
                 self._reserve(rid, -1)
                 self._release_prefix(rid)
@@ -512,7 +513,7 @@ class Replica:
     def _join_decode(self, rid: int, generated: int) -> None:
         """Enter decode having generated `generated` tokens; finishes when G reaches its end."""
         g0 = self.G - generated
-        self.decoding[rid] = g0
+        self.table.decode_g0[rid] = g0
         self.decode_base += self.table.prompt_tokens_list[rid] - g0
         self.n_decode += 1
         heappush(self.heap, (g0 + self.table.output_tokens_list[rid]) * self.span + rid)
@@ -520,20 +521,21 @@ class Replica:
     def _finish_due(self, now_s: float) -> None:
         heap = self.heap
         G = self.G
-        decoding = self.decoding
-        output = self.table.output_tokens_list
+        table = self.table
+        decode_g0 = table.decode_g0
+        output = table.output_tokens_list
         span = self.span
         due = (G + 1) * span  # keys below it have finish_G <= G
         while heap and heap[0] < due:
             key = heappop(heap)
             finish_g = key // span
             rid = key - finish_g * span
-            g0 = decoding.get(rid)
-            if g0 is None or g0 + output[rid] != finish_g:
+            g0 = decode_g0[rid]
+            if g0 + output[rid] != finish_g:
                 continue  # stale entry of a preempted sequence
-            del decoding[rid]
+            decode_g0[rid] = NOT_DECODING
             del self.running[rid]
-            self.decode_base -= self.table.prompt_tokens_list[rid] - g0
+            self.decode_base -= table.prompt_tokens_list[rid] - g0
             self.n_decode -= 1
             self._complete(rid, now_s)
 
@@ -575,7 +577,8 @@ class Replica:
                 del self.prefilling[rid]
                 self.prefill_reserved -= prompt + self.resume_generated.get(rid, 0)
             else:
-                g0 = self.decoding.pop(rid)
+                g0 = self.table.decode_g0[rid]
+                self.table.decode_g0[rid] = NOT_DECODING
                 self.decode_base -= prompt - g0
                 self.n_decode -= 1
                 self.resume_generated[rid] = self.G - g0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
@@ -23,6 +24,9 @@ COMPLETED = 1
 DROPPED = 2
 
 NAN = math.nan
+# decode_g0 of a request that is not decoding: far below any real G0, so G0 + output never
+# equals a finish step (a replica's heap entry for it is stale).
+NOT_DECODING: Final = -(1 << 61)
 
 
 class RequestTable:
@@ -30,6 +34,7 @@ class RequestTable:
 
     __slots__ = (
         "arrival_s",
+        "decode_g0",
         "drop_reasons",
         "finish_s",
         "first_token_s",
@@ -62,6 +67,11 @@ class RequestTable:
         # one int object, so a list costs 8 bytes a request, as the array does.
         self.prompt_tokens_list: list[int] = shared_int_list(requests.prompt_tokens)
         self.output_tokens_list: list[int] = shared_int_list(requests.output_tokens)
+        # The replica step count G0 at which each request's decode began, NOT_DECODING when
+        # it is not decoding (serving/replica.py): a request decodes on one replica at a time,
+        # so one column serves every replica, read by index where a dict per replica was
+        # looked up (one int object shared by the whole list until set: 8 bytes a request).
+        self.decode_g0: list[int] = [NOT_DECODING] * n
         self.first_token_s: array[float] = array("d", np.full(n, NAN).tobytes())
         self.finish_s: array[float] = array("d", np.full(n, NAN).tobytes())
         self.status: array[int] = array("b", bytes(n))  # IN_FLIGHT == 0
