@@ -165,7 +165,9 @@ class IndexedTimers:
     def head_rank(self) -> int:
         return self._rank[self._heap[0]]
 
-    def pop(self) -> tuple[Handler, tuple]:
+    def pop(self) -> int:
+        """Remove the next firing and return its timer id; its handler and arguments stay in
+        `handler`/`args` until the timer is set again (no tuple made per firing)."""
         heap = self._heap
         tid = heap[0]
         last = heap.pop()
@@ -174,12 +176,15 @@ class IndexedTimers:
             self._pos[last] = 0
             self._down(0)
         self._pos[tid] = -1
+        return tid
+
+    def handler(self, tid: int) -> Handler:
         handler = self._handler[tid]
         assert handler is not None
-        args = self._args[tid]
-        self._handler[tid] = None
-        self._args[tid] = ()
-        return handler, args
+        return handler
+
+    def args(self, tid: int) -> tuple:
+        return self._args[tid]
 
 
 class Simulation:
@@ -311,7 +316,9 @@ class Simulation:
                                               < (first[1] << _SEQ_BITS | first[2])):
                         if timer_s > until_s:
                             break
-                        handler, args = timers.pop()
+                        tid = timers.pop()
+                        handler = timers.handler(tid)
+                        args = timers.args(tid)
                         self.now_s = timer_s
                     else:
                         if first[0] > until_s:
@@ -319,7 +326,9 @@ class Simulation:
                         time_s, _prio, _seq, handler, args = pop(heap)
                         self.now_s = time_s
                 elif timer_s <= until_s and timers.head() >= 0:
-                    handler, args = timers.pop()
+                    tid = timers.pop()
+                    handler = timers.handler(tid)
+                    args = timers.args(tid)
                     self.now_s = timer_s
                 else:
                     break

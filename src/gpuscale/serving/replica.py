@@ -303,9 +303,12 @@ class Replica:
             if now_s - table.arrival_s[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
-            kv_ready = rid in self.kv_ready
+            # Both are empty but after a preemption or with disaggregation: test that first
+            # (a lookup boxes the int key in the compiled build).
+            kv_ready = bool(self.kv_ready) and rid in self.kv_ready
             prompt = table.prompt_tokens_list[rid]
-            need = prompt + (1 if kv_ready else self.resume_generated.get(rid, 0))
+            need = prompt + (1 if kv_ready else
+                             self.resume_generated.get(rid, 0) if self.resume_generated else 0)
             # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
             tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
                       + need)
@@ -371,7 +374,8 @@ class Replica:
             if budget <= 0:
                 break
             take = remaining if remaining < budget else budget
-            total = self.table.prompt_tokens_list[rid] + self.resume_generated.get(rid, 0)
+            total = self.table.prompt_tokens_list[rid] + (
+                self.resume_generated.get(rid, 0) if self.resume_generated else 0)
             chunks.append((rid, take, total - remaining))
             budget -= take
             if cache is not None:
@@ -477,16 +481,18 @@ class Replica:
             heap = self.heap
             if heap and heap[0] < (self.G + 1) * self.span:  # a finish_G <= G is due
                 self._finish_due(now_s)
+        prefilling = self.prefilling
         for rid, take, _prefix in chunks:
-            if rid not in self.prefilling:
+            left = prefilling.get(rid)
+            if left is None:
                 continue  # preempted meanwhile
-            remaining = self.prefilling[rid] - take
+            remaining = left - take
             if remaining > 0:
-                self.prefilling[rid] = remaining
+                prefilling[rid] = remaining
                 continue
             # Prefill done: this step also produced the next token.
-            del self.prefilling[rid]
-            generated = self.resume_generated.pop(rid, 0) + 1
+            del prefilling[rid]
+            generated = (self.resume_generated.pop(rid, 0) if self.resume_generated else 0) + 1
             prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
             first_token_s = table.first_token_s[rid]
