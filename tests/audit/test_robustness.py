@@ -177,3 +177,25 @@ def test_value_readers_raise_bad_value_naming_the_field(reader, value, expected)
     with pytest.raises(values.BadValue) as err:
         getattr(values, reader)(value, "x")
     assert str(err.value).startswith(expected)
+
+
+@pytest.mark.parametrize("selector", [{"matchLabels": -1}, {"matchExpressions": "app"},
+                                      {"matchExpressions": [{"key": "app", "operator": "In",
+                                                             "values": 3}]}])
+def test_a_misshapen_pdb_selector_is_refused_in_one_line_naming_the_pdb(selector):
+    # Found by the fuzz test above: matchLabels of -1 raised AttributeError from a rule
+    # that looks up the budgets selecting a workload.
+    docs = [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+             "metadata": {"name": "guard", "namespace": "serve"},
+             "spec": {"maxUnavailable": 1, "selector": selector}},
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "llama", "namespace": "serve"},
+             "spec": {"replicas": 2, "template": {
+                 "metadata": {"labels": {"app": "llama"}},
+                 "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                          "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}]
+    with pytest.raises(UserInputError) as err:
+        audit_objects(parse_text(yaml.safe_dump_all(docs), "m.yaml"))
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("m.yaml")
+    assert "PodDisruptionBudget/serve/guard (line 1) spec.selector.match" in message

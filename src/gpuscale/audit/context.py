@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gpuscale.audit.loader import Manifest
+from gpuscale.audit.values import BadValue
 
 # Kinds that own pods, in the form rules see them.
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "RayCluster",
@@ -23,11 +24,20 @@ def selector_matches(selector: dict | None, labels: dict) -> bool:
     """A LabelSelector (matchLabels + matchExpressions) against a label set; empty = all."""
     if not isinstance(selector, dict):
         return False
-    for key, value in (selector.get("matchLabels") or {}).items():
+    match_labels = selector.get("matchLabels") or {}
+    if not isinstance(match_labels, dict):
+        raise BadValue(f"selector.matchLabels: expected a mapping of labels, got {match_labels!r}")
+    for key, value in match_labels.items():
         if labels.get(key) != value:
             return False
-    for expr in selector.get("matchExpressions") or []:
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list) or not all(isinstance(e, dict) for e in expressions):
+        raise BadValue("selector.matchExpressions: expected a list of {key, operator, values}, "
+                       f"got {expressions!r}")
+    for expr in expressions:
         key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if not isinstance(values, list):
+            raise BadValue(f"selector.matchExpressions values: expected a list, got {values!r}")
         if op == "In" and labels.get(key) not in values:
             return False
         if op == "NotIn" and labels.get(key) in values:
@@ -84,5 +94,11 @@ class AuditContext:
             self._pdbs_by_namespace = defaultdict(list)
             for pdb in self.of_kind("PodDisruptionBudget"):
                 self._pdbs_by_namespace[namespace_of(pdb)].append(pdb)
-        return [p for p in self._pdbs_by_namespace.get(namespace, ())
-                if selector_matches(p.get("spec", "selector"), labels)]
+        selecting = []
+        for pdb in self._pdbs_by_namespace.get(namespace, ()):
+            try:
+                if selector_matches(pdb.get("spec", "selector"), labels):
+                    selecting.append(pdb)
+            except BadValue as exc:  # said of the PDB, not of the workload the rule reads
+                raise BadValue(f"{pdb.ref} (line {pdb.line}) spec.{exc}") from None
+        return selecting
