@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from gpuscale.serving.replica import Replica
 
-_EMPTY: Final = 1 << 60  # LeastOutstanding: a leaf without a replica, above any key
+_EMPTY: Final = 1 << 60  # LeastOutstanding: the load of a leaf without a replica, above any
 
 
 def least_outstanding(replicas: list[Replica]) -> Replica:
@@ -67,21 +67,26 @@ class LeastOutstanding(Router):
 
     The fleet tells it when a replica joins (`add`, appended at the end of the ready list) or
     leaves (`remove`); each replica appends itself to `_changed` whenever its waiting + running
-    count changes (Replica.load_log). A tournament tree holds one leaf per replica, the int
-    load x capacity + rank (ordered as the pair (load, rank), compared as one int), and each
-    inner node the smaller of its two children, so the root is the minimum. At a routing call
-    the changed replicas' leaves are refreshed (a path to the root each, stopping where a node
-    keeps its value) and the root answers. `rank` grows with each `add`, so among equal loads
-    the minimum is the replica earliest in the ready list (removals keep the others' order):
-    the scan's tie-break, hence always the scan's choice.
+    count changes (Replica.load_log). A tournament tree over the replicas' ranks holds, at each
+    inner node, the rank of the least loaded replica below it (ties to the lower rank), so the
+    root names the minimum. At a routing call the changed replicas' loads are stored and their
+    paths to the root replayed, stopping where a node keeps a winner other than the changed
+    replica. `rank` grows with each `add`, so among equal loads the minimum is the replica
+    earliest in the ready list (removals keep the others' order): the scan's tie-break, hence
+    always the scan's choice. Nodes hold ranks (small ints) and leaves loads, not one
+    `load x capacity + rank` int a node: the compiled build allocates an int object for every
+    store of a value above 256, and a node store is most of a path's work.
     """
 
     def __init__(self, capacity: int = 64) -> None:
         self._changed: list[Replica] = []
         self._by_rank: list[Replica | None] = [None]  # rank -> replica; None once removed
         self._count = 0
-        self._capacity = capacity  # leaves (> every rank); doubles when outgrown
-        self._tree: list[int] = [_EMPTY] * (2 * self._capacity)
+        self._capacity = max(2, capacity)  # leaves (> every rank); doubles when outgrown
+        self._load: list[int] = [_EMPTY] * self._capacity  # rank -> load, _EMPTY: no replica
+        # Inner node i (1 <= i < capacity) -> the winning rank below it; leaf of rank r is node
+        # capacity + r. All leaves empty: each node's leftmost leaf wins the ties.
+        self._winner: list[int] = _leftmost_leaves(self._capacity)
 
     def add(self, replica: Replica) -> None:
         self._count += 1
@@ -101,49 +106,65 @@ class LeastOutstanding(Router):
         replica.route_rank = 0
         replica.load_log = None
 
-    def _set(self, rank: int, key: int) -> None:
-        tree = self._tree
-        i = self._capacity + rank
-        if tree[i] == key:
+    def _set(self, rank: int, load: int) -> None:
+        loads = self._load
+        if loads[rank] == load:
             return
-        tree[i] = key
-        i >>= 1
+        loads[rank] = load
+        capacity = self._capacity
+        winner = self._winner
+        i = (capacity + rank) >> 1
         while i:
-            left = tree[2 * i]
-            right = tree[2 * i + 1]
-            best = left if left < right else right
-            if tree[i] == best:
-                return  # this node, hence every one above it, keeps its value
-            tree[i] = best
+            left = 2 * i
+            right = left + 1
+            a = left - capacity if left >= capacity else winner[left]
+            b = right - capacity if right >= capacity else winner[right]
+            load_a = loads[a]
+            load_b = loads[b]
+            best = a if load_a < load_b or (load_a == load_b and a < b) else b
+            if winner[i] == best and best != rank:
+                return  # same winner, same load: every node above keeps its winner too
+            winner[i] = best
             i >>= 1
 
     def _rebuild(self, capacity: int) -> None:
-        """A tree of `capacity` leaves (the keys' radix changes with it), from current loads."""
+        """A tree of `capacity` leaves, from current loads."""
         self._capacity = capacity
-        tree = [_EMPTY] * (2 * capacity)
+        loads = [_EMPTY] * capacity
         for rank, r in enumerate(self._by_rank):
             if r is not None and r.route_rank == rank:
-                tree[capacity + rank] = r.outstanding() * capacity + rank
+                loads[rank] = r.outstanding()
+        winner = [0] * capacity
         for i in range(capacity - 1, 0, -1):
-            left = tree[2 * i]
-            right = tree[2 * i + 1]
-            tree[i] = left if left < right else right
-        self._tree = tree
+            left = 2 * i
+            right = left + 1
+            a = left - capacity if left >= capacity else winner[left]
+            b = right - capacity if right >= capacity else winner[right]
+            winner[i] = a if loads[a] < loads[b] or (loads[a] == loads[b] and a < b) else b
+        self._load = loads
+        self._winner = winner
 
     def __call__(self, replicas: list[Replica]) -> Replica:
         if len(replicas) != self._count:
             return least_outstanding(replicas)  # not the list this index follows
         changed = self._changed
-        capacity = self._capacity
         if changed:
             for r in changed:
                 if r.route_rank:
-                    self._set(r.route_rank,
-                              (len(r.waiting) + len(r.running)) * capacity + r.route_rank)
+                    self._set(r.route_rank, len(r.waiting) + len(r.running))
             changed.clear()
-        key = self._tree[1]
-        found = self._by_rank[key - key // capacity * capacity] if key != _EMPTY else None
+        best = self._winner[1]
+        found = self._by_rank[best] if self._load[best] != _EMPTY else None
         return found if found is not None else least_outstanding(replicas)
+
+
+def _leftmost_leaves(capacity: int) -> list[int]:
+    """Winners of a tree whose leaves all tie: each inner node's leftmost leaf rank."""
+    winner = [0] * capacity
+    for i in range(capacity - 1, 0, -1):
+        left = 2 * i
+        winner[i] = left - capacity if left >= capacity else winner[left]
+    return winner
 
 
 def round_robin_factory() -> Router:
