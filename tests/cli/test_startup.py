@@ -152,3 +152,54 @@ def test_only_the_process_entry_freezes_the_collector(how, tmp_path):
     assert collecting == "True"  # the run itself collects as usual
     assert collecting_at_import == str(not entry)  # no collections while the import builds
     assert (int(exit_line) > 0) == entry
+
+
+# The process entry, as the console script runs it; prints at exit whether pydantic's plugin
+# loader imported importlib.metadata, and how many validators a plugin saw (if one is there).
+_ENTRY_PROBE = """
+import atexit, runpy, sys
+
+def report():
+    plugin = sys.modules.get("fake_pydantic_plugin")
+    calls = plugin.PLUGIN.calls if plugin else None
+    print("importlib.metadata" in sys.modules, calls, file=sys.stderr)
+
+atexit.register(report)
+sys.argv = ["gpuscale", *sys.argv[1:]]
+runpy.run_module("gpuscale", run_name="__main__")
+"""
+
+
+def _entry_probe(extra_path: Path | None, *args: str) -> tuple[bool, int | None]:
+    paths = [str(ROOT / "src")] + ([str(extra_path)] if extra_path else [])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    result = subprocess.run([sys.executable, "-c", _ENTRY_PROBE, *args], capture_output=True,
+                            text=True, env=env, timeout=60)
+    metadata, calls = result.stderr.strip().splitlines()[-1].split()
+    return metadata == "True", None if calls == "None" else int(calls)
+
+
+def test_simulate_does_not_import_importlib_metadata_without_pydantic_plugins():
+    # pydantic's plugin loader imports it (14 ms) only to find that no plugin is installed.
+    assert _entry_probe(None, "simulate", "--help") == (False, None)
+
+
+def test_an_installed_pydantic_plugin_still_sees_every_validator(tmp_path):
+    # A distribution declaring a `pydantic` entry point: pydantic's own loader takes over and
+    # the plugin is asked for each model's validator, as without gpuscale's stand-in.
+    info = tmp_path / "fake_pydantic_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-pydantic-plugin\n"
+                                   "Version: 1.0\n")
+    (info / "entry_points.txt").write_text("[pydantic]\nfake = fake_pydantic_plugin:PLUGIN\n")
+    (tmp_path / "fake_pydantic_plugin.py").write_text(
+        "class Plugin:\n"
+        "    calls = 0\n"
+        "    def new_schema_validator(self, *args, **kwargs):\n"
+        "        Plugin.calls += 1\n"
+        "        return None, None, None\n"
+        "PLUGIN = Plugin()\n")
+    metadata, calls = _entry_probe(tmp_path, "simulate", "--help")
+    assert metadata is True
+    assert calls is not None and calls > 50  # every scenario and result model
