@@ -203,3 +203,53 @@ def test_an_installed_pydantic_plugin_still_sees_every_validator(tmp_path):
     metadata, calls = _entry_probe(tmp_path, "simulate", "--help")
     assert metadata is True
     assert calls is not None and calls > 50  # every scenario and result model
+
+
+# Controllers a scenario may not use: their params modules (`*_params.py`) are what the
+# scenario's union needs; the controller modules load when a run builds one.
+LAZY_CONTROLLERS = ("gpuscale.autoscaling.kpa", "gpuscale.autoscaling.wva",
+                    "gpuscale.autoscaling.planner_sla", "gpuscale.autoscaling.planner_load",
+                    "gpuscale.autoscaling.capacity")
+
+_LAZY_PROBE = """
+import json, sys
+from gpuscale.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in LAZY if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def _lazy_loaded(*args: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    code = f"LAZY = {LAZY_CONTROLLERS!r}\n" + _LAZY_PROBE
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                            env=env, timeout=120)
+    return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def test_the_scenario_schema_does_not_import_unused_controllers():
+    assert _lazy_loaded("simulate", "--help") == []
+
+
+_KPA_SCENARIO = """
+name: kpa-only
+duration_s: 60
+model: {name: Llama-3.1-8B, precision: bf16, tp: 1}
+cluster: {instance_type: p5.48xlarge, ready_nodes: 1, max_nodes: 1}
+workload: {kind: poisson, rate_per_s: 2.0, duration_s: 60}
+strategies:
+  - name: kpa
+    autoscaler: {kind: kpa, max_scale: 4}
+"""
+
+
+def test_a_run_imports_only_the_controller_it_builds(tmp_path):
+    # The lazy entry still builds its controller: a KPA scenario loads kpa.py and no other.
+    path = tmp_path / "kpa.yaml"
+    path.write_text(_KPA_SCENARIO)
+    loaded = _lazy_loaded("simulate", str(path), "-o", "json", "--out", str(tmp_path / "o.json"))
+    assert (tmp_path / "o.json").is_file()
+    assert loaded == ["gpuscale.autoscaling.kpa"]
