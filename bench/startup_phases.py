@@ -10,6 +10,13 @@ host shared with other work these move far less than wall seconds. The command r
 `gpuscale.cli.main(argv)`, so the process-entry collector settings (cli/__init__.py) are not
 in these figures; `bench/ab_cpu.py` times the whole command as a user runs it.
 `bench_e2e.py --keep FILE.yaml` writes the issue 16 scenario.
+
+    python bench/startup_phases.py SCENARIO.yaml [ROUNDS] --as-entry
+
+first does what the process entry (`gpuscale`, `python -m gpuscale`) does before it imports
+a subcommand: one BLAS thread unless the environment chose, pydantic's plugin stand-in
+(cli/pydantic_plugins.py), and the import with the collector off, frozen after. Without it,
+numpy's BLAS threads spin through the import (~0.1 CPU-s more than a user's process pays).
 """
 
 from __future__ import annotations
@@ -33,9 +40,23 @@ def timed(owner, name, key):
             times[key] = times.get(key, 0.0) + time.process_time() - start
     setattr(owner, name, wrapper)
 
+as_entry = sys.argv[2] == "entry"
+if as_entry:  # what cli.main() and LazyGroup.get_command do for the process entry
+    import gc
+    from gpuscale.cli import single_threaded_blas_default
+    single_threaded_blas_default()
+    try:
+        from gpuscale.cli import pydantic_plugins
+        pydantic_plugins.install()
+    except ImportError:  # a tree from before the stand-in (A/B against an older commit)
+        pass
+    gc.disable()
 start = time.process_time()
 import gpuscale.cli.simulate as simulate_cmd
 times["import the simulate command"] = time.process_time() - start
+if as_entry:
+    gc.freeze()
+    gc.enable()
 import gpuscale.engine.compare as compare
 import gpuscale.engine.result as result
 import gpuscale.engine.run as run
@@ -62,11 +83,13 @@ def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    scenario = str(Path(sys.argv[1]).resolve())
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    args = [a for a in sys.argv[1:] if a != "--as-entry"]
+    mode = "entry" if "--as-entry" in sys.argv[1:] else "call"
+    scenario = str(Path(args[0]).resolve())
+    rounds = int(args[1]) if len(args) > 1 else 3
     best: dict[str, float] = {}
     for _ in range(rounds):
-        out = subprocess.run([sys.executable, "-c", _ROUND, scenario], check=True,
+        out = subprocess.run([sys.executable, "-c", _ROUND, scenario, mode], check=True,
                              capture_output=True, text=True).stdout
         for key, value in json.loads(out.strip().splitlines()[-1]).items():
             best[key] = min(best.get(key, value), value)

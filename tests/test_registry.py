@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import typing
 from typing import Literal
 
@@ -12,7 +13,7 @@ from gpuscale.audit.rules import RULES
 from gpuscale.autoscaling import AUTOSCALERS, AutoscalerSpec
 from gpuscale.errors import UserInputError
 from gpuscale.provisioning import NODE_PROVIDERS, NodeProviderSpec
-from gpuscale.registry import PolicySpec, Registry, params_union
+from gpuscale.registry import PolicySpec, Registry, lazy_build, params_union
 from gpuscale.scheduling import REGISTRY as SCHEDULERS
 from gpuscale.scheduling import SchedulerSpec
 
@@ -71,3 +72,30 @@ def test_every_registry_is_the_one_shape():
     for registry in (AUTOSCALERS, NODE_PROVIDERS, SCHEDULERS, RULES):
         assert isinstance(registry, Registry)
     assert RULES.names() == sorted(RULES) and list(RULES) == RULES.names()  # ids in id order
+
+
+def test_lazy_build_imports_its_module_on_the_first_call(tmp_path, monkeypatch):
+    (tmp_path / "lazy_policy_mod.py").write_text(
+        "CALLS = []\n"
+        "def build(params, *rest):\n"
+        "    CALLS.append((params, rest))\n"
+        "    return ['built']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    build = lazy_build("lazy_policy_mod")
+    assert "lazy_policy_mod" not in sys.modules
+    assert build("p", "ctx") == ["built"]
+    assert sys.modules["lazy_policy_mod"].CALLS == [("p", ("ctx",))]
+    monkeypatch.delitem(sys.modules, "lazy_policy_mod")
+
+
+def test_the_lazy_autoscaler_entries_reach_their_controllers():
+    # Through the registry entry, which imports the controller's module on first use: the
+    # controllers of KPA, WVA and the load planner; the SLA planner's own check that it needs
+    # a scenario's hardware.
+    from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
+
+    for name in ("kpa", "wva", "load_planner"):
+        controllers = build_autoscalers(AUTOSCALERS[name].params(), AutoscalerContext())
+        assert controllers and all(hasattr(c, "decide") for c in controllers), name
+    with pytest.raises(UserInputError, match="sla_planner needs the replica hardware"):
+        build_autoscalers(AUTOSCALERS["sla_planner"].params(), AutoscalerContext())

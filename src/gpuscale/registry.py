@@ -81,6 +81,22 @@ class Registry(Mapping[str, T]):
         return len(self._entries)
 
 
+def lazy_build(module: str, name: str = "build") -> Callable[..., Any]:
+    """A `build` that imports `module` on its first call and calls its `name`.
+
+    A registry entry's params model must be importable with the layer (the scenario's union
+    validates every kind), its controller code need not: a run imports only the policies it
+    builds (`simulate` of a KEDA scenario skips the planners', KPA's and WVA's modules)."""
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    build.__qualname__ = build.__name__ = f"lazy_build({module!r})"
+    return build
+
+
 def params_union(registry: Registry[Any], discriminator: str = "kind") -> Any:
     """The pydantic discriminated union of the registered params models, in registration
     order (which fixes the order of the generated scenario reference). pydantic is imported

@@ -152,3 +152,134 @@ def test_only_the_process_entry_freezes_the_collector(how, tmp_path):
     assert collecting == "True"  # the run itself collects as usual
     assert collecting_at_import == str(not entry)  # no collections while the import builds
     assert (int(exit_line) > 0) == entry
+
+
+# The process entry, as the console script runs it; prints at exit whether pydantic's plugin
+# loader imported importlib.metadata, and how many validators a plugin saw (if one is there).
+_ENTRY_PROBE = """
+import atexit, runpy, sys
+
+def report():
+    plugin = sys.modules.get("fake_pydantic_plugin")
+    calls = plugin.PLUGIN.calls if plugin else None
+    readers = [m for m in ("importlib.resources", "zipfile") if m in sys.modules]
+    print("importlib.metadata" in sys.modules, calls, ",".join(readers) or "-", file=sys.stderr)
+
+atexit.register(report)
+sys.argv = ["gpuscale", *sys.argv[1:]]
+runpy.run_module("gpuscale", run_name="__main__")
+"""
+
+
+def _entry_probe_line(extra_path: Path | None, *args: str) -> list[str]:
+    paths = [str(ROOT / "src")] + ([str(extra_path)] if extra_path else [])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    result = subprocess.run([sys.executable, "-c", _ENTRY_PROBE, *args], capture_output=True,
+                            text=True, env=env, timeout=120)
+    return result.stderr.strip().splitlines()[-1].split()
+
+
+def _entry_probe(extra_path: Path | None, *args: str) -> tuple[bool, int | None]:
+    metadata, calls, _ = _entry_probe_line(extra_path, *args)
+    return metadata == "True", None if calls == "None" else int(calls)
+
+
+def _plugins_possible() -> bool:
+    """Whether this environment itself may hold a pydantic plugin (or a path entry the
+    stand-in cannot judge): then pydantic's own loader runs, rightly."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    code = ("import sys; from gpuscale.cli.pydantic_plugins import _scan; "
+            "print(_scan(sys.path, sys.meta_path))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=60)
+    return result.stdout.strip() != "False"
+
+
+def test_simulate_does_not_import_importlib_metadata_without_pydantic_plugins():
+    # pydantic's plugin loader imports it (14 ms) only to find that no plugin is installed.
+    if _plugins_possible():
+        pytest.skip("this environment may have a pydantic plugin: pydantic's loader runs")
+    assert _entry_probe(None, "simulate", "--help") == (False, None)
+
+
+def test_a_run_reads_the_catalog_without_importlib_resources(tmp_path):
+    # catalog/specs.py reads its YAML through its own loader: resources.files() imported its
+    # readers and with them zipfile and importlib.util (~10 ms), for three files beside it.
+    if _plugins_possible():
+        pytest.skip("this environment may have a pydantic plugin: importlib.metadata loads")
+    scenario = ROOT / "examples" / "prefix-cache" / "scenario.yaml"
+    *_, readers = _entry_probe_line(None, "simulate", str(scenario), "-o", "json", "--out",
+                                    str(tmp_path / "out.json"))
+    assert (tmp_path / "out.json").is_file()
+    assert readers == "-"
+
+
+def test_an_installed_pydantic_plugin_still_sees_every_validator(tmp_path):
+    # A distribution declaring a `pydantic` entry point: pydantic's own loader takes over and
+    # the plugin is asked for each model's validator, as without gpuscale's stand-in.
+    info = tmp_path / "fake_pydantic_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-pydantic-plugin\n"
+                                   "Version: 1.0\n")
+    (info / "entry_points.txt").write_text("[pydantic]\nfake = fake_pydantic_plugin:PLUGIN\n")
+    (tmp_path / "fake_pydantic_plugin.py").write_text(
+        "class Plugin:\n"
+        "    calls = 0\n"
+        "    def new_schema_validator(self, *args, **kwargs):\n"
+        "        Plugin.calls += 1\n"
+        "        return None, None, None\n"
+        "PLUGIN = Plugin()\n")
+    metadata, calls = _entry_probe(tmp_path, "simulate", "--help")
+    assert metadata is True
+    assert calls is not None and calls > 50  # every scenario and result model
+
+
+# Controllers a scenario may not use: their params modules (`*_params.py`) are what the
+# scenario's union needs; the controller modules load when a run builds one.
+LAZY_CONTROLLERS = ("gpuscale.autoscaling.kpa", "gpuscale.autoscaling.wva",
+                    "gpuscale.autoscaling.planner_sla", "gpuscale.autoscaling.planner_load",
+                    "gpuscale.autoscaling.capacity")
+
+_LAZY_PROBE = """
+import json, sys
+from gpuscale.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in LAZY if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def _lazy_loaded(*args: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    code = f"LAZY = {LAZY_CONTROLLERS!r}\n" + _LAZY_PROBE
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                            env=env, timeout=120)
+    return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def test_the_scenario_schema_does_not_import_unused_controllers():
+    assert _lazy_loaded("simulate", "--help") == []
+
+
+_KPA_SCENARIO = """
+name: kpa-only
+duration_s: 60
+model: {name: Llama-3.1-8B, precision: bf16, tp: 1}
+cluster: {instance_type: p5.48xlarge, ready_nodes: 1, max_nodes: 1}
+workload: {kind: poisson, rate_per_s: 2.0, duration_s: 60}
+strategies:
+  - name: kpa
+    autoscaler: {kind: kpa, max_scale: 4}
+"""
+
+
+def test_a_run_imports_only_the_controller_it_builds(tmp_path):
+    # The lazy entry still builds its controller: a KPA scenario loads kpa.py and no other.
+    path = tmp_path / "kpa.yaml"
+    path.write_text(_KPA_SCENARIO)
+    loaded = _lazy_loaded("simulate", str(path), "-o", "json", "--out", str(tmp_path / "o.json"))
+    assert (tmp_path / "o.json").is_file()
+    assert loaded == ["gpuscale.autoscaling.kpa"]

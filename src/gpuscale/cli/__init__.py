@@ -139,6 +139,10 @@ def main(argv: list[str] | None = None) -> None:
     subcommand's import, and on the way out)."""
     single_threaded_blas_default()
     _PROCESS_ENTRY[0] = argv is None
+    if argv is None:  # the process is ours: pydantic's plugin scan without importlib.metadata
+        from gpuscale.cli import pydantic_plugins
+
+        pydantic_plugins.install()
     try:
         cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale",
                  auto_envvar_prefix="GPUSCALE")
