@@ -77,3 +77,14 @@ def test_install_leaves_a_loaded_loader_alone():
     assert stand_in.get_plugins is pydantic_plugins.get_plugins
     with pytest.raises(AttributeError):
         _ = stand_in.__spec_like__  # the import system's dunder probes never load the real one
+
+
+def test_a_call_with_arguments_goes_to_the_real_loader(monkeypatch):
+    # A pydantic whose get_plugins takes arguments is not the loader the stand-in knows.
+    seen = []
+    real = types.SimpleNamespace(get_plugins=lambda *a, **k: seen.append((a, k)) or ("p",))
+    monkeypatch.setattr(pydantic_plugins, "_real", lambda: real)
+    monkeypatch.setattr(pydantic_plugins, "_may_declare_plugins", lambda: False)
+    assert pydantic_plugins.get_plugins() == ()
+    assert pydantic_plugins.get_plugins("schema", kind="x") == ("p",)
+    assert seen == [(("schema",), {"kind": "x"})]

@@ -35,9 +35,12 @@ def install(modules: dict[str, Any] = sys.modules) -> None:
         modules[LOADER] = stand_in
 
 
-def get_plugins() -> Any:
+def get_plugins(*args: Any, **kwargs: Any) -> Any:
     """`()` where no installed distribution can declare a pydantic plugin, else the real
-    loader's answer."""
+    loader's answer. A call with arguments (a pydantic whose loader this stand-in does not
+    know) goes to the real loader as it is."""
+    if args or kwargs:
+        return _real().get_plugins(*args, **kwargs)
     # The real loader's own switch, read on every call as it reads it.
     if os.getenv("PYDANTIC_DISABLE_PLUGINS") in ("__all__", "1", "true"):
         return ()
