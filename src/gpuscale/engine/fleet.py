@@ -246,7 +246,7 @@ class Fleet:
         loop over ~200,000 arrivals runs in the compiled hot path (setup.py)."""
         table = self.table
         sim = self.sim
-        arrivals = table.arrival_s
+        arrivals = table.arrival_s_view
         n = len(arrivals)
         while True:
             table.num_arrived = rid + 1

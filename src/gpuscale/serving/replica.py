@@ -300,7 +300,7 @@ class Replica:
         waiting = self.waiting
         while waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
             rid = waiting[0]
-            if now_s - table.arrival_s[rid] > cfg.request_timeout_s:
+            if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
             # Both are empty but after a preemption or with disaggregation: test that first
@@ -495,11 +495,11 @@ class Replica:
             generated = (self.resume_generated.pop(rid, 0) if self.resume_generated else 0) + 1
             prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
-            first_token_s = table.first_token_s[rid]
+            first_token_s = table.first_token_s_view[rid]
             if not self.prefill_role and first_token_s != first_token_s:
                 # NaN: the first token is out now (a prefill replica's leaves with its KV)
-                table.first_token_s[rid] = now_s
-                self.ttft_observations.append(now_s - table.arrival_s[rid])
+                table.first_token_s_view[rid] = now_s
+                self.ttft_observations.append(now_s - table.arrival_s_view[rid])
             if self.prefill_role and self.on_prefilled is not None:
                 del self.running[rid]  # its KV (and first token) leave for a decode replica
                 self._reserve(rid, -1)
