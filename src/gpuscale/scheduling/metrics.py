@@ -15,6 +15,7 @@ import numpy as np
 
 from gpuscale.cluster.objects import Pod, tolerates_all
 from gpuscale.cluster.state import ClusterState
+from gpuscale.metrics.store import percentile_linear
 from gpuscale.scheduling.gangs import form_gangs, group_name, queue_of, resize_default_gang
 from gpuscale.scheduling.topology import crossed_levels
 
@@ -205,8 +206,9 @@ class SchedulingMetrics:
         for q in sorted(set(self.waits) | set(pending_by_queue)):
             w = self.waits.get(q, [])
             waits[q] = {"count": len(w),
-                        "p50_s": float(np.percentile(w, 50)) if w else None,
-                        "p99_s": float(np.percentile(w, 99)) if w else None,
+                        # np.percentile's float, without its numpy.ma import
+                        "p50_s": percentile_linear(w, 50) if w else None,
+                        "p99_s": percentile_linear(w, 99) if w else None,
                         "pending_at_end": pending_by_queue.get(q, 0)}
         queues = sorted(set(self.queue_alloc_s) | set(self.queue_fair_s))
         share = {}
