@@ -141,9 +141,16 @@ def latency_columns(cols: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.nd
     """(ttft_s of requests with a first token, tpot_s of completed multi-token ones, mask)."""
     has_first = ~np.isnan(cols.first_token_s)
     ttft = cols.first_token_s[has_first] - cols.arrival_s[has_first]
+    tpot, done = _tpot_columns(cols)
+    return ttft, tpot, done
+
+
+def _tpot_columns(cols: RequestColumns) -> tuple[np.ndarray, np.ndarray]:
+    """(tpot_s of completed multi-token requests, their mask): `latency_columns` without the
+    TTFT gathers, which the run summary does not read (it takes every arrival's TTFT)."""
     done = (cols.status == COMPLETED) & (cols.output_tokens > 1)
     tpot = (cols.finish_s[done] - cols.first_token_s[done]) / (cols.output_tokens[done] - 1)
-    return ttft, tpot, done
+    return tpot, done
 
 
 def slo_met_mask(cols: RequestColumns, ttft_slo_s: float, tpot_slo_s: float) -> np.ndarray:
@@ -159,7 +166,7 @@ def request_summary(cols: RequestColumns, *, ttft_slo_s: float, tpot_slo_s: floa
                     window_s: float) -> dict:
     arrived = cols.num_arrived
     status = cols.status[:arrived]
-    _, tpot, _ = latency_columns(cols)
+    tpot, _ = _tpot_columns(cols)
     ttft = ttft_all_arrived(cols)
     met = int(slo_met_mask(cols, ttft_slo_s, tpot_slo_s).sum())
     return {
