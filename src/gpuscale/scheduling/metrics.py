@@ -138,10 +138,20 @@ class SchedulingMetrics:
         blocked = False
         queue_rate: Counter = Counter()
         for gang in gangs.values():
+            spec = gang.spec
+            pods = gang.pods
+            if len(pods) == 1 and spec.min_member <= 1:
+                # One pod that needs no gang (a serving replica, most gangs of a run): it is
+                # complete once bound and never blocked or held, so only its queue's
+                # allocation counts; what the general path below does for it, without the
+                # list and the tests.
+                pod = pods[0]
+                if pod.node_name is not None:
+                    queue_rate[spec.queue] += pod.gpus
+                continue
             # `Gang.bound` and `Gang.min_member` inlined: this runs at every observation over
             # every gang; same order and sums as the properties give.
-            bound = [p for p in gang.pods if p.node_name is not None]
-            spec = gang.spec
+            bound = [p for p in pods if p.node_name is not None]
             if bound:
                 queue = spec.queue
                 for pod in bound:
