@@ -9,12 +9,15 @@ from hypothesis import strategies as st
 
 from gpuscale.metrics.summary import (
     _decided,
+    _tpot_columns,
     partially_sorted,
     percentile_with_inf,
     slo_breach_minutes,
+    slo_met_count,
+    slo_met_mask,
     ttft_all_arrived,
 )
-from gpuscale.serving.requests_table import RequestTable
+from gpuscale.serving.requests_table import COMPLETED, DROPPED, IN_FLIGHT, RequestTable
 from gpuscale.workloads.base import Requests
 
 VALUES = st.lists(st.one_of(st.floats(0.0, 500.0), st.just(math.inf), st.sampled_from([0.5, 2.0])),
@@ -115,3 +118,37 @@ def test_breach_minutes_match_the_full_sort_near_the_slo(rows):
     for slo_s in (_SLO_S, math.inf):
         assert slo_breach_minutes(cols, slo_s, times, 15.0, 60.0) == \
             _breach_minutes_by_sorting(cols, slo_s, times, 15.0, 60.0)
+
+
+_ROW = st.tuples(st.sampled_from([COMPLETED, COMPLETED, DROPPED, IN_FLIGHT]),
+                 st.floats(0.0, 100.0), st.one_of(st.none(), st.floats(0.0, 20.0)),
+                 st.floats(0.0, 200.0), st.integers(1, 6))
+
+
+@given(st.lists(_ROW, min_size=1, max_size=120), st.data(),
+       st.sampled_from([0.5, 2.0, math.inf]), st.sampled_from([-1.0, 0.0, 0.05, 1.0, math.inf]))
+def test_slo_met_count_is_the_masks_count(rows, data, ttft_slo_s, tpot_slo_s):
+    """The run summary counts met requests from the arrays it has; the same count as
+    `slo_met_mask` (completed, TTFT and TPOT within the SLO), SLOs at 0 and inf included."""
+    rows.sort(key=lambda row: row[1])
+    n = len(rows)
+    arrived = data.draw(st.integers(1, n))
+    table = RequestTable(Requests(np.array([r[1] for r in rows]), np.ones(n, np.int64),
+                                  np.array([r[4] for r in rows], np.int64)))
+    table.num_arrived = arrived
+    for rid, (status, arrival, ttft, decode_s, _) in enumerate(rows[:arrived]):
+        if status == COMPLETED:  # a completed request has its first token
+            table.first_token_s[rid] = arrival + (ttft or 0.0)
+            table.complete(rid, table.first_token_s[rid] + decode_s)
+        elif status == DROPPED:
+            if ttft is not None:
+                table.first_token_s[rid] = arrival + ttft
+            table.drop(rid, arrival + 300.0, "timeout")
+        elif ttft is not None:
+            table.first_token_s[rid] = arrival + ttft
+    cols = table.columns()
+    completed = cols.status[:arrived] == COMPLETED
+    tpot, multi = _tpot_columns(cols)
+    count = slo_met_count(completed, ttft_all_arrived(cols), tpot, multi[:arrived],
+                          ttft_slo_s, tpot_slo_s)
+    assert count == int(slo_met_mask(cols, ttft_slo_s, tpot_slo_s).sum())

@@ -162,17 +162,31 @@ def slo_met_mask(cols: RequestColumns, ttft_slo_s: float, tpot_slo_s: float) -> 
         return completed & (ttft <= ttft_slo_s) & (tpot <= tpot_slo_s)
 
 
+def slo_met_count(completed: np.ndarray, ttft_s: np.ndarray, tpot_s: np.ndarray,
+                  multi: np.ndarray, ttft_slo_s: float, tpot_slo_s: float) -> int:
+    """`int(slo_met_mask(cols, ttft_slo_s, tpot_slo_s).sum())` from the arrays the run
+    summary has already (the mask's five full-length passes were most of it): `completed`,
+    `ttft_s` (`ttft_all_arrived`) and `multi` (completed with more than one output token) over
+    the arrived rows, `tpot_s` the TPOT of the `multi` rows in row order (`_tpot_columns`).
+    A completed request's TTFT is finite and its TPOT the same float as the mask's; one of a
+    single output token has TPOT 0, as the mask gives it."""
+    ttft_ok = ttft_s <= ttft_slo_s
+    met = int((completed & ttft_ok & ~multi).sum()) if tpot_slo_s >= 0.0 else 0
+    return met + int((ttft_ok[multi] & (tpot_s <= tpot_slo_s)).sum())
+
+
 def request_summary(cols: RequestColumns, *, ttft_slo_s: float, tpot_slo_s: float,
                     window_s: float) -> dict:
     arrived = cols.num_arrived
     status = cols.status[:arrived]
-    tpot, _ = _tpot_columns(cols)
+    tpot, multi = _tpot_columns(cols)
     ttft = ttft_all_arrived(cols)
-    met = int(slo_met_mask(cols, ttft_slo_s, tpot_slo_s).sum())
+    completed = status == COMPLETED
+    met = slo_met_count(completed, ttft, tpot, multi[:arrived], ttft_slo_s, tpot_slo_s)
     return {
         "requests": {
             "total": int(arrived),
-            "completed": int((status == COMPLETED).sum()),
+            "completed": int(completed.sum()),
             "dropped": int((status == DROPPED).sum()),
             "in_flight": int((status == IN_FLIGHT).sum()),
         },
