@@ -19,6 +19,7 @@ from gpuscale.metrics.oracle import (
     oracle_summary,
     replica_capacity_rps,
     replica_sustained_rps,
+    window_counts,
 )
 from gpuscale.metrics.summary import slo_met_mask
 from gpuscale.serving.bench import replay
@@ -173,3 +174,15 @@ def test_oracle_hours_follow_the_windows():
     hours = oracle_gpu_hours(arrivals, 600.0, 1.0, tp=2, window_s=300.0)
     assert hours == pytest.approx((1 + 3) * 2 * 300 / 3600)
     assert oracle_gpu_hours(np.zeros(0), 600.0, 1.0, tp=2) == 0.0
+
+
+@given(st.lists(st.one_of(st.floats(-10.0, 1000.0), st.sampled_from([0.0, 300.0, 600.0, 900.0])),
+                max_size=300), st.booleans(), st.integers(1, 4))
+def test_window_counts_are_numpys_histogram(values, in_order, num_windows):
+    """The oracle's per-window arrival counts equal np.histogram's, in time order or not,
+    values on every edge (the last one inclusive) and outside the edges included."""
+    arr = np.sort(np.asarray(values, dtype=float)) if in_order else np.asarray(values, float)
+    edges = np.arange(0.0, 300.0 * num_windows + 300.0, 300.0)
+    expected, _ = np.histogram(arr, bins=edges)
+    got = window_counts(arr, edges)
+    assert got.tolist() == expected.tolist() and got.dtype == expected.dtype

@@ -138,3 +138,61 @@ def test_scraped_pod_is_the_dataclass_built_pod(name, phase, ready, values):
     assert type(fast) is PodMetrics and fast.values is values
     assert fast.requests == {} and fast.requests is not scraped_pod(name, phase, ready,
                                                                     values).requests
+
+
+@dataclass
+class _TtftFeed:
+    ttft_observations: list[float] = field(default_factory=list)
+
+
+def _signals_at_scrape(table: RequestTable, first: int, completed: list[int], interval_s: float,
+                       ttft_p99_s: float) -> dict[str, float]:
+    """The fleet signals as the scrape built them eagerly before (metrics/scrape.py, round
+    three), one request at a time."""
+    count = table.num_arrived - first
+    prompt = sum(table.prompt_tokens[first:table.num_arrived])
+    output = sum(table.output_tokens[first:table.num_arrived])
+    tpots = [(table.finish_s[r] - table.first_token_s[r]) / (table.output_tokens[r] - 1)
+             for r in completed if table.output_tokens[r] > 1]
+    return {"request_rate_per_s": count / interval_s,
+            "prompt_tokens_mean": (prompt / count) if count else 0.0,
+            "output_tokens_mean": (output / count) if count else 0.0,
+            "ttft_p99_s": ttft_p99_s,
+            "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
+            "gateway_queue": 0.0, "ready_replicas": 0.0}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 50_000), st.integers(1, 3_000)), min_size=1,
+                max_size=60), st.data())
+def test_signals_read_later_are_the_signals_as_scraped(rows, data):
+    """The signals are computed on first read, maybe scrapes later: they must be those of
+    their scrape, whatever arrived, completed or was observed since."""
+    n = len(rows)
+    table = RequestTable(Requests(np.zeros(n), np.array([p for p, _ in rows]),
+                                  np.array([o for _, o in rows])))
+    feed = _TtftFeed()
+    scraper = Scraper(MetricsStore(15.0), {}, table, ClusterState(), 0.0, ttft_sources=[feed])
+    kept, expected = [], []
+    arrived, done = 0, 0
+    for now in range(5):
+        first, arrived = arrived, data.draw(st.integers(arrived, n))
+        table.num_arrived = arrived
+        completed = list(range(done, data.draw(st.integers(done, arrived))))
+        done = completed[-1] + 1 if completed else done
+        for rid in completed:
+            table.first_token_s[rid] = 15.0 * now + data.draw(st.floats(0.0, 5.0))
+            table.complete(rid, table.first_token_s[rid] + data.draw(st.floats(0.0, 50.0)))
+            table.recently_completed.append(rid)
+        feed.ttft_observations = data.draw(st.lists(st.floats(0.0, 100.0), max_size=5))
+        scraper.scrape(15.0 * now)
+        kept.append(scraper.signals)
+        expected.append(_signals_at_scrape(table, first, completed, 15.0,
+                                           scraper.store.ttft_p99_s))
+        if data.draw(st.booleans()):  # some are read at their scrape, some only later
+            assert dict(scraper.signals) == expected[-1]
+    for i in data.draw(st.permutations(range(len(kept)))):
+        assert dict(kept[i]) == expected[i]
+        assert tuple(kept[i]) == tuple(expected[i]) and len(kept[i]) == len(expected[i])
+        assert kept[i]["tpot_mean_s"] == expected[i]["tpot_mean_s"]
+        assert kept[i].get("absent") is None

@@ -194,9 +194,22 @@ def oracle_gpu_hours(arrival_s: np.ndarray, duration_s: float, capacity_rps: flo
         return math.inf if len(arrival_s) else 0.0
     edges = np.arange(0.0, max(duration_s, float(arrival_s.max(initial=0.0))) + window_s,
                       window_s)
-    counts, _ = np.histogram(arrival_s, bins=edges)
+    counts = window_counts(arrival_s, edges)
     return float(sum(oracle_gpu_hours_for(float(c), capacity_rps, tp, gpus_per_node=gpus_per_node)
                      for c in counts))
+
+
+def window_counts(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """`np.histogram(values, bins=edges)[0]`, the same counts (bins [e_i, e_i+1), the last one
+    closed; values outside the edges in none), by numpy's own cumulative search. numpy sorts
+    the values in blocks of 65,536 first (three sorts of a run's ~194k arrivals, ~7 ms); a
+    run's arrivals are in time order already, so they are searched as they are, and values
+    in any other order are sorted once."""
+    ordered = np.asarray(values)
+    if len(ordered) > 1 and not bool(np.all(ordered[1:] >= ordered[:-1])):
+        ordered = np.sort(ordered)
+    return np.diff(np.concatenate((ordered.searchsorted(edges[:-1], "left"),
+                                   ordered.searchsorted(edges[-1:], "right"))))
 
 
 def oracle_summary(hw: ReplicaHardware, cfg: EngineConfig, cols, slo, duration_s: float,

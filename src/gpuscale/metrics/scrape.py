@@ -10,7 +10,7 @@ pods (a per-role scaler sees only its pool); fleet-wide the signals a planner re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
 from typing import Any, Protocol
 
 import numpy as np
@@ -71,7 +71,7 @@ class Scraper:
         self.interval_s = store.scrape_interval_s
         self._raw_by_role: dict[str, list[tuple[str, bool, bool, dict[str, float]]]] = {}
         self.latest_by_role: dict[str, list[PodMetrics]] = {}  # built on first read
-        self.signals: dict[str, float] = {}
+        self.signals: Mapping[str, float] = {}
         self._prev_busy: dict[str, float] = {}
         self._last_counts = (0, 0, 0)
         # Running totals of the prompt and output tokens in arrival order (the columns never
@@ -181,31 +181,74 @@ class Scraper:
             decode_desired=decode[0], decode_ready=decode[1], decode_waiting=decode[2],
             decode_kv_usage_mean=decode[3])
 
-    def _signals(self, arrived: int) -> dict[str, float]:
-        """Fleet-level signals a planner reads (a gateway or frontend would export these)."""
+    def _signals(self, arrived: int) -> Mapping[str, float]:
+        """Fleet-level signals a planner reads (a gateway or frontend would export these).
+
+        What they are computed from is captured now (the counts, the requests completed since
+        the last scrape, the TTFT P99, the queues); the means are worked out when a scaler
+        first reads one (`ScrapeSignals`): most scalers read only the pods, and the TPOT mean
+        is a gather over every completion of the interval."""
         table = self.table
         first = self._last_counts[0]
-        count = arrived - first
         completed = table.recently_completed
         table.recently_completed = []
-        tpots = _tpots_s(table, completed)
         pools = self.pools.values()
-        if self._token_cumsums is None:
-            self._token_cumsums = (_cumsum_from_zero(table.prompt_tokens),
-                                   _cumsum_from_zero(table.output_tokens))
-        prompt_cum, output_cum = self._token_cumsums
-        # Sums of the arrivals since the last scrape, by prefix sums (exact: integers).
-        prompt = int(prompt_cum[arrived] - prompt_cum[first])
-        output = int(output_cum[arrived] - output_cum[first])
-        return {
-            "request_rate_per_s": count / self.interval_s,
-            "prompt_tokens_mean": (prompt / count) if count else 0.0,
-            "output_tokens_mean": (output / count) if count else 0.0,
-            "ttft_p99_s": self.store.ttft_p99_s,
-            "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
-            "gateway_queue": float(sum(len(p.gateway) for p in pools)),
-            "ready_replicas": float(sum(p.num_ready() for p in pools)),
-        }
+        ttft_p99_s = self.store.ttft_p99_s
+        gateway_queue = float(sum(len(p.gateway) for p in pools))
+        ready_replicas = float(sum(p.num_ready() for p in pools))
+
+        def build() -> dict[str, float]:
+            count = arrived - first
+            tpots = _tpots_s(table, completed)
+            if self._token_cumsums is None:
+                self._token_cumsums = (_cumsum_from_zero(table.prompt_tokens),
+                                       _cumsum_from_zero(table.output_tokens))
+            prompt_cum, output_cum = self._token_cumsums
+            # Sums of the arrivals since the last scrape, by prefix sums (exact: integers).
+            prompt = int(prompt_cum[arrived] - prompt_cum[first])
+            output = int(output_cum[arrived] - output_cum[first])
+            return {
+                "request_rate_per_s": count / self.interval_s,
+                "prompt_tokens_mean": (prompt / count) if count else 0.0,
+                "output_tokens_mean": (output / count) if count else 0.0,
+                "ttft_p99_s": ttft_p99_s,
+                "tpot_mean_s": (sum(tpots) / len(tpots)) if tpots else 0.0,
+                "gateway_queue": gateway_queue,
+                "ready_replicas": ready_replicas,
+            }
+        return ScrapeSignals(build)
+
+
+class ScrapeSignals(Mapping[str, float]):
+    """One scrape's fleet signals (`FLEET_SIGNALS`, in that order), computed at the first
+    read and kept: a read-only mapping equal to the dict the scrape would have built then.
+    `build` must read only what does not change after the scrape (it captures the rest)."""
+
+    __slots__ = ("_build", "_values")
+
+    def __init__(self, build: Callable[[], dict[str, float]]) -> None:
+        self._build: Callable[[], dict[str, float]] | None = build
+        self._values: dict[str, float] | None = None
+
+    def _computed(self) -> dict[str, float]:
+        values = self._values
+        if values is None:
+            assert self._build is not None
+            values, self._build = self._build(), None
+            self._values = values
+        return values
+
+    def __getitem__(self, key: str) -> float:
+        return self._computed()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._computed())
+
+    def __len__(self) -> int:
+        return len(self._computed())
+
+    def __repr__(self) -> str:
+        return repr(self._computed())
 
 
 def _cumsum_from_zero(column: Any) -> np.ndarray:
@@ -232,4 +275,4 @@ def _tpots_s(table: RequestTable, completed: list[int]) -> list[float]:
     return tpots
 
 
-__all__ = ["ScrapedPool", "Scraper"]
+__all__ = ["ScrapeSignals", "ScrapedPool", "Scraper"]

@@ -20,6 +20,7 @@ import numpy as np
 from gpuscale.cluster.objects import Node, NodeState, Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Simulation
+from gpuscale.metrics.store import percentile_linear
 from gpuscale.units import SECONDS_PER_HOUR
 
 MAX_SAMPLES = 1000
@@ -107,8 +108,9 @@ class NodeMetrics:
             "provider": self.kind,
             "provisioning_wait_s": {
                 "count": int(waits.size),
-                "p50": float(np.percentile(waits, 50)) if waits.size else None,
-                "p99": float(np.percentile(waits, 99)) if waits.size else None,
+                # percentile_linear: np.percentile's float without its numpy.ma import
+                "p50": percentile_linear(self.waits_s, 50) if waits.size else None,
+                "p99": percentile_linear(self.waits_s, 99) if waits.size else None,
                 "max": float(waits.max()) if waits.size else None,
             },
             "nodes_by_state": {

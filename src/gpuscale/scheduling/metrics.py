@@ -15,6 +15,7 @@ import numpy as np
 
 from gpuscale.cluster.objects import Pod, tolerates_all
 from gpuscale.cluster.state import ClusterState
+from gpuscale.metrics.store import percentile_linear
 from gpuscale.scheduling.gangs import form_gangs, group_name, queue_of, resize_default_gang
 from gpuscale.scheduling.topology import crossed_levels
 
@@ -137,10 +138,20 @@ class SchedulingMetrics:
         blocked = False
         queue_rate: Counter = Counter()
         for gang in gangs.values():
+            spec = gang.spec
+            pods = gang.pods
+            if len(pods) == 1 and spec.min_member <= 1:
+                # One pod that needs no gang (a serving replica, most gangs of a run): it is
+                # complete once bound and never blocked or held, so only its queue's
+                # allocation counts; what the general path below does for it, without the
+                # list and the tests.
+                pod = pods[0]
+                if pod.node_name is not None:
+                    queue_rate[spec.queue] += pod.gpus
+                continue
             # `Gang.bound` and `Gang.min_member` inlined: this runs at every observation over
             # every gang; same order and sums as the properties give.
-            bound = [p for p in gang.pods if p.node_name is not None]
-            spec = gang.spec
+            bound = [p for p in pods if p.node_name is not None]
             if bound:
                 queue = spec.queue
                 for pod in bound:
@@ -205,8 +216,9 @@ class SchedulingMetrics:
         for q in sorted(set(self.waits) | set(pending_by_queue)):
             w = self.waits.get(q, [])
             waits[q] = {"count": len(w),
-                        "p50_s": float(np.percentile(w, 50)) if w else None,
-                        "p99_s": float(np.percentile(w, 99)) if w else None,
+                        # np.percentile's float, without its numpy.ma import
+                        "p50_s": percentile_linear(w, 50) if w else None,
+                        "p99_s": percentile_linear(w, 99) if w else None,
                         "pending_at_end": pending_by_queue.get(q, 0)}
         queues = sorted(set(self.queue_alloc_s) | set(self.queue_fair_s))
         share = {}
