@@ -15,6 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuscale.core import Priority, Simulation
+from gpuscale.core.simulation import TimerOwner
+
+
+class Calls(TimerOwner):
+    """A timer owner that passes each firing's argument to `call`."""
+
+    def __init__(self, call) -> None:
+        self.call = call
+
+    def on_timer(self, kind: int, arg: object) -> None:
+        self.call(arg)
 
 # One operation: (kind, delay_s, priority, timer id). Delays on a coarse grid, so same-instant
 # ties (decided by priority, then seq) are frequent.
@@ -31,7 +42,6 @@ def _run_simulation(indexed: bool, ops: list[tuple[str, float, int, int]],
     """Each firing performs the next operation (relative to its time), so handlers schedule
     and move timers while the run is in progress, as replicas do."""
     sim = Simulation(indexed_timers=indexed)
-    timers = [sim.new_timer() for _ in range(4)]
     fired: list[tuple[str, float]] = []
     queue = list(ops)
 
@@ -40,13 +50,15 @@ def _run_simulation(indexed: bool, ops: list[tuple[str, float, int, int]],
         if queue:
             apply(queue.pop(0))
 
+    timers = [sim.new_timer(Calls(step)) for _ in range(4)]
+
     def apply(op: tuple[str, float, int, int]) -> None:
         kind, delay_s, priority, tid = op
         label = f"{kind}{len(queue)}"
         if kind == "event":
             sim.schedule(sim.now_s + delay_s, priority, step, label)
         elif kind == "set":
-            sim.set_timer(timers[tid], sim.now_s + delay_s, priority, step, label)
+            sim.set_timer(timers[tid], sim.now_s + delay_s, priority, 0, label)
         else:
             sim.cancel_timer(timers[tid])
             sim.schedule(sim.now_s + delay_s, priority, step, label)
@@ -103,12 +115,12 @@ def test_both_timer_queues_fire_what_the_reference_fires_in_its_order(ops, until
 @pytest.mark.parametrize("indexed", [True, False])
 def test_setting_a_timer_replaces_its_pending_firing_and_cancel_removes_it(indexed):
     sim = Simulation(indexed_timers=indexed)
-    a, b = sim.new_timer(), sim.new_timer()
     log: list[str] = []
-    sim.set_timer(a, 5.0, Priority.ENGINE, log.append, "a@5")
-    sim.set_timer(a, 2.0, Priority.ENGINE, log.append, "a@2")  # earlier: replaces
-    sim.set_timer(b, 1.0, Priority.ENGINE, log.append, "b@1")
-    sim.set_timer(b, 3.0, Priority.ENGINE, log.append, "b@3")  # later: replaces too
+    a, b = sim.new_timer(Calls(log.append)), sim.new_timer(Calls(log.append))
+    sim.set_timer(a, 5.0, Priority.ENGINE, 0, "a@5")
+    sim.set_timer(a, 2.0, Priority.ENGINE, 0, "a@2")  # earlier: replaces
+    sim.set_timer(b, 1.0, Priority.ENGINE, 0, "b@1")
+    sim.set_timer(b, 3.0, Priority.ENGINE, 0, "b@3")  # later: replaces too
     sim.schedule(2.0, Priority.ARRIVAL, log.append, "event@2")  # ARRIVAL before ENGINE
     sim.run(until_s=2.5)
     assert log == ["event@2", "a@2"] and sim.peek_s() == 3.0
@@ -120,9 +132,9 @@ def test_setting_a_timer_replaces_its_pending_firing_and_cancel_removes_it(index
 @pytest.mark.parametrize("indexed", [True, False])
 def test_advance_to_waits_for_a_pending_timer(indexed):
     sim = Simulation(indexed_timers=indexed)
-    tid = sim.new_timer()
-    sim.set_timer(tid, 1.0, Priority.ENGINE, lambda: None)
+    tid = sim.new_timer(Calls(lambda arg: None))
+    sim.set_timer(tid, 1.0, Priority.ENGINE, 0, None)
     assert not sim.advance_to(1.0)  # the timer fires at that instant: take the heap
     assert sim.advance_to(0.5) and sim.now_s == 0.5
     with pytest.raises(ValueError, match="past"):
-        sim.set_timer(tid, 0.25, Priority.ENGINE, lambda: None)
+        sim.set_timer(tid, 0.25, Priority.ENGINE, 0, None)

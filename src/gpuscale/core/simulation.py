@@ -51,26 +51,39 @@ class Priority(IntEnum):
 Handler = Callable[..., Any]
 
 
+class TimerOwner:
+    """What a timer fires: its owner's `on_timer(kind, arg)`. A method of a class, not a stored
+    callback with an argument tuple: the compiled build calls it natively, with no tuple made
+    per firing and no argument parsing."""
+
+    __slots__ = ()
+
+    def on_timer(self, kind: int, arg: object) -> None:
+        raise NotImplementedError
+
+
 class IndexedTimers:
     """A binary heap of timer ids keyed by (time_s, rank), with each id's heap position kept,
     so setting a pending timer moves its entry up or down instead of adding one."""
 
-    __slots__ = ("_args", "_handler", "_heap", "_pos", "_rank", "_time_s")
+    __slots__ = ("_arg", "_heap", "_kind", "_owner", "_pos", "_rank", "_time_s")
 
     def __init__(self) -> None:
         self._time_s: list[float] = []
         self._rank: list[int] = []
         self._pos: list[int] = []  # place in _heap, -1 when not pending
         self._heap: list[int] = []
-        self._handler: list[Handler | None] = []
-        self._args: list[tuple] = []
+        self._owner: list[TimerOwner] = []
+        self._kind: list[int] = []
+        self._arg: list[object] = []
 
-    def new_timer(self) -> int:
+    def new_timer(self, owner: TimerOwner) -> int:
         self._time_s.append(math.inf)
         self._rank.append(0)
         self._pos.append(-1)
-        self._handler.append(None)
-        self._args.append(())
+        self._owner.append(owner)
+        self._kind.append(0)
+        self._arg.append(None)
         return len(self._pos) - 1
 
     # The sifts compare (time_s, rank) pairs inline, the moving entry's pair held in locals:
@@ -126,11 +139,11 @@ class IndexedTimers:
         heap[i] = tid
         pos[tid] = i
 
-    def set(self, tid: int, time_s: float, rank: int, handler: Handler, args: tuple) -> None:
+    def set(self, tid: int, time_s: float, rank: int, kind: int, arg: object) -> None:
         self._time_s[tid] = time_s
         self._rank[tid] = rank
-        self._handler[tid] = handler
-        self._args[tid] = args
+        self._kind[tid] = kind
+        self._arg[tid] = arg
         i = self._pos[tid]
         if i < 0:
             i = len(self._heap)
@@ -146,8 +159,7 @@ class IndexedTimers:
         if i < 0:
             return
         self._pos[tid] = -1
-        self._handler[tid] = None
-        self._args[tid] = ()
+        self._arg[tid] = None
         last = self._heap.pop()
         if last != tid:
             self._heap[i] = last
@@ -166,8 +178,8 @@ class IndexedTimers:
         return self._rank[self._heap[0]]
 
     def pop(self) -> int:
-        """Remove the next firing and return its timer id; its handler and arguments stay in
-        `handler`/`args` until the timer is set again (no tuple made per firing)."""
+        """Remove the next firing and return its timer id (its kind and argument stay until
+        the timer is set again)."""
         heap = self._heap
         tid = heap[0]
         last = heap.pop()
@@ -178,20 +190,16 @@ class IndexedTimers:
         self._pos[tid] = -1
         return tid
 
-    def handler(self, tid: int) -> Handler:
-        handler = self._handler[tid]
-        assert handler is not None
-        return handler
-
-    def args(self, tid: int) -> tuple:
-        return self._args[tid]
+    def fire(self, tid: int) -> None:
+        """Call the owner of a popped timer."""
+        self._owner[tid].on_timer(self._kind[tid], self._arg[tid])
 
 
 class Simulation:
     """Owns the clock and the event heap."""
 
-    __slots__ = ("_heap", "_live_seq", "_seq", "_stopped", "_timers", "_until_s", "decisions",
-                 "now_s", "num_events")
+    __slots__ = ("_heap", "_live_seq", "_seq", "_stopped", "_timer_owners", "_timers",
+                 "_until_s", "decisions", "now_s", "num_events")
 
     def __init__(self, indexed_timers: bool = COMPILED) -> None:
         self.now_s: float = 0.0
@@ -200,6 +208,7 @@ class Simulation:
         # against _live_seq[tid] (the seq of the timer's pending firing, 0 if none) when it runs.
         self._timers: IndexedTimers | None = IndexedTimers() if indexed_timers else None
         self._live_seq: list[int] = []
+        self._timer_owners: list[TimerOwner] = []
         self._seq = 0
         self._stopped = False
         self._until_s = math.inf  # the horizon of the `run` in progress
@@ -215,27 +224,27 @@ class Simulation:
         self._seq += 1
         heapq.heappush(self._heap, (time_s, priority, self._seq, handler, args))
 
-    def new_timer(self) -> int:
-        """A timer id for `set_timer`: one pending firing at a time."""
+    def new_timer(self, owner: TimerOwner) -> int:
+        """A timer id for `set_timer`, firing `owner.on_timer`: one pending firing at a time."""
         if self._timers is not None:
-            return self._timers.new_timer()
+            return self._timers.new_timer(owner)
         self._live_seq.append(0)
+        self._timer_owners.append(owner)
         return len(self._live_seq) - 1
 
-    def set_timer(self, tid: int, time_s: float, priority: int, handler: Handler,
-                  *args: Any) -> None:
-        """Run `handler(*args)` at `time_s` instead of timer `tid`'s pending firing, if any.
-
-        Same order as `schedule`: the firing takes a seq from the same counter."""
+    def set_timer(self, tid: int, time_s: float, priority: int, kind: int, arg: object) -> None:
+        """Call the timer's `owner.on_timer(kind, arg)` at `time_s` instead of its pending
+        firing, if any. Same order as `schedule`: the firing takes a seq from the same
+        counter."""
         if not time_s >= self.now_s:
             raise ValueError(f"timer set in the past or at NaN: {time_s} (now {self.now_s})")
         self._seq += 1
         if self._timers is not None:
-            self._timers.set(tid, time_s, priority << _SEQ_BITS | self._seq, handler, args)
+            self._timers.set(tid, time_s, priority << _SEQ_BITS | self._seq, kind, arg)
             return
         self._live_seq[tid] = self._seq
         heapq.heappush(self._heap, (time_s, priority, self._seq, self._fire_if_current,
-                                    (tid, self._seq, handler, args)))
+                                    (tid, self._seq, kind, arg)))
 
     def cancel_timer(self, tid: int) -> None:
         if self._timers is not None:
@@ -243,11 +252,11 @@ class Simulation:
         else:
             self._live_seq[tid] = 0
 
-    def _fire_if_current(self, tid: int, seq: int, handler: Handler, args: tuple) -> None:
+    def _fire_if_current(self, tid: int, seq: int, kind: int, arg: object) -> None:
         """A lazy timer firing: runs unless it was replaced or cancelled since."""
         if self._live_seq[tid] == seq:
             self._live_seq[tid] = 0
-            handler(*args)
+            self._timer_owners[tid].on_timer(kind, arg)
         else:
             self.num_events -= 1  # not an event of the run: the indexed queue never has it
 
@@ -317,23 +326,23 @@ class Simulation:
                         if timer_s > until_s:
                             break
                         tid = timers.pop()
-                        handler = timers.handler(tid)
-                        args = timers.args(tid)
                         self.now_s = timer_s
-                    else:
-                        if first[0] > until_s:
-                            break
-                        time_s, _prio, _seq, handler, args = pop(heap)
-                        self.now_s = time_s
+                        count += 1
+                        timers.fire(tid)
+                        continue
+                    if first[0] > until_s:
+                        break
+                    time_s, _prio, _seq, handler, args = pop(heap)
+                    self.now_s = time_s
+                    count += 1
+                    handler(*args)
                 elif timer_s <= until_s and timers.head() >= 0:
                     tid = timers.pop()
-                    handler = timers.handler(tid)
-                    args = timers.args(tid)
                     self.now_s = timer_s
+                    count += 1
+                    timers.fire(tid)
                 else:
                     break
-                count += 1
-                handler(*args)
         finally:
             self.num_events += count
             self._until_s = math.inf

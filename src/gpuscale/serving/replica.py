@@ -29,9 +29,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Final
+from typing import Final, cast
 
 from gpuscale.core import Priority, Simulation
+from gpuscale.core.simulation import TimerOwner
 from gpuscale.serving.performance import DecodeSegment, ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache
 from gpuscale.serving.requests_table import NOT_DECODING, RequestTable
@@ -40,6 +41,9 @@ from gpuscale.serving.requests_table import NOT_DECODING, RequestTable
 _IDLE: Final = 0
 _STEP: Final = 1
 _SEGMENT: Final = 2
+# The engine's event priority as a plain int (an IntEnum member is a class attribute lookup
+# and a generic int subclass each time it is read in the compiled build).
+_ENGINE_PRIORITY: Final = int(Priority.ENGINE)
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class EngineConfig:
         return self.num_blocks * self.block_size
 
 
-class Replica:
+class Replica(TimerOwner):
     """A serving engine bound to its event loop and the shared request table."""
 
     __slots__ = (
@@ -82,8 +86,6 @@ class Replica:
         "cfg",
         "cost",
         "decode_base",
-        "end_segment_handler",
-        "end_step_handler",
         "heap",
         "hw",
         "kv_ready",
@@ -152,7 +154,7 @@ class Replica:
         # The end of the step or decode stretch in progress: one pending firing, replaced
         # whenever the plan changes (an arrival cuts a stretch, joins a planned step), so a
         # superseded end never runs (core/simulation.py timers).
-        self.timer = sim.new_timer()
+        self.timer = sim.new_timer(self)
         self.seg: DecodeSegment | None = None
         self.seg_start_s = 0.0
         self.seg_G0 = 0
@@ -189,10 +191,6 @@ class Replica:
         # ready list (0 = not routed to).
         self.load_log: list[Replica] | None = None
         self.route_rank = 0
-        # The two event handlers, bound once: a bound method made per event (~270k a run)
-        # costs an attribute lookup and an allocation each time in the compiled hot path.
-        self.end_step_handler: Callable[[list[tuple[int, int, int]]], None] = self._end_step
-        self.end_segment_handler: Callable[[int], None] = self._end_segment
 
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
@@ -403,8 +401,8 @@ class Replica:
         decodes = self.n_decode if self.step_decodes else 0
         duration = self.cost.engine_step_s(
             decodes, self.decode_base + decodes * self.G if decodes else 0, chunks)
-        self.sim.set_timer(self.timer, self.step_start_s + duration, Priority.ENGINE,
-                           self.end_step_handler, chunks)
+        self.sim.set_timer(self.timer, self.step_start_s + duration, _ENGINE_PRIORITY, _STEP,
+                           chunks)
 
     def _join_planned_step(self) -> None:
         """A request arriving before a planned step starts still joins that step."""
@@ -446,8 +444,8 @@ class Replica:
         self.seg_G0 = G
         self.seg_steps = steps
         self._start_busy(now_s, _SEGMENT)
-        self.sim.set_timer(self.timer, now_s + seg.duration_s(steps), Priority.ENGINE,
-                           self.end_segment_handler, steps)
+        self.sim.set_timer(self.timer, now_s + seg.duration_s(steps), _ENGINE_PRIORITY,
+                           _SEGMENT, steps)
 
     def _cut_segment(self, now_s: float) -> None:
         """End the decode stretch at the end of the step in progress, where the newcomer joins.
@@ -465,6 +463,13 @@ class Replica:
         self.G += boundary
         self.seg = None
         self._plan(boundary_s)
+
+    def on_timer(self, kind: int, arg: object) -> None:
+        """The step (`_STEP`, its chunks) or decode stretch (`_SEGMENT`, its steps) ends."""
+        if kind == _STEP:
+            self._end_step(cast("list[tuple[int, int, int]]", arg))
+        else:
+            self._end_segment(cast(int, arg))
 
     def _end_segment(self, steps: int) -> None:
         now_s = self.sim.now_s
