@@ -138,3 +138,30 @@ def test_advance_to_waits_for_a_pending_timer(indexed):
     assert sim.advance_to(0.5) and sim.now_s == 0.5
     with pytest.raises(ValueError, match="past"):
         sim.set_timer(tid, 0.25, Priority.ENGINE, 0, None)
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_a_firing_timer_does_not_hide_what_comes_after_it(indexed):
+    # Its owner (the fleet taking arrivals inline) asks whether anything comes before the
+    # next instant: the firing itself must not count, whether it sets itself again or not.
+    sim = Simulation(indexed_timers=indexed)
+    seen: list[tuple[str, float]] = []
+
+    def arrivals(k: object) -> None:
+        k = int(k)
+        while k < 6:
+            seen.append((f"a{k}", sim.now_s))
+            k += 1
+            if not sim.advance_to(float(k)):
+                sim.set_timer(tid, float(k), Priority.ARRIVAL, 0, k)
+                return
+
+    tid = sim.new_timer(Calls(arrivals))
+    other = sim.new_timer(Calls(lambda label: seen.append((label, sim.now_s))))
+    sim.set_timer(tid, 0.0, Priority.ARRIVAL, 0, 0)
+    sim.set_timer(other, 3.0, Priority.LIFECYCLE, 0, "other")
+    sim.run()
+    assert seen == [("a0", 0.0), ("a1", 1.0), ("a2", 2.0), ("other", 3.0), ("a3", 3.0),
+                    ("a4", 4.0), ("a5", 5.0)]
+    # a0 fired, a3 fired after `other`; the rest were taken inline.
+    assert sim.num_events == 3 and sim.peek_s() == math.inf

@@ -64,9 +64,15 @@ class TimerOwner:
 
 class IndexedTimers:
     """A binary heap of timer ids keyed by (time_s, rank), with each id's heap position kept,
-    so setting a pending timer moves its entry up or down instead of adding one."""
+    so setting a pending timer moves its entry up or down instead of adding one.
 
-    __slots__ = ("_arg", "_heap", "_kind", "_owner", "_pos", "_rank", "_time_s")
+    A firing timer keeps its entry (at its old key) while its owner runs: most owners set
+    their timer again from there (a replica plans its next step), which then moves the entry
+    down from the top once, where removing it and adding it back cost two sifts. The entry is
+    removed only if the owner neither set nor cancelled it. While it fires, `head_time_s`
+    skips it (a handler asking what comes next means what comes after itself)."""
+
+    __slots__ = ("_arg", "_firing", "_heap", "_kind", "_owner", "_pos", "_rank", "_time_s")
 
     def __init__(self) -> None:
         self._time_s: list[float] = []
@@ -76,6 +82,7 @@ class IndexedTimers:
         self._owner: list[TimerOwner] = []
         self._kind: list[int] = []
         self._arg: list[object] = []
+        self._firing = -1  # the timer whose owner is running, its entry still in the heap
 
     def new_timer(self, owner: TimerOwner) -> int:
         self._time_s.append(math.inf)
@@ -140,6 +147,8 @@ class IndexedTimers:
         pos[tid] = i
 
     def set(self, tid: int, time_s: float, rank: int, kind: int, arg: object) -> None:
+        if tid == self._firing:
+            self._firing = -1  # set again from its own firing: its entry moves, stays
         self._time_s[tid] = time_s
         self._rank[tid] = rank
         self._kind[tid] = kind
@@ -155,6 +164,8 @@ class IndexedTimers:
             self._down(i)
 
     def cancel(self, tid: int) -> None:
+        if tid == self._firing:
+            self._firing = -1
         i = self._pos[tid]
         if i < 0:
             return
@@ -172,27 +183,33 @@ class IndexedTimers:
         return self._heap[0] if self._heap else -1
 
     def head_time_s(self) -> float:
-        return self._time_s[self._heap[0]] if self._heap else math.inf
+        heap = self._heap
+        if not heap:
+            return math.inf
+        top = heap[0]
+        if top != self._firing:
+            return self._time_s[top]
+        # The firing timer is on top: what comes next is the earlier of its children.
+        n = len(heap)
+        first = self._time_s[heap[1]] if n > 1 else math.inf
+        if n > 2:
+            second = self._time_s[heap[2]]
+            if second < first:
+                return second
+        return first
 
     def head_rank(self) -> int:
         return self._rank[self._heap[0]]
 
-    def pop(self) -> int:
-        """Remove the next firing and return its timer id (its kind and argument stay until
-        the timer is set again)."""
-        heap = self._heap
-        tid = heap[0]
-        last = heap.pop()
-        if heap:
-            heap[0] = last
-            self._pos[last] = 0
-            self._down(0)
-        self._pos[tid] = -1
-        return tid
-
-    def fire(self, tid: int) -> None:
-        """Call the owner of a popped timer."""
+    def fire_head(self) -> None:
+        """Call the owner of the next firing; then remove its entry unless the owner set the
+        timer again or cancelled it meanwhile."""
+        tid = self._heap[0]
+        self._firing = tid
         self._owner[tid].on_timer(self._kind[tid], self._arg[tid])
+        if self._firing == tid:
+            self._firing = -1
+            self.cancel(tid)
 
 
 class Simulation:
@@ -325,10 +342,9 @@ class Simulation:
                                               < (first[1] << _SEQ_BITS | first[2])):
                         if timer_s > until_s:
                             break
-                        tid = timers.pop()
                         self.now_s = timer_s
                         count += 1
-                        timers.fire(tid)
+                        timers.fire_head()
                         continue
                     if first[0] > until_s:
                         break
@@ -337,10 +353,9 @@ class Simulation:
                     count += 1
                     handler(*args)
                 elif timer_s <= until_s and timers.head() >= 0:
-                    tid = timers.pop()
                     self.now_s = timer_s
                     count += 1
-                    timers.fire(tid)
+                    timers.fire_head()
                 else:
                     break
         finally:
