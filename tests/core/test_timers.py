@@ -15,17 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuscale.core import Priority, Simulation
-from gpuscale.core.simulation import TimerOwner
+from gpuscale.core.simulation import TimerCallback
 
 
-class Calls(TimerOwner):
-    """A timer owner that passes each firing's argument to `call`."""
-
-    def __init__(self, call) -> None:
-        self.call = call
-
-    def on_timer(self, kind: int, arg: object) -> None:
-        self.call(arg)
+def Calls(call) -> TimerCallback:
+    """A timer owner passing each firing's argument to `call`."""
+    return TimerCallback(lambda kind, arg: call(arg))
 
 # One operation: (kind, delay_s, priority, timer id). Delays on a coarse grid, so same-instant
 # ties (decided by priority, then seq) are frequent.

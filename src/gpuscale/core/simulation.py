@@ -62,6 +62,19 @@ class TimerOwner:
         raise NotImplementedError
 
 
+class TimerCallback(TimerOwner):
+    """A timer owner that calls `callback(kind, arg)`: for owners that are not classes of the
+    compiled build (an interpreted class cannot subclass a compiled one)."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callable[[int, object], None]) -> None:
+        self.callback = callback
+
+    def on_timer(self, kind: int, arg: object) -> None:
+        self.callback(kind, arg)
+
+
 class IndexedTimers:
     """A binary heap of timer ids keyed by (time_s, rank), with each id's heap position kept,
     so setting a pending timer moves its entry up or down instead of adding one.
