@@ -18,7 +18,7 @@ from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerCallback
 
 
-def Calls(call) -> TimerCallback:
+def owner_calling(call) -> TimerCallback:
     """A timer owner passing each firing's argument to `call`."""
     return TimerCallback(lambda kind, arg: call(arg))
 
@@ -45,7 +45,7 @@ def _run_simulation(indexed: bool, ops: list[tuple[str, float, int, int]],
         if queue:
             apply(queue.pop(0))
 
-    timers = [sim.new_timer(Calls(step)) for _ in range(4)]
+    timers = [sim.new_timer(owner_calling(step)) for _ in range(4)]
 
     def apply(op: tuple[str, float, int, int]) -> None:
         kind, delay_s, priority, tid = op
@@ -111,7 +111,7 @@ def test_both_timer_queues_fire_what_the_reference_fires_in_its_order(ops, until
 def test_setting_a_timer_replaces_its_pending_firing_and_cancel_removes_it(indexed):
     sim = Simulation(indexed_timers=indexed)
     log: list[str] = []
-    a, b = sim.new_timer(Calls(log.append)), sim.new_timer(Calls(log.append))
+    a, b = sim.new_timer(owner_calling(log.append)), sim.new_timer(owner_calling(log.append))
     sim.set_timer(a, 5.0, Priority.ENGINE, 0, "a@5")
     sim.set_timer(a, 2.0, Priority.ENGINE, 0, "a@2")  # earlier: replaces
     sim.set_timer(b, 1.0, Priority.ENGINE, 0, "b@1")
@@ -127,7 +127,7 @@ def test_setting_a_timer_replaces_its_pending_firing_and_cancel_removes_it(index
 @pytest.mark.parametrize("indexed", [True, False])
 def test_advance_to_waits_for_a_pending_timer(indexed):
     sim = Simulation(indexed_timers=indexed)
-    tid = sim.new_timer(Calls(lambda arg: None))
+    tid = sim.new_timer(owner_calling(lambda arg: None))
     sim.set_timer(tid, 1.0, Priority.ENGINE, 0, None)
     assert not sim.advance_to(1.0)  # the timer fires at that instant: take the heap
     assert sim.advance_to(0.5) and sim.now_s == 0.5
@@ -151,8 +151,8 @@ def test_a_firing_timer_does_not_hide_what_comes_after_it(indexed):
                 sim.set_timer(tid, float(k), Priority.ARRIVAL, 0, k)
                 return
 
-    tid = sim.new_timer(Calls(arrivals))
-    other = sim.new_timer(Calls(lambda label: seen.append((label, sim.now_s))))
+    tid = sim.new_timer(owner_calling(arrivals))
+    other = sim.new_timer(owner_calling(lambda label: seen.append((label, sim.now_s))))
     sim.set_timer(tid, 0.0, Priority.ARRIVAL, 0, 0)
     sim.set_timer(other, 3.0, Priority.LIFECYCLE, 0, "other")
     sim.run()
