@@ -86,14 +86,17 @@ def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
     def arrive(rid: int) -> None:
         now_s = sim.now_s
         # Same-instant arrivals (offline) are routed in one go, as a client's burst would be.
-        while True:
-            table.num_arrived = rid + 1
-            target = only if only is not None else replicas[rid % num_replicas] \
-                if round_robin else least_outstanding(replicas)
-            target.enqueue(rid, now_s)
-            rid += 1
-            if rid >= n or arrivals[rid] > now_s:
-                break
+        if only is not None:
+            rid = only.enqueue_burst(rid, now_s)
+        else:
+            while True:
+                table.num_arrived = rid + 1
+                target = replicas[rid % num_replicas] if round_robin \
+                    else least_outstanding(replicas)
+                target.enqueue(rid, now_s)
+                rid += 1
+                if rid >= n or arrivals[rid] > now_s:
+                    break
         if rid < n:
             sim.schedule(arrivals[rid], Priority.ARRIVAL, arrive, rid)
 

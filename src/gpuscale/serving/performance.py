@@ -360,24 +360,37 @@ class DecodeSegment:
 
     def duration_s(self, num_steps: int) -> float:
         """Time of steps 0..num_steps-1: K a + b K (K-1) / 2."""
-        return num_steps * self.first_step_s + self.slope_s * num_steps * (num_steps - 1) / 2.0
+        return segment_duration_s(self.first_step_s, self.slope_s, num_steps)
 
     def steps_within(self, elapsed_s: float) -> int:
-        """Largest K with duration_s(K) <= elapsed_s (closed form, then a guard for rounding)."""
-        if elapsed_s <= 0:
-            return 0
-        a, b = self.first_step_s, self.slope_s
-        if b <= 1e-15:
-            k = int(elapsed_s // a)
-        else:
-            half_b = b / 2.0
-            lin = a - half_b
-            k = int((-lin + math.sqrt(lin * lin + 4.0 * half_b * elapsed_s)) / (2.0 * half_b))
-        while k > 0 and self.duration_s(k) > elapsed_s:
-            k -= 1
-        while self.duration_s(k + 1) <= elapsed_s:
-            k += 1
-        return k
+        """Largest K with duration_s(K) <= elapsed_s."""
+        return segment_steps_within(self.first_step_s, self.slope_s, elapsed_s)
+
+
+# The stretch's line as functions of its two numbers, so the engine keeps them in its own
+# fields instead of allocating a DecodeSegment per stretch (~250k a run).
+def segment_duration_s(first_step_s: float, slope_s: float, num_steps: int) -> float:
+    """Time of steps 0..num_steps-1 of a stretch: K a + b K (K-1) / 2."""
+    return num_steps * first_step_s + slope_s * num_steps * (num_steps - 1) / 2.0
+
+
+def segment_steps_within(first_step_s: float, slope_s: float, elapsed_s: float) -> int:
+    """Largest K with segment_duration_s(K) <= elapsed_s (closed form, then a guard for
+    rounding)."""
+    if elapsed_s <= 0:
+        return 0
+    a, b = first_step_s, slope_s
+    if b <= 1e-15:
+        k = int(elapsed_s // a)
+    else:
+        half_b = b / 2.0
+        lin = a - half_b
+        k = int((-lin + math.sqrt(lin * lin + 4.0 * half_b * elapsed_s)) / (2.0 * half_b))
+    while k > 0 and segment_duration_s(a, b, k) > elapsed_s:
+        k -= 1
+    while segment_duration_s(a, b, k + 1) <= elapsed_s:
+        k += 1
+    return k
 
 
 def decode_segment(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -> DecodeSegment:
@@ -591,11 +604,15 @@ class StepCost:
 
     def segment(self, num_seqs: int, context_tokens: float) -> DecodeSegment:
         """`DecodeSegment` of a pure-decode stretch starting at `context_tokens`."""
-        if self._pipelined:
-            return decode_segment(self.hw, num_seqs, context_tokens)
         first = self.decode_step_s(num_seqs, context_tokens)
-        slope = self._factor * num_seqs * self._kv_dec_s
-        if self._eager_s and first / self._factor - self._host_step_s \
+        return DecodeSegment(first, self.segment_slope_s(num_seqs, context_tokens, first))
+
+    def segment_slope_s(self, num_seqs: int, context_tokens: float,
+                        first_step_s: float) -> float:
+        """The slope of the stretch whose first step is `first_step_s` (`decode_step_s`)."""
+        if self._pipelined:
+            return _decode_slope_s(self.hw, num_seqs, context_tokens)
+        if self._eager_s and first_step_s / self._factor - self._host_step_s \
                 - self._host_seq_s * num_seqs <= self._eager_s:
-            slope = 0.0
-        return DecodeSegment(first, slope)
+            return 0.0
+        return self._factor * num_seqs * self._kv_dec_s

@@ -33,7 +33,12 @@ from typing import Final, cast
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
-from gpuscale.serving.performance import DecodeSegment, ReplicaHardware, StepCost
+from gpuscale.serving.performance import (
+    ReplicaHardware,
+    StepCost,
+    segment_duration_s,
+    segment_steps_within,
+)
 from gpuscale.serving.prefix_cache import PrefixCache
 from gpuscale.serving.requests_table import NOT_DECODING, RequestTable
 
@@ -106,8 +111,9 @@ class Replica(TimerOwner):
         "role",
         "route_rank",
         "running",
-        "seg",
         "seg_G0",
+        "seg_first_s",
+        "seg_slope_s",
         "seg_start_s",
         "seg_steps",
         "sim",
@@ -155,7 +161,10 @@ class Replica(TimerOwner):
         # whenever the plan changes (an arrival cuts a stretch, joins a planned step), so a
         # superseded end never runs (core/simulation.py timers).
         self.timer = sim.new_timer(self)
-        self.seg: DecodeSegment | None = None
+        # The decode stretch in progress (state _SEGMENT): its step-time line a + b k
+        # (performance.py DecodeSegment's two numbers, kept here: no object per stretch).
+        self.seg_first_s = 0.0
+        self.seg_slope_s = 0.0
         self.seg_start_s = 0.0
         self.seg_G0 = 0
         self.seg_steps = 0
@@ -197,8 +206,9 @@ class Replica(TimerOwner):
         return len(self.waiting) + len(self.running)
 
     def current_G(self, now_s: float) -> int:
-        if self.state == _SEGMENT and self.seg is not None:
-            done = self.seg.steps_within(now_s - self.seg_start_s)
+        if self.state == _SEGMENT:
+            done = segment_steps_within(self.seg_first_s, self.seg_slope_s,
+                                        now_s - self.seg_start_s)
             return self.seg_G0 + min(done, self.seg_steps)
         return self.G
 
@@ -239,6 +249,21 @@ class Replica(TimerOwner):
         elif now_s <= self.step_start_s and len(self.waiting) == 1:
             self._join_planned_step()
 
+    def enqueue_burst(self, rid: int, now_s: float) -> int:
+        """`enqueue` request `rid` and the ones after it that arrive at the same instant (a
+        client's burst: the oracle's probe queues its whole mix at t = 0); returns the first
+        request id not enqueued (len(table) once all are in). Here, in the compiled build,
+        not in the probe's interpreted loop."""
+        table = self.table
+        arrivals = table.arrival_s_view
+        n = len(table)
+        while True:
+            table.num_arrived = rid + 1
+            self.enqueue(rid, now_s)
+            rid += 1
+            if rid >= n or arrivals[rid] > now_s:
+                return rid
+
     def drain(self, on_drained: Callable[[Replica], None]) -> None:
         """Stop taking requests; call `on_drained` once the in-flight ones are done."""
         self.accepting = False
@@ -274,7 +299,6 @@ class Replica(TimerOwner):
         if self.state != _IDLE:
             self.busy_accum_s += now_s - self.busy_since_s
         self.state = _IDLE
-        self.seg = None
 
     def _start_busy(self, now_s: float, state: int) -> None:
         if self.state == _IDLE:
@@ -438,14 +462,17 @@ class Replica(TimerOwner):
                             - 2 * (context + self.prefill_reserved))
         steps_to_full = free_half_tokens // (2 * n)
         steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
-        seg = self.cost.segment(n, context)
-        self.seg = seg
+        cost = self.cost
+        first_s = cost.decode_step_s(n, context)
+        slope_s = cost.segment_slope_s(n, context, first_s)
+        self.seg_first_s = first_s
+        self.seg_slope_s = slope_s
         self.seg_start_s = now_s
         self.seg_G0 = G
         self.seg_steps = steps
         self._start_busy(now_s, _SEGMENT)
-        self.sim.set_timer(self.timer, now_s + seg.duration_s(steps), _ENGINE_PRIORITY,
-                           _SEGMENT, steps)
+        self.sim.set_timer(self.timer, now_s + segment_duration_s(first_s, slope_s, steps),
+                           _ENGINE_PRIORITY, _SEGMENT, steps)
 
     def _cut_segment(self, now_s: float) -> None:
         """End the decode stretch at the end of the step in progress, where the newcomer joins.
@@ -454,14 +481,14 @@ class Replica(TimerOwner):
         sized to end at the first such event), so the state there is known now: advance to it
         and plan the next step to start at the boundary, without an event in between.
         """
-        assert self.seg is not None
-        done = self.seg.steps_within(now_s - self.seg_start_s)
+        first_s = self.seg_first_s
+        slope_s = self.seg_slope_s
+        done = segment_steps_within(first_s, slope_s, now_s - self.seg_start_s)
         boundary = done + 1
         if boundary >= self.seg_steps:
             return  # the stretch ends at that step anyway
-        boundary_s = self.seg_start_s + self.seg.duration_s(boundary)
+        boundary_s = self.seg_start_s + segment_duration_s(first_s, slope_s, boundary)
         self.G += boundary
-        self.seg = None
         self._plan(boundary_s)
 
     def on_timer(self, kind: int, arg: object) -> None:
