@@ -23,13 +23,14 @@ def owner_calling(call) -> TimerCallback:
     return TimerCallback(lambda kind, arg: call(arg))
 
 # One operation: (kind, delay_s, priority, timer id). Delays on a coarse grid, so same-instant
-# ties (decided by priority, then seq) are frequent.
+# ties (decided by priority, then seq) are frequent; 24 timers, so the heap has several levels.
+TIMERS = 24
 _OPS = st.lists(st.tuples(st.sampled_from(["event", "set", "cancel"]),
                           st.integers(0, 4).map(lambda k: k * 0.5),
                           st.sampled_from([Priority.LIFECYCLE, Priority.ARRIVAL, Priority.ENGINE,
                                            Priority.CONTROLLER]),
-                          st.integers(0, 3)),
-                min_size=1, max_size=40)
+                          st.integers(0, TIMERS - 1)),
+                min_size=1, max_size=60)
 
 
 def _run_simulation(indexed: bool, ops: list[tuple[str, float, int, int]],
@@ -45,7 +46,7 @@ def _run_simulation(indexed: bool, ops: list[tuple[str, float, int, int]],
         if queue:
             apply(queue.pop(0))
 
-    timers = [sim.new_timer(owner_calling(step)) for _ in range(4)]
+    timers = [sim.new_timer(owner_calling(step)) for _ in range(TIMERS)]
 
     def apply(op: tuple[str, float, int, int]) -> None:
         kind, delay_s, priority, tid = op
@@ -58,7 +59,7 @@ def _run_simulation(indexed: bool, ops: list[tuple[str, float, int, int]],
             sim.cancel_timer(timers[tid])
             sim.schedule(sim.now_s + delay_s, priority, step, label)
 
-    for _ in range(3):  # a few independent chains
+    for _ in range(12):  # independent chains, so many timers are pending at once
         if queue:
             apply(queue.pop(0))
     sim.run(until_s)
@@ -82,7 +83,7 @@ def _run_reference(ops: list[tuple[str, float, int, int]]) -> list[tuple[str, fl
         seq += 1
         pending.append((now_s + delay_s, int(priority), seq, label, tid if kind == "set" else -1))
 
-    for _ in range(3):
+    for _ in range(12):
         if queue:
             apply(queue.pop(0))
     while pending:
@@ -95,7 +96,7 @@ def _run_reference(ops: list[tuple[str, float, int, int]]) -> list[tuple[str, fl
     return fired
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(ops=_OPS, until_s=st.sampled_from([0.5, 1.0, 2.5, math.inf]))
 def test_both_timer_queues_fire_what_the_reference_fires_in_its_order(ops, until_s):
     expected = _run_reference(ops)
@@ -160,3 +161,36 @@ def test_a_firing_timer_does_not_hide_what_comes_after_it(indexed):
                     ("a4", 4.0), ("a5", 5.0)]
     # a0 fired, a3 fired after `other`; the rest were taken inline.
     assert sim.num_events == 3 and sim.peek_s() == math.inf
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["set", "set", "set", "cancel", "pop"]),
+                          st.integers(0, 63), st.integers(0, 30)), max_size=300))
+def test_the_indexed_heap_pops_the_least_time_and_rank_of_up_to_64_timers(ops):
+    # The data structure alone, with many timers pending at once (several heap levels).
+    from gpuscale.core.simulation import IndexedTimers
+
+    heap = IndexedTimers()
+    owner = owner_calling(lambda arg: None)
+    ids = [heap.new_timer(owner) for _ in range(64)]
+    pending: dict[int, tuple[float, int]] = {}
+    rank = 0
+    for kind, tid, time_units in ops:
+        if kind == "set":
+            rank += 1
+            heap.set(ids[tid], time_units * 0.25, rank, 0, None)
+            pending[ids[tid]] = (time_units * 0.25, rank)
+        elif kind == "cancel":
+            heap.cancel(ids[tid])
+            pending.pop(ids[tid], None)
+        elif pending:
+            expected = min(pending, key=lambda t: pending[t])
+            assert heap.head() == expected and heap.head_time_s() == pending[expected][0]
+            heap.cancel(expected)  # a pop of the head
+            del pending[expected]
+    while pending:
+        expected = min(pending, key=lambda t: pending[t])
+        assert heap.head() == expected
+        heap.cancel(expected)
+        del pending[expected]
+    assert heap.head() == -1 and heap.head_time_s() == math.inf

@@ -76,8 +76,10 @@ class TimerCallback(TimerOwner):
 
 
 class IndexedTimers:
-    """A binary heap of timer ids keyed by (time_s, rank), with each id's heap position kept,
-    so setting a pending timer moves its entry up or down instead of adding one.
+    """A 4-ary heap of timer ids keyed by (time_s, rank), with each id's heap position kept,
+    so setting a pending timer moves its entry up or down instead of adding one (4-ary: half
+    the levels of a binary heap for the same comparisons, and a level costs list stores in
+    the compiled build; any arity pops the same order, the keys being unique).
 
     A firing timer keeps its entry (at its old key) while its owner runs: most owners set
     their timer again from there (a replica plans its next step), which then moves the entry
@@ -117,7 +119,7 @@ class IndexedTimers:
         t = times[tid]
         r = ranks[tid]
         while i > 0:
-            parent = (i - 1) >> 1
+            parent = (i - 1) >> 2
             other = heap[parent]
             to = times[other]
             if t > to or (t == to and r > ranks[other]):
@@ -138,19 +140,21 @@ class IndexedTimers:
         t = times[tid]
         r = ranks[tid]
         while True:
-            child = 2 * i + 1
+            child = 4 * i + 1
             if child >= n:
                 break
             other = heap[child]
             to = times[other]
-            right = child + 1
-            if right < n:
-                candidate = heap[right]
+            last = child + 4 if child + 4 < n else n
+            c = child + 1
+            while c < last:
+                candidate = heap[c]
                 tc = times[candidate]
                 if tc < to or (tc == to and ranks[candidate] < ranks[other]):
-                    child = right
+                    child = c
                     other = candidate
                     to = tc
+                c += 1
             if t < to or (t == to and r < ranks[other]):
                 break
             heap[i] = other
@@ -202,13 +206,14 @@ class IndexedTimers:
         top = heap[0]
         if top != self._firing:
             return self._time_s[top]
-        # The firing timer is on top: what comes next is the earlier of its children.
+        # The firing timer is on top: what comes next is the earliest of its children.
         n = len(heap)
-        first = self._time_s[heap[1]] if n > 1 else math.inf
-        if n > 2:
-            second = self._time_s[heap[2]]
-            if second < first:
-                return second
+        first = math.inf
+        last = 5 if n > 5 else n
+        for c in range(1, last):
+            t = self._time_s[heap[c]]
+            if t < first:
+                first = t
         return first
 
     def head_rank(self) -> int:
