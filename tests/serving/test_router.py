@@ -83,3 +83,29 @@ def test_index_falls_back_to_the_scan_for_a_list_it_does_not_follow():
     index = LeastOutstanding()
     index.add(a)
     assert index([a, b]) is b  # b was never added: the index answers by scanning
+
+
+def test_renumbering_out_of_leaves_keeps_the_ready_order_for_ties():
+    # 2 leaves to start: adds beyond them renumber the live replicas (removed ranks are not
+    # reused), which must keep each one's place in the ready list, the scan's tie-break.
+    sim = Simulation()
+    table = RequestTable(Requests(np.zeros(40), np.full(40, 10), np.full(40, 5)))
+    cfg = EngineConfig(max_num_seqs=64, max_num_batched_tokens=512, block_size=16,
+                       num_blocks=100_000, max_model_len=3000, request_timeout_s=1e9)
+    cost = StepCost(HW)
+    index = LeastOutstanding(2)
+    ready: list[Replica] = []
+    rid = 0
+    for step in range(30):
+        replica = Replica(f"r{step}", HW, cfg, sim, table, cost=cost)
+        ready.append(replica)
+        index.add(replica)
+        if step % 3 == 2:  # drop one from the middle: its rank is never reused
+            gone = ready.pop(len(ready) // 2)
+            index.remove(gone)
+        chosen = index(ready)
+        assert chosen is least_outstanding(ready)
+        if step % 4 == 0 and rid < 40:  # load the chosen one, so later ties move on
+            chosen.enqueue(rid, 0.0)
+            rid += 1
+            assert index(ready) is least_outstanding(ready)

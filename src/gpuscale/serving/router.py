@@ -90,10 +90,21 @@ class LeastOutstanding(Router):
 
     def add(self, replica: Replica) -> None:
         self._count += 1
+        if len(self._by_rank) >= self._capacity:
+            # Out of leaves: renumber the live replicas 1..k in their order (ranks of removed
+            # ones are never reused, so without this a run with 279 replicas over time but 64
+            # at once would walk a 512-leaf tree), doubling only if they fill half of it.
+            live = [r for rank, r in enumerate(self._by_rank) if r is not None and rank]
+            self._by_rank = [None]
+            for r in live:
+                r.route_rank = len(self._by_rank)
+                self._by_rank.append(r)
+            capacity = self._capacity
+            while 2 * (len(self._by_rank) + 1) > capacity:
+                capacity *= 2
+            self._rebuild(capacity)
         rank = len(self._by_rank)
         self._by_rank.append(replica)
-        if rank >= self._capacity:
-            self._rebuild(2 * self._capacity)
         replica.route_rank = rank
         replica.load_log = self._changed
         self._changed.append(replica)
