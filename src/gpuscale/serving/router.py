@@ -78,7 +78,7 @@ class LeastOutstanding(Router):
     store of a value above 256, and a node store is most of a path's work.
     """
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 16) -> None:
         self._changed: list[Replica] = []
         self._by_rank: list[Replica | None] = [None]  # rank -> replica; None once removed
         self._count = 0
@@ -93,14 +93,14 @@ class LeastOutstanding(Router):
         if len(self._by_rank) >= self._capacity:
             # Out of leaves: renumber the live replicas 1..k in their order (ranks of removed
             # ones are never reused, so without this a run with 279 replicas over time but 64
-            # at once would walk a 512-leaf tree), doubling only if they fill half of it.
+            # at once would walk a 512-leaf tree), doubling until a fifth of it is free.
             live = [r for rank, r in enumerate(self._by_rank) if r is not None and rank]
             self._by_rank = [None]
             for r in live:
                 r.route_rank = len(self._by_rank)
                 self._by_rank.append(r)
             capacity = self._capacity
-            while 2 * (len(self._by_rank) + 1) > capacity:
+            while capacity < (len(self._by_rank) + 1) * 5 // 4:
                 capacity *= 2
             self._rebuild(capacity)
         rank = len(self._by_rank)
