@@ -48,19 +48,25 @@ def _breach_minutes_by_sorting(cols, ttft_slo_s, times_s, interval_s, window_s):
     return breached * interval_s / 60.0
 
 
-@given(st.lists(st.tuples(st.floats(0.0, 600.0), st.one_of(st.none(), st.floats(0.0, 30.0))),
-                min_size=1, max_size=200), st.floats(0.5, 10.0))
-def test_breach_minutes_match_the_full_sort(rows, slo_s):
+def _columns_of(rows, completes):
+    """A table of (arrival, ttft or None) rows, arrival-sorted; a row with a TTFT for which
+    `completes(arrival, ttft)` holds gets its first token and completes at arrival + ttft."""
     rows.sort(key=lambda row: row[0])
     n = len(rows)
     table = RequestTable(Requests(np.array([a for a, _ in rows]), np.ones(n, np.int64),
                                   np.ones(n, np.int64)))
     table.num_arrived = n
     for rid, (arrival, ttft) in enumerate(rows):
-        if ttft is not None:
+        if ttft is not None and completes(arrival, ttft):
             table.first_token_s[rid] = arrival + ttft
             table.complete(rid, arrival + ttft)
-    cols = table.columns()
+    return table.columns()
+
+
+@given(st.lists(st.tuples(st.floats(0.0, 600.0), st.one_of(st.none(), st.floats(0.0, 30.0))),
+                min_size=1, max_size=200), st.floats(0.5, 10.0))
+def test_breach_minutes_match_the_full_sort(rows, slo_s):
+    cols = _columns_of(rows, lambda arrival, ttft: True)
     times = np.arange(0.0, 700.0, 15.0)
     assert slo_breach_minutes(cols, slo_s, times, 15.0, 60.0) == \
         _breach_minutes_by_sorting(cols, slo_s, times, 15.0, 60.0)
@@ -104,16 +110,7 @@ def test_a_p99_that_lands_on_an_infinite_rank_without_interpolating_is_not_a_bre
 @given(st.lists(st.tuples(st.floats(0.0, 600.0), st.one_of(st.none(), _NEAR)),
                 min_size=1, max_size=300))
 def test_breach_minutes_match_the_full_sort_near_the_slo(rows):
-    rows.sort(key=lambda row: row[0])
-    n = len(rows)
-    table = RequestTable(Requests(np.array([a for a, _ in rows]), np.ones(n, np.int64),
-                                  np.ones(n, np.int64)))
-    table.num_arrived = n
-    for rid, (arrival, ttft) in enumerate(rows):
-        if ttft is not None and math.isfinite(ttft) and arrival + ttft < 1e300:
-            table.first_token_s[rid] = arrival + ttft
-            table.complete(rid, arrival + ttft)
-    cols = table.columns()
+    cols = _columns_of(rows, lambda arrival, ttft: math.isfinite(ttft) and arrival + ttft < 1e300)
     times = np.arange(0.0, 700.0, 15.0)
     for slo_s in (_SLO_S, math.inf):
         assert slo_breach_minutes(cols, slo_s, times, 15.0, 60.0) == \
