@@ -19,11 +19,12 @@ import numpy as np
 
 from gpuscale.workloads.base import Requests
 
-IN_FLIGHT = 0
-COMPLETED = 1
-DROPPED = 2
+# Final: the compiled hot path reads them as constants, not as module globals.
+IN_FLIGHT: Final = 0
+COMPLETED: Final = 1
+DROPPED: Final = 2
 
-NAN = math.nan
+NAN: Final = math.nan
 # decode_g0 of a request that is not decoding: far below any real G0, so G0 + output never
 # equals a finish step (a replica's heap entry for it is stale).
 NOT_DECODING: Final = -(1 << 61)
