@@ -186,3 +186,22 @@ def test_window_counts_are_numpys_histogram(values, in_order, num_windows):
     expected, _ = np.histogram(arr, bins=edges)
     got = window_counts(arr, edges)
     assert got.tolist() == expected.tolist() and got.dtype == expected.dtype
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(burst=st.integers(1, 40), later=st.lists(st.floats(0.0, 5.0), max_size=20),
+       seed=st.integers(0, 2**16))
+def test_single_replica_burst_path_equals_the_routed_loop(burst, later, seed):
+    """`replay` on one replica takes a burst without the router (the oracle's probe queues
+    its mix at t=0); a one-replica round robin goes through the general loop. Same table."""
+    rng = np.random.default_rng(seed)
+    arrivals = np.sort(np.concatenate([np.zeros(burst), np.asarray(later, float)]))
+    n = len(arrivals)
+    requests = Requests(arrivals, rng.integers(1, 3000, n).astype(np.int64),
+                        rng.integers(1, 300, n).astype(np.int64))
+    fast = replay(HW, CFG, requests, 1)
+    routed = replay(HW, CFG, requests, 1, router="round_robin")
+    assert fast.num_arrived == routed.num_arrived == n
+    a, b = fast.columns(), routed.columns()
+    for name in ("status", "first_token_s", "finish_s"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))

@@ -86,10 +86,23 @@ def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
     def arrive(rid: int) -> None:
         now_s = sim.now_s
         # Same-instant arrivals (offline) are routed in one go, as a client's burst would be.
+        if only is not None:
+            # The oracle's probe queues its whole mix at t=0: one burst of thousands. Nothing
+            # in `enqueue` reads `num_arrived`, so it is set once the burst is in.
+            enqueue = only.enqueue
+            while True:
+                enqueue(rid, now_s)
+                rid += 1
+                if rid >= n or arrivals[rid] > now_s:
+                    break
+            table.num_arrived = rid
+            if rid < n:
+                sim.schedule(arrivals[rid], Priority.ARRIVAL, arrive, rid)
+            return
         while True:
             table.num_arrived = rid + 1
-            target = only if only is not None else replicas[rid % num_replicas] \
-                if round_robin else least_outstanding(replicas)
+            target = replicas[rid % num_replicas] if round_robin \
+                else least_outstanding(replicas)
             target.enqueue(rid, now_s)
             rid += 1
             if rid >= n or arrivals[rid] > now_s:
