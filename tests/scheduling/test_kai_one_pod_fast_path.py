@@ -56,3 +56,20 @@ def test_queue_book_of_one_pod_gangs(shapes, total_gpus):
         requested[gang.spec.queue] += sum(p.gpus for p in gang.pods)
     assert {k: v for k, v in book.alloc.items()} == dict(alloc)
     assert book.fair == fair_shares(known, dict(requested), total_gpus)
+
+
+@settings(max_examples=100, deadline=None)
+@given(name=st.sampled_from(["a", "b"]), queue=st.sampled_from([None, "", "q1"]),
+       priority=st.sampled_from([0, 1, 50, 100, 1.0]))
+def test_owner_less_pods_gang_spec_is_the_fresh_spec(name, queue, priority):
+    """The memoised PodGroup of an owner-less pod equals, field by field and in type, the one
+    `form_gangs` built anew for it at every cycle."""
+    from gpuscale.cluster.groups import DEFAULT_QUEUE
+    from gpuscale.scheduling.gangs import form_gangs
+
+    pod = Pod(name=name, gpus=1, queue=queue, priority=priority)
+    spec = form_gangs([pod])[name].spec
+    fresh = PodGroupSpec(name=name, min_member=1, queue=queue or DEFAULT_QUEUE,
+                         priority=priority)
+    assert spec == fresh
+    assert type(spec.priority) is type(fresh.priority)
