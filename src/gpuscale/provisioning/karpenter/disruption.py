@@ -24,6 +24,7 @@ from gpuscale.provisioning.disruption_budget import blocking
 from gpuscale.provisioning.karpenter.consolidation import Consolidation
 from gpuscale.provisioning.karpenter.disruption_types import Command, DisruptionHost, Method
 from gpuscale.provisioning.karpenter.methods import default_methods
+from gpuscale.provisioning.karpenter.nodepool import NodePoolParams
 from gpuscale.provisioning.pods import do_not_disrupt_active, node_do_not_disrupt
 
 __all__ = ["Command", "DisruptionController"]
@@ -86,19 +87,20 @@ class DisruptionController:
             validation_delay_s=self.host.params.command_validation_delay_s)
 
     # -- candidates ----------------------------------------------------------------------------
+    def _consolidatable(self, node: Node, pool: NodePoolParams, now_s: float) -> bool:
+        after_s = pool.disruption.consolidate_after_s
+        since_s = self.last_pod_event_s.get(node.name, node.ready_s)
+        return since_s is not None and now_s - since_s >= after_s
+
     def candidates(self, now_s: float) -> list[Node]:
         host, cluster = self.host, self.host.cluster
-        pools, last_event_s = host.pools, self.last_pod_event_s
         out = []
         for node in cluster.nodes.values():
-            pool = pools.get(node.pool)
-            if pool is None:
-                continue
+            pool = host.pools.get(node.pool)
             # consolidateAfter first: it is what rules out most nodes at most ticks (a pod
             # event within the last 10 min), and every test here is a plain read, so the
-            # order changes no answer. Inlined: this runs for every node at every tick.
-            since_s = last_event_s.get(node.name, node.ready_s)
-            if (since_s is None or not now_s - since_s >= pool.disruption.consolidate_after_s
+            # order changes no answer.
+            if (pool is None or not self._consolidatable(node, pool, now_s)
                     or not host.owns(node)
                     or node.state is not NodeState.READY or host.is_deleting(node.name)
                     or cluster.nominated.get(node.name) or node_do_not_disrupt(node)):
