@@ -65,3 +65,30 @@ def test_memory_stays_bounded(proposals, window):
     # At most one entry per 15 s sync inside the window, plus the one being reused.
     assert len(recs) <= window // 15 + 2
     assert len(events) <= 60 // 15 + 2
+
+
+def _stabilize_legacy_reference(recs, now_s, proposal, window_s):
+    """The two-pass form `stabilize_legacy` had: max over the window, then
+    `replace_or_append` of the aged-out entries."""
+    from gpuscale.autoscaling.behavior import replace_or_append
+
+    cutoff = now_s - window_s
+    best = proposal
+    for r in recs:
+        if r.time_s >= cutoff:
+            best = max(best, r.value)
+    return best, replace_or_append(recs, lambda r: r.time_s < cutoff, Stamped(now_s, proposal))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    recs=st.lists(st.tuples(st.sampled_from([0.0, 15.0, 30.0, 45.0, 285.0, 300.0, 315.0]),
+                            st.integers(0, 20)), max_size=12),
+    now_s=st.sampled_from([300.0, 315.0, 600.0]),
+    proposal=st.integers(0, 20),
+    window_s=st.sampled_from([0.0, 15.0, 300.0]),
+)
+def test_stabilize_legacy_one_pass_equals_two_passes(recs, now_s, proposal, window_s):
+    entries = tuple(Stamped(t, v) for t, v in recs)
+    assert stabilize_legacy(entries, now_s, proposal, window_s) == \
+        _stabilize_legacy_reference(entries, now_s, proposal, window_s)

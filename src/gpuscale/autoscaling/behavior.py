@@ -159,10 +159,17 @@ def stabilize_legacy(
     one."""
     cutoff = now_s - window_s
     best = proposal
-    for r in recs:
+    last_old = -1  # `replace_or_append`'s last aged-out entry, found in the same pass
+    for i, r in enumerate(recs):
         if r.time_s >= cutoff:  # Go: !rec.timestamp.Before(cutoff)
-            best = max(best, r.value)
-    return best, replace_or_append(recs, lambda r: r.time_s < cutoff, Stamped(now_s, proposal))
+            if r.value > best:  # max(best, r.value)
+                best = r.value
+        elif r.time_s < cutoff:
+            last_old = i
+    new = Stamped(now_s, proposal)
+    if last_old >= 0:
+        return best, recs[:last_old] + (new,) + recs[last_old + 1:]
+    return best, recs + (new,)
 
 
 def stabilize_with_behavior(

@@ -285,18 +285,25 @@ class HpaController:
             desired, state = p.min_replicas, replace(state, condition="TooFewReplicas")
         else:
             proposal, failures, error = self._proposal(view, state)
-            state = replace(state, failures=failures, last_proposal=proposal,
-                            readings=self._readings)
             if proposal is None:
-                return None, replace(state, condition=f"FailedGetMetrics: {error}")
-            desired, state = self._normalize(now, current, max(proposal, 0), state)
+                return None, replace(state, failures=failures, last_proposal=proposal,
+                                     readings=self._readings,
+                                     condition=f"FailedGetMetrics: {error}")
+            # One new state per sync (the frozen dataclass's `replace` is most of a sync's
+            # own cost): the readings and the stabilised recommendations together.
+            desired, recs = self._normalize(now, current, max(proposal, 0), state)
+            state = replace(state, failures=failures, last_proposal=proposal,
+                            readings=self._readings, recommendations=recs,
+                            condition="ValidMetricFound")
         if desired == current:
             return None, state
         return desired, self._record_scale(now, current, desired, state)
 
     def _normalize(
         self, now: float, current: int, desired: int, state: HpaState
-    ) -> tuple[int, HpaState]:
+    ) -> tuple[int, tuple[Stamped, ...]]:
+        """The stabilised, bounded desired count and the recommendations to keep (the caller
+        stores them with condition ValidMetricFound)."""
         p, recs = self.params, state.recommendations or ()
         if self._up is None or self._down is None:
             stabilized, recs = stabilize_legacy(recs, now, desired, p.downscale_stabilization_s)
@@ -307,7 +314,7 @@ class HpaController:
             )
             result = rate_limited(current, stabilized, p.min_replicas, p.max_replicas,
                                   state.up_events, state.down_events, self._up, self._down, now)
-        return result, replace(state, recommendations=recs, condition="ValidMetricFound")
+        return result, recs
 
     def _record_scale(self, now: float, current: int, desired: int, state: HpaState) -> HpaState:
         """`storeScaleEvent`: only the behavior path keeps scale events."""

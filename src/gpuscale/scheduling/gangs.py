@@ -8,6 +8,7 @@ layer2-scheduling.md 2.3); an owner-less pod is its own group with minMember 1.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from gpuscale.cluster.groups import DEFAULT_QUEUE, PodGroupSpec
 from gpuscale.cluster.objects import Pod
@@ -78,8 +79,15 @@ def resize_default_gang(gang: Gang) -> None:
 
 
 def _default_spec(pod: Pod, name: str) -> PodGroupSpec:
-    return PodGroupSpec(name=name, min_member=1, queue=pod.queue or DEFAULT_QUEUE,
-                        priority=pod.priority)
+    return _default_spec_of(name, pod.queue or DEFAULT_QUEUE, pod.priority)
+
+
+@lru_cache(maxsize=4096, typed=True)  # typed: a float priority keeps its type
+def _default_spec_of(name: str, queue: str, priority: int) -> PodGroupSpec:
+    """One owner-less pod's PodGroup: a frozen value of its three inputs, so one object
+    serves every cycle that forms the pod's gang (a KAI cycle forms every gang of the
+    cluster, and a frozen dataclass's construction was most of `form_gangs`)."""
+    return PodGroupSpec(name=name, min_member=1, queue=queue, priority=priority)
 
 
 def _spec_fields(spec: PodGroupSpec) -> dict:

@@ -21,9 +21,15 @@ class QueueBook:
         self.alloc_np: dict[str, float] = defaultdict(float)  # non-preemptible, within quota
         requested: Counter = Counter()
         for gang in gangs.values():
+            pods = gang.pods
+            if len(pods) == 1:  # a one-pod gang (a serving replica): the same sums, unrolled
+                gpus = pods[0].gpus
+                self.add(gang, gpus if pods[0].node_name is not None else 0)
+                requested[gang.spec.queue] += gpus
+                continue
             bound = sum(p.gpus for p in gang.bound)
             self.add(gang, bound)
-            requested[gang.spec.queue] += sum(p.gpus for p in gang.pods)
+            requested[gang.spec.queue] += sum(p.gpus for p in pods)
         self.fair = fair_shares(self.queues, dict(requested), total_gpus)
 
     def chain(self, leaf: str) -> tuple[Queue, ...]:

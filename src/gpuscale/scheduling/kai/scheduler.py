@@ -136,7 +136,10 @@ class KaiScheduler(CycleScheduler):
             by_queue.setdefault(gang.spec.queue, []).append(gang)
         failed, blocked = [], []
         while by_queue:
-            leaf = min(by_queue, key=lambda q: book.order_key(q, _need_gpus(by_queue[q][0])))
+            # One queue with work (every serving run without queues): it is the one `min`
+            # would pick, without working out its order key (a pure read) per gang.
+            leaf = next(iter(by_queue)) if len(by_queue) == 1 else min(
+                by_queue, key=lambda q: book.order_key(q, _need_gpus(by_queue[q][0])))
             gang = by_queue[leaf].pop(0)
             if not by_queue[leaf]:
                 del by_queue[leaf]
@@ -168,6 +171,11 @@ class KaiScheduler(CycleScheduler):
     def try_place(self, gang: Gang, snap: Snapshot, book: QueueBook) -> Placement | None:
         """All-or-nothing: minMember pods (counting those already bound) or nothing; pods
         above minMember are elastic and placed if they fit and the queue allows."""
+        pods = gang.pods
+        if len(pods) == 1 and pods[0].node_name is None:
+            # A one-pod gang, pending: minMember (at least 1) requires it; what the sort
+            # and split below make of it.
+            return self.place_pods(gang, pods[:], [], snap, book)
         pending = sorted(gang.pending, key=lambda p: p.name)
         need = max(0, gang.min_member - gang.num_bound)
         return self.place_pods(gang, pending[:need], pending[need:], snap, book)
@@ -232,5 +240,11 @@ class KaiScheduler(CycleScheduler):
 
 
 def _need_gpus(gang: Gang) -> float:
+    pods = gang.pods
+    if len(pods) == 1:
+        # A one-pod gang (a serving replica): its pod's GPUs while it is pending (minMember
+        # is at least 1), none once bound; the general sum below gives the same int.
+        pod = pods[0]
+        return pod.gpus if pod.node_name is None else 0
     need = max(0, gang.min_member - gang.num_bound)
     return sum(p.gpus for p in sorted(gang.pending, key=lambda p: p.name)[:need])
