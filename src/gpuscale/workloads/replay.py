@@ -34,12 +34,14 @@ def window(requests: Requests, start_s: float, end_s: float | None) -> Requests:
 
 def tile(requests: Requests, repeat: int, period_s: float) -> Requests:
     """`repeat` back-to-back copies, copy k shifted by k * period_s (period >= the copy's span)."""
-    offsets = np.repeat(np.arange(repeat, dtype=np.float64) * period_s, len(requests))
+    offsets = np.arange(repeat, dtype=np.float64) * period_s
     blocks = requests.prefix_blocks
     # Each copy replays the same prompts, so its blocks are the same blocks (cache hits on the
     # earlier copy, as a replayed day would have).
     return Requests(
-        np.tile(requests.arrival_s, repeat) + offsets,
+        # Row k of the broadcast sum is copy k: the same additions as tiling the arrivals and
+        # repeating the offsets, without those two full-length temporaries.
+        (requests.arrival_s + offsets[:, np.newaxis]).ravel(),
         np.tile(requests.prompt_tokens, repeat),
         np.tile(requests.output_tokens, repeat),
         None if blocks is None else blocks.take(np.tile(np.arange(len(requests)), repeat)),
