@@ -157,3 +157,82 @@ def test_the_real_azure_trace_reads_the_same_both_ways():
     assert traces._uniform_stamp_years(cols["TIMESTAMP"].values) is not None
     assert np.asarray(columns._plain_ints(cols["ContextTokens"].values)).size == \
         len(cols["ContextTokens"].values)
+
+
+# ---------------------------------------------------------------- Azure files from their bytes
+HEADERS = st.sampled_from(["TIMESTAMP,ContextTokens,GeneratedTokens"] * 6 + [
+    "\ufeffTIMESTAMP,ContextTokens,GeneratedTokens", " TIMESTAMP,ContextTokens,GeneratedTokens",
+    "TIMESTAMP,GeneratedTokens,ContextTokens", "TIMESTAMP,ContextTokens,GeneratedTokens,x",
+    "TIMESTAMP,ContextTokens"])
+COUNT = st.one_of(st.integers(1, 5000).map(str), st.sampled_from(["0", "00"]), INT_VALUE)
+MANGLE = st.sampled_from(['"', ",", "\x00", "\u00e9", " ", "\r", "\n", "\r\n", "0", "-", "x"])
+
+
+@st.composite
+def clean_stamps(draw, year: int) -> str:
+    stamp = np.datetime64(f"{year}-01-01") + np.timedelta64(
+        draw(st.integers(0, 99 * 365 * 86_400 * 10**7 // 10**4)), "ms")
+    return str(stamp).replace("T", " ") + "".join(
+        draw(st.lists(st.sampled_from("0123456789"), min_size=4, max_size=4)))
+
+
+@st.composite
+def azure_files(draw) -> str:
+    """Mostly Azure's own layout and valid, so the bytes path answers; then one odd row, an
+    odd header, a blank line or one mangled character, so it must decline."""
+    eol = draw(st.sampled_from(["\r\n", "\n"]))
+    year = draw(st.sampled_from([2023, 1678, 2160, 1900]))
+    clean_count = st.integers(1, 99999).map(str)
+    rows = draw(st.lists(st.tuples(clean_stamps(year), clean_count, clean_count),
+                         min_size=1, max_size=6))
+    if draw(st.integers(0, 3)) == 0:  # one row from the wide strategies
+        at = draw(st.integers(0, len(rows) - 1))
+        rows[at] = draw(st.tuples(timestamps(7, year), COUNT, COUNT))
+    lines = [draw(HEADERS)] + [",".join(row) for row in rows]
+    if draw(st.integers(0, 7)) == 0:  # a blank line somewhere
+        lines.insert(draw(st.integers(1, len(lines))), "")
+    text = eol.join(lines) + draw(st.sampled_from([eol, eol, "", eol + eol]))
+    if draw(st.integers(0, 5)) == 0:  # one character anywhere replaced, dropped or added
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(MANGLE) + text[at + draw(st.integers(0, 1)):]
+    return text
+
+
+def _file_outcome(path: Path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            req = traces.read_azure_llm_csv(path)
+        except UserInputError as exc:
+            result = ("error", str(exc), exc.field)
+        else:
+            result = ("ok", *(str(a.dtype) + a.tobytes().hex() for a in
+                              (req.arrival_s, req.prompt_tokens, req.output_tokens)))
+    return result, [str(w.message) for w in caught]
+
+
+@settings(max_examples=500, deadline=None)
+@given(azure_files())
+def test_azure_bytes_path_matches_the_general_reader(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("az") / "az.csv"
+    path.write_bytes(text.encode("utf-8"))
+    fast = _file_outcome(path)
+    with mock.patch.object(traces, "read_fixed_layout", lambda path: None):
+        slow = _file_outcome(path)
+    assert fast == slow
+
+
+def test_azure_layout_files_take_the_bytes_path(tmp_path):
+    from gpuscale.workloads.azure_layout import read_fixed_layout
+    rows = ["2023-11-16 18:15:46.6805900,374,44", "2023-11-16 18:15:50.9951690,396,109"]
+    for eol, end in (("\r\n", ""), ("\r\n", "\r\n"), ("\n", "\n")):
+        path = tmp_path / "az.csv"
+        path.write_bytes(eol.join(["TIMESTAMP,ContextTokens,GeneratedTokens", *rows]).encode()
+                         + end.encode())
+        stamps, context, generated = read_fixed_layout(path)
+        assert context.tolist() == [374, 396] and generated.tolist() == [44, 109]
+        assert np.diff(stamps).astype(np.int64).tolist() == [4_314_579_000]
+    path.write_bytes(b"TIMESTAMP,ContextTokens,GeneratedTokens\n" + rows[0].encode() + b"\r\n")
+    assert read_fixed_layout(path) is None  # CRLF after an LF header: the general reader's
+    if AZURE_CONV.is_file():
+        assert read_fixed_layout(AZURE_CONV) is not None

@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuscale.errors import UserInputError
 from gpuscale.inputs import check_json_depth
+from gpuscale.workloads.azure_layout import read_fixed_layout
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.columns import (
     Column,
@@ -124,13 +125,26 @@ def _azure_arrivals(col: Column) -> np.ndarray:
             except ValueError:
                 raise col.fail(i, expected) from None
         raise
+    return _seconds_since_first(stamps)
+
+
+def _seconds_since_first(stamps: np.ndarray) -> np.ndarray:
     # Differences in integer nanoseconds first, then seconds: no float rounding of the epoch.
     return (stamps - stamps[0]).astype(np.int64) / 1e9
 
 
 def read_azure_llm_csv(path: str | Path) -> Requests:
-    """Azure LLM inference trace 2023 (`TIMESTAMP,ContextTokens,GeneratedTokens`)."""
-    cols = read_csv_columns(Path(path), ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
+    """Azure LLM inference trace 2023 (`TIMESTAMP,ContextTokens,GeneratedTokens`).
+
+    A file in Azure's own layout is read from its bytes (`read_fixed_layout`); any other, or
+    one with a value to refuse, goes through `read_csv_columns` and the checks below."""
+    path = Path(path)
+    check_exists(path, str(path))
+    fixed = read_fixed_layout(path)
+    if fixed is not None:
+        stamps, prompt, output = fixed
+        return _relative_sorted(_seconds_since_first(stamps), prompt, output)
+    cols = read_csv_columns(path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
     return _relative_sorted(
         _azure_arrivals(cols["TIMESTAMP"]),
         int_column(cols["ContextTokens"]),
