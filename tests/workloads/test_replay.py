@@ -122,3 +122,23 @@ def test_empty_window_and_missing_file_are_user_errors(tmp_path):
         replay(format="generic", path="generic_ties.csv", start_s=100)
     with pytest.raises(UserInputError, match="trace file not found"):
         replay(base_dir=tmp_path, format="azure", path="AzureLLMInferenceTrace_conv.csv")
+
+
+@pytest.mark.parametrize("fields", [{"repeat": 3, "rate_scale": 7.3},
+                                    {"rate_scale": 0.37, "start_s": 1.0},
+                                    {"repeat": 2, "rate_scale": 3.0, "max_requests": 7}])
+def test_replay_is_window_tile_scale_head_bit_for_bit(fields):
+    # generate() divides its own tiled array in place: the same quotients as scale_rate on the
+    # table tiled the documented way, and the trace as read is left as it was.
+    spec = parse_workload({"kind": "trace", "format": "azure", "path": "azure_midnight.csv",
+                           **fields})
+    full = spec.read(FIXTURES)
+    kept = full.arrival_s.copy()
+    cut = window(full, spec.start_s, spec.end_s)
+    if spec.repeat > 1:
+        cut = tile(cut, spec.repeat, trace_period_s(full) - spec.start_s)
+    want = scale_rate(cut, spec.rate_scale).take(slice(0, spec.max_requests))
+    got = build_requests(spec, RNG, FIXTURES)
+    assert got.arrival_s.tobytes() == want.arrival_s.tobytes()
+    assert got.prompt_tokens.tobytes() == want.prompt_tokens.tobytes()
+    assert full.arrival_s.tobytes() == kept.tobytes()

@@ -30,7 +30,9 @@ class Requests:
             raise ValueError("Requests columns must have equal length")
         if self.prefix_blocks is not None and len(self.prefix_blocks) != n:
             raise ValueError("Requests.prefix_blocks must have one row per request")
-        if n and (np.any(np.diff(self.arrival_s) < 0) or self.arrival_s[0] < 0):
+        # Neighbours compared, not `np.diff(...) < 0`: the same answer (x - y < 0 exactly
+        # when x < y, NaN and infinities included) without a float temporary per table.
+        if n and (np.any(self.arrival_s[1:] < self.arrival_s[:-1]) or self.arrival_s[0] < 0):
             raise ValueError("Requests.arrival_s must be sorted and >= 0")
 
     def __len__(self) -> int:

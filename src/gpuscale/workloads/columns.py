@@ -59,11 +59,40 @@ def _is_finite_float(text: object) -> bool:
         return False
 
 
+# Up to 18 digits always fits int64 (19 may not): the plain-digit fast path stops there.
+_PLAIN_INT_DIGITS = 18
+_COMMA = ord(",")
+
+
+def _plain_ints(values: Sequence[str]) -> np.ndarray | None:
+    """int64 of values that are each 1-18 ASCII digits, else None (numpy's string parse
+    decides, and names the bad row).
+
+    Such a value means the same to every parser, so the column is joined and read by one
+    `np.fromstring` (~0.5 ms for the 19k-row Azure trace) instead of numpy's per-string
+    parse (~4 ms). A value holding a comma (a quoted CSV field) changes the field count."""
+    joined = ",".join(values)
+    if not joined.isascii():
+        return None
+    raw = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    commas = np.flatnonzero(raw == _COMMA)
+    if len(commas) != len(values) - 1 or not (
+            (raw - ord("0") <= 9) | (raw == _COMMA)).all():
+        return None
+    ends = np.concatenate(([-1], commas, [len(raw)]))
+    digits = np.diff(ends) - 1
+    if not ((digits >= 1) & (digits <= _PLAIN_INT_DIGITS)).all():
+        return None
+    return np.fromstring(joined, dtype=np.int64, sep=",")
+
+
 def int_column(col: Column, min_value: int = 1) -> np.ndarray:
     """The column as int64, every value >= `min_value`."""
     expected = f"an integer >= {min_value}"
+    fast = _plain_ints(col.values) if col.values else None
     try:
-        arr = np.asarray(col.values, dtype=str).astype(np.int64) if col.values else _empty_int()
+        arr = fast if fast is not None else (
+            np.asarray(col.values, dtype=str).astype(np.int64) if col.values else _empty_int())
     except (ValueError, OverflowError):
         bad = _first_bad(col.values, _is_int)
         too_big = str(col.values[bad]).strip().lstrip("+-").isdigit()

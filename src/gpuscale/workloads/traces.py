@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from gpuscale.errors import UserInputError
 from gpuscale.inputs import check_json_depth
+from gpuscale.workloads.azure_layout import read_fixed_layout
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.columns import (
     Column,
@@ -66,17 +67,55 @@ def _check_azure_range(col: Column, expected: str) -> None:
                        f"(the trace spans {span_years:.0f} years)")
 
 
+# `_AZURE_TIMESTAMP` at one width: "0" stands for a digit. Widths 19 (no fraction) and 21-29.
+_STAMP_TEMPLATE = np.frombuffer(b"0000-00-00 00:00:00.000000000", dtype=np.uint8)
+_STAMP_WIDTHS = frozenset((19, *range(21, 30)))
+_STAMP_DIGITS = np.equal(_STAMP_TEMPLATE, ord("0"))
+_YEAR_PLACES = np.array([1000, 100, 10, 1], dtype=np.int32)
+
+
+def _uniform_stamp_years(values: Sequence[str]) -> np.ndarray | None:
+    """Each row's year when every value is ASCII of one width and fits `_AZURE_TIMESTAMP`
+    there, checked as one byte matrix; None when not (then the per-row match decides).
+
+    Every Azure file writes 7 fractional digits on every row: one numpy pass instead of a
+    regex call per row (~6 ms on the 19k-row trace). It accepts only what the regex accepts:
+    ASCII digits where it wants a digit, and a shorter value is padded with NULs, no digit
+    and no separator. The width is known before the matrix is made (a long value is no
+    gigabyte matrix)."""
+    width = max(map(len, values))
+    if width not in _STAMP_WIDTHS:
+        return None
+    try:
+        raw = np.asarray(values, dtype=f"S{width}")
+    except UnicodeEncodeError:
+        return None
+    table = raw.view(np.uint8).reshape(len(values), width)
+    digit = _STAMP_DIGITS[:width]
+    if not ((table[:, digit] - ord("0") <= 9).all()
+            and (table[:, ~digit] == _STAMP_TEMPLATE[:width][~digit]).all()):
+        return None
+    return (table[:, :4].astype(np.int32) - ord("0")) @ _YEAR_PLACES
+
+
 def _azure_arrivals(col: Column) -> np.ndarray:
     """Seconds since the first row. numpy parses up to 9 fractional digits (strptime only 6),
     but it also accepts 'NaT' and bare dates, so each value is matched against the exact form
-    first."""
+    first: as one byte matrix when the column has one width, else by the regex row by row."""
     expected = "a timestamp like '2023-11-16 18:15:46.6805900'"
-    for i, text in enumerate(col.values):
-        if not _AZURE_TIMESTAMP.fullmatch(text):
-            raise col.fail(i, expected)
+    years = _uniform_stamp_years(col.values) if col.values else None
+    if years is None:
+        for i, text in enumerate(col.values):
+            if not _AZURE_TIMESTAMP.fullmatch(text):
+                raise col.fail(i, expected)
     if not col.values:
         return np.zeros(0)
-    _check_azure_range(col, expected)
+    # Years 1678-2261 within 98 of each other: neither bound nor the span can fail (99
+    # calendar years < 100 * 365.25 days), so the coarse parse of `_check_azure_range` is
+    # skipped; otherwise it runs and names the row as before.
+    first, last = (int(years.min()), int(years.max())) if years is not None else (0, 0)
+    if not (first >= 1678 and last <= 2261 and last - first <= 98):
+        _check_azure_range(col, expected)
     try:
         stamps = np.asarray(col.values, dtype="datetime64[ns]")
     except ValueError:  # well-formed but impossible, e.g. month 13: find the row
@@ -86,13 +125,26 @@ def _azure_arrivals(col: Column) -> np.ndarray:
             except ValueError:
                 raise col.fail(i, expected) from None
         raise
+    return _seconds_since_first(stamps)
+
+
+def _seconds_since_first(stamps: np.ndarray) -> np.ndarray:
     # Differences in integer nanoseconds first, then seconds: no float rounding of the epoch.
     return (stamps - stamps[0]).astype(np.int64) / 1e9
 
 
 def read_azure_llm_csv(path: str | Path) -> Requests:
-    """Azure LLM inference trace 2023 (`TIMESTAMP,ContextTokens,GeneratedTokens`)."""
-    cols = read_csv_columns(Path(path), ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
+    """Azure LLM inference trace 2023 (`TIMESTAMP,ContextTokens,GeneratedTokens`).
+
+    A file in Azure's own layout is read from its bytes (`read_fixed_layout`); any other, or
+    one with a value to refuse, goes through `read_csv_columns` and the checks below."""
+    path = Path(path)
+    check_exists(path, str(path))
+    fixed = read_fixed_layout(path)
+    if fixed is not None:
+        stamps, prompt, output = fixed
+        return _relative_sorted(_seconds_since_first(stamps), prompt, output)
+    cols = read_csv_columns(path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
     return _relative_sorted(
         _azure_arrivals(cols["TIMESTAMP"]),
         int_column(cols["ContextTokens"]),

@@ -1,0 +1,111 @@
+"""The Azure LLM trace read straight from its bytes, for files in the exact layout Azure ships.
+
+Azure's files (shared/traces/README.md "azure_llm_2023") are one header,
+`TIMESTAMP,ContextTokens,GeneratedTokens`, then rows `YYYY-MM-DD HH:MM:SS.fffffff,<int>,<int>`
+with 7 fractional digits, all lines ended alike. Such a file is checked and converted here with
+a few numpy passes over its bytes, never making a Python string per field: ~5 ms for the
+19k-row conversation trace instead of ~12 ms through `read_csv_columns`, and the tiled
+benchmark reads it on every run.
+
+`read_fixed_layout` answers None for anything else, or for any value the general reader would
+refuse (a bad row, a year out of range, an impossible date, a count below 1): the caller then
+reads the file the general way, which names the file, line and column. So this path has no
+error messages of its own, and where it answers, it answers what the general path answers: the
+same timestamp parse (numpy's, of the same characters) and integers of at most 18 digits,
+which every parser reads alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+_HEADER = b"TIMESTAMP,ContextTokens,GeneratedTokens"
+_BOM = b"\xef\xbb\xbf"  # utf-8-sig, as the general reader opens the file
+_STAMP = b"0000-00-00 00:00:00.0000000"  # "0": a digit
+_STAMP_BYTES = len(_STAMP)
+_STAMP_ARRAY = np.frombuffer(_STAMP, dtype=np.uint8)
+_SEPARATOR_AT = np.flatnonzero(np.not_equal(_STAMP_ARRAY, ord("0")))  # "-", "-", " ", ":", ":", "."
+_DIGIT_AT = np.flatnonzero(np.equal(_STAMP_ARRAY, ord("0")))
+_INT_DIGITS = 18  # always fits int64
+_YEAR_PLACES = np.array([1000, 100, 10, 1], dtype=np.int32)
+_LF, _CR, _COMMA = ord("\n"), ord("\r"), ord(",")
+
+
+def read_fixed_layout(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(timestamps as datetime64[ns], ContextTokens, GeneratedTokens) in file order, or None
+    when the file is not exactly in Azure's layout with every value valid."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None  # the general reader meets the same error, and reports it
+    if data.startswith(_BOM):
+        data = data[len(_BOM):]
+    if not data.startswith(_HEADER):
+        return None
+    eol = data[len(_HEADER):len(_HEADER) + 2]
+    eol = b"\r\n" if eol == b"\r\n" else eol[:1]
+    if eol not in (b"\r\n", b"\n"):
+        return None
+    body = data[len(_HEADER) + len(eol):]
+    if body.endswith(eol):
+        body = body[:-len(eol)]
+    return _convert(np.frombuffer(body, dtype=np.uint8), len(eol)) if body else None
+
+
+def _convert(raw: np.ndarray, eol_bytes: int) -> tuple[np.ndarray, np.ndarray,
+                                                         np.ndarray] | None:
+    newlines = np.flatnonzero(raw == _LF)
+    # Lines are the pieces between line ends, all alike: no CR but in a CRLF.
+    returns = np.flatnonzero(raw == _CR)
+    if len(returns) != (len(newlines) if eol_bytes == 2 else 0):
+        return None
+    if eol_bytes == 2 and not (returns == newlines - 1).all():
+        return None
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines - (eol_bytes - 1), [len(raw)]))  # at the line end
+    rows = len(starts)
+    # Exactly two commas a row: right after the stamp, and between counts of 1-18 digits (a
+    # blank line, which the general reader skips keeping the others' numbers, has none).
+    commas = np.flatnonzero(raw == _COMMA)
+    if len(commas) != 2 * rows:
+        return None
+    first, second = commas.reshape(rows, 2).T
+    context_digits, generated_digits = second - first - 1, ends - second - 1
+    if not ((first == starts + _STAMP_BYTES).all()
+            and ((context_digits >= 1) & (context_digits <= _INT_DIGITS)).all()
+            and ((generated_digits >= 1) & (generated_digits <= _INT_DIGITS)).all()):
+        return None
+    # Each row's first 27 bytes as one matrix (a row of a sliding window per line start).
+    stamps = sliding_window_view(raw, _STAMP_BYTES)[starts]
+    if not ((stamps[:, _DIGIT_AT] - ord("0") <= 9).all()
+            and (stamps[:, _SEPARATOR_AT] == _STAMP_ARRAY[_SEPARATOR_AT]).all()):
+        return None
+    # Each row's ",<context>,<generated>", back to back: the counts as one comma-separated
+    # list once the leading comma is dropped. The mask is made by repeating, per row,
+    # (drop the stamp, keep the rest, drop the line end) over those three lengths.
+    pieces = np.empty((rows, 3), dtype=np.int64)
+    pieces[:, 0] = _STAMP_BYTES
+    pieces[:, 1] = ends - first
+    pieces[:, 2] = eol_bytes
+    pieces[-1, 2] = 0
+    keep = np.repeat(np.tile(np.array([False, True, False]), rows), pieces.ravel())
+    rest = raw[keep]
+    if not ((rest - ord("0") <= 9) | (rest == _COMMA)).all():
+        return None
+    counts = np.fromstring(rest[1:].tobytes(), dtype=np.int64, sep=",")
+    if len(counts) != 2 * rows or not (counts >= 1).all():
+        return None  # `int_column` names the row below 1
+    years = (stamps[:, :4].astype(np.int32) - ord("0")) @ _YEAR_PLACES
+    first_year, last_year = int(years.min()), int(years.max())
+    if not (first_year >= 1678 and last_year <= 2261 and last_year - first_year <= 98):
+        return None  # `_check_azure_range` decides (and words the error)
+    try:
+        stamps_ns = np.ascontiguousarray(stamps).view(f"S{_STAMP_BYTES}").ravel() \
+            .astype("datetime64[ns]")
+    except ValueError:  # an impossible date, e.g. month 13
+        return None
+    counts = counts.reshape(rows, 2)
+    return stamps_ns, counts[:, 0].copy(), counts[:, 1].copy()
