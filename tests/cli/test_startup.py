@@ -35,12 +35,16 @@ print(json.dumps(heavy), file=sys.stderr)
 """
 
 
-def _heavy_modules(*args: str) -> list[str]:
+def _probe(code: str, args: tuple[str, ...], timeout_s: float) -> list[str]:
+    """Run a probe script in a fresh interpreter; its last stderr line is a JSON list."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    code = f"HEAVY = {HEAVY!r}\n" + _PROBE
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                            env=env, timeout=60)
+                            env=env, timeout=timeout_s)
     return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def _heavy_modules(*args: str) -> list[str]:
+    return _probe(f"HEAVY = {HEAVY!r}\n" + _PROBE, args, 60)
 
 
 @pytest.mark.parametrize("args", [
@@ -253,11 +257,7 @@ print(json.dumps(sorted(m for m in LAZY if m in sys.modules)), file=sys.stderr)
 
 
 def _lazy_loaded(*args: str) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    code = f"LAZY = {LAZY_CONTROLLERS!r}\n" + _LAZY_PROBE
-    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                            env=env, timeout=120)
-    return json.loads(result.stderr.strip().splitlines()[-1])
+    return _probe(f"LAZY = {LAZY_CONTROLLERS!r}\n" + _LAZY_PROBE, args, 120)
 
 
 def test_the_scenario_schema_does_not_import_unused_controllers():
