@@ -236,7 +236,8 @@ class Fleet(TimerOwner):
     def route(self, rid: int, now_s: float, kv_ready: bool = False) -> None:
         if self.ready:
             pick = self.pick_for_request
-            target = pick(self.ready, rid) if pick is not None else self.router(self.ready)
+            target = pick(self.ready, rid) if pick is not None else \
+                self.router.choose(self.ready)
             target.enqueue(rid, now_s, kv_ready)
         else:
             self.gateway.append((rid, kv_ready))

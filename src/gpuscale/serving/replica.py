@@ -351,7 +351,8 @@ class Replica(TimerOwner):
                 waiting.popleft()
                 self.waiting_prompt_tokens -= prompt
                 self.running[rid] = None
-                self._reserve(rid, 1)
+                if self.no_evict:
+                    self._reserve(rid, 1)
                 self.kv_ready.discard(rid)
                 if table.output_tokens_list[rid] <= 1:
                     del self.running[rid]
@@ -367,7 +368,8 @@ class Replica(TimerOwner):
             waiting.popleft()
             self.waiting_prompt_tokens -= prompt
             self.running[rid] = None
-            self._reserve(rid, 1)
+            if self.no_evict:  # (`_reserve`'s own test, without the call)
+                self._reserve(rid, 1)
             cache = self.prefix_cache
             # Tokens found in the prefix cache are not computed; the chunk's attention still
             # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
@@ -590,7 +592,8 @@ class Replica(TimerOwner):
             cache.release(rid, self._blocks_needed(0, 0, 0))
 
     def _complete(self, rid: int, now_s: float) -> None:
-        self._reserve(rid, -1)
+        if self.no_evict:
+            self._reserve(rid, -1)
         if self.prefix_cache is not None:
             self._release_prefix(rid)
         if self.load_log is not None:

@@ -40,6 +40,11 @@ class Router:
     def __call__(self, replicas: list[Replica]) -> Replica:
         raise NotImplementedError
 
+    def choose(self, replicas: list[Replica]) -> Replica:
+        """`self(replicas)` as a method: the fleet calls this one, which the compiled build
+        dispatches natively (calling the instance goes through argument parsing)."""
+        return self(replicas)
+
     def pick(self, replicas: list[Replica], rid: int) -> Replica:
         """Route request `rid`; only called when `needs_request` is set."""
         return self(replicas)
@@ -54,11 +59,11 @@ class Router:
 class FunctionRouter(Router):
     """A plain `Callable[[list[Replica]], Replica]` as a Router."""
 
-    def __init__(self, choose: Callable[[list[Replica]], Replica]) -> None:
-        self.choose = choose
+    def __init__(self, function: Callable[[list[Replica]], Replica]) -> None:
+        self.function = function
 
     def __call__(self, replicas: list[Replica]) -> Replica:
-        return self.choose(replicas)
+        return self.function(replicas)
 
 
 class LeastOutstanding(Router):
@@ -156,6 +161,9 @@ class LeastOutstanding(Router):
         self._winner = winner
 
     def __call__(self, replicas: list[Replica]) -> Replica:
+        return self.choose(replicas)
+
+    def choose(self, replicas: list[Replica]) -> Replica:
         if len(replicas) != self._count:
             return least_outstanding(replicas)  # not the list this index follows
         changed = self._changed
