@@ -29,7 +29,7 @@ def _replica(table: RequestTable, load: int, served: list[int]):
         cache.acquire(rid, 2000, 0.0)
         cache.scheduled(rid, 2000)
         cache.release(rid, 0.0)
-    return SimpleNamespace(prefix_cache=cache, waiting=[0] * load, running={})
+    return SimpleNamespace(prefix_cache=cache, outstanding=lambda: load)
 
 
 def test_the_replica_with_the_longest_cached_prefix_wins_over_a_lighter_one():
@@ -59,7 +59,7 @@ def test_equal_prefixes_go_to_the_lighter_replica_then_the_first_ready():
 
 def test_replicas_without_a_cache_count_as_no_match():
     table = _table()
-    plain = SimpleNamespace(prefix_cache=None, waiting=[], running={})
+    plain = SimpleNamespace(prefix_cache=None, outstanding=lambda: 0)
     holder = _replica(table, 3, [0])
     assert ROUTERS["prefix_aware"]().pick([plain, holder], 2) is holder
     assert ROUTERS["prefix_aware"]().pick([plain, holder], 4) is plain

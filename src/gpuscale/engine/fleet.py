@@ -304,7 +304,7 @@ class Fleet(TimerOwner):
                     prev_busy[slot.pod.name] = busy
                     values[GPU_UTIL] = min(100.0, max(0.0, util))
                     values[FB_USED] = fb_used_mib
-                    values[WAITING] = float(len(replica.waiting))
+                    values[WAITING] = float(replica.num_waiting())
                     values[RUNNING] = float(len(replica.running))
                     values[KV_USAGE] = replica.kv_usage_frac(now_s)
                     values[PREFILL_TOKENS_WAITING] = float(

@@ -25,7 +25,6 @@ chunk fills, and given a request's blocks back when it finishes or is preempted.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heappop, heappush
@@ -106,6 +105,8 @@ class Replica(TimerOwner):
         "prefill_role",
         "prefilling",
         "prefix_cache",
+        "queue",
+        "queue_head",
         "reserved_tokens",
         "resume_generated",
         "role",
@@ -126,7 +127,6 @@ class Replica(TimerOwner):
         "table",
         "timer",
         "ttft_observations",
-        "waiting",
         "waiting_prompt_tokens",
         "whole_prompts",
     )
@@ -140,7 +140,11 @@ class Replica(TimerOwner):
         self.cfg = cfg
         self.sim = sim
         self.table = table
-        self.waiting: deque[int] = deque()
+        # The waiting queue, FCFS: queue[queue_head:] (a list and a head index, not a deque:
+        # the compiled build reads, appends and pops a list natively; the consumed prefix is
+        # dropped once it is half the list).
+        self.queue: list[int] = []
+        self.queue_head = 0
         # Sum of the waiting requests' prompt tokens (vllm:num_prefill_tokens_waiting's
         # input), kept as the queue changes so a scrape does not walk every queue.
         self.waiting_prompt_tokens = 0
@@ -195,7 +199,7 @@ class Replica(TimerOwner):
         # nothing but one test per admission, chunk and completion.
         self.prefix_cache: PrefixCache | None = None
         # The router's index (serving/router.py LeastOutstanding): while this replica is a
-        # routing target, it appends itself to `load_log` whenever len(waiting) + len(running)
+        # routing target, it appends itself to `load_log` whenever its outstanding() count
         # changes (enqueue, drop, completion, hand-off), and `route_rank` is its place in the
         # ready list (0 = not routed to).
         self.load_log: list[Replica] | None = None
@@ -203,7 +207,15 @@ class Replica(TimerOwner):
 
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
-        return len(self.waiting) + len(self.running)
+        """Waiting + running requests (the router's load)."""
+        return len(self.queue) - self.queue_head + len(self.running)
+
+    def num_waiting(self) -> int:
+        return len(self.queue) - self.queue_head
+
+    def waiting_rids(self) -> list[int]:
+        """The waiting queue, head first."""
+        return self.queue[self.queue_head:]
 
     def current_G(self, now_s: float) -> int:
         if self.state == _SEGMENT:
@@ -238,7 +250,7 @@ class Replica(TimerOwner):
             return
         if kv_ready:
             self.kv_ready.add(rid)
-        self.waiting.append(rid)
+        self.queue.append(rid)
         self.waiting_prompt_tokens += self.table.prompt_tokens_list[rid]
         if self.load_log is not None:
             self.load_log.append(self)
@@ -246,7 +258,7 @@ class Replica(TimerOwner):
             self._plan(now_s)
         elif self.state == _SEGMENT:
             self._cut_segment(now_s)
-        elif now_s <= self.step_start_s and len(self.waiting) == 1:
+        elif now_s <= self.step_start_s and len(self.queue) - self.queue_head == 1:
             self._join_planned_step()
 
     def enqueue_burst(self, rid: int, now_s: float) -> int:
@@ -268,17 +280,18 @@ class Replica(TimerOwner):
         """Stop taking requests; call `on_drained` once the in-flight ones are done."""
         self.accepting = False
         self.on_drained = on_drained
-        if self.state == _IDLE and not self.waiting:
+        if self.state == _IDLE and self.queue_head == len(self.queue):
             on_drained(self)
 
     def evict(self) -> list[int]:
         """Stop at once (pod killed): returns the request ids that were in flight here."""
         self._go_idle(self.sim.now_s)
         self.sim.cancel_timer(self.timer)
-        lost = list(self.running) + list(self.waiting)
+        lost = list(self.running) + self.queue[self.queue_head:]
         for rid in self.running:
             self.table.decode_g0[rid] = NOT_DECODING
-        self.waiting.clear()
+        self.queue = []
+        self.queue_head = 0
         self.waiting_prompt_tokens = 0
         self.running.clear()
         self.prefilling.clear()
@@ -307,7 +320,7 @@ class Replica(TimerOwner):
 
     def _drop_first_waiting(self, rid: int, now_s: float, reason: str) -> None:
         """Drop the head of the waiting queue (`rid`): it timed out or can never fit."""
-        self.waiting.popleft()
+        self._pop_waiting()
         self.waiting_prompt_tokens -= self.table.prompt_tokens_list[rid]
         self.resume_generated.pop(rid, None)
         self.kv_ready.discard(rid)
@@ -315,13 +328,30 @@ class Replica(TimerOwner):
         if self.load_log is not None:
             self.load_log.append(self)
 
+    def _pop_waiting(self) -> None:
+        """Take the head off the waiting queue."""
+        head = self.queue_head + 1
+        if head >= 64 and 2 * head >= len(self.queue):  # drop the consumed prefix
+            del self.queue[:head]
+            head = 0
+        self.queue_head = head
+
+    def _push_front(self, rid: int) -> None:
+        """Put `rid` back at the head of the waiting queue (a preempted request)."""
+        if self.queue_head:
+            self.queue_head -= 1
+            self.queue[self.queue_head] = rid
+        else:
+            self.queue.insert(0, rid)
+
     def _admit(self, now_s: float, budget: int, chunks: list[tuple[int, int, int]]) -> int:
         """Admit waiting requests FCFS while seats, KV blocks and token budget allow."""
         table = self.table
         cfg = self.cfg
-        waiting = self.waiting
-        while waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
-            rid = waiting[0]
+        queue = self.queue
+        while self.queue_head < len(queue) and budget > 0 \
+                and len(self.running) < cfg.max_num_seqs:
+            rid = queue[self.queue_head]
             if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
@@ -348,7 +378,7 @@ class Replica(TimerOwner):
                         continue
                     break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
-                waiting.popleft()
+                self._pop_waiting()
                 self.waiting_prompt_tokens -= prompt
                 self.running[rid] = None
                 if self.no_evict:
@@ -365,7 +395,7 @@ class Replica(TimerOwner):
                 # Whole prompts only: it waits for the next step. One longer than the budget
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
-            waiting.popleft()
+            self._pop_waiting()
             self.waiting_prompt_tokens -= prompt
             self.running[rid] = None
             if self.no_evict:  # (`_reserve`'s own test, without the call)
@@ -387,7 +417,7 @@ class Replica(TimerOwner):
 
     def _plan(self, now_s: float) -> None:
         """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
-        if not self.prefilling and not self.waiting and self.n_decode:
+        if not self.prefilling and self.queue_head == len(self.queue) and self.n_decode:
             self._start_segment(now_s)  # fast path: nothing to admit or prefill
             return
         # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
@@ -404,7 +434,7 @@ class Replica(TimerOwner):
             budget -= take
             if cache is not None:
                 cache.scheduled(rid, total - remaining + take)
-        if self.accepting or self.waiting:
+        if self.accepting or self.queue_head < len(self.queue):
             budget = self._admit(now_s, budget, chunks)
         if chunks:
             self._start_busy(now_s, _STEP)
@@ -418,7 +448,8 @@ class Replica(TimerOwner):
             self._start_segment(now_s)
             return
         self._go_idle(now_s)
-        if not self.accepting and not self.running and not self.waiting and self.on_drained:
+        if not self.accepting and not self.running and self.queue_head == len(self.queue) \
+                and self.on_drained:
             callback, self.on_drained = self.on_drained, None
             callback(self)
 
@@ -624,5 +655,5 @@ class Replica(TimerOwner):
                 self.n_decode -= 1
                 self.resume_generated[rid] = self.G - g0
             self._release_prefix(rid)
-            self.waiting.appendleft(rid)
+            self._push_front(rid)
             self.waiting_prompt_tokens += prompt

@@ -21,9 +21,9 @@ def least_outstanding(replicas: list[Replica]) -> Replica:
 
     The reference scan; `LeastOutstanding` gives the same answer without scanning."""
     best = replicas[0]
-    best_load = len(best.waiting) + len(best.running)
+    best_load = best.outstanding()
     for replica in replicas:
-        load = len(replica.waiting) + len(replica.running)
+        load = replica.outstanding()
         if load < best_load:
             best, best_load = replica, load
     return best
@@ -170,7 +170,7 @@ class LeastOutstanding(Router):
         if changed:
             for r in changed:
                 if r.route_rank:
-                    self._set(r.route_rank, len(r.waiting) + len(r.running))
+                    self._set(r.route_rank, r.outstanding())
             changed.clear()
         best = self._winner[1]
         found = self._by_rank[best] if self._load[best] != _EMPTY else None
@@ -212,12 +212,12 @@ class PrefixAwareRouter(Router):
 
     needs_request = True
 
-    # Any, not Replica: this router reads only `prefix_cache`, `waiting` and `running`, and
+    # Any, not Replica: this router reads only `prefix_cache` and `outstanding()`, and
     # its tests pass stand-ins, which compiled (mypyc) code would reject.
     def __call__(self, replicas: list[Any]) -> Any:
         """Without the request (no hashes to match): least outstanding (`min` keeps the first
         of equals, as `least_outstanding`)."""
-        return min(replicas, key=lambda r: len(r.waiting) + len(r.running))
+        return min(replicas, key=lambda r: r.outstanding())
 
     def pick(self, replicas: list[Any], rid: int) -> Any:
         best = replicas[0]
@@ -225,7 +225,7 @@ class PrefixAwareRouter(Router):
         for replica in replicas:
             cache = replica.prefix_cache
             matched = 0 if cache is None else cache.match_units(rid)
-            key = (-matched, len(replica.waiting) + len(replica.running))
+            key = (-matched, replica.outstanding())
             if best_key is None or key < best_key:
                 best, best_key = replica, key
         return best
