@@ -77,11 +77,12 @@ class RequestTable:
         # so one column serves every replica, read by index where a dict per replica was
         # looked up (one int object shared by the whole list until set: 8 bytes a request).
         self.decode_g0: list[int] = [NOT_DECODING] * n
-        self.first_token_s: array[float] = array("d", np.full(n, NAN).tobytes())
-        self.finish_s: array[float] = array("d", np.full(n, NAN).tobytes())
-        self.status: array[int] = array("b", bytes(n))  # IN_FLIGHT == 0
-        self.num_preemptions: array[int] = array("i", bytes(4 * n))
-        self.num_retries: array[int] = array("i", bytes(4 * n))
+        # Filled by repeating one value (a memcpy), not copied from a temporary: same bytes.
+        self.first_token_s: array[float] = array("d", [NAN]) * n
+        self.finish_s: array[float] = array("d", [NAN]) * n
+        self.status: array[int] = array("b", [IN_FLIGHT]) * n
+        self.num_preemptions: array[int] = array("i", [0]) * n
+        self.num_retries: array[int] = array("i", [0]) * n
         # The hot path reads and writes the float and status columns through memoryviews: an
         # array.array item store parses its value with PyArg_Parse (~2x the view's cost).
         # (cast, through bytes, to their own format: the item type the compiled code expects.)
