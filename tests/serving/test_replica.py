@@ -214,10 +214,10 @@ def test_the_waiting_queue_is_a_deque(ops):
             replica.queue.append(i)
             model.append(i)
         elif op == "front":
-            replica._push_front(i)
+            replica._push_front(i, 0)
             model.appendleft(i)
         elif model:
-            replica._pop_waiting()
+            replica._pop_waiting(0)
             model.popleft()
         assert replica.waiting_rids() == list(model)
         assert replica.num_waiting() == len(model)

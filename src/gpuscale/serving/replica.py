@@ -5,15 +5,15 @@ budget (`max_num_batched_tokens`) on prefill chunks (chunked prefill), admitting
 requests FCFS while `max_num_seqs` and KV blocks allow. Steps that carry prefill are simulated
 one by one (each changes the batch). A stretch of pure decode is advanced analytically: the
 engine computes how many steps pass until the next sequence finishes or the KV cache runs out
-(the step time grows linearly with the cached context, see `DecodeSegment`), and schedules a
-single event there. An arrival in the middle of a stretch cuts it at the end of the step in
+(the step time grows linearly with the cached context, see `DecodeSegment`), and sets its one
+timer there. An arrival in the middle of a stretch cuts it at the end of the step in
 progress, where the newcomer joins, as it would in vLLM.
 
 Bookkeeping uses a per-replica step counter G: a sequence that entered decode at G0 has
 generated G - G0 tokens since, so finishing times are kept in a heap keyed by G (one int per
 sequence, finish_G x span + rid: the order of (finish_G, rid) pairs, compared as plain ints
-rather than tuples), and the total
-cached context is `decode_base + n_decode x G`, with no per-token or per-sequence loop.
+rather than tuples), and the total cached context is `decode_base + n_decode x G`, with no
+per-token or per-sequence loop.
 
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
 + half a block per running sequence (the last block of each sequence is on average half full);
@@ -320,24 +320,26 @@ class Replica(TimerOwner):
 
     def _drop_first_waiting(self, rid: int, now_s: float, reason: str) -> None:
         """Drop the head of the waiting queue (`rid`): it timed out or can never fit."""
-        self._pop_waiting()
-        self.waiting_prompt_tokens -= self.table.prompt_tokens_list[rid]
+        self._pop_waiting(self.table.prompt_tokens_list[rid])
         self.resume_generated.pop(rid, None)
         self.kv_ready.discard(rid)
         self.table.drop(rid, now_s, reason)
         if self.load_log is not None:
             self.load_log.append(self)
 
-    def _pop_waiting(self) -> None:
-        """Take the head off the waiting queue."""
+    def _pop_waiting(self, prompt_tokens: int) -> None:
+        """Take the head (of `prompt_tokens`) off the waiting queue."""
+        self.waiting_prompt_tokens -= prompt_tokens
         head = self.queue_head + 1
         if head >= 64 and 2 * head >= len(self.queue):  # drop the consumed prefix
             del self.queue[:head]
             head = 0
         self.queue_head = head
 
-    def _push_front(self, rid: int) -> None:
-        """Put `rid` back at the head of the waiting queue (a preempted request)."""
+    def _push_front(self, rid: int, prompt_tokens: int) -> None:
+        """Put `rid` (of `prompt_tokens`) back at the head of the waiting queue (a preempted
+        request)."""
+        self.waiting_prompt_tokens += prompt_tokens
         if self.queue_head:
             self.queue_head -= 1
             self.queue[self.queue_head] = rid
@@ -355,12 +357,9 @@ class Replica(TimerOwner):
             if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
-            # Both are empty but after a preemption or with disaggregation: test that first
-            # (a lookup boxes the int key in the compiled build).
-            kv_ready = bool(self.kv_ready) and rid in self.kv_ready
+            kv_ready = rid in self.kv_ready
             prompt = table.prompt_tokens_list[rid]
-            need = prompt + (1 if kv_ready else
-                             self.resume_generated.get(rid, 0) if self.resume_generated else 0)
+            need = prompt + (1 if kv_ready else self.resume_generated.get(rid, 0))
             # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
             tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
                       + need)
@@ -378,11 +377,9 @@ class Replica(TimerOwner):
                         continue
                     break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
-                self._pop_waiting()
-                self.waiting_prompt_tokens -= prompt
+                self._pop_waiting(prompt)
                 self.running[rid] = None
-                if self.no_evict:
-                    self._reserve(rid, 1)
+                self._reserve(rid, 1)
                 self.kv_ready.discard(rid)
                 if table.output_tokens_list[rid] <= 1:
                     del self.running[rid]
@@ -395,11 +392,9 @@ class Replica(TimerOwner):
                 # Whole prompts only: it waits for the next step. One longer than the budget
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
-            self._pop_waiting()
-            self.waiting_prompt_tokens -= prompt
+            self._pop_waiting(prompt)
             self.running[rid] = None
-            if self.no_evict:  # (`_reserve`'s own test, without the call)
-                self._reserve(rid, 1)
+            self._reserve(rid, 1)
             cache = self.prefix_cache
             # Tokens found in the prefix cache are not computed; the chunk's attention still
             # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
@@ -428,8 +423,7 @@ class Replica(TimerOwner):
             if budget <= 0:
                 break
             take = remaining if remaining < budget else budget
-            total = self.table.prompt_tokens_list[rid] + (
-                self.resume_generated.get(rid, 0) if self.resume_generated else 0)
+            total = self.table.prompt_tokens_list[rid] + self.resume_generated.get(rid, 0)
             chunks.append((rid, take, total - remaining))
             budget -= take
             if cache is not None:
@@ -557,7 +551,7 @@ class Replica(TimerOwner):
                 continue
             # Prefill done: this step also produced the next token.
             del prefilling[rid]
-            generated = (self.resume_generated.pop(rid, 0) if self.resume_generated else 0) + 1
+            generated = self.resume_generated.pop(rid, 0) + 1
             prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
             first_token_s = table.first_token_s_view[rid]
@@ -623,8 +617,7 @@ class Replica(TimerOwner):
             cache.release(rid, self._blocks_needed(0, 0, 0))
 
     def _complete(self, rid: int, now_s: float) -> None:
-        if self.no_evict:
-            self._reserve(rid, -1)
+        self._reserve(rid, -1)
         if self.prefix_cache is not None:
             self._release_prefix(rid)
         if self.load_log is not None:
@@ -655,5 +648,4 @@ class Replica(TimerOwner):
                 self.n_decode -= 1
                 self.resume_generated[rid] = self.G - g0
             self._release_prefix(rid)
-            self._push_front(rid)
-            self.waiting_prompt_tokens += prompt
+            self._push_front(rid, prompt)
