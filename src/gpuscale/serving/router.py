@@ -88,10 +88,11 @@ class LeastOutstanding(Router):
         self._by_rank: list[Replica | None] = [None]  # rank -> replica; None once removed
         self._count = 0
         self._capacity = max(2, capacity)  # leaves (> every rank); doubles when outgrown
-        self._load: list[int] = [_EMPTY] * self._capacity  # rank -> load, _EMPTY: no replica
+        self._load: list[int] = []  # rank -> load, _EMPTY: no replica
         # Inner node i (1 <= i < capacity) -> the winning rank below it; leaf of rank r is node
-        # capacity + r. All leaves empty: each node's leftmost leaf wins the ties.
-        self._winner: list[int] = _leftmost_leaves(self._capacity)
+        # capacity + r (`_rebuild` fills both).
+        self._winner: list[int] = []
+        self._rebuild(self._capacity)
 
     def add(self, replica: Replica) -> None:
         self._count += 1
@@ -175,15 +176,6 @@ class LeastOutstanding(Router):
         best = self._winner[1]
         found = self._by_rank[best] if self._load[best] != _EMPTY else None
         return found if found is not None else least_outstanding(replicas)
-
-
-def _leftmost_leaves(capacity: int) -> list[int]:
-    """Winners of a tree whose leaves all tie: each inner node's leftmost leaf rank."""
-    winner = [0] * capacity
-    for i in range(capacity - 1, 0, -1):
-        left = 2 * i
-        winner[i] = left - capacity if left >= capacity else winner[left]
-    return winner
 
 
 def round_robin_factory() -> Router:
