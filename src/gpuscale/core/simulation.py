@@ -9,7 +9,7 @@ a timer replaces its pending firing, which then never runs, so the heap does not
 superseded events (issue 16: 107k of a run's 512k events were, each popped to be ignored). A
 timer firing takes its place in the same (time_s, priority, seq) order as an event, `seq` from
 the same counter, so a run is the same whichever queue holds what. Two interchangeable timer
-ways implement this: an indexed binary heap beside the event heap (a firing is moved in place;
+ways implement this: an indexed 4-ary heap beside the event heap (a firing is moved in place;
 the compiled hot path's, where its int and float reads are native), or firings pushed on the
 event heap itself, a superseded one skipped when it surfaces (the interpreter's, where heapq's
 C code beats any Python sift). `Simulation(indexed_timers=...)` picks one; the default is the
