@@ -24,11 +24,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 _HEADER = b"TIMESTAMP,ContextTokens,GeneratedTokens"
 _BOM = b"\xef\xbb\xbf"  # utf-8-sig, as the general reader opens the file
-_STAMP = b"0000-00-00 00:00:00.0000000"  # "0": a digit
-_STAMP_BYTES = len(_STAMP)
-_STAMP_ARRAY = np.frombuffer(_STAMP, dtype=np.uint8)
-_SEPARATOR_AT = np.flatnonzero(np.not_equal(_STAMP_ARRAY, ord("0")))  # "-", "-", " ", ":", ":", "."
-_DIGIT_AT = np.flatnonzero(np.equal(_STAMP_ARRAY, ord("0")))
+# `traces._AZURE_TIMESTAMP` at its longest, "0" standing for a digit; its widths 19 and 21-29
+# are prefixes of this. Azure's files write 7 fractional digits: 27 bytes.
+STAMP_TEMPLATE = np.frombuffer(b"0000-00-00 00:00:00.000000000", dtype=np.uint8)
+_STAMP_BYTES = 27
 _INT_DIGITS = 18  # always fits int64
 _YEAR_PLACES = np.array([1000, 100, 10, 1], dtype=np.int32)
 _LF, _CR, _COMMA = ord("\n"), ord("\r"), ord(",")
@@ -80,8 +79,8 @@ def _convert(raw: np.ndarray, eol_bytes: int) -> tuple[np.ndarray, np.ndarray,
         return None
     # Each row's first 27 bytes as one matrix (a row of a sliding window per line start).
     stamps = sliding_window_view(raw, _STAMP_BYTES)[starts]
-    if not ((stamps[:, _DIGIT_AT] - ord("0") <= 9).all()
-            and (stamps[:, _SEPARATOR_AT] == _STAMP_ARRAY[_SEPARATOR_AT]).all()):
+    years = stamp_years(stamps)
+    if years is None:
         return None
     # Each row's ",<context>,<generated>", back to back: the counts as one comma-separated
     # list once the leading comma is dropped. The mask is made by repeating, per row,
@@ -98,9 +97,7 @@ def _convert(raw: np.ndarray, eol_bytes: int) -> tuple[np.ndarray, np.ndarray,
     counts = np.fromstring(rest[1:].tobytes(), dtype=np.int64, sep=",")
     if len(counts) != 2 * rows or not (counts >= 1).all():
         return None  # `int_column` names the row below 1
-    years = (stamps[:, :4].astype(np.int32) - ord("0")) @ _YEAR_PLACES
-    first_year, last_year = int(years.min()), int(years.max())
-    if not (first_year >= 1678 and last_year <= 2261 and last_year - first_year <= 98):
+    if not years_within_range(years):
         return None  # `_check_azure_range` decides (and words the error)
     try:
         stamps_ns = np.ascontiguousarray(stamps).view(f"S{_STAMP_BYTES}").ravel() \
@@ -109,3 +106,22 @@ def _convert(raw: np.ndarray, eol_bytes: int) -> tuple[np.ndarray, np.ndarray,
         return None
     counts = counts.reshape(rows, 2)
     return stamps_ns, counts[:, 0].copy(), counts[:, 1].copy()
+
+
+def stamp_years(table: np.ndarray) -> np.ndarray | None:
+    """Each row's year, where every row of `table` (uint8, one stamp a row, all of one width
+    of `STAMP_TEMPLATE`) has an ASCII digit wherever the template wants one and the template's
+    separator elsewhere; None when one does not."""
+    template = STAMP_TEMPLATE[:table.shape[1]]
+    digit = template == ord("0")
+    if not ((table[:, digit] - ord("0") <= 9).all()
+            and (table[:, ~digit] == template[~digit]).all()):
+        return None
+    return (table[:, :4].astype(np.int32) - ord("0")) @ _YEAR_PLACES
+
+
+def years_within_range(years: np.ndarray) -> bool:
+    """True where neither check of `traces._check_azure_range` can fail: years 1678-2261,
+    within 98 of each other (99 calendar years < 100 x 365.25 days)."""
+    first, last = int(years.min()), int(years.max())
+    return first >= 1678 and last <= 2261 and last - first <= 98

@@ -17,7 +17,12 @@ import numpy as np
 
 from gpuscale.errors import UserInputError
 from gpuscale.inputs import check_json_depth
-from gpuscale.workloads.azure_layout import read_fixed_layout
+from gpuscale.workloads.azure_layout import (
+    STAMP_TEMPLATE,
+    read_fixed_layout,
+    stamp_years,
+    years_within_range,
+)
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.columns import (
     Column,
@@ -67,11 +72,8 @@ def _check_azure_range(col: Column, expected: str) -> None:
                        f"(the trace spans {span_years:.0f} years)")
 
 
-# `_AZURE_TIMESTAMP` at one width: "0" stands for a digit. Widths 19 (no fraction) and 21-29.
-_STAMP_TEMPLATE = np.frombuffer(b"0000-00-00 00:00:00.000000000", dtype=np.uint8)
-_STAMP_WIDTHS = frozenset((19, *range(21, 30)))
-_STAMP_DIGITS = np.equal(_STAMP_TEMPLATE, ord("0"))
-_YEAR_PLACES = np.array([1000, 100, 10, 1], dtype=np.int32)
+# `_AZURE_TIMESTAMP`'s widths: 19 (no fraction) and 21-29 (1-9 fractional digits).
+_STAMP_WIDTHS = frozenset((19, *range(21, len(STAMP_TEMPLATE) + 1)))
 
 
 def _uniform_stamp_years(values: Sequence[str]) -> np.ndarray | None:
@@ -90,12 +92,7 @@ def _uniform_stamp_years(values: Sequence[str]) -> np.ndarray | None:
         raw = np.asarray(values, dtype=f"S{width}")
     except UnicodeEncodeError:
         return None
-    table = raw.view(np.uint8).reshape(len(values), width)
-    digit = _STAMP_DIGITS[:width]
-    if not ((table[:, digit] - ord("0") <= 9).all()
-            and (table[:, ~digit] == _STAMP_TEMPLATE[:width][~digit]).all()):
-        return None
-    return (table[:, :4].astype(np.int32) - ord("0")) @ _YEAR_PLACES
+    return stamp_years(raw.view(np.uint8).reshape(len(values), width))
 
 
 def _azure_arrivals(col: Column) -> np.ndarray:
@@ -110,11 +107,9 @@ def _azure_arrivals(col: Column) -> np.ndarray:
                 raise col.fail(i, expected)
     if not col.values:
         return np.zeros(0)
-    # Years 1678-2261 within 98 of each other: neither bound nor the span can fail (99
-    # calendar years < 100 * 365.25 days), so the coarse parse of `_check_azure_range` is
-    # skipped; otherwise it runs and names the row as before.
-    first, last = (int(years.min()), int(years.max())) if years is not None else (0, 0)
-    if not (first >= 1678 and last <= 2261 and last - first <= 98):
+    # Years that cannot fail the range checks skip `_check_azure_range`'s coarse parse;
+    # otherwise it runs and names the row as before.
+    if years is None or not years_within_range(years):
         _check_azure_range(col, expected)
     try:
         stamps = np.asarray(col.values, dtype="datetime64[ns]")
