@@ -109,3 +109,22 @@ def test_renumbering_out_of_leaves_keeps_the_ready_order_for_ties():
             chosen.enqueue(rid, 0.0)
             rid += 1
             assert index(ready) is least_outstanding(ready)
+
+
+@settings(max_examples=200, deadline=None)
+@given(capacity=st.sampled_from([2, 4, 16]),
+       changes=st.lists(st.tuples(st.integers(0, 15), st.integers(0, 6) | st.just(1 << 60)),
+                        max_size=80))
+def test_every_node_holds_the_least_loaded_lowest_rank_of_its_subtree(capacity, changes):
+    # The tree's invariant after any sequence of load changes, better and worse, ties and
+    # empties included: `_set` visits only the nodes a change can move, so a node it skips
+    # wrongly keeps a stale winner here.
+    index = LeastOutstanding(capacity)
+    for rank, load in changes:
+        index._set(rank % capacity, load)
+        for node in range(1, capacity):
+            leaves = [node]
+            while leaves[0] < capacity:
+                leaves = [child for leaf in leaves for child in (2 * leaf, 2 * leaf + 1)]
+            ranks = [leaf - capacity for leaf in leaves]
+            assert index._winner[node] == min(ranks, key=lambda r: (index._load[r], r))

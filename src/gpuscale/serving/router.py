@@ -124,24 +124,40 @@ class LeastOutstanding(Router):
         replica.load_log = None
 
     def _set(self, rank: int, load: int) -> None:
+        """Store a replica's load and restore every node's winner on its path. Only the nodes
+        the change can move are visited: a better load climbs while it beats the other
+        subtree's winner; a worse one replays the nodes it was winning (none at all, for a
+        replica that was not winning even its first node: one read)."""
         loads = self._load
-        if loads[rank] == load:
+        old = loads[rank]
+        if old == load:
             return
         loads[rank] = load
         capacity = self._capacity
         winner = self._winner
-        i = (capacity + rank) >> 1
-        while i:
+        node = capacity + rank
+        i = node >> 1
+        if load < old:
+            while i:
+                sibling = node ^ 1
+                other = sibling - capacity if sibling >= capacity else winner[sibling]
+                load_other = loads[other]
+                if load_other < load or (load_other == load and other < rank):
+                    return  # the other side still wins here: this node and those above keep theirs
+                winner[i] = rank
+                node = i
+                i >>= 1
+            return
+        # Worse: above the first node it does not win, no winner can change (a node won by
+        # `rank` has it winning every node below on the path).
+        while i and winner[i] == rank:
             left = 2 * i
             right = left + 1
             a = left - capacity if left >= capacity else winner[left]
             b = right - capacity if right >= capacity else winner[right]
             load_a = loads[a]
             load_b = loads[b]
-            best = a if load_a < load_b or (load_a == load_b and a < b) else b
-            if winner[i] == best and best != rank:
-                return  # same winner, same load: every node above keeps its winner too
-            winner[i] = best
+            winner[i] = a if load_a < load_b or (load_a == load_b and a < b) else b
             i >>= 1
 
     def _rebuild(self, capacity: int) -> None:
