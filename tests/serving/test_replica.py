@@ -110,7 +110,7 @@ def test_duty_cycle_saturates_with_1_or_100_requests_in_flight():
         sim.run(until_s=20.0)
         busy_frac = replica.busy_s(20.0) / 20.0
         assert busy_frac >= 0.95, (concurrency, busy_frac)
-        assert len(replica.running) == concurrency  # what vllm:num_requests_running shows
+        assert replica.num_running == concurrency  # what vllm:num_requests_running shows
 
 
 def test_prefill_first_runs_whole_prompts_in_prefill_only_steps():

@@ -305,10 +305,10 @@ class Fleet(TimerOwner):
                     values[GPU_UTIL] = min(100.0, max(0.0, util))
                     values[FB_USED] = fb_used_mib
                     values[WAITING] = float(replica.num_waiting())
-                    values[RUNNING] = float(len(replica.running))
+                    values[RUNNING] = float(replica.num_running)
                     values[KV_USAGE] = replica.kv_usage_frac(now_s)
                     values[PREFILL_TOKENS_WAITING] = float(
-                        replica.waiting_prompt_tokens + sum(replica.prefilling.values()))
+                        replica.waiting_prompt_tokens + replica.prefill_tokens_left())
                     if replica.prefix_cache is not None:  # counters since the engine started
                         values[PREFIX_CACHE_QUERIES] = float(
                             replica.prefix_cache.stats.queries_tokens)

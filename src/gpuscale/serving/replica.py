@@ -39,7 +39,7 @@ from gpuscale.serving.performance import (
     segment_steps_within,
 )
 from gpuscale.serving.prefix_cache import PrefixCache
-from gpuscale.serving.requests_table import NOT_DECODING, RequestTable
+from gpuscale.serving.requests_table import NOT_DECODING, NOT_PREFILLING, RequestTable
 
 # Final: the compiled hot path reads them as constants, not as module globals.
 _IDLE: Final = 0
@@ -97,6 +97,7 @@ class Replica(TimerOwner):
         "n_decode",
         "name",
         "no_evict",
+        "num_running",
         "on_complete",
         "on_drained",
         "on_prefilled",
@@ -148,8 +149,16 @@ class Replica(TimerOwner):
         # Sum of the waiting requests' prompt tokens (vllm:num_prefill_tokens_waiting's
         # input), kept as the queue changes so a scrape does not walk every queue.
         self.waiting_prompt_tokens = 0
-        self.running: dict[int, None] = {}  # admission order: popitem() takes the newest
-        self.prefilling: dict[int, int] = {}  # rid -> prefill tokens still to compute
+        # The running requests (admitted, prefilling or decoding) in admission order, the
+        # newest last (preemption takes it), with the finished ones left in place until they
+        # are half the list (`_live`, `_compact_running`): a completion costs no removal (a
+        # dict's delete boxes the id and frees the key, ~450 instructions a request). Its
+        # live count is `num_running`.
+        self.running: list[int] = []
+        self.num_running = 0
+        # The prefilling requests in admission order (their tokens still to compute are
+        # table.prefill_left[rid]).
+        self.prefilling: list[int] = []
         # A decoding sequence's G0 (step count when its decode began) is table.decode_g0[rid].
         # finish_G x span + rid of each decoding sequence; stale once the sequence was
         # preempted (its G0 then differs from finish_G - output, or it is NOT_DECODING).
@@ -208,7 +217,7 @@ class Replica(TimerOwner):
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
         """Waiting + running requests (the router's load)."""
-        return len(self.queue) - self.queue_head + len(self.running)
+        return len(self.queue) - self.queue_head + self.num_running
 
     def num_waiting(self) -> int:
         return len(self.queue) - self.queue_head
@@ -216,6 +225,10 @@ class Replica(TimerOwner):
     def waiting_rids(self) -> list[int]:
         """The waiting queue, head first."""
         return self.queue[self.queue_head:]
+
+    def running_rids(self) -> list[int]:
+        """The running requests, in admission order."""
+        return [rid for rid in self.running if self._live(rid)]
 
     def current_G(self, now_s: float) -> int:
         if self.state == _SEGMENT:
@@ -228,7 +241,7 @@ class Replica(TimerOwner):
         return self.decode_base + self.n_decode * self.current_G(now_s) + self.prefill_reserved
 
     def kv_usage_frac(self, now_s: float) -> float:
-        blocks = self.kv_tokens(now_s) / self.cfg.block_size + 0.5 * len(self.running)
+        blocks = self.kv_tokens(now_s) / self.cfg.block_size + self.num_running / 2
         return min(1.0, blocks / self.cfg.num_blocks) if self.cfg.num_blocks else 1.0
 
     def busy_s(self, now_s: float) -> float:
@@ -287,13 +300,17 @@ class Replica(TimerOwner):
         """Stop at once (pod killed): returns the request ids that were in flight here."""
         self._go_idle(self.sim.now_s)
         self.sim.cancel_timer(self.timer)
-        lost = list(self.running) + self.queue[self.queue_head:]
-        for rid in self.running:
+        running = self.running_rids()
+        lost = running + self.queue[self.queue_head:]
+        for rid in running:
             self.table.decode_g0[rid] = NOT_DECODING
+        for rid in self.prefilling:
+            self.table.prefill_left[rid] = NOT_PREFILLING
         self.queue = []
         self.queue_head = 0
         self.waiting_prompt_tokens = 0
         self.running.clear()
+        self.num_running = 0
         self.prefilling.clear()
         self.heap.clear()
         self.resume_generated.clear()
@@ -306,7 +323,9 @@ class Replica(TimerOwner):
     def _blocks_needed(self, extra_tokens: int, extra_seqs: int, steps_ahead: int) -> float:
         tokens = (self.decode_base + self.n_decode * (self.G + steps_ahead) + self.prefill_reserved
                   + extra_tokens)
-        return tokens / self.cfg.block_size + 0.5 * (len(self.running) + extra_seqs)
+        # (n / 2, not 0.5 * n: the same double, and the compiled build divides two ints
+        # natively where a float times an int is a generic multiply of two boxed numbers.)
+        return tokens / self.cfg.block_size + (self.num_running + extra_seqs) / 2
 
     def _go_idle(self, now_s: float) -> None:
         if self.state != _IDLE:
@@ -352,39 +371,41 @@ class Replica(TimerOwner):
         cfg = self.cfg
         queue = self.queue
         while self.queue_head < len(queue) and budget > 0 \
-                and len(self.running) < cfg.max_num_seqs:
+                and self.num_running < cfg.max_num_seqs:
             rid = queue[self.queue_head]
             if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
-            kv_ready = rid in self.kv_ready
+            # Both are empty but in disaggregated serving and after a preemption: tested first,
+            # as a lookup boxes the request id (an int object allocated and freed) to hash it.
+            kv_ready = len(self.kv_ready) != 0 and rid in self.kv_ready
             prompt = table.prompt_tokens_list[rid]
-            need = prompt + (1 if kv_ready else self.resume_generated.get(rid, 0))
+            resumed = self.resume_generated
+            need = prompt + (1 if kv_ready else (resumed.get(rid, 0) if len(resumed) else 0))
             # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
             tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
                       + need)
-            if tokens / cfg.block_size + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
-                if not self.running:  # can never fit, even alone: vLLM rejects it
+            if tokens / cfg.block_size + (self.num_running + 1) / 2 > cfg.num_blocks:
+                if not self.num_running:  # can never fit, even alone: vLLM rejects it
                     self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
             if self.no_evict:
                 full = prompt + table.output_tokens_list[rid]
                 if (self.reserved_tokens + full) / cfg.block_size \
-                        + 0.5 * (len(self.running) + 1) > cfg.num_blocks:
-                    if not self.running:  # its whole length can never be reserved
+                        + (self.num_running + 1) / 2 > cfg.num_blocks:
+                    if not self.num_running:  # its whole length can never be reserved
                         self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
                         continue
                     break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
                 self._pop_waiting(prompt)
-                self.running[rid] = None
                 self._reserve(rid, 1)
                 self.kv_ready.discard(rid)
                 if table.output_tokens_list[rid] <= 1:
-                    del self.running[rid]
-                    self._complete(rid, now_s)
+                    self._complete(rid, now_s)  # done at once: never among the running
                 else:
+                    self._add_running(rid)
                     self._join_decode(rid, 1)
                 continue
             if self.whole_prompts and need > budget and (
@@ -393,15 +414,16 @@ class Replica(TimerOwner):
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
             self._pop_waiting(prompt)
-            self.running[rid] = None
+            self._add_running(rid)
             self._reserve(rid, 1)
             cache = self.prefix_cache
             # Tokens found in the prefix cache are not computed; the chunk's attention still
             # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
             hit = 0 if cache is None else cache.acquire(
-                rid, need, tokens / cfg.block_size + 0.5 * len(self.running))
+                rid, need, tokens / cfg.block_size + self.num_running / 2)
             todo = need - hit
-            self.prefilling[rid] = todo
+            table.prefill_left[rid] = todo
+            self.prefilling.append(rid)
             self.prefill_reserved += need
             take = todo if todo < budget or self.whole_prompts else budget
             chunks.append((rid, take, hit))
@@ -419,11 +441,14 @@ class Replica(TimerOwner):
         budget = self.cfg.max_num_batched_tokens - (0 if self.prefill_first else self.n_decode)
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
         cache = self.prefix_cache
-        for rid, remaining in self.prefilling.items():
+        prefill_left = self.table.prefill_left
+        for rid in self.prefilling:
+            remaining = prefill_left[rid]
             if budget <= 0:
                 break
             take = remaining if remaining < budget else budget
-            total = self.table.prompt_tokens_list[rid] + self.resume_generated.get(rid, 0)
+            total = self.table.prompt_tokens_list[rid] + (
+                self.resume_generated.get(rid, 0) if len(self.resume_generated) else 0)
             chunks.append((rid, take, total - remaining))
             budget -= take
             if cache is not None:
@@ -442,7 +467,7 @@ class Replica(TimerOwner):
             self._start_segment(now_s)
             return
         self._go_idle(now_s)
-        if not self.accepting and not self.running and self.queue_head == len(self.queue) \
+        if not self.accepting and not self.num_running and self.queue_head == len(self.queue) \
                 and self.on_drained:
             callback, self.on_drained = self.on_drained, None
             callback(self)
@@ -485,7 +510,7 @@ class Replica(TimerOwner):
         # Free tokens = (num_blocks - running / 2) x block_size - context - prefill_reserved,
         # a whole number of half tokens: floored over n in integers, the exact value the float
         # division gave, without its fmod.
-        free_half_tokens = ((2 * cfg.num_blocks - len(self.running)) * cfg.block_size
+        free_half_tokens = ((2 * cfg.num_blocks - self.num_running) * cfg.block_size
                             - 2 * (context + self.prefill_reserved))
         steps_to_full = free_half_tokens // (2 * n)
         steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
@@ -540,18 +565,20 @@ class Replica(TimerOwner):
             heap = self.heap
             if heap and heap[0] < (self.G + 1) * self.span:  # a finish_G <= G is due
                 self._finish_due(now_s)
-        prefilling = self.prefilling
+        prefill_left = table.prefill_left
         for rid, take, _prefix in chunks:
-            left = prefilling.get(rid)
-            if left is None:
+            left = prefill_left[rid]
+            if left < 0:
                 continue  # preempted meanwhile
             remaining = left - take
             if remaining > 0:
-                prefilling[rid] = remaining
+                prefill_left[rid] = remaining
                 continue
             # Prefill done: this step also produced the next token.
-            del prefilling[rid]
-            generated = self.resume_generated.pop(rid, 0) + 1
+            prefill_left[rid] = NOT_PREFILLING
+            self._remove_prefilling(rid)
+            generated = (self.resume_generated.pop(rid, 0) if len(self.resume_generated)
+                         else 0) + 1
             prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
             first_token_s = table.first_token_s_view[rid]
@@ -560,7 +587,10 @@ class Replica(TimerOwner):
                 table.first_token_s_view[rid] = now_s
                 self.ttft_observations.append(now_s - table.arrival_s_view[rid])
             if self.prefill_role and self.on_prefilled is not None:
-                del self.running[rid]  # its KV (and first token) leave for a decode replica
+                # Its KV (and first token) leave for a decode replica. Removed from the list
+                # (not left to `_live`: the id may come back here after an eviction retry).
+                self.running.remove(rid)
+                self.num_running -= 1
                 self._reserve(rid, -1)
                 self._release_prefix(rid)
                 if self.load_log is not None:
@@ -568,7 +598,7 @@ class Replica(TimerOwner):
                 self.on_prefilled(rid, now_s)
                 continue
             if generated >= table.output_tokens_list[rid]:
-                del self.running[rid]
+                self._finish_running()
                 self._complete(rid, now_s)
                 continue
             self._join_decode(rid, generated)
@@ -599,10 +629,42 @@ class Replica(TimerOwner):
             if g0 + output[rid] != finish_g:
                 continue  # stale entry of a preempted sequence
             decode_g0[rid] = NOT_DECODING
-            del self.running[rid]
+            self._finish_running()
             self.decode_base -= table.prompt_tokens_list[rid] - g0
             self.n_decode -= 1
             self._complete(rid, now_s)
+
+    def _add_running(self, rid: int) -> None:
+        self.running.append(rid)
+        self.num_running += 1
+
+    def _finish_running(self) -> None:
+        """One running request finished (it stays in `running` until compacted)."""
+        self.num_running -= 1
+        if len(self.running) >= 2 * self.num_running + 64:
+            self.running = self.running_rids()
+
+    def _live(self, rid: int) -> bool:
+        """Whether `rid`, an entry of `running`, still runs here: decoding, or prefilling. A
+        finished request is neither (it left decode, or never reached it); a preempted or
+        handed-off one was removed from the list, so an entry is never of another replica."""
+        return self.table.decode_g0[rid] != NOT_DECODING or self.table.prefill_left[rid] >= 0
+
+    def _remove_prefilling(self, rid: int) -> None:
+        """Take `rid` out of `prefilling`: found from the front, where the step's chunks are."""
+        order = self.prefilling
+        j = 0
+        while order[j] != rid:
+            j += 1
+        order.pop(j)
+
+    def prefill_tokens_left(self) -> int:
+        """Prompt tokens the prefilling requests still have to compute."""
+        left = self.table.prefill_left
+        total = 0
+        for rid in self.prefilling:
+            total += left[rid]
+        return total
 
     def _reserve(self, rid: int, sign: int) -> None:
         """guaranteed_no_evict bookkeeping: a request's whole length, reserved while it runs."""
@@ -631,15 +693,19 @@ class Replica(TimerOwner):
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
         cfg = self.cfg
         tokens = self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
-        if tokens / cfg.block_size + 0.5 * len(self.running) <= cfg.num_blocks:
+        if tokens / cfg.block_size + self.num_running / 2 <= cfg.num_blocks:
             return  # the common case: no pressure
-        while self.running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
-            rid, _ = self.running.popitem()
+        while self.num_running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
+            rid = self.running.pop()
+            if not self._live(rid):
+                continue  # a finished one left in place
+            self.num_running -= 1
             self._reserve(rid, -1)
             self.table.num_preemptions[rid] += 1
             prompt = self.table.prompt_tokens_list[rid]
-            if rid in self.prefilling:
-                del self.prefilling[rid]
+            if self.table.prefill_left[rid] >= 0:
+                self.table.prefill_left[rid] = NOT_PREFILLING
+                self._remove_prefilling(rid)
                 self.prefill_reserved -= prompt + self.resume_generated.get(rid, 0)
             else:
                 g0 = self.table.decode_g0[rid]

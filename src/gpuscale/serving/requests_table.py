@@ -28,6 +28,8 @@ NAN: Final = math.nan
 # decode_g0 of a request that is not decoding: far below any real G0, so G0 + output never
 # equals a finish step (a replica's heap entry for it is stale).
 NOT_DECODING: Final = -(1 << 61)
+# prefill_left of a request that is not prefilling (a prefill can have 0 tokens left to compute).
+NOT_PREFILLING: Final = -1
 
 
 class RequestTable:
@@ -49,6 +51,7 @@ class RequestTable:
         "num_retries",
         "output_tokens",
         "output_tokens_list",
+        "prefill_left",
         "prefix_block_tokens",
         "prefix_ids",
         "prefix_offsets",
@@ -77,6 +80,10 @@ class RequestTable:
         # so one column serves every replica, read by index where a dict per replica was
         # looked up (one int object shared by the whole list until set: 8 bytes a request).
         self.decode_g0: list[int] = [NOT_DECODING] * n
+        # The prompt tokens each prefilling request still has to compute, NOT_PREFILLING when
+        # it is not prefilling: like decode_g0, one column for every replica (a replica's
+        # dict of them cost a boxed id and a hash insert, lookup and delete a request).
+        self.prefill_left: list[int] = [NOT_PREFILLING] * n
         # Filled by repeating one value (a memcpy), not copied from a temporary: same bytes.
         self.first_token_s: array[float] = array("d", [NAN]) * n
         self.finish_s: array[float] = array("d", [NAN]) * n
