@@ -72,13 +72,30 @@ configs = st.builds(
 
 
 @settings(max_examples=120, deadline=None)
-@given(mix=mixes, cfg=configs)
-def test_fork_matches_two_separate_runs(mix, cfg):
+@given(mix=mixes, cfg=configs, from_template=st.booleans())
+def test_fork_matches_two_separate_runs(mix, cfg, from_template):
     prompts, outputs = (np.asarray(column, np.int64) for column in mix)
-    once, twice = bench.offline_once_and_twice(HW, cfg, prompts, outputs)
+    template = bench.twice_queued_table(prompts, outputs) if from_template else None
+    once, twice = bench.offline_once_and_twice(HW, cfg, prompts, outputs, template=template)
     want_once, want_twice = _separate(cfg, prompts, outputs)
     _assert_same(once, want_once)
     _assert_same(twice, want_twice)
+    if template is not None:  # copied, never run: the next config gets the same start
+        _assert_same(template.columns(),
+                     bench.twice_queued_table(prompts, outputs).columns())
+        assert template.decode_g0 == bench.twice_queued_table(prompts, outputs).decode_g0
+
+
+def test_a_template_of_another_mix_or_already_run_is_refused():
+    cfg = EngineConfig(8, 512, 16, 1000, 100_000, math.inf)
+    prompts, outputs = np.array([10, 20]), np.array([3, 4])
+    with pytest.raises(ValueError, match="template"):
+        bench.offline_once_and_twice(HW, cfg, prompts, outputs,
+                                     template=bench.twice_queued_table(prompts[:1], outputs[:1]))
+    used = bench.twice_queued_table(prompts, outputs)
+    used.num_arrived = 1
+    with pytest.raises(ValueError, match="template"):
+        bench.offline_once_and_twice(HW, cfg, prompts, outputs, template=used)
 
 
 @pytest.mark.parametrize("blocks", [300, 100_000])  # with preemptions, and seat-bound

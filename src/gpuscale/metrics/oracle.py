@@ -38,10 +38,10 @@ import math
 import numpy as np
 
 from gpuscale.metrics.summary import slo_met_mask
-from gpuscale.serving.bench import offline_once_and_twice, run_table
+from gpuscale.serving.bench import offline_once_and_twice, run_table, twice_queued_table
 from gpuscale.serving.performance import ReplicaHardware, StepCost, step_time_s
 from gpuscale.serving.replica import EngineConfig
-from gpuscale.serving.requests_table import COMPLETED, RequestColumns
+from gpuscale.serving.requests_table import COMPLETED, RequestColumns, RequestTable
 from gpuscale.units import SECONDS_PER_HOUR
 
 ORACLE_WINDOW_S = 300.0
@@ -135,7 +135,8 @@ def replica_sustained_rps(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens:
     key = ("sustained", hw, cfg, tpot_slo_s, digest)
     if key not in _CACHE:
         cap = tpot_batch_cap(hw, cfg, prompts, outputs, tpot_slo_s)
-        _CACHE[key] = max(_differential_rps(hw, cfg, prompts, outputs, seats, cost)
+        template = twice_queued_table(prompts, outputs)  # built once, copied per seat cap
+        _CACHE[key] = max(_differential_rps(hw, cfg, prompts, outputs, seats, cost, template)
                           for seats in _seat_caps(cfg, prompts, outputs, cap))
     return _CACHE[key]
 
@@ -154,9 +155,11 @@ def _seat_caps(cfg: EngineConfig, prompts: np.ndarray, outputs: np.ndarray,
 
 
 def _differential_rps(hw: ReplicaHardware, cfg: EngineConfig, prompts: np.ndarray,
-                      outputs: np.ndarray, seats: int, cost: StepCost | None = None) -> float:
+                      outputs: np.ndarray, seats: int, cost: StepCost | None = None,
+                      template: RequestTable | None = None) -> float:
     probe = dataclasses.replace(cfg, max_num_seqs=seats, request_timeout_s=math.inf)
-    once, twice = offline_once_and_twice(hw, probe, prompts, outputs, cost=cost)
+    once, twice = offline_once_and_twice(hw, probe, prompts, outputs, cost=cost,
+                                         template=template)
     once_s, once_n = _makespan_s(once)
     twice_s, twice_n = _makespan_s(twice)
     span, done = twice_s - once_s, twice_n - once_n

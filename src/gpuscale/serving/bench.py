@@ -74,8 +74,19 @@ _FORK_WAITING = 32
 _MAX_FORKS = 8
 
 
+def twice_queued_table(prompt_tokens: np.ndarray, output_tokens: np.ndarray) -> RequestTable:
+    """The request table of the mix queued twice at t = 0, not run: `offline_once_and_twice`'s
+    `template`, for probing one mix under several configs (building one is ~0.5 ms, mostly its
+    token lists; a copy shares them)."""
+    prompts = np.asarray(prompt_tokens, np.int64)
+    outputs = np.asarray(output_tokens, np.int64)
+    return RequestTable(Requests(np.zeros(2 * len(prompts)), np.concatenate([prompts, prompts]),
+                                 np.concatenate([outputs, outputs])))
+
+
 def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.ndarray,
-                           output_tokens: np.ndarray, *, cost: StepCost | None = None
+                           output_tokens: np.ndarray, *, cost: StepCost | None = None,
+                           template: RequestTable | None = None
                            ) -> tuple[RequestColumns, RequestColumns]:
     """The columns `run_table` gives for the mix queued at t = 0 once and twice (the oracle's
     differential probe), the same numbers for about the cost of the twice run alone.
@@ -91,15 +102,20 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
     request of the second copy had been taken becomes the once run, with the second copy
     removed from its queue (the table rows of the second copy are cut off its columns).
     Without such a fork (everything admitted at t = 0) the once run is run on its own.
-    tests/serving/test_bench.py checks both against two separate runs."""
+    tests/serving/test_bench_fork.py checks both against two separate runs. `template`: this
+    mix's `twice_queued_table`, copied instead of built (it stays unrun)."""
     n = len(prompt_tokens)
     prompts = np.asarray(prompt_tokens, np.int64)
     outputs = np.asarray(output_tokens, np.int64)
     if cost is None or cost.hw != hw:
         cost = _step_cost(hw)
     sim = Simulation()
-    table = RequestTable(Requests(np.zeros(2 * n), np.concatenate([prompts, prompts]),
-                                  np.concatenate([outputs, outputs])))
+    if template is None:
+        table = twice_queued_table(prompts, outputs)
+    elif len(template) != 2 * n or template.num_arrived:
+        raise ValueError("template: an unrun twice_queued_table of this mix expected")
+    else:
+        table = _copy_table(template, {})
     replica = Replica("r0", hw, cfg, sim, table, cost=cost)
     if n:  # as `replay` queues a burst at t = 0: one event, the whole mix enqueued in it
         sim.schedule(0.0, Priority.ARRIVAL, replica.enqueue_burst, 0, 0.0)
@@ -155,17 +171,28 @@ def _fork(sim: Simulation, table: RequestTable, replica: Replica
           ) -> tuple[Simulation, RequestTable, Replica]:
     """Independent copies of a paused one-replica replay (core/fork.py)."""
     memo: dict[int, object] = {}
+    # The lists a metrics scrape drains are emptied first (nothing reads them here): a fork
+    # then copies ~2 lists of the mix's length, not 4.
+    table.recently_completed.clear()
+    replica.ttft_observations.clear()
     twin_sim = Simulation(indexed_timers=sim._timers is not None)
-    twin_table = RequestTable(_NO_REQUESTS)
+    memo[id(sim)] = twin_sim
+    twin_table = _copy_table(table, memo)
     twin = Replica(replica.name, replica.hw, replica.cfg, twin_sim, twin_table,
                    cost=replica.cost)
-    memo[id(sim)] = twin_sim
-    memo[id(table)] = twin_table
-    memo[id(replica)] = twin
-    copy_attributes(table, twin_table, memo)
     copy_attributes(replica, twin, memo)
     fork_sim(sim, twin_sim, memo)
     return twin_sim, twin_table, twin
+
+
+def _copy_table(table: RequestTable, memo: dict[int, object]) -> RequestTable:
+    """A copy of `table` sharing the request columns the engine only reads (core/fork.py)."""
+    for column in (table.arrival_s, table.prompt_tokens, table.output_tokens,
+                   table.prompt_tokens_list, table.output_tokens_list):
+        memo[id(column)] = column
+    twin = RequestTable(_NO_REQUESTS)
+    copy_attributes(table, twin, memo)
+    return twin
 
 
 def _first_rows(cols: RequestColumns, n: int) -> RequestColumns:
