@@ -107,7 +107,7 @@ def test_fork_is_taken_and_exact_on_a_long_mix(monkeypatch, blocks):
                        num_blocks=blocks, max_model_len=100_000, request_timeout_s=math.inf)
     forks = _counting_forks(monkeypatch)
     once, twice = bench.offline_once_and_twice(HW, cfg, prompts, outputs)
-    assert 1 <= len(forks) <= bench._MAX_FORKS  # the once run came from a fork, not a rerun
+    assert 1 <= len(forks) <= 2  # the once run came from a fork, not a rerun
     want_once, want_twice = _separate(cfg, prompts, outputs)
     if blocks == 300:
         assert want_twice.num_preemptions.sum() > 0

@@ -71,7 +71,6 @@ def run_table(hw: ReplicaHardware, cfg: EngineConfig, arrival_s: np.ndarray,
 # waiting (the once run re-runs at most their admission, should the next slice overshoot),
 # then one at the last of them; each copies the replica and table (~0.2-0.5 ms).
 _FORK_WAITING = 32
-_MAX_FORKS = 8
 
 
 def twice_queued_table(prompt_tokens: np.ndarray, output_tokens: np.ndarray) -> RequestTable:
@@ -97,11 +96,13 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
     until then it only ever reads the queue's head, and where the once run's queue is empty
     the twice run's examining the second copy's head without taking it changes nothing
     (`Replica._admit` breaks, `_plan` starts the same decode stretch). So the twice run is run
-    in time slices; before each of the last (under `_FORK_WAITING` of the first copy left
-    waiting) the replica, table and simulation are forked; the last fork taken while no
-    request of the second copy had been taken becomes the once run, with the second copy
-    removed from its queue (the table rows of the second copy are cut off its columns).
-    Without such a fork (everything admitted at t = 0) the once run is run on its own.
+    in time slices aimed at the first copy's last admission; the replica, table and
+    simulation are forked when at most `_FORK_WAITING` of the first copy are left waiting and
+    again at the last of them, and the last fork taken while no request of the second copy
+    had been taken becomes the once run, with the second copy removed from its queue (the
+    table rows of the second copy are cut off its columns; the scrape-drained lists, which
+    nothing reads here, are not kept). Without such a fork (everything admitted at t = 0) the
+    once run is run on its own.
     tests/serving/test_bench_fork.py checks both against two separate runs. `template`: this
     mix's `twice_queued_table`, copied instead of built (it stays unrun)."""
     n = len(prompt_tokens)
@@ -127,13 +128,11 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
     fork = None
     if tail and not _taken(replica, table, int(queued[0])):
         first = int(queued[0])
-        forks = 0
-        while forks < _MAX_FORKS:
+        while True:  # at most two forks: the first under _FORK_WAITING, the one at the last
             now_s = sim.now_s
-            waiting = len(replica.queue) - replica.queue_head - tail
+            waiting = replica.num_waiting() - tail  # of the first copy
             if waiting <= 1 or (fork is None and waiting <= _FORK_WAITING):
                 fork = _fork(sim, table, replica)
-                forks += 1
                 if waiting <= 1:
                     break
             taken = tail - waiting  # of the first copy, so far
