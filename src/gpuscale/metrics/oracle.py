@@ -38,10 +38,10 @@ import math
 import numpy as np
 
 from gpuscale.metrics.summary import slo_met_mask
-from gpuscale.serving.bench import run_table
+from gpuscale.serving.bench import offline_once_and_twice, run_table, twice_queued_table
 from gpuscale.serving.performance import ReplicaHardware, StepCost, step_time_s
 from gpuscale.serving.replica import EngineConfig
-from gpuscale.serving.requests_table import COMPLETED
+from gpuscale.serving.requests_table import COMPLETED, RequestColumns, RequestTable
 from gpuscale.units import SECONDS_PER_HOUR
 
 ORACLE_WINDOW_S = 300.0
@@ -115,9 +115,7 @@ def tpot_batch_cap(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.nda
     return lo
 
 
-def _makespan_s(hw: ReplicaHardware, cfg: EngineConfig, prompts: np.ndarray,
-                outputs: np.ndarray, cost: StepCost | None = None) -> tuple[float, int]:
-    cols = run_table(hw, cfg, np.zeros(len(prompts)), prompts, outputs, cost=cost).columns()
+def _makespan_s(cols: RequestColumns) -> tuple[float, int]:
     done = cols.status == COMPLETED
     return (float(cols.finish_s[done].max()) if done.any() else 0.0), int(done.sum())
 
@@ -137,7 +135,8 @@ def replica_sustained_rps(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens:
     key = ("sustained", hw, cfg, tpot_slo_s, digest)
     if key not in _CACHE:
         cap = tpot_batch_cap(hw, cfg, prompts, outputs, tpot_slo_s)
-        _CACHE[key] = max(_differential_rps(hw, cfg, prompts, outputs, seats, cost)
+        template = twice_queued_table(prompts, outputs)  # built once, copied per seat cap
+        _CACHE[key] = max(_differential_rps(hw, cfg, prompts, outputs, seats, cost, template)
                           for seats in _seat_caps(cfg, prompts, outputs, cap))
     return _CACHE[key]
 
@@ -156,11 +155,13 @@ def _seat_caps(cfg: EngineConfig, prompts: np.ndarray, outputs: np.ndarray,
 
 
 def _differential_rps(hw: ReplicaHardware, cfg: EngineConfig, prompts: np.ndarray,
-                      outputs: np.ndarray, seats: int, cost: StepCost | None = None) -> float:
+                      outputs: np.ndarray, seats: int, cost: StepCost | None = None,
+                      template: RequestTable | None = None) -> float:
     probe = dataclasses.replace(cfg, max_num_seqs=seats, request_timeout_s=math.inf)
-    once_s, once_n = _makespan_s(hw, probe, prompts, outputs, cost)
-    twice_s, twice_n = _makespan_s(hw, probe, np.concatenate([prompts, prompts]),
-                                   np.concatenate([outputs, outputs]), cost)
+    once, twice = offline_once_and_twice(hw, probe, prompts, outputs, cost=cost,
+                                         template=template)
+    once_s, once_n = _makespan_s(once)
+    twice_s, twice_n = _makespan_s(twice)
     span, done = twice_s - once_s, twice_n - once_n
     if span <= 0 or done <= 0:  # nothing the replica can serve, or too few to measure
         return done / twice_s if twice_s > 0 and done > 0 else 0.0

@@ -12,14 +12,16 @@ least-outstanding router, as a load balancer in front of them would be.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpuscale.core import Priority, Simulation
+from gpuscale.core.fork import copy_attributes, fork_sim
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
-from gpuscale.serving.requests_table import COMPLETED, RequestTable
+from gpuscale.serving.requests_table import COMPLETED, IN_FLIGHT, RequestColumns, RequestTable
 from gpuscale.serving.router import least_outstanding
 from gpuscale.workloads.base import Requests
 
@@ -63,6 +65,145 @@ def run_table(hw: ReplicaHardware, cfg: EngineConfig, arrival_s: np.ndarray,
     requests = Requests(np.asarray(arrival_s, float), np.asarray(prompt_tokens, np.int64),
                         np.asarray(output_tokens, np.int64))
     return replay(hw, cfg, requests, 1, cost=cost)
+
+
+# Forks of the twice run: one when at most _FORK_WAITING requests of the first copy are left
+# waiting (the once run re-runs at most their admission, should the next slice overshoot),
+# then one at the last of them; each copies the replica and table (~0.2-0.5 ms).
+_FORK_WAITING = 32
+
+
+def twice_queued_table(prompt_tokens: np.ndarray, output_tokens: np.ndarray) -> RequestTable:
+    """The request table of the mix queued twice at t = 0, not run: `offline_once_and_twice`'s
+    `template`, for probing one mix under several configs (building one is ~0.5 ms, mostly its
+    token lists; a copy shares them)."""
+    prompts = np.asarray(prompt_tokens, np.int64)
+    outputs = np.asarray(output_tokens, np.int64)
+    return RequestTable(Requests(np.zeros(2 * len(prompts)), np.concatenate([prompts, prompts]),
+                                 np.concatenate([outputs, outputs])))
+
+
+def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.ndarray,
+                           output_tokens: np.ndarray, *, cost: StepCost | None = None,
+                           template: RequestTable | None = None
+                           ) -> tuple[RequestColumns, RequestColumns]:
+    """The columns `run_table` gives for the mix queued at t = 0 once and twice (the oracle's
+    differential probe), the same numbers for about the cost of the twice run alone.
+
+    Why they share a prefix: the twice run's waiting queue is the once run's with the second
+    copy behind it (nothing arrives after t = 0, and a preempted request goes back to the
+    head), so the engine decides the same until it first takes a request of the second copy:
+    until then it only ever reads the queue's head, and where the once run's queue is empty
+    the twice run's examining the second copy's head without taking it changes nothing
+    (`Replica._admit` breaks, `_plan` starts the same decode stretch). So the twice run is run
+    in time slices aimed at the first copy's last admission; the replica, table and
+    simulation are forked when at most `_FORK_WAITING` of the first copy are left waiting and
+    again at the last of them, and the last fork taken while no request of the second copy
+    had been taken becomes the once run, with the second copy removed from its queue (the
+    table rows of the second copy are cut off its columns; the scrape-drained lists, which
+    nothing reads here, are not kept). Without such a fork (everything admitted at t = 0) the
+    once run is run on its own.
+    tests/serving/test_bench_fork.py checks both against two separate runs. `template`: this
+    mix's `twice_queued_table`, copied instead of built (it stays unrun)."""
+    n = len(prompt_tokens)
+    prompts = np.asarray(prompt_tokens, np.int64)
+    outputs = np.asarray(output_tokens, np.int64)
+    if cost is None or cost.hw != hw:
+        cost = _step_cost(hw)
+    sim = Simulation()
+    if template is None:
+        table = twice_queued_table(prompts, outputs)
+    elif len(template) != 2 * n or template.num_arrived:
+        raise ValueError("template: an unrun twice_queued_table of this mix expected")
+    else:
+        table = _copy_table(template, {})
+    replica = Replica("r0", hw, cfg, sim, table, cost=cost)
+    if n:  # as `replay` queues a burst at t = 0: one event, the whole mix enqueued in it
+        sim.schedule(0.0, Priority.ARRIVAL, replica.enqueue_burst, 0, 0.0)
+    sim.run(0.0)
+    # The second copy's queued requests (enqueue drops a prompt over max_model_len) are the
+    # queue's tail; the first of them is the first the engine would take.
+    queued = n + np.flatnonzero(prompts < cfg.max_model_len)
+    tail = len(queued)
+    fork = None
+    if tail and not _taken(replica, table, int(queued[0])):
+        first = int(queued[0])
+        while True:  # at most two forks: the first under _FORK_WAITING, the one at the last
+            now_s = sim.now_s
+            waiting = replica.num_waiting() - tail  # of the first copy
+            if waiting <= 1 or (fork is None and waiting <= _FORK_WAITING):
+                fork = _fork(sim, table, replica)
+                if waiting <= 1:
+                    break
+            taken = tail - waiting  # of the first copy, so far
+            next_s = sim.peek_s()
+            # Aim at three quarters of the way to the queue's end at the pace so far.
+            horizon_s = now_s + 0.75 * waiting * now_s / taken if now_s > 0 and taken > 0 \
+                else next_s
+            if next_s == math.inf:
+                break
+            sim.run(max(horizon_s, next_s))
+            if _taken(replica, table, first):
+                break
+    sim.run()
+    twice = table.columns()
+    if fork is None:
+        once = run_table(hw, cfg, np.zeros(n), prompts, outputs, cost=cost).columns()
+        return once, twice
+    once_sim, once_table, once_replica = fork
+    # Back to the once run's queue and counts: the second copy out of the waiting queue.
+    queue = once_replica.queue
+    del queue[len(queue) - tail:]
+    once_replica.waiting_prompt_tokens -= int(prompts[queued - n].sum())
+    once_table.num_arrived = n
+    once_sim.run()
+    return _first_rows(once_table.columns(), n), twice
+
+
+def _taken(replica: Replica, table: RequestTable, rid: int) -> bool:
+    """Whether the engine has ever taken `rid` off its waiting queue (admitted or dropped)."""
+    return rid in replica.running or table.status_view[rid] != IN_FLIGHT \
+        or table.num_preemptions[rid] > 0
+
+
+def _fork(sim: Simulation, table: RequestTable, replica: Replica
+          ) -> tuple[Simulation, RequestTable, Replica]:
+    """Independent copies of a paused one-replica replay (core/fork.py)."""
+    memo: dict[int, object] = {}
+    # The lists a metrics scrape drains are emptied first (nothing reads them here): a fork
+    # then copies ~2 lists of the mix's length, not 4.
+    table.recently_completed.clear()
+    replica.ttft_observations.clear()
+    twin_sim = Simulation(indexed_timers=sim._timers is not None)
+    memo[id(sim)] = twin_sim
+    twin_table = _copy_table(table, memo)
+    twin = Replica(replica.name, replica.hw, replica.cfg, twin_sim, twin_table,
+                   cost=replica.cost)
+    copy_attributes(replica, twin, memo)
+    fork_sim(sim, twin_sim, memo)
+    return twin_sim, twin_table, twin
+
+
+def _copy_table(table: RequestTable, memo: dict[int, object]) -> RequestTable:
+    """A copy of `table` sharing the request columns the engine only reads (core/fork.py)."""
+    for column in (table.arrival_s, table.prompt_tokens, table.output_tokens,
+                   table.prompt_tokens_list, table.output_tokens_list):
+        memo[id(column)] = column
+    twin = RequestTable(_NO_REQUESTS)
+    copy_attributes(table, twin, memo)
+    return twin
+
+
+def _first_rows(cols: RequestColumns, n: int) -> RequestColumns:
+    return RequestColumns(
+        arrival_s=cols.arrival_s[:n], prompt_tokens=cols.prompt_tokens[:n],
+        output_tokens=cols.output_tokens[:n], first_token_s=cols.first_token_s[:n],
+        finish_s=cols.finish_s[:n], status=cols.status[:n],
+        num_preemptions=cols.num_preemptions[:n], num_retries=cols.num_retries[:n],
+        num_arrived=cols.num_arrived)
+
+
+_NO_REQUESTS = Requests(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
