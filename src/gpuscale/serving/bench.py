@@ -162,7 +162,7 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
 
 def _taken(replica: Replica, table: RequestTable, rid: int) -> bool:
     """Whether the engine has ever taken `rid` off its waiting queue (admitted or dropped)."""
-    return rid in replica.running or table.status_view[rid] != IN_FLIGHT \
+    return replica.is_running(rid) or table.status_view[rid] != IN_FLIGHT \
         or table.num_preemptions[rid] > 0
 
 

@@ -151,7 +151,7 @@ class Replica(TimerOwner):
         self.waiting_prompt_tokens = 0
         # The running requests (admitted, prefilling or decoding) in admission order, the
         # newest last (preemption takes it), with the finished ones left in place until they
-        # are half the list (`_live`, `_compact_running`): a completion costs no removal (a
+        # are half the list (`is_running`, `_finish_running`): a completion costs no removal (a
         # dict's delete boxes the id and frees the key, ~450 instructions a request). Its
         # live count is `num_running`.
         self.running: list[int] = []
@@ -228,7 +228,7 @@ class Replica(TimerOwner):
 
     def running_rids(self) -> list[int]:
         """The running requests, in admission order."""
-        return [rid for rid in self.running if self._live(rid)]
+        return [rid for rid in self.running if self.is_running(rid)]
 
     def current_G(self, now_s: float) -> int:
         if self.state == _SEGMENT:
@@ -588,7 +588,7 @@ class Replica(TimerOwner):
                 self.ttft_observations.append(now_s - table.arrival_s_view[rid])
             if self.prefill_role and self.on_prefilled is not None:
                 # Its KV (and first token) leave for a decode replica. Removed from the list
-                # (not left to `_live`: the id may come back here after an eviction retry).
+                # (not left to `is_running`: the id may come back here after an eviction retry).
                 self.running.remove(rid)
                 self.num_running -= 1
                 self._reserve(rid, -1)
@@ -644,10 +644,11 @@ class Replica(TimerOwner):
         if len(self.running) >= 2 * self.num_running + 64:
             self.running = self.running_rids()
 
-    def _live(self, rid: int) -> bool:
-        """Whether `rid`, an entry of `running`, still runs here: decoding, or prefilling. A
+    def is_running(self, rid: int) -> bool:
+        """Whether `rid`, a request routed here, runs here now: decoding, or prefilling. A
         finished request is neither (it left decode, or never reached it); a preempted or
-        handed-off one was removed from the list, so an entry is never of another replica."""
+        handed-off one was removed from `running`, so an entry there is never another
+        replica's."""
         return self.table.decode_g0[rid] != NOT_DECODING or self.table.prefill_left[rid] >= 0
 
     def _remove_prefilling(self, rid: int) -> None:
@@ -697,7 +698,7 @@ class Replica(TimerOwner):
             return  # the common case: no pressure
         while self.num_running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
             rid = self.running.pop()
-            if not self._live(rid):
+            if not self.is_running(rid):
                 continue  # a finished one left in place
             self.num_running -= 1
             self._reserve(rid, -1)
