@@ -21,7 +21,7 @@ from gpuscale.core import Priority, Simulation
 from gpuscale.core.fork import copy_attributes, fork_sim
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
-from gpuscale.serving.requests_table import COMPLETED, IN_FLIGHT, RequestColumns, RequestTable
+from gpuscale.serving.requests_table import COMPLETED, RequestColumns, RequestTable
 from gpuscale.serving.router import least_outstanding
 from gpuscale.workloads.base import Requests
 
@@ -162,7 +162,8 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
 
 def _taken(replica: Replica, table: RequestTable, rid: int) -> bool:
     """Whether the engine has ever taken `rid` off its waiting queue (admitted or dropped)."""
-    return replica.is_running(rid) or table.status_view[rid] != IN_FLIGHT \
+    finish_s = table.finish_s_view[rid]  # not NaN: it finished (completed or dropped)
+    return replica.is_running(rid) or finish_s == finish_s \
         or table.num_preemptions[rid] > 0
 
 
