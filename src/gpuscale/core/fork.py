@@ -23,7 +23,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from gpuscale.core.simulation import IndexedTimers, Simulation
+from gpuscale.core.simulation import IndexedTimers, Simulation, Timer
 
 _CONTAINERS = (list, dict, set)
 
@@ -83,9 +83,16 @@ def fork_sim(sim: Simulation, twin: Simulation, memo: dict[int, Any]) -> None:
         if sim._heap:
             raise ValueError("a simulation with pending events cannot be forked")
         twin_timers = IndexedTimers()
-        copy_attributes(timers, twin_timers, memo)
-        twin_timers._owner = [memo[id(owner)] for owner in timers._owner]
-        twin_timers._arg = [memo.get(id(arg), arg) for arg in timers._arg]
+        twin_timers._firing = timers._firing
+        for timer in timers._timers:
+            twin_timer = Timer(memo[id(timer.owner)], timer.tid)
+            twin_timer.time_s = timer.time_s
+            twin_timer.rank = timer.rank
+            twin_timer.pos = timer.pos
+            twin_timer.kind = timer.kind
+            twin_timer.arg = memo.get(id(timer.arg), timer.arg)
+            twin_timers._timers.append(twin_timer)
+        twin_timers._heap = [twin_timers._timers[timer.tid] for timer in timers._heap]
         twin._timers = twin_timers
         return
     fire = sim._fire_if_current

@@ -75,8 +75,26 @@ class TimerCallback(TimerOwner):
         self.callback(kind, arg)
 
 
+class Timer:
+    """One timer of an `IndexedTimers`: the key of its pending firing, its place in the heap
+    and what it calls. Fields of a class, not columns of lists: the compiled build reads and
+    writes them unboxed, where every store of a float, or of an int above 256, into a list
+    allocates an object (a sift's moves store positions, a set stores a time and a rank)."""
+
+    __slots__ = ("arg", "kind", "owner", "pos", "rank", "tid", "time_s")
+
+    def __init__(self, owner: TimerOwner, tid: int) -> None:
+        self.time_s = math.inf
+        self.rank = 0
+        self.pos = -1  # place in the heap, -1 when not pending
+        self.kind = 0
+        self.arg: object = None
+        self.owner = owner
+        self.tid = tid
+
+
 class IndexedTimers:
-    """A 4-ary heap of timer ids keyed by (time_s, rank), with each id's heap position kept,
+    """A 4-ary heap of timers keyed by (time_s, rank), with each timer's heap position kept,
     so setting a pending timer moves its entry up or down instead of adding one (4-ary: half
     the levels of a binary heap for the same comparisons, and a level costs list stores in
     the compiled build; any arity pops the same order, the keys being unique).
@@ -87,144 +105,132 @@ class IndexedTimers:
     removed only if the owner neither set nor cancelled it. While it fires, `head_time_s`
     skips it (a handler asking what comes next means what comes after itself)."""
 
-    __slots__ = ("_arg", "_firing", "_heap", "_kind", "_owner", "_pos", "_rank", "_time_s")
+    __slots__ = ("_firing", "_heap", "_timers")
 
     def __init__(self) -> None:
-        self._time_s: list[float] = []
-        self._rank: list[int] = []
-        self._pos: list[int] = []  # place in _heap, -1 when not pending
-        self._heap: list[int] = []
-        self._owner: list[TimerOwner] = []
-        self._kind: list[int] = []
-        self._arg: list[object] = []
+        self._timers: list[Timer] = []  # by timer id
+        self._heap: list[Timer] = []
         self._firing = -1  # the timer whose owner is running, its entry still in the heap
 
     def new_timer(self, owner: TimerOwner) -> int:
-        self._time_s.append(math.inf)
-        self._rank.append(0)
-        self._pos.append(-1)
-        self._owner.append(owner)
-        self._kind.append(0)
-        self._arg.append(None)
-        return len(self._pos) - 1
+        tid = len(self._timers)
+        self._timers.append(Timer(owner, tid))
+        return tid
 
     # The sifts compare (time_s, rank) pairs inline, the moving entry's pair held in locals:
     # a method call per comparison cost more than the comparison in the compiled build.
     def _up(self, i: int) -> None:
         heap = self._heap
-        pos = self._pos
-        times = self._time_s
-        ranks = self._rank
-        tid = heap[i]
-        t = times[tid]
-        r = ranks[tid]
+        entry = heap[i]
+        t = entry.time_s
+        r = entry.rank
         while i > 0:
             parent = (i - 1) >> 2
             other = heap[parent]
-            to = times[other]
-            if t > to or (t == to and r > ranks[other]):
+            to = other.time_s
+            if t > to or (t == to and r > other.rank):
                 break
             heap[i] = other
-            pos[other] = i
+            other.pos = i
             i = parent
-        heap[i] = tid
-        pos[tid] = i
+        heap[i] = entry
+        entry.pos = i
 
     def _down(self, i: int) -> None:
         heap = self._heap
-        pos = self._pos
-        times = self._time_s
-        ranks = self._rank
         n = len(heap)
-        tid = heap[i]
-        t = times[tid]
-        r = ranks[tid]
+        entry = heap[i]
+        t = entry.time_s
+        r = entry.rank
         while True:
             child = 4 * i + 1
             if child >= n:
                 break
             other = heap[child]
-            to = times[other]
+            to = other.time_s
             last = child + 4 if child + 4 < n else n
             c = child + 1
             while c < last:
                 candidate = heap[c]
-                tc = times[candidate]
-                if tc < to or (tc == to and ranks[candidate] < ranks[other]):
+                tc = candidate.time_s
+                if tc < to or (tc == to and candidate.rank < other.rank):
                     child = c
                     other = candidate
                     to = tc
                 c += 1
-            if t < to or (t == to and r < ranks[other]):
+            if t < to or (t == to and r < other.rank):
                 break
             heap[i] = other
-            pos[other] = i
+            other.pos = i
             i = child
-        heap[i] = tid
-        pos[tid] = i
+        heap[i] = entry
+        entry.pos = i
 
     def set(self, tid: int, time_s: float, rank: int, kind: int, arg: object) -> None:
         if tid == self._firing:
             self._firing = -1  # set again from its own firing: its entry moves, stays
-        self._time_s[tid] = time_s
-        self._rank[tid] = rank
-        self._kind[tid] = kind
-        self._arg[tid] = arg
-        i = self._pos[tid]
+        entry = self._timers[tid]
+        entry.time_s = time_s
+        entry.rank = rank
+        entry.kind = kind
+        entry.arg = arg
+        i = entry.pos
         if i < 0:
             i = len(self._heap)
-            self._heap.append(tid)
+            self._heap.append(entry)
             self._up(i)
             return
         self._up(i)
-        if self._pos[tid] == i:
+        if entry.pos == i:
             self._down(i)
 
     def cancel(self, tid: int) -> None:
         if tid == self._firing:
             self._firing = -1
-        i = self._pos[tid]
+        entry = self._timers[tid]
+        i = entry.pos
         if i < 0:
             return
-        self._pos[tid] = -1
-        self._arg[tid] = None
+        entry.pos = -1
+        entry.arg = None
         last = self._heap.pop()
-        if last != tid:
+        if last is not entry:
             self._heap[i] = last
-            self._pos[last] = i
+            last.pos = i
             self._up(i)
-            if self._pos[last] == i:
+            if last.pos == i:
                 self._down(i)
 
     def head(self) -> int:
-        return self._heap[0] if self._heap else -1
+        return self._heap[0].tid if self._heap else -1
 
     def head_time_s(self) -> float:
         heap = self._heap
         if not heap:
             return math.inf
         top = heap[0]
-        if top != self._firing:
-            return self._time_s[top]
+        if top.tid != self._firing:
+            return top.time_s
         # The firing timer is on top: what comes next is the earliest of its children.
         n = len(heap)
         first = math.inf
         last = 5 if n > 5 else n
         for c in range(1, last):
-            t = self._time_s[heap[c]]
+            t = heap[c].time_s
             if t < first:
                 first = t
         return first
 
     def head_rank(self) -> int:
-        return self._rank[self._heap[0]]
+        return self._heap[0].rank
 
     def fire_head(self) -> None:
         """Call the owner of the next firing; then remove its entry unless the owner set the
         timer again or cancelled it meanwhile."""
-        tid = self._heap[0]
+        entry = self._heap[0]
+        tid = entry.tid
         self._firing = tid
-        self._owner[tid].on_timer(self._kind[tid], self._arg[tid])
+        entry.owner.on_timer(entry.kind, entry.arg)
         if self._firing == tid:
             self._firing = -1
             self.cancel(tid)
