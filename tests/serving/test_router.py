@@ -127,4 +127,5 @@ def test_every_node_holds_the_least_loaded_lowest_rank_of_its_subtree(capacity, 
             while leaves[0] < capacity:
                 leaves = [child for leaf in leaves for child in (2 * leaf, 2 * leaf + 1)]
             ranks = [leaf - capacity for leaf in leaves]
-            assert index._winner[node] == min(ranks, key=lambda r: (index._load[r], r))
+            loads = {r: index._nodes[capacity + r].load for r in ranks}
+            assert index._nodes[node].rank == min(ranks, key=lambda r: (loads[r], r))

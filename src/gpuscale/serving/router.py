@@ -66,6 +66,16 @@ class FunctionRouter(Router):
         return self.function(replicas)
 
 
+class RouteLeaf:
+    """A leaf of `LeastOutstanding`'s tree: one rank's load (_EMPTY: no replica)."""
+
+    __slots__ = ("load", "rank")
+
+    def __init__(self, rank: int, load: int) -> None:
+        self.rank = rank
+        self.load = load
+
+
 class LeastOutstanding(Router):
     """`least_outstanding` over a fleet's ready list, in O(log n) a change instead of O(n) a
     request.
@@ -78,9 +88,10 @@ class LeastOutstanding(Router):
     paths to the root replayed, stopping where a node keeps a winner other than the changed
     replica. `rank` grows with each `add`, so among equal loads the minimum is the replica
     earliest in the ready list (removals keep the others' order): the scan's tie-break, hence
-    always the scan's choice. Nodes hold ranks (small ints) and leaves loads, not one
-    `load x capacity + rank` int a node: the compiled build allocates an int object for every
-    store of a value above 256, and a node store is most of a path's work.
+    always the scan's choice. Each leaf is a `RouteLeaf` (its rank and load as native fields)
+    and each inner node holds the leaf that wins below it: a node store is a pointer store,
+    where a list of ints allocates an object for every store of a value above 256 in the
+    compiled build, and a comparison reads two fields, not two list items to unbox.
     """
 
     def __init__(self, capacity: int = 16) -> None:
@@ -88,10 +99,9 @@ class LeastOutstanding(Router):
         self._by_rank: list[Replica | None] = [None]  # rank -> replica; None once removed
         self._count = 0
         self._capacity = max(2, capacity)  # leaves (> every rank); doubles when outgrown
-        self._load: list[int] = []  # rank -> load, _EMPTY: no replica
-        # Inner node i (1 <= i < capacity) -> the winning rank below it; leaf of rank r is node
-        # capacity + r (`_rebuild` fills both).
-        self._winner: list[int] = []
+        # Node i (1 <= i < capacity) -> the leaf winning below it; node capacity + r is the
+        # leaf of rank r (node 0 is unused). `_rebuild` fills it.
+        self._nodes: list[RouteLeaf] = []
         self._rebuild(self._capacity)
 
     def add(self, replica: Replica) -> None:
@@ -128,54 +138,47 @@ class LeastOutstanding(Router):
         the change can move are visited: a better load climbs while it beats the other
         subtree's winner; a worse one replays the nodes it was winning (none at all, for a
         replica that was not winning even its first node: one read)."""
-        loads = self._load
-        old = loads[rank]
+        nodes = self._nodes
+        node = self._capacity + rank
+        leaf = nodes[node]
+        old = leaf.load
         if old == load:
             return
-        loads[rank] = load
-        capacity = self._capacity
-        winner = self._winner
-        node = capacity + rank
+        leaf.load = load
         i = node >> 1
         if load < old:
             while i:
-                sibling = node ^ 1
-                other = sibling - capacity if sibling >= capacity else winner[sibling]
-                load_other = loads[other]
-                if load_other < load or (load_other == load and other < rank):
+                other = nodes[node ^ 1]
+                load_other = other.load
+                if load_other < load or (load_other == load and other.rank < rank):
                     return  # the other side still wins here: this node and those above keep theirs
-                winner[i] = rank
+                nodes[i] = leaf
                 node = i
                 i >>= 1
             return
         # Worse: above the first node it does not win, no winner can change (a node won by
-        # `rank` has it winning every node below on the path).
-        while i and winner[i] == rank:
-            left = 2 * i
-            right = left + 1
-            a = left - capacity if left >= capacity else winner[left]
-            b = right - capacity if right >= capacity else winner[right]
-            load_a = loads[a]
-            load_b = loads[b]
-            winner[i] = a if load_a < load_b or (load_a == load_b and a < b) else b
+        # `leaf` has it winning every node below on the path).
+        while i and nodes[i] is leaf:
+            a = nodes[2 * i]
+            b = nodes[2 * i + 1]
+            load_a = a.load
+            load_b = b.load
+            nodes[i] = a if load_a < load_b or (load_a == load_b and a.rank < b.rank) else b
             i >>= 1
 
     def _rebuild(self, capacity: int) -> None:
         """A tree of `capacity` leaves, from current loads."""
         self._capacity = capacity
-        loads = [_EMPTY] * capacity
+        leaves = [RouteLeaf(rank, _EMPTY) for rank in range(capacity)]
         for rank, r in enumerate(self._by_rank):
             if r is not None and r.route_rank == rank:
-                loads[rank] = r.outstanding()
-        winner = [0] * capacity
+                leaves[rank].load = r.outstanding()
+        nodes = [leaves[0]] * capacity + leaves
         for i in range(capacity - 1, 0, -1):
-            left = 2 * i
-            right = left + 1
-            a = left - capacity if left >= capacity else winner[left]
-            b = right - capacity if right >= capacity else winner[right]
-            winner[i] = a if loads[a] < loads[b] or (loads[a] == loads[b] and a < b) else b
-        self._load = loads
-        self._winner = winner
+            a = nodes[2 * i]
+            b = nodes[2 * i + 1]
+            nodes[i] = a if a.load < b.load or (a.load == b.load and a.rank < b.rank) else b
+        self._nodes = nodes
 
     def __call__(self, replicas: list[Replica]) -> Replica:
         return self.choose(replicas)
@@ -189,8 +192,8 @@ class LeastOutstanding(Router):
                 if r.route_rank:
                     self._set(r.route_rank, r.outstanding())
             changed.clear()
-        best = self._winner[1]
-        found = self._by_rank[best] if self._load[best] != _EMPTY else None
+        best = self._nodes[1]
+        found = self._by_rank[best.rank] if best.load != _EMPTY else None
         return found if found is not None else least_outstanding(replicas)
 
 
