@@ -62,13 +62,12 @@ class PureSourceFinder:
 
 def stale_sources(package_dir: str = PACKAGE_DIR) -> list[str] | None:
     """Sources edited since the compiled build (relative to src/), or None without a build."""
-    try:
-        f = open(os.path.join(package_dir, MANIFEST), encoding="utf-8")  # noqa: SIM115
-    except FileNotFoundError:
+    manifest = os.path.join(package_dir, MANIFEST)
+    if not os.path.isfile(manifest):
         return None
     import json
 
-    with f:
+    with open(manifest, encoding="utf-8") as f:
         built: dict[str, dict[str, object] | str] = json.load(f)
     root = os.path.dirname(package_dir)
     return sorted(rel for rel, record in built.items()
