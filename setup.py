@@ -9,13 +9,13 @@ sources ship too and give the same bytes out; they are what runs when:
 - the build has no C compiler or mypyc fails (the install goes on, pure, with one message),
 - `GPUSCALE_PURE=1` is set at install time (nothing is compiled) or at run time (the compiled
   modules are skipped, `gpuscale/_hot_path.py`),
-- a source was edited after the build (an editable install; `_hot_path.py` compares hashes).
+- a source was edited after the build (an editable install; `_hot_path.py` compares each
+  source's stat, then its hash).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import json
 import os
@@ -42,8 +42,8 @@ def _hot_path_module():
 
 _HOT_PATH = _hot_path_module()
 HOT_SOURCES = tuple(f"src/{name.replace('.', '/')}.py" for name in _HOT_PATH.HOT_MODULES)
-# Written beside the compiled modules: the sha256 of each source they were built from, so the
-# package can tell a stale build from a fresh one (_hot_path.py).
+# Written beside the compiled modules: the sha256, size and mtime of each source they were
+# built from, so the package can tell a stale build from a fresh one (_hot_path.py).
 MANIFEST = f"gpuscale/{_HOT_PATH.MANIFEST}"
 
 
@@ -131,12 +131,12 @@ class OptionalBuildExt(build_ext):
         return dropped
 
     def _write_manifest(self) -> None:
-        hashes = {src.removeprefix("src/"): hashlib.sha256((ROOT / src).read_bytes()).hexdigest()
-                  for src in HOT_SOURCES}
+        records = {src.removeprefix("src/"): _HOT_PATH.source_record(str(ROOT / src))
+                   for src in HOT_SOURCES}
         base = ROOT / "src" if self.inplace else Path(self.build_lib)
         path = base / MANIFEST
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+        path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")
         _say(f"compiled the hot path with mypyc ({len(HOT_SOURCES)} modules)")
 
     def get_outputs(self) -> list[str]:

@@ -63,6 +63,7 @@ def test_stale_sources_lists_edited_and_missing_files(tmp_path):
     source = package / "serving" / "router.py"
     source.write_text("A = 1\n")
     assert _hot_path.stale_sources(str(package)) is None  # no build, nothing to compare
+    # A manifest of hashes only (from before the stat was recorded) is still read.
     manifest = {"gpuscale/serving/router.py": hashlib.sha256(b"A = 1\n").hexdigest(),
                 "gpuscale/serving/replica.py": hashlib.sha256(b"").hexdigest()}
     (package / _hot_path.MANIFEST).write_text(json.dumps(manifest))
@@ -71,6 +72,69 @@ def test_stale_sources_lists_edited_and_missing_files(tmp_path):
     assert _hot_path.stale_sources(str(package)) == []
     source.write_text("A = 2\n")
     assert _hot_path.stale_sources(str(package)) == ["gpuscale/serving/router.py"]
+
+
+def _build_manifest(package: Path, *sources: str) -> None:
+    """The manifest as setup.py writes it, for these sources (relative to package's parent)."""
+    records = {rel: _hot_path.source_record(str(package.parent / rel)) for rel in sources}
+    (package / _hot_path.MANIFEST).write_text(json.dumps(records))
+
+
+def test_a_source_as_built_is_not_hashed(tmp_path, monkeypatch):
+    package = tmp_path / "gpuscale"
+    (package / "serving").mkdir(parents=True)
+    (package / "serving" / "router.py").write_text("A = 1\n")
+    _build_manifest(package, "gpuscale/serving/router.py")
+    record = json.loads((package / _hot_path.MANIFEST).read_text())["gpuscale/serving/router.py"]
+    assert record["sha256"] == hashlib.sha256(b"A = 1\n").hexdigest()
+
+    def no_hashing(path):
+        raise AssertionError(f"hashed {path}")
+
+    monkeypatch.setattr(_hot_path, "_sha256", no_hashing)
+    assert _hot_path.stale_sources(str(package)) == []
+
+
+def test_a_source_touched_since_the_build_is_hashed(tmp_path):
+    # Same size, another mtime: an edit is told from a touch (or a wheel's newer files) by
+    # the bytes, so the stat alone never calls a build stale or fresh wrongly.
+    package = tmp_path / "gpuscale"
+    (package / "serving").mkdir(parents=True)
+    source = package / "serving" / "router.py"
+    source.write_text("A = 1\n")
+    _build_manifest(package, "gpuscale/serving/router.py")
+    built_ns = source.stat().st_mtime_ns
+    source.write_text("A = 2\n")  # same size, new bytes
+    os.utime(source, ns=(built_ns + 10**9, built_ns + 10**9))
+    assert _hot_path.stale_sources(str(package)) == ["gpuscale/serving/router.py"]
+    source.write_text("A = 1\n")  # the built bytes again, at a new mtime: fresh
+    os.utime(source, ns=(built_ns + 2 * 10**9, built_ns + 2 * 10**9))
+    assert _hot_path.stale_sources(str(package)) == []
+    source.write_text("A = 10\n")  # another size, even at the built mtime: hashed, stale
+    os.utime(source, ns=(built_ns, built_ns))
+    assert _hot_path.stale_sources(str(package)) == ["gpuscale/serving/router.py"]
+
+
+def test_a_fresh_start_imports_no_hashlib_with_a_build_as_built(tmp_path):
+    # The installed package's own check at import: with every source as built, the start-up
+    # reads the manifest and stats six files, nothing more.
+    package = tmp_path / "src" / "gpuscale"
+    shutil.copytree(SRC / "gpuscale", package,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", _hot_path.MANIFEST))
+    rels = [name.replace(".", "/") + ".py" for name in _hot_path.HOT_MODULES]
+    _build_manifest(package, *rels)
+    env = {k: v for k, v in os.environ.items() if k != "GPUSCALE_PURE"}
+    env["PYTHONPATH"] = str(tmp_path / "src")
+    code = ("import sys, gpuscale; print('hashlib' in sys.modules, "
+            "any(type(f).__name__ == 'PureSourceFinder' for f in sys.meta_path))")
+
+    def run() -> str:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, timeout=60, check=True).stdout.strip()
+
+    assert run() == "False False"
+    (package / "serving" / "router.py").write_text("# edited\n")
+    assert run() == "True True"  # hashed, stale: the sources run
 
 
 # The demo and the serving examples that exercise the prefix cache, P/D and a burst: every

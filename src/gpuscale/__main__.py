@@ -1,6 +1,6 @@
 """`python -m gpuscale ...` runs the same CLI as the `gpuscale` command."""
 
-from gpuscale.cli import main
+from gpuscale.cli import entry
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -6,13 +6,18 @@ before any of them is imported) puts a finder first on `sys.meta_path` that load
 them from their `.py` files when
 
 - `GPUSCALE_PURE=1` is set (the suite and `bench/` use it to compare both paths), or
-- the build's manifest (`_compiled_sources.json`, sha256 of each source at build time) no
-  longer matches the sources: an editable install edited since `pip install -e .`. Running the
-  old compiled code there would silently ignore the edit; one line on stderr says so.
+- the build's manifest (`_compiled_sources.json`: each source's sha256, size and mtime_ns
+  at build time) no longer matches the sources: an editable install edited since
+  `pip install -e .`. Running the old compiled code there would silently ignore the edit; one
+  line on stderr says so. A source whose size and mtime (to the nanosecond) are the build's
+  is taken as the build's without hashing it, as the interpreter trusts its own `.pyc` by the
+  source's size and mtime (in whole seconds); any other is hashed (a wheel install, whose
+  files are newer than the build's) and stale only if its bytes differ.
 
 All or none: they are one mypyc group whose compiled classes refer to each other natively,
 so a compiled module must not meet a pure one. Only stdlib modules already loaded at start-up
-are used, and the hashes are read only where a build wrote a manifest.
+are used, the manifest is read only where a build wrote one, and hashlib is imported only to
+hash a source that is not as built.
 """
 
 from __future__ import annotations
@@ -63,14 +68,32 @@ def stale_sources(package_dir: str = PACKAGE_DIR) -> list[str] | None:
     import json
 
     with open(manifest, encoding="utf-8") as f:
-        built: dict[str, str] = json.load(f)
+        built: dict[str, dict[str, object] | str] = json.load(f)
     root = os.path.dirname(package_dir)
-    return sorted(rel for rel, digest in built.items()
-                  if _sha256(os.path.join(root, rel)) != digest)
+    return sorted(rel for rel, record in built.items()
+                  if not _as_built(os.path.join(root, rel), record))
+
+
+def source_record(path: str) -> dict[str, object]:
+    """What the build writes to the manifest for one source (setup.py)."""
+    st = os.stat(path)
+    return {"mtime_ns": st.st_mtime_ns, "sha256": _sha256(path), "size": st.st_size}
+
+
+def _as_built(path: str, record: dict[str, object] | str) -> bool:
+    if isinstance(record, str):  # a manifest from before the stat was recorded: hash only
+        record = {"sha256": record}
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if st.st_size == record.get("size") and st.st_mtime_ns == record.get("mtime_ns"):
+        return True  # untouched since the build: no hashing (nor hashlib's import)
+    return _sha256(path) == record["sha256"]
 
 
 def _sha256(path: str) -> str | None:
-    import hashlib  # here: only an installed build has a manifest to compare
+    import hashlib  # here: only a source that is not as built is hashed
 
     try:
         with open(path, "rb") as f:

@@ -283,3 +283,14 @@ def test_a_run_imports_only_the_controller_it_builds(tmp_path):
     loaded = _lazy_loaded("simulate", str(path), "-o", "json", "--out", str(tmp_path / "o.json"))
     assert (tmp_path / "o.json").is_file()
     assert loaded == ["gpuscale.autoscaling.kpa"]
+
+
+def test_the_simulate_import_parses_no_builtin_signature():
+    # pydantic reads each default_factory's signature; `default_factory=list` has it parsed
+    # from list's text signature, the first such parse compiling tokenize's patterns (~5 ms).
+    # The params models use provisioning.nodes.no_items instead.
+    code = ("import sys; from gpuscale.cli import pydantic_plugins; pydantic_plugins.install(); "
+            "import gpuscale.cli.simulate; tokenize = sys.modules.get('tokenize'); "
+            "print(json.dumps([tokenize is not None and tokenize._compile.cache_info().currsize]),"
+            " file=sys.stderr)")
+    assert _probe("import json\n" + code, (), 120) == [0]

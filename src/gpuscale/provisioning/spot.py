@@ -18,6 +18,7 @@ from gpuscale.cluster.objects import Node, NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.provisioning.metrics import NodeMetrics
+from gpuscale.provisioning.nodes import no_items
 from gpuscale.units import SECONDS_PER_HOUR
 
 CAUSE = "spot_interruption"
@@ -29,7 +30,7 @@ class SpotInterruptions(BaseModel):
     rate_per_node_hour: float = Field(0.0, ge=0, description="Interruptions per node-hour "
                                       "(Poisson); 0 = none. No default rate is sourced: AWS's "
                                       "Spot Advisor publishes only buckets (<5% ... >20%/month).")
-    times_s: list[float] = Field(default_factory=list, description="Absolute notice times; at "
+    times_s: list[float] = Field(default_factory=no_items, description="Absolute notice times; at "
                                  "each one the oldest live spot node of the type is interrupted.")
 
 

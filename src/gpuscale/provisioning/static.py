@@ -18,7 +18,7 @@ from gpuscale.provisioning.base import AdoptsNoNodes
 from gpuscale.provisioning.latency import NodeLatencies, fixed
 from gpuscale.provisioning.lifecycle import NodeLauncher
 from gpuscale.provisioning.metrics import NodeMetrics
-from gpuscale.provisioning.nodes import CapacityType, TaintSpec, make_node
+from gpuscale.provisioning.nodes import CapacityType, TaintSpec, make_node, no_items
 
 
 class StaticNodes(BaseModel):
@@ -30,7 +30,7 @@ class StaticNodes(BaseModel):
     zone: str | None = Field(None, description="Zone; default the instance type's first zone.")
     pool: str = Field("static", description="Pool name put on the nodes (for reports).")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
-    taints: list[TaintSpec] = Field(default_factory=list, description="Node taints.")
+    taints: list[TaintSpec] = Field(default_factory=no_items, description="Node taints.")
     ready_after_s: float = Field(0.0, ge=0, description="Seconds after t=0 at which the nodes "
                                  "become ready; 0 = ready from the start.")
 
@@ -39,7 +39,7 @@ class StaticParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["static"] = "static"
-    nodes: list[StaticNodes] = Field(default_factory=list, description="Groups of fixed nodes.")
+    nodes: list[StaticNodes] = Field(default_factory=no_items, description="Groups of fixed nodes.")
 
 
 class StaticProvider(AdoptsNoNodes):

@@ -14,7 +14,7 @@ from gpuscale.catalog import get_instance_type
 from gpuscale.provisioning.capacity_buffer import CapacityBufferParams
 from gpuscale.provisioning.disruption_budget import PodDisruptionBudgetParams
 from gpuscale.provisioning.latency import NodeLatencies
-from gpuscale.provisioning.nodes import CapacityType, TaintSpec, check_unique
+from gpuscale.provisioning.nodes import CapacityType, TaintSpec, check_unique, no_items
 from gpuscale.provisioning.spot import SpotParams
 
 Expander = Literal["least-waste", "price", "priority", "random", "most-pods", "least-nodes"]
@@ -31,7 +31,7 @@ class NodeGroupParams(BaseModel):
     zones: list[str] | None = Field(None, description="Zones nodes are spread over "
                                     "round-robin; None = every zone of the instance type.")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
-    taints: list[TaintSpec] = Field(default_factory=list, description="Node taints.")
+    taints: list[TaintSpec] = Field(default_factory=no_items, description="Node taints.")
     gpu_label: bool = Field(True, description="Nodes carry the provider GPU label "
                             "(k8s.amazonaws.com/accelerator), so CA treats a registered node "
                             "without allocatable GPUs as upcoming; without it CA over-scales "
@@ -85,12 +85,12 @@ class ClusterAutoscalerParams(BaseModel):
     node_latencies: NodeLatencies = Field(default_factory=NodeLatencies)
     spot: SpotParams = Field(default_factory=SpotParams)
     capacity_buffers: list[CapacityBufferParams] = Field(
-        default_factory=list, description="CapacityBuffers (autoscaling.x-k8s.io): virtual "
+        default_factory=no_items, description="CapacityBuffers (autoscaling.x-k8s.io): virtual "
         "pods CA packs with the pending ones at each scan and keeps on nodes at scale-down; "
         "their nodes are ready at t=0 (without the image) (provisioning/capacity_buffer.py). "
         "Empty = none.")
     pod_disruption_budgets: list[PodDisruptionBudgetParams] = Field(
-        default_factory=list, description="PodDisruptionBudgets: a node is not unneeded while "
+        default_factory=no_items, description="PodDisruptionBudgets: a node is not unneeded while "
         "evicting its pods would take a PDB below its allowed disruptions. Empty = none.")
 
     @model_validator(mode="after")

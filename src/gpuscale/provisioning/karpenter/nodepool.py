@@ -25,7 +25,7 @@ from gpuscale.provisioning.fit import (
     instance_type_labels,
 )
 from gpuscale.provisioning.latency import NodeLatencies
-from gpuscale.provisioning.nodes import TaintSpec
+from gpuscale.provisioning.nodes import TaintSpec, no_items
 from gpuscale.units import parse_duration_s, parse_quantity
 
 
@@ -46,7 +46,7 @@ class Requirement(BaseModel):
 
     key: str = Field(description="Node label key, e.g. karpenter.k8s.aws/instance-gpu-name.")
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
-    values: list[str] = Field(default_factory=list, description="Label values (strings).")
+    values: list[str] = Field(default_factory=no_items, description="Label values (strings).")
     min_values: int | None = Field(None, ge=1, le=50, description="Rendered only; not "
                                    "enforced by the simulator.")
 
@@ -146,11 +146,11 @@ class NodePoolParams(BaseModel):
     name: str = Field(description="NodePool name (metadata.name).")
     weight: int | None = Field(None, ge=1, le=100, description="Higher weight is tried first; "
                                "unset counts as 0.")
-    requirements: list[Requirement] = Field(default_factory=list, description="Constraints on "
+    requirements: list[Requirement] = Field(default_factory=no_items, description="Constraints on "
                                             "instance type, GPU, capacity type and zone.")
     labels: dict[str, str] = Field(default_factory=dict, description="Labels put on nodes.")
-    taints: list[TaintSpec] = Field(default_factory=list, description="Taints put on nodes.")
-    startup_taints: list[TaintSpec] = Field(default_factory=list, description="Rendered only: "
+    taints: list[TaintSpec] = Field(default_factory=no_items, description="Taints put on nodes.")
+    startup_taints: list[TaintSpec] = Field(default_factory=no_items, description="Rendered only: "
                                             "their removal is part of the initialize latency.")
     limits: dict[str, int | str] = Field(default_factory=dict, description="Caps on the sum of "
                                          "cpu, memory, nvidia.com/gpu or nodes in the pool.")

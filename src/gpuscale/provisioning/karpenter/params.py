@@ -11,7 +11,7 @@ from gpuscale.provisioning.capacity_buffer import CapacityBufferParams
 from gpuscale.provisioning.disruption_budget import PodDisruptionBudgetParams
 from gpuscale.provisioning.karpenter.nodepool import NodePoolParams, pool_offerings
 from gpuscale.provisioning.latency import NodeLatencies
-from gpuscale.provisioning.nodes import CapacityType, check_unique
+from gpuscale.provisioning.nodes import CapacityType, check_unique, no_items
 from gpuscale.provisioning.spot import SpotParams
 
 # Wall times budget schedules can be simulated at (docs/input-limits.md).
@@ -57,7 +57,7 @@ class KarpenterParams(BaseModel):
     insufficient_capacity_probability_frac: float = Field(0.0, ge=0, le=1, description=
                                                           "Chance that one offering's launch "
                                                           "fails with insufficient capacity.")
-    capacity_outages: list[CapacityOutage] = Field(default_factory=list)
+    capacity_outages: list[CapacityOutage] = Field(default_factory=no_items)
     unavailable_offering_ttl_s: float = Field(180.0, ge=0, description="How long an offering "
                                               "stays blocked after insufficient capacity; AWS "
                                               "provider's 3 min (cache.go).")
@@ -72,12 +72,12 @@ class KarpenterParams(BaseModel):
                                 "for budget schedules; default Monday 2026-01-05 00:00 UTC.")
     spot: SpotParams = Field(default_factory=SpotParams)
     capacity_buffers: list[CapacityBufferParams] = Field(
-        default_factory=list, description="CapacityBuffers (autoscaling.x-k8s.io, Karpenter's "
+        default_factory=no_items, description="CapacityBuffers (autoscaling.x-k8s.io, Karpenter's "
         "CapacityBuffer feature gate): room kept for virtual pods; their nodes are ready at "
         "t=0 (without the image) and are launched again when real pods take them "
         "(provisioning/capacity_buffer.py). Empty = none.")
     pod_disruption_budgets: list[PodDisruptionBudgetParams] = Field(
-        default_factory=list, description="PodDisruptionBudgets: a node with a pod whose PDB "
+        default_factory=no_items, description="PodDisruptionBudgets: a node with a pod whose PDB "
         "allows no disruption is no consolidation candidate, and drains evict a pod only when "
         "its PDBs allow (until terminationGracePeriod). Empty = none.")
 
