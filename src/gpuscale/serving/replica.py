@@ -10,10 +10,9 @@ timer there. An arrival in the middle of a stretch cuts it at the end of the ste
 progress, where the newcomer joins, as it would in vLLM.
 
 Bookkeeping uses a per-replica step counter G: a sequence that entered decode at G0 has
-generated G - G0 tokens since, so finishing times are kept in a heap keyed by G (one int per
-sequence, finish_G x span + rid: the order of (finish_G, rid) pairs, compared as plain ints
-rather than tuples), and the total cached context is `decode_base + n_decode x G`, with no
-per-token or per-sequence loop.
+generated G - G0 tokens since, so finishing times are kept in a heap keyed by G (one
+`DecodeFinish` a sequence: its finish_G and request id, compared as native fields), and the
+total cached context is `decode_base + n_decode x G`, with no per-token or per-sequence loop.
 
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
 + half a block per running sequence (the last block of each sequence is on average half full);
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from heapq import heappop, heappush
 from typing import Final, cast
 
 from gpuscale.core import Priority, Simulation
@@ -79,6 +77,68 @@ class EngineConfig:
         return self.num_blocks * self.block_size
 
 
+class DecodeFinish:
+    """A decoding sequence's entry in its replica's finish heap: the step count G at which it
+    finishes and its request id (the tie-break: heap order is that of (finish_g, rid)). Never
+    changed once made, so copies of a replica (the oracle probe's fork) can share them.
+    Objects with native fields, not one `finish_g x span + rid` int a sequence: heapq compares
+    ints through the generic rich comparison (~60 instructions each), a compiled sift reads
+    two fields; an int key was one allocation a sequence too."""
+
+    __slots__ = ("finish_g", "rid")
+
+    def __init__(self, finish_g: int, rid: int) -> None:
+        self.finish_g = finish_g
+        self.rid = rid
+
+
+def _push_finish(heap: list[DecodeFinish], entry: DecodeFinish) -> None:
+    """Add `entry` to the binary min-heap `heap` (sift up)."""
+    heap.append(entry)
+    i = len(heap) - 1
+    finish_g = entry.finish_g
+    rid = entry.rid
+    while i > 0:
+        parent = (i - 1) >> 1
+        other = heap[parent]
+        other_g = other.finish_g
+        if other_g < finish_g or (other_g == finish_g and other.rid < rid):
+            break
+        heap[i] = other
+        i = parent
+    heap[i] = entry
+
+
+def _pop_finish(heap: list[DecodeFinish]) -> DecodeFinish:
+    """Remove and return the least entry of the non-empty min-heap `heap` (sift down)."""
+    top = heap[0]
+    last = heap.pop()
+    n = len(heap)
+    if n == 0:
+        return top
+    finish_g = last.finish_g
+    rid = last.rid
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        other = heap[child]
+        if child + 1 < n:
+            right = heap[child + 1]
+            if right.finish_g < other.finish_g or (right.finish_g == other.finish_g
+                                                   and right.rid < other.rid):
+                child += 1
+                other = right
+        other_g = other.finish_g
+        if finish_g < other_g or (finish_g == other_g and rid < other.rid):
+            break
+        heap[i] = other
+        i = child
+    heap[i] = last
+    return top
+
+
 class Replica(TimerOwner):
     """A serving engine bound to its event loop and the shared request table."""
 
@@ -119,7 +179,6 @@ class Replica(TimerOwner):
         "seg_start_s",
         "seg_steps",
         "sim",
-        "span",
         "state",
         "step_budget",
         "step_chunks",
@@ -160,10 +219,10 @@ class Replica(TimerOwner):
         # table.prefill_left[rid]).
         self.prefilling: list[int] = []
         # A decoding sequence's G0 (step count when its decode began) is table.decode_g0[rid].
-        # finish_G x span + rid of each decoding sequence; stale once the sequence was
-        # preempted (its G0 then differs from finish_G - output, or it is NOT_DECODING).
-        self.heap: list[int] = []
-        self.span = max(1, len(table))  # > every rid, so a key's rid and finish_G separate
+        # Each decoding sequence's (finish_G, rid), least first (`_push_finish`); stale once
+        # the sequence was preempted (its G0 then differs from finish_G - output, or it is
+        # NOT_DECODING).
+        self.heap: list[DecodeFinish] = []
         self.resume_generated: dict[int, int] = {}  # preempted rid -> tokens already generated
         self.G = 0
         self.decode_base = 0  # sum over decoding of (prompt + generated_before - G0)
@@ -491,14 +550,13 @@ class Replica(TimerOwner):
         heap = self.heap
         decode_g0 = self.table.decode_g0
         output = self.table.output_tokens_list
-        span = self.span
         while True:
-            key = heap[0]
-            finish_g = key // span  # not divmod: the compiled path has no native divmod
-            rid = key - finish_g * span
+            first = heap[0]
+            finish_g = first.finish_g
+            rid = first.rid
             if decode_g0[rid] + output[rid] == finish_g:
                 break
-            heappop(heap)  # stale entries of preempted sequences
+            _pop_finish(heap)  # stale entries of preempted sequences
         G = self.G
         n = self.n_decode
         context = self.decode_base + n * G
@@ -563,7 +621,7 @@ class Replica(TimerOwner):
         if self.step_decodes:
             self.G += 1
             heap = self.heap
-            if heap and heap[0] < (self.G + 1) * self.span:  # a finish_G <= G is due
+            if heap and heap[0].finish_g <= self.G:  # one is due
                 self._finish_due(now_s)
         prefill_left = table.prefill_left
         for rid, take, _prefix in chunks:
@@ -611,7 +669,7 @@ class Replica(TimerOwner):
         self.table.decode_g0[rid] = g0
         self.decode_base += self.table.prompt_tokens_list[rid] - g0
         self.n_decode += 1
-        heappush(self.heap, (g0 + self.table.output_tokens_list[rid]) * self.span + rid)
+        _push_finish(self.heap, DecodeFinish(g0 + self.table.output_tokens_list[rid], rid))
 
     def _finish_due(self, now_s: float) -> None:
         heap = self.heap
@@ -619,12 +677,10 @@ class Replica(TimerOwner):
         table = self.table
         decode_g0 = table.decode_g0
         output = table.output_tokens_list
-        span = self.span
-        due = (G + 1) * span  # keys below it have finish_G <= G
-        while heap and heap[0] < due:
-            key = heappop(heap)
-            finish_g = key // span
-            rid = key - finish_g * span
+        while heap and heap[0].finish_g <= G:
+            entry = _pop_finish(heap)
+            finish_g = entry.finish_g
+            rid = entry.rid
             g0 = decode_g0[rid]
             if g0 + output[rid] != finish_g:
                 continue  # stale entry of a preempted sequence
