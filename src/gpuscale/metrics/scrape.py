@@ -19,12 +19,9 @@ from gpuscale.cluster.objects import NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
 from gpuscale.metrics.store import (
-    GPU_UTIL,
-    KV_USAGE,
-    RUNNING,
-    WAITING,
     MetricsStore,
     PodMetrics,
+    PoolScrape,
     SeriesRow,
     scraped_pod,
 )
@@ -49,7 +46,7 @@ class ScrapedPool(Protocol):
     def num_ready(self) -> int: ...
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
-                        fb_used_mib: float) -> list[tuple[Any, dict[str, float]]]: ...
+                        fb_used_mib: float) -> PoolScrape: ...
 
 
 class TtftSource(Protocol):
@@ -111,26 +108,16 @@ class Scraper:
             observed.extend(source.ttft_observations)
             source.ttft_observations = []
         for role, pool in self.pools.items():
-            raw = raw_by_role.setdefault(role, [])
-            role_waiting = 0.0
-            role_kv: list[float] = []
-            for slot, values in pool.replica_samples(now_s, self.interval_s, self._prev_busy,
-                                                     self.fb_used_mib):
-                pod, replica = slot.pod, slot.replica
-                bound = pod.node_name is not None
-                if not bound:
-                    pending += 1
-                elif replica is None:
-                    starting += 1
-                raw.append((pod.name, bound, replica is not None and slot.state == "ready",
-                            values))
-                if WAITING in values:
-                    role_waiting += values[WAITING]
-                    running += values[RUNNING]
-                    role_kv.append(values[KV_USAGE])
-                    util.append(values[GPU_UTIL])
+            raw, role_pending, role_starting, role_waiting, role_running, role_kv, role_util = \
+                pool.replica_samples(now_s, self.interval_s, self._prev_busy, self.fb_used_mib)
+            raw_by_role[role] = raw
+            pending += role_pending
+            starting += role_starting
+            # Request counts in floats: integers, so the sums are the same in any grouping.
             waiting += role_waiting
+            running += role_running
             kv.extend(role_kv)
+            util.extend(role_util)
             role_rows[role] = (float(pool.desired), float(pool.num_ready()), role_waiting,
                                sum(role_kv) / len(role_kv) if role_kv else 0.0)
             for replica in pool.ready:
