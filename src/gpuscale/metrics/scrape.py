@@ -145,7 +145,7 @@ class Scraper:
         nodes_ready = gpus_billed = gpus_allocated = 0
         for n in nodes:
             nodes_ready += n.state is NodeState.READY
-            gpus_billed += n.num_gpus
+            gpus_billed += n.instance_type.num_gpus  # Node.num_gpus, read without the property
             gpus_allocated += n.gpus_allocated
         pools = self.pools.values()
         prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
