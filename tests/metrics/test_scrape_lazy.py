@@ -58,8 +58,9 @@ class _Pool:
             out.append((slot, values))
         return out
 
-    def replica_samples(self, now_s, window_s, prev_busy, fb_used_mib):
-        """The `PoolScrape` of `samples` (engine/fleet.py's contract)."""
+    def replica_samples(self, now_s, window_s, prev_busy, fb_used_mib, ttfts):
+        """The `PoolScrape` of `samples` (engine/fleet.py's contract; no replica here has a
+        TTFT to move to `ttfts`)."""
         pods, kv, util = [], [], []
         pending = starting = 0
         waiting = running = 0.0

@@ -285,11 +285,12 @@ class Fleet(TimerOwner):
             table.drop(rid, now_s, "timeout")
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
-                        fb_used_mib: float) -> PoolScrape:
+                        fb_used_mib: float, ttfts: list[float]) -> PoolScrape:
         """Scrape every pod of the deployment (see metrics/store.py for the series): one
         `(name, bound, ready, values)` per pod in slot order, and what the scrape sums of them
         (metrics/store.py `PoolScrape`), worked out here rather than by reading each pod's
-        dict back in the interpreted scrape."""
+        dict back in the interpreted scrape. The ready replicas' TTFTs since the last scrape
+        move to `ttfts`, in the order of `ready`."""
         pods: list[tuple[str, bool, bool, dict[str, float]]] = []
         kv: list[float] = []
         util: list[float] = []
@@ -336,4 +337,8 @@ class Fleet(TimerOwner):
             else:
                 pending += 1
             pods.append((pod.name, bound, replica is not None and slot.state == READY, values))
+        for serving in self.ready:
+            if serving.ttft_observations:
+                ttfts.extend(serving.ttft_observations)
+                serving.ttft_observations = []
         return pods, pending, starting, waiting, running, kv, util

@@ -46,7 +46,7 @@ class ScrapedPool(Protocol):
     def num_ready(self) -> int: ...
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
-                        fb_used_mib: float) -> PoolScrape: ...
+                        fb_used_mib: float, ttfts: list[float]) -> PoolScrape: ...
 
 
 class TtftSource(Protocol):
@@ -109,7 +109,8 @@ class Scraper:
             source.ttft_observations = []
         for role, pool in self.pools.items():
             raw, role_pending, role_starting, role_waiting, role_running, role_kv, role_util = \
-                pool.replica_samples(now_s, self.interval_s, self._prev_busy, self.fb_used_mib)
+                pool.replica_samples(now_s, self.interval_s, self._prev_busy, self.fb_used_mib,
+                                     observed)  # and moves the ready replicas' TTFTs there
             raw_by_role[role] = raw
             pending += role_pending
             starting += role_starting
@@ -120,10 +121,6 @@ class Scraper:
             util.extend(role_util)
             role_rows[role] = (float(pool.desired), float(pool.num_ready()), role_waiting,
                                sum(role_kv) / len(role_kv) if role_kv else 0.0)
-            for replica in pool.ready:
-                if replica.ttft_observations:
-                    observed.extend(replica.ttft_observations)
-                    replica.ttft_observations = []
         self._raw_by_role = raw_by_role
         self.latest_by_role = {}
         self.store.set_latest_source(self._all_pods)
