@@ -75,7 +75,7 @@ class _Pool:
                 util.append(values[GPU_UTIL])
             pods.append((slot.pod.name, bound, slot.replica is not None and slot.state == "ready",
                          values))
-        return pods, pending, starting, waiting, running, kv, util
+        return pods, pending, starting, waiting, running, kv, util, 0
 
 
 def _expected(pool: _Pool) -> list[PodMetrics]:

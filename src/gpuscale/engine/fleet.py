@@ -337,8 +337,11 @@ class Fleet(TimerOwner):
             else:
                 pending += 1
             pods.append((pod.name, bound, replica is not None and slot.state == READY, values))
+        num_busy = 0  # ready replicas executing a step or a decode stretch (not idle)
         for serving in self.ready:
             if serving.ttft_observations:
                 ttfts.extend(serving.ttft_observations)
                 serving.ttft_observations = []
-        return pods, pending, starting, waiting, running, kv, util
+            if serving.state != 0:  # serving/replica.py `_IDLE`
+                num_busy += 1
+        return pods, pending, starting, waiting, running, kv, util, num_busy

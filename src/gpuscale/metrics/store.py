@@ -93,10 +93,11 @@ class SeriesRow(NamedTuple):
 SERIES_COLUMNS = SeriesRow._fields
 
 # One deployment's scrape (`Fleet.replica_samples`): each pod's (name, bound, ready, series) in
-# slot order, then of the pods that serve: the pending and starting pod counts, the sums of
-# their waiting and running requests, and their KV usages and GPU utilisations in pod order.
+# slot order; the pending and starting pod counts; of the pods that serve, the sums of their
+# waiting and running requests and their KV usages and GPU utilisations in pod order; the
+# ready replicas not idle.
 PoolScrape = tuple[list[tuple[str, bool, bool, dict[str, float]]], int, int, float, float,
-                   list[float], list[float]]
+                   list[float], list[float], int]
 
 
 def percentile_sorted(values: list[float], q: float) -> float:
