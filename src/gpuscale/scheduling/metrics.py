@@ -136,7 +136,8 @@ class SchedulingMetrics:
         gangs = self.gangs(cluster)
         held_gpus = held_usd = 0.0
         blocked = False
-        queue_rate: Counter = Counter()
+        # int-defaulting as the Counter was, without its Python-level __missing__ per queue
+        queue_rate: defaultdict[str, int] = defaultdict(int)
         for gang in gangs.values():
             spec = gang.spec
             pods = gang.pods
