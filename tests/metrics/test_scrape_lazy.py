@@ -49,7 +49,7 @@ class _Pool:
     def num_ready(self) -> int:
         return len(self.ready)
 
-    def replica_samples(self, now_s, window_s, prev_busy, fb_used_mib):
+    def samples(self):
         out = []
         for i, slot in enumerate(self.slots):
             values: dict[str, float] = {}
@@ -58,12 +58,31 @@ class _Pool:
             out.append((slot, values))
         return out
 
+    def replica_samples(self, now_s, window_s, prev_busy, fb_used_mib, ttfts):
+        """The `PoolScrape` of `samples` (engine/fleet.py's contract; no replica here has a
+        TTFT to move to `ttfts`)."""
+        pods, kv, util = [], [], []
+        pending = starting = 0
+        waiting = running = 0.0
+        for slot, values in self.samples():
+            bound = slot.pod.node_name is not None
+            pending += not bound
+            starting += bound and slot.replica is None
+            if WAITING in values:
+                waiting += values[WAITING]
+                running += values[RUNNING]
+                kv.append(values[KV_USAGE])
+                util.append(values[GPU_UTIL])
+            pods.append((slot.pod.name, bound, slot.replica is not None and slot.state == "ready",
+                         values))
+        return pods, pending, starting, waiting, running, kv, util, 0
+
 
 def _expected(pool: _Pool) -> list[PodMetrics]:
     """The pods as the scrape built them eagerly before (metrics/scrape.py, round three)."""
     return [PodMetrics(s.pod.name, "Running" if s.pod.node_name is not None else "Pending",
                        s.replica is not None and s.state == "ready", values)
-            for s, values in pool.replica_samples(0.0, 15.0, {}, 0.0)]
+            for s, values in pool.samples()]
 
 
 _STATES = st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), max_size=8)

@@ -14,6 +14,7 @@ from gpuscale.metrics.scrape import _tpots_s
 from gpuscale.metrics.store import (
     TTFT_BUCKETS_S,
     MetricsStore,
+    _sorted_batches_percentile,
     percentile_sorted,
     percentile_unsorted,
 )
@@ -26,6 +27,21 @@ TTFTS = st.floats(0.0, 3000.0, allow_nan=False)
 @given(st.lists(TTFTS, min_size=1, max_size=400), st.floats(0, 100))
 def test_partitioned_percentile_is_the_sorted_one_exactly(values, q):
     assert percentile_unsorted(np.asarray(values), q) == percentile_sorted(sorted(values), q)
+
+
+# Batches of very different sizes (one may hold the whole top), many ties (a few distinct
+# values) and every q: the tails must hold the union's order statistics.
+_BATCH = st.lists(st.one_of(TTFTS, st.sampled_from([0.0, 0.5, 1.0, math.inf])), min_size=1,
+                  max_size=300)
+
+
+@given(st.lists(_BATCH, min_size=1, max_size=5), st.floats(0, 100))
+def test_percentile_of_sorted_batch_tails_is_the_sorted_window_one(batches, q):
+    arrays = [np.sort(np.asarray(b, dtype=np.float64)) for b in batches]
+    expected = percentile_sorted(sorted(v for b in batches for v in b), q)
+    got = _sorted_batches_percentile(arrays, q)
+    assert got == expected or (math.isnan(got) and math.isnan(expected))
+    assert type(got) is float
 
 
 @given(st.lists(st.tuples(st.integers(0, 3), st.lists(TTFTS, max_size=40)), max_size=25))

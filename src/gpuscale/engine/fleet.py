@@ -28,6 +28,7 @@ from gpuscale.metrics.store import (
     PREFIX_CACHE_QUERIES,
     RUNNING,
     WAITING,
+    PoolScrape,
 )
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache, PrefixCacheStats
@@ -284,34 +285,63 @@ class Fleet(TimerOwner):
             table.drop(rid, now_s, "timeout")
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
-                        fb_used_mib: float) -> list[tuple[ReplicaSlot, dict[str, float]]]:
-        """Scrape every pod of the deployment (see metrics/store.py for the series)."""
-        out = []
+                        fb_used_mib: float, ttfts: list[float]) -> PoolScrape:
+        """Scrape every pod of the deployment (see metrics/store.py for the series): one
+        `(name, bound, ready, values)` per pod in slot order, and what the scrape sums of them
+        (metrics/store.py `PoolScrape`), worked out here rather than by reading each pod's
+        dict back in the interpreted scrape. The ready replicas' TTFTs since the last scrape
+        move to `ttfts`, in the order of `ready`."""
+        pods: list[tuple[str, bool, bool, dict[str, float]]] = []
+        kv: list[float] = []
+        util: list[float] = []
+        pending = starting = 0
+        # Request counts: integers held in floats, so these sums are exact in any grouping.
+        waiting = running = 0.0
         for slot in self.slots.values():
             values: dict[str, float] = {}
-            if slot.pod.node_name is not None:
-                replica = slot.replica
+            pod = slot.pod
+            replica = slot.replica
+            bound = pod.node_name is not None
+            if bound:
                 if replica is None:  # loading: GPUs held, no step executed, no /metrics yet
-                    prev_busy[slot.pod.name] = 0.0
+                    starting += 1
+                    prev_busy[pod.name] = 0.0
                     values[GPU_UTIL] = 0.0
                     values[FB_USED] = 0.0
                 else:
                     busy = replica.busy_s(now_s)
                     # A replica that became ready within the window is judged on its part.
                     window = min(window_s, now_s - (slot.ready_s or 0.0))
-                    util = 100.0 * (busy - prev_busy.get(slot.pod.name, 0.0)) / window \
+                    util_pct = 100.0 * (busy - prev_busy.get(pod.name, 0.0)) / window \
                         if window > 0 else 0.0
-                    prev_busy[slot.pod.name] = busy
-                    values[GPU_UTIL] = min(100.0, max(0.0, util))
+                    prev_busy[pod.name] = busy
+                    pod_util = min(100.0, max(0.0, util_pct))
+                    pod_waiting = float(replica.num_waiting())
+                    pod_running = float(replica.num_running)
+                    pod_kv = replica.kv_usage_frac(now_s)
+                    values[GPU_UTIL] = pod_util
                     values[FB_USED] = fb_used_mib
-                    values[WAITING] = float(replica.num_waiting())
-                    values[RUNNING] = float(replica.num_running)
-                    values[KV_USAGE] = replica.kv_usage_frac(now_s)
+                    values[WAITING] = pod_waiting
+                    values[RUNNING] = pod_running
+                    values[KV_USAGE] = pod_kv
                     values[PREFILL_TOKENS_WAITING] = float(
                         replica.waiting_prompt_tokens + replica.prefill_tokens_left())
                     if replica.prefix_cache is not None:  # counters since the engine started
                         values[PREFIX_CACHE_QUERIES] = float(
                             replica.prefix_cache.stats.queries_tokens)
                         values[PREFIX_CACHE_HITS] = float(replica.prefix_cache.stats.hits_tokens)
-            out.append((slot, values))
-        return out
+                    waiting += pod_waiting
+                    running += pod_running
+                    kv.append(pod_kv)
+                    util.append(pod_util)
+            else:
+                pending += 1
+            pods.append((pod.name, bound, replica is not None and slot.state == READY, values))
+        num_busy = 0  # ready replicas executing a step or a decode stretch (not idle)
+        for serving in self.ready:
+            if serving.ttft_observations:
+                ttfts.extend(serving.ttft_observations)
+                serving.ttft_observations = []
+            if serving.state != 0:  # serving/replica.py `_IDLE`
+                num_busy += 1
+        return pods, pending, starting, waiting, running, kv, util, num_busy

@@ -26,6 +26,12 @@ def gpu_s(cluster: ClusterState, now_s: float) -> float:
 
 
 def cost_usd(cluster: ClusterState, now_s: float) -> float:
-    """Dollars billed up to `now_s` at each node's own price (spot or on-demand)."""
-    return sum(n.billed_s(now_s) * n.price_usd_per_hour for n in all_nodes(cluster)) \
+    """Dollars billed up to `now_s` at each node's own price (spot or on-demand).
+
+    Every scrape asks (the series' `cost_usd`), so `Node.billed_s` and `price_usd_per_hour`
+    are written out here, the same operations on the same values in the same order; with no
+    deleted node, the live ones are every node (each is keyed by its own name once)."""
+    nodes = all_nodes(cluster) if cluster.gone_nodes else cluster.nodes.values()
+    return sum([max(0.0, (now_s if n.deleted_s is None else n.deleted_s) - n.created_s)
+                * n.instance_type.price_usd_per_hour(n.capacity_type) for n in nodes]) \
         / SECONDS_PER_HOUR

@@ -19,12 +19,9 @@ from gpuscale.cluster.objects import NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
 from gpuscale.metrics.store import (
-    GPU_UTIL,
-    KV_USAGE,
-    RUNNING,
-    WAITING,
     MetricsStore,
     PodMetrics,
+    PoolScrape,
     SeriesRow,
     scraped_pod,
 )
@@ -32,7 +29,8 @@ from gpuscale.serving.requests_table import RequestTable
 
 
 class ScrapedPool(Protocol):
-    """What the scrape needs of a deployment (engine.fleet.Fleet); read-only."""
+    """What the scrape needs of a deployment (engine.fleet.Fleet); read-only but for
+    `replica_samples`, which moves the ready replicas' TTFT observations to the scrape."""
 
     @property
     def desired(self) -> int: ...
@@ -41,15 +39,12 @@ class ScrapedPool(Protocol):
     def gateway(self) -> Sized: ...
 
     @property
-    def ready(self) -> Sequence[Any]: ...  # serving Replicas (state, ttft_observations)
-
-    @property
     def hw(self) -> Any: ...  # serving.performance.ReplicaHardware (its `tp` GPUs per replica)
 
     def num_ready(self) -> int: ...
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
-                        fb_used_mib: float) -> list[tuple[Any, dict[str, float]]]: ...
+                        fb_used_mib: float, ttfts: list[float]) -> PoolScrape: ...
 
 
 class TtftSource(Protocol):
@@ -107,48 +102,44 @@ class Scraper:
         util: list[float] = []
         role_rows: dict[str, tuple[float, float, float, float]] = {}
         observed: list[float] = []
+        # The pools' gateway queues, desired and ready replicas and busy GPUs (integers).
+        gateway_queue = desired = ready = gpus_busy = 0
         for source in self.ttft_sources:
             observed.extend(source.ttft_observations)
             source.ttft_observations = []
         for role, pool in self.pools.items():
-            raw = raw_by_role.setdefault(role, [])
-            role_waiting = 0.0
-            role_kv: list[float] = []
-            for slot, values in pool.replica_samples(now_s, self.interval_s, self._prev_busy,
-                                                     self.fb_used_mib):
-                pod, replica = slot.pod, slot.replica
-                bound = pod.node_name is not None
-                if not bound:
-                    pending += 1
-                elif replica is None:
-                    starting += 1
-                raw.append((pod.name, bound, replica is not None and slot.state == "ready",
-                            values))
-                if WAITING in values:
-                    role_waiting += values[WAITING]
-                    running += values[RUNNING]
-                    role_kv.append(values[KV_USAGE])
-                    util.append(values[GPU_UTIL])
+            (raw, role_pending, role_starting, role_waiting, role_running, role_kv, role_util,
+             role_busy) = pool.replica_samples(now_s, self.interval_s, self._prev_busy,
+                                               self.fb_used_mib, observed)  # and the TTFTs
+            raw_by_role[role] = raw
+            pending += role_pending
+            starting += role_starting
+            # Request counts in floats: integers, so the sums are the same in any grouping.
             waiting += role_waiting
+            running += role_running
             kv.extend(role_kv)
-            role_rows[role] = (float(pool.desired), float(pool.num_ready()), role_waiting,
+            util.extend(role_util)
+            role_desired, role_ready = pool.desired, pool.num_ready()
+            gateway_queue += len(pool.gateway)
+            desired += role_desired
+            ready += role_ready
+            gpus_busy += pool.hw.tp * role_busy
+            role_rows[role] = (float(role_desired), float(role_ready), role_waiting,
                                sum(role_kv) / len(role_kv) if role_kv else 0.0)
-            for replica in pool.ready:
-                if replica.ttft_observations:
-                    observed.extend(replica.ttft_observations)
-                    replica.ttft_observations = []
+        counts = (gateway_queue, desired, ready, gpus_busy)
         self._raw_by_role = raw_by_role
         self.latest_by_role = {}
         self.store.set_latest_source(self._all_pods)
         self.store.observe_ttft(now_s, observed)
         arrived = self.table.num_arrived
-        self.signals = self._signals(arrived)
+        self.signals = self._signals(arrived, counts)
         self.store.record_row(self._row(now_s, arrived, waiting, running, kv, util, starting,
-                                        pending, role_rows))
+                                        pending, role_rows, counts))
 
     def _row(self, now_s: float, arrived: int, waiting: float, running: float,
              kv: list[float], util: list[float], starting: int, pending: int,
-             role_rows: dict[str, tuple[float, float, float, float]]) -> SeriesRow:
+             role_rows: dict[str, tuple[float, float, float, float]],
+             counts: tuple[int, int, int, int]) -> SeriesRow:
         done = self.table.num_completed
         drops = self.table.num_dropped
         prev_arrived, prev_done, prev_drops = self._last_counts
@@ -158,30 +149,29 @@ class Scraper:
         nodes_ready = gpus_billed = gpus_allocated = 0
         for n in nodes:
             nodes_ready += n.state is NodeState.READY
-            gpus_billed += n.num_gpus
+            gpus_billed += n.instance_type.num_gpus  # Node.num_gpus, read without the property
             gpus_allocated += n.gpus_allocated
-        pools = self.pools.values()
+        gateway_queue, desired, ready, gpus_busy = counts
         prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
         decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
         return SeriesRow(
             time_s=now_s, arrivals=arrived - prev_arrived, completions=done - prev_done,
             drops=drops - prev_drops, queue_waiting=waiting, running=running,
-            gateway_queue=sum(len(p.gateway) for p in pools),
+            gateway_queue=gateway_queue,
             kv_usage_mean=sum(kv) / len(kv) if kv else 0.0,
             gpu_util_mean=sum(util) / len(util) if util else 0.0,
             ttft_p99_s=self.store.ttft_p99_s,
-            replicas_desired=sum(p.desired for p in pools),
-            replicas_ready=sum(p.num_ready() for p in pools),
+            replicas_desired=desired, replicas_ready=ready,
             replicas_starting=starting, pods_pending=pending, nodes_ready=nodes_ready,
             nodes_launching=len(nodes) - nodes_ready,
             gpus_billed=gpus_billed, gpus_allocated=gpus_allocated,
-            gpus_busy=sum(p.hw.tp for p in pools for r in p.ready if r.state != 0),
+            gpus_busy=gpus_busy,
             cost_usd=cost_usd(self.cluster, now_s),
             prefill_desired=prefill[0], prefill_ready=prefill[1], prefill_waiting=prefill[2],
             decode_desired=decode[0], decode_ready=decode[1], decode_waiting=decode[2],
             decode_kv_usage_mean=decode[3])
 
-    def _signals(self, arrived: int) -> Mapping[str, float]:
+    def _signals(self, arrived: int, counts: tuple[int, int, int, int]) -> Mapping[str, float]:
         """Fleet-level signals a planner reads (a gateway or frontend would export these).
 
         What they are computed from is captured now (the counts, the requests completed since
@@ -192,10 +182,8 @@ class Scraper:
         first = self._last_counts[0]
         completed = table.recently_completed
         table.recently_completed = []
-        pools = self.pools.values()
         ttft_p99_s = self.store.ttft_p99_s
-        gateway_queue = float(sum(len(p.gateway) for p in pools))
-        ready_replicas = float(sum(p.num_ready() for p in pools))
+        gateway_queue, ready_replicas = float(counts[0]), float(counts[2])
 
         def build() -> dict[str, float]:
             count = arrived - first

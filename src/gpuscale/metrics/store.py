@@ -92,6 +92,13 @@ class SeriesRow(NamedTuple):
 
 SERIES_COLUMNS = SeriesRow._fields
 
+# One deployment's scrape (`Fleet.replica_samples`): each pod's (name, bound, ready, series) in
+# slot order; the pending and starting pod counts; of the pods that serve, the sums of their
+# waiting and running requests and their KV usages and GPU utilisations in pod order; the
+# ready replicas not idle.
+PoolScrape = tuple[list[tuple[str, bool, bool, dict[str, float]]], int, int, float, float,
+                   list[float], list[float], int]
+
 
 def percentile_sorted(values: list[float], q: float) -> float:
     """numpy's default (linear) percentile of an already sorted list, without numpy's
@@ -110,6 +117,33 @@ def percentile_unsorted(values: np.ndarray, q: float) -> float:
     high = min(low + 1, len(values) - 1)
     placed = np.partition(values, (low, high))
     low_value, high_value = float(placed[low]), float(placed[high])
+    return low_value + (high_value - low_value) * (position - low)
+
+
+def _sorted_batches_percentile(batches: list[np.ndarray], q: float) -> float:
+    """`percentile_sorted` of the union of ascending-sorted, non-empty `batches`, the same
+    float, reading only their tails.
+
+    The percentile reads the order statistics at ranks `low` and `high` (0-based, ascending)
+    of the N values, i.e. among the k = N - low largest. Each of the union's k largest is
+    among the k largest of its own batch, so the batches' last min(k, len) values hold the
+    union's k largest (as a multiset: of any value x, every batch gives up to k of its values
+    at or above x, so the tails hold at least min(k, #values >= x) of them); the r-th largest
+    of the tails (r < k) is the union's r-th largest. The high percentiles read a few
+    values per batch (P99 of ~2,800: 29), not a copy of the window."""
+    n = sum(len(b) for b in batches)
+    position = (n - 1) * q / 100.0
+    low = int(position)
+    high = min(low + 1, n - 1)
+    if len(batches) == 1:
+        values = batches[0]
+        first = 0
+    else:
+        k = n - low
+        values = np.concatenate([b[-k:] for b in batches])
+        values.sort()
+        first = n - len(values)  # the tails' index i holds the union's rank first + i
+    low_value, high_value = float(values[low - first]), float(values[high - first])
     return low_value + (high_value - low_value) * (position - low)
 
 
@@ -228,13 +262,15 @@ class MetricsStore:
         """Add one scrape's TTFT observations (fleet histogram + the sliding P99 window).
 
         A scrape brings hundreds of values at scale and the window holds a few scrapes'
-        worth: each batch becomes one array once, the histogram keeps it for binning on read,
-        and the P99 places two order statistics instead of sorting the window at every
-        scrape. Same counts and the same float as the per-value loop and the sort
-        (tests/core/test_percentile.py, tests/metrics/test_scrape_vectorised.py)."""
+        worth: each batch becomes one array once, sorted in place (the histogram, binned on
+        read, does not depend on the order), and the P99 reads its two order statistics from
+        the batches' tails (`_window_order_stats`) instead of copying and partitioning the
+        whole window at every scrape. Same counts and the same float as the per-value loop
+        and the sort (tests/core/test_percentile.py, tests/metrics/test_scrape_vectorised.py)."""
         recent = self._recent_ttft
         if values:
             batch = np.fromiter(values, dtype=np.float64, count=len(values))
+            batch.sort()
             self._unbinned_ttft.append(batch)
             recent.append((now_s, batch))
         cutoff = now_s - self.ttft_window_s
@@ -243,8 +279,7 @@ class MetricsStore:
         if not recent:
             self.ttft_p99_s = 0.0
             return
-        window = recent[0][1] if len(recent) == 1 else np.concatenate([b for _, b in recent])
-        self.ttft_p99_s = percentile_unsorted(window, 99.0)
+        self.ttft_p99_s = _sorted_batches_percentile([b for _, b in recent], 99.0)
 
     def record_row(self, row: SeriesRow) -> None:
         self.rows.append(row)

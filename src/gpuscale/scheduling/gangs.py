@@ -39,7 +39,13 @@ class Gang:
 
     @property
     def num_bound(self) -> int:
-        return sum(1 for p in self.pods if p.node_name is not None)
+        # A counting loop, not `sum` over a generator: KAI's cycle asks thousands of times a
+        # run (stale gangs, completed gangs, victim lists), mostly of one-pod gangs.
+        bound = 0
+        for p in self.pods:
+            if p.node_name is not None:
+                bound += 1
+        return bound
 
     @property
     def is_complete(self) -> bool:

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from gpuscale.cluster.objects import Pod, tolerates_all
+from gpuscale.cluster.objects import Node, Pod, tolerates_all
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.store import percentile_linear
 from gpuscale.scheduling.gangs import form_gangs, group_name, queue_of, resize_default_gang
@@ -136,7 +136,8 @@ class SchedulingMetrics:
         gangs = self.gangs(cluster)
         held_gpus = held_usd = 0.0
         blocked = False
-        queue_rate: Counter = Counter()
+        # int-defaulting as the Counter was, without its Python-level __missing__ per queue
+        queue_rate: defaultdict[str, int] = defaultdict(int)
         for gang in gangs.values():
             spec = gang.spec
             pods = gang.pods
@@ -167,21 +168,32 @@ class SchedulingMetrics:
                 if node is not None and node.num_gpus:
                     held_usd += pod.gpus * node.price_usd_per_hour / node.num_gpus / 3600.0
         ready = cluster.ready_nodes()
-        # Each node's properties read once; the sums run over the same values in the same
-        # order as one generator per sum did.
-        frees = [n.num_gpus - n.gpus_allocated for n in ready]  # Node.gpus_free of a ready node
-        free = sum(frees)
-        priced = [(free_gpus, n.num_gpus, n.price_usd_per_hour)
-                  for free_gpus, n in zip(frees, ready, strict=True) if n.num_gpus]
-        free_usd = sum(free_gpus * price / num_gpus / 3600.0
-                       for free_gpus, num_gpus, price in priced)
-        # Ready nodes hosting no pod: billing, and under a gang scheduler typically the nodes
-        # already launched for a gang still waiting for its last ones (no atomic multi-node
-        # launch, reference layer2-scheduling.md 1.4).
-        empty = [n for n in ready if not n.pod_names and n.num_gpus]
-        empty_gpus = sum(n.num_gpus for n in empty)
-        empty_usd = sum(n.price_usd_per_hour for n in empty) / 3600.0
-        fragmented = self._fragmented_gpus(cluster, ready)
+        # One pass over the ready nodes, each node's properties read once (`Node.num_gpus`,
+        # `gpus_free` of a ready node and `price_usd_per_hour` written out): the integer sums
+        # are order-free, the float ones add the same terms in the same order as one
+        # generator per sum did.
+        free = allocated = empty_gpus = 0
+        frees: list[int] = []
+        free_usd_terms: list[float] = []
+        empty_prices: list[float] = []
+        for n in ready:
+            num_gpus = n.instance_type.num_gpus
+            free_gpus = num_gpus - n.gpus_allocated
+            frees.append(free_gpus)
+            free += free_gpus
+            allocated += n.gpus_allocated
+            if num_gpus:
+                price = n.instance_type.price_usd_per_hour(n.capacity_type)
+                free_usd_terms.append(free_gpus * price / num_gpus / 3600.0)
+                # Ready nodes hosting no pod: billing, and under a gang scheduler typically
+                # the nodes already launched for a gang still waiting for its last ones (no
+                # atomic multi-node launch, reference layer2-scheduling.md 1.4).
+                if not n.pod_names:
+                    empty_gpus += num_gpus
+                    empty_prices.append(price)
+        free_usd = sum(free_usd_terms)
+        empty_usd = sum(empty_prices) / 3600.0
+        fragmented = self._fragmented_gpus(cluster, ready, frees)
         self.queue_rate = dict(queue_rate)
         self.rates = {
             "gang_idle_gpu_s": held_gpus, "gang_idle_usd": held_usd,
@@ -190,22 +202,24 @@ class SchedulingMetrics:
             "empty_node_gpu_s_while_gang_blocked": empty_gpus if blocked else 0.0,
             "empty_node_usd_while_gang_blocked": empty_usd if blocked else 0.0,
             "free_gpu_s": free, "fragmented_gpu_s": fragmented,
-            "allocated_gpu_s": sum(n.gpus_allocated for n in ready),
+            "allocated_gpu_s": allocated,
         }
         if not self.series or self.series[-1][1:] != (free, fragmented):
             self.series.append((now_s, free, fragmented))
 
     @staticmethod
-    def _fragmented_gpus(cluster: ClusterState, ready) -> int:
-        """Free GPUs on nodes where no pending GPU pod fits (0 when no GPU pod is pending)."""
+    def _fragmented_gpus(cluster: ClusterState, ready: list[Node], frees: list[int]) -> int:
+        """Free GPUs on nodes where no pending GPU pod fits (0 when no GPU pod is pending);
+        `frees` holds each ready node's free GPUs."""
         pending = [p for p in cluster.pending_pods() if p.gpus > 0]
         if not pending:
             return 0
         shapes = {(p.gpus, p.tolerations, tuple(sorted(p.node_selector.items()))): p
                   for p in pending}
-        return sum(n.gpus_free for n in ready if n.gpus_free > 0 and not any(
-            p.gpus <= n.gpus_free and tolerates_all(p.tolerations, n.taints) and p.fits_selector(n)
-            for p in shapes.values()))
+        return sum(free_gpus for n, free_gpus in zip(ready, frees, strict=True)
+                   if free_gpus > 0 and not any(
+                       p.gpus <= free_gpus and tolerates_all(p.tolerations, n.taints)
+                       and p.fits_selector(n) for p in shapes.values()))
 
     # -- summary -----------------------------------------------------------------------------
     def summary(self, kind: str, pending_by_queue: dict[str, int] | None = None) -> dict:

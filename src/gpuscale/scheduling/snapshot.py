@@ -158,7 +158,8 @@ class Snapshot:
             return None
         a = self.arrays()
         left = a[0, found] - pod.gpus if pod.gpus else a[1, found] - pod.cpu_milli
-        return self.nodes[int(found[int(np.argmin(left if pack else -left))])]
+        # ndarray.argmin: np.argmin's own body, without its Python wrapper per pod
+        return self.nodes[int(found[int((left if pack else -left).argmin())])]
 
     def feasible(self, pod: Pod) -> list[NodeFree]:
         return [self.nodes[i] for i in self.feasible_indices(pod)]
