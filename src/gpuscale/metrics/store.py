@@ -264,7 +264,7 @@ class MetricsStore:
         A scrape brings hundreds of values at scale and the window holds a few scrapes'
         worth: each batch becomes one array once, sorted in place (the histogram, binned on
         read, does not depend on the order), and the P99 reads its two order statistics from
-        the batches' tails (`_window_order_stats`) instead of copying and partitioning the
+        the batches' tails (`_sorted_batches_percentile`) instead of copying and partitioning the
         whole window at every scrape. Same counts and the same float as the per-value loop
         and the sort (tests/core/test_percentile.py, tests/metrics/test_scrape_vectorised.py)."""
         recent = self._recent_ttft
