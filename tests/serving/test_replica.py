@@ -221,3 +221,40 @@ def test_the_waiting_queue_is_a_deque(ops):
             model.popleft()
         assert replica.waiting_rids() == list(model)
         assert replica.num_waiting() == len(model)
+
+
+many_short = st.integers(70, 160).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(0, 3, allow_nan=False), min_size=n, max_size=n).map(sorted),
+    st.lists(st.integers(1, 600), min_size=n, max_size=n),
+    st.lists(st.integers(1, 30), min_size=n, max_size=n),
+))
+
+
+@settings(max_examples=40, deadline=None)
+@given(workload=many_short, small_kv=st.booleans())
+def test_the_running_list_holds_exactly_the_admitted_unfinished_requests(workload, small_kv):
+    # `running` keeps finished entries until they are half the list: after every event its
+    # live entries must be exactly the requests admitted and not finished (nor put back in the
+    # waiting queue by a preemption), counted by num_running, and the list must stay within
+    # its compaction bound; enough requests pass through 8 seats to compact it several times.
+    arrivals, prompts, outputs = workload
+    blocks = (max(math.ceil((p + o) / 16) + 2 for p, o in zip(prompts, outputs, strict=True))
+              + 4) if small_kv else 100_000
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=512, block_size=16,
+                       num_blocks=blocks, max_model_len=100_000, request_timeout_s=1e9)
+    sim, table, replica = _replica_fed(cfg, arrivals, prompts, outputs)
+    compacted = False
+    while sim.peek_s() < math.inf:
+        before = len(replica.running)
+        sim.run(until_s=sim.peek_s())
+        compacted |= len(replica.running) < before - 1
+        finish_s = table.columns().finish_s
+        waiting = set(replica.waiting_rids())
+        expected = {rid for rid, arrival_s in enumerate(arrivals)
+                    if arrival_s <= sim.now_s and np.isnan(finish_s[rid]) and rid not in waiting}
+        assert set(replica.running_rids()) == expected
+        assert replica.num_running == len(expected)
+        assert len(replica.running) < 2 * replica.num_running + 64
+        assert set(replica.prefilling) <= expected
+    assert compacted or len(arrivals) < 80
+    assert replica.num_running == 0 and (table.columns().status == COMPLETED).all()
