@@ -1,9 +1,5 @@
 """The params model and registry entry of kind `kpa` (Knative's KPA);
-the controller is in `kpa.py`.
-
-Apart from the controller because a scenario validates every kind's params (each is a
-member of its `autoscaler:` union) while a run needs only the controllers it builds:
-the entry's `lazy_build` imports `kpa.py` when a run builds one.
+the controller is in `kpa.py`, imported only when a run builds one (`registry.lazy_build`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The params model and registry entry of kind `sla_planner` (the Dynamo-style SLA planner);
-the controller is in `planner_sla.py`.
-
-Apart from the controller because a scenario validates every kind's params (each is a
-member of its `autoscaler:` union) while a run needs only the controllers it builds:
-the entry's `lazy_build` imports `planner_sla.py` when a run builds one.
+the controller is in `planner_sla.py`, imported only when a run builds one (`registry.lazy_build`).
 """
 
 from __future__ import annotations
