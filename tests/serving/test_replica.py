@@ -46,11 +46,18 @@ def _run_replica(cfg: EngineConfig, arrivals, prompts, outputs) -> RequestTable:
     return table
 
 
-workloads = st.integers(1, 25).flatmap(lambda n: st.tuples(
-    st.lists(st.floats(0, 5, allow_nan=False), min_size=n, max_size=n).map(sorted),
-    st.lists(st.integers(1, 3000), min_size=n, max_size=n),
-    st.lists(st.integers(1, 300), min_size=n, max_size=n),
-))
+def workloads_of(requests: tuple[int, int], last_arrival_s: float, prompt_max: int,
+                 output_max: int) -> st.SearchStrategy:
+    """(sorted arrivals, prompts, outputs) of a number of requests in `requests`."""
+    return st.integers(*requests).flatmap(lambda n: st.tuples(
+        st.lists(st.floats(0, last_arrival_s, allow_nan=False), min_size=n, max_size=n)
+        .map(sorted),
+        st.lists(st.integers(1, prompt_max), min_size=n, max_size=n),
+        st.lists(st.integers(1, output_max), min_size=n, max_size=n),
+    ))
+
+
+workloads = workloads_of((1, 25), 5, 3000, 300)
 
 
 @settings(max_examples=60, deadline=None)
@@ -223,11 +230,7 @@ def test_the_waiting_queue_is_a_deque(ops):
         assert replica.num_waiting() == len(model)
 
 
-many_short = st.integers(70, 160).flatmap(lambda n: st.tuples(
-    st.lists(st.floats(0, 3, allow_nan=False), min_size=n, max_size=n).map(sorted),
-    st.lists(st.integers(1, 600), min_size=n, max_size=n),
-    st.lists(st.integers(1, 30), min_size=n, max_size=n),
-))
+many_short = workloads_of((70, 160), 3, 600, 30)
 
 
 @settings(max_examples=40, deadline=None)
