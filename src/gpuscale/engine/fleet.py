@@ -342,6 +342,6 @@ class Fleet(TimerOwner):
             if serving.ttft_observations:
                 ttfts.extend(serving.ttft_observations)
                 serving.ttft_observations = []
-            if serving.state != 0:  # serving/replica.py `_IDLE`
+            if serving.is_busy():
                 num_busy += 1
         return pods, pending, starting, waiting, running, kv, util, num_busy

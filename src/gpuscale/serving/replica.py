@@ -276,7 +276,7 @@ class Replica(TimerOwner):
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
         """Waiting + running requests (the router's load)."""
-        return len(self.queue) - self.queue_head + self.num_running
+        return self.num_waiting() + self.num_running
 
     def num_waiting(self) -> int:
         return len(self.queue) - self.queue_head
@@ -302,6 +302,10 @@ class Replica(TimerOwner):
     def kv_usage_frac(self, now_s: float) -> float:
         blocks = self.kv_tokens(now_s) / self.cfg.block_size + self.num_running / 2
         return min(1.0, blocks / self.cfg.num_blocks) if self.cfg.num_blocks else 1.0
+
+    def is_busy(self) -> bool:
+        """Executing a step or a decode stretch (DCGM sees the GPU busy)."""
+        return self.state != _IDLE
 
     def busy_s(self, now_s: float) -> float:
         """Seconds spent executing steps so far (DCGM GPU_UTIL's duty cycle numerator)."""
@@ -330,7 +334,7 @@ class Replica(TimerOwner):
             self._plan(now_s)
         elif self.state == _SEGMENT:
             self._cut_segment(now_s)
-        elif now_s <= self.step_start_s and len(self.queue) - self.queue_head == 1:
+        elif now_s <= self.step_start_s and self.num_waiting() == 1:
             self._join_planned_step()
 
     def enqueue_burst(self, rid: int, now_s: float) -> int:
@@ -352,7 +356,7 @@ class Replica(TimerOwner):
         """Stop taking requests; call `on_drained` once the in-flight ones are done."""
         self.accepting = False
         self.on_drained = on_drained
-        if self.state == _IDLE and self.queue_head == len(self.queue):
+        if self.state == _IDLE and not self.num_waiting():
             on_drained(self)
 
     def evict(self) -> list[int]:
@@ -360,7 +364,7 @@ class Replica(TimerOwner):
         self._go_idle(self.sim.now_s)
         self.sim.cancel_timer(self.timer)
         running = self.running_rids()
-        lost = running + self.queue[self.queue_head:]
+        lost = running + self.waiting_rids()
         for rid in running:
             self.table.decode_g0[rid] = NOT_DECODING
         for rid in self.prefilling:
@@ -435,12 +439,11 @@ class Replica(TimerOwner):
             if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
-            # Both are empty but in disaggregated serving and after a preemption: tested first,
-            # as a lookup boxes the request id (an int object allocated and freed) to hash it.
+            # Empty but in disaggregated serving: tested first, as a lookup boxes the request
+            # id (an int object allocated and freed) to hash it.
             kv_ready = len(self.kv_ready) != 0 and rid in self.kv_ready
             prompt = table.prompt_tokens_list[rid]
-            resumed = self.resume_generated
-            need = prompt + (1 if kv_ready else (resumed.get(rid, 0) if len(resumed) else 0))
+            need = prompt + (1 if kv_ready else self._resumed_tokens(rid))
             # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
             tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
                       + need)
@@ -493,7 +496,7 @@ class Replica(TimerOwner):
 
     def _plan(self, now_s: float) -> None:
         """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
-        if not self.prefilling and self.queue_head == len(self.queue) and self.n_decode:
+        if not self.prefilling and not self.num_waiting() and self.n_decode:
             self._start_segment(now_s)  # fast path: nothing to admit or prefill
             return
         # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
@@ -506,13 +509,12 @@ class Replica(TimerOwner):
             if budget <= 0:
                 break
             take = remaining if remaining < budget else budget
-            total = self.table.prompt_tokens_list[rid] + (
-                self.resume_generated.get(rid, 0) if len(self.resume_generated) else 0)
+            total = self.table.prompt_tokens_list[rid] + self._resumed_tokens(rid)
             chunks.append((rid, take, total - remaining))
             budget -= take
             if cache is not None:
                 cache.scheduled(rid, total - remaining + take)
-        if self.accepting or self.queue_head < len(self.queue):
+        if self.accepting or self.num_waiting():
             budget = self._admit(now_s, budget, chunks)
         if chunks:
             self._start_busy(now_s, _STEP)
@@ -526,7 +528,7 @@ class Replica(TimerOwner):
             self._start_segment(now_s)
             return
         self._go_idle(now_s)
-        if not self.accepting and not self.num_running and self.queue_head == len(self.queue) \
+        if not self.accepting and not self.num_running and not self.num_waiting() \
                 and self.on_drained:
             callback, self.on_drained = self.on_drained, None
             callback(self)
@@ -690,6 +692,12 @@ class Replica(TimerOwner):
             self.n_decode -= 1
             self._complete(rid, now_s)
 
+    def _resumed_tokens(self, rid: int) -> int:
+        """Tokens `rid` had generated before it was preempted (0 if it never was). The dict is
+        empty until a preemption: tested first, as a lookup boxes the id to hash it."""
+        resumed = self.resume_generated
+        return resumed.get(rid, 0) if len(resumed) else 0
+
     def _add_running(self, rid: int) -> None:
         self.running.append(rid)
         self.num_running += 1
@@ -763,7 +771,7 @@ class Replica(TimerOwner):
             if self.table.prefill_left[rid] >= 0:
                 self.table.prefill_left[rid] = NOT_PREFILLING
                 self._remove_prefilling(rid)
-                self.prefill_reserved -= prompt + self.resume_generated.get(rid, 0)
+                self.prefill_reserved -= prompt + self._resumed_tokens(rid)
             else:
                 g0 = self.table.decode_g0[rid]
                 self.table.decode_g0[rid] = NOT_DECODING
