@@ -11,7 +11,7 @@ pods (a per-role scaler sees only its pool); fleet-wide the signals a planner re
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -26,6 +26,15 @@ from gpuscale.metrics.store import (
     scraped_pod,
 )
 from gpuscale.serving.requests_table import RequestTable
+
+
+class PoolTotals(NamedTuple):
+    """One scrape's sums over the deployments, read by the series row and the signals."""
+
+    gateway_queue: int
+    desired: int
+    ready: int
+    gpus_busy: int
 
 
 class ScrapedPool(Protocol):
@@ -126,20 +135,20 @@ class Scraper:
             gpus_busy += pool.hw.tp * role_busy
             role_rows[role] = (float(role_desired), float(role_ready), role_waiting,
                                sum(role_kv) / len(role_kv) if role_kv else 0.0)
-        counts = (gateway_queue, desired, ready, gpus_busy)
+        totals = PoolTotals(gateway_queue, desired, ready, gpus_busy)
         self._raw_by_role = raw_by_role
         self.latest_by_role = {}
         self.store.set_latest_source(self._all_pods)
         self.store.observe_ttft(now_s, observed)
         arrived = self.table.num_arrived
-        self.signals = self._signals(arrived, counts)
+        self.signals = self._signals(arrived, totals)
         self.store.record_row(self._row(now_s, arrived, waiting, running, kv, util, starting,
-                                        pending, role_rows, counts))
+                                        pending, role_rows, totals))
 
     def _row(self, now_s: float, arrived: int, waiting: float, running: float,
              kv: list[float], util: list[float], starting: int, pending: int,
              role_rows: dict[str, tuple[float, float, float, float]],
-             counts: tuple[int, int, int, int]) -> SeriesRow:
+             totals: PoolTotals) -> SeriesRow:
         done = self.table.num_completed
         drops = self.table.num_dropped
         prev_arrived, prev_done, prev_drops = self._last_counts
@@ -151,27 +160,26 @@ class Scraper:
             nodes_ready += n.state is NodeState.READY
             gpus_billed += n.instance_type.num_gpus  # Node.num_gpus, read without the property
             gpus_allocated += n.gpus_allocated
-        gateway_queue, desired, ready, gpus_busy = counts
         prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
         decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
         return SeriesRow(
             time_s=now_s, arrivals=arrived - prev_arrived, completions=done - prev_done,
             drops=drops - prev_drops, queue_waiting=waiting, running=running,
-            gateway_queue=gateway_queue,
+            gateway_queue=totals.gateway_queue,
             kv_usage_mean=sum(kv) / len(kv) if kv else 0.0,
             gpu_util_mean=sum(util) / len(util) if util else 0.0,
             ttft_p99_s=self.store.ttft_p99_s,
-            replicas_desired=desired, replicas_ready=ready,
+            replicas_desired=totals.desired, replicas_ready=totals.ready,
             replicas_starting=starting, pods_pending=pending, nodes_ready=nodes_ready,
             nodes_launching=len(nodes) - nodes_ready,
             gpus_billed=gpus_billed, gpus_allocated=gpus_allocated,
-            gpus_busy=gpus_busy,
+            gpus_busy=totals.gpus_busy,
             cost_usd=cost_usd(self.cluster, now_s),
             prefill_desired=prefill[0], prefill_ready=prefill[1], prefill_waiting=prefill[2],
             decode_desired=decode[0], decode_ready=decode[1], decode_waiting=decode[2],
             decode_kv_usage_mean=decode[3])
 
-    def _signals(self, arrived: int, counts: tuple[int, int, int, int]) -> Mapping[str, float]:
+    def _signals(self, arrived: int, totals: PoolTotals) -> Mapping[str, float]:
         """Fleet-level signals a planner reads (a gateway or frontend would export these).
 
         What they are computed from is captured now (the counts, the requests completed since
@@ -183,7 +191,7 @@ class Scraper:
         completed = table.recently_completed
         table.recently_completed = []
         ttft_p99_s = self.store.ttft_p99_s
-        gateway_queue, ready_replicas = float(counts[0]), float(counts[2])
+        gateway_queue, ready_replicas = float(totals.gateway_queue), float(totals.ready)
 
         def build() -> dict[str, float]:
             count = arrived - first
