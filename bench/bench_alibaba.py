@@ -16,7 +16,7 @@ from gpuscale.scheduling.replay import POLICIES, replay_fill, replay_timed
 from gpuscale.workloads.gpu_jobs import read_alibaba_nodes, read_alibaba_pods
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from yardstick import REFERENCE_OPS_PER_S, heapq_ops_per_s  # noqa: E402
+from yardstick import REFERENCE_OPS_PER_S, heapq_ops_per_s
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "alibaba_gpu_v2023"
 

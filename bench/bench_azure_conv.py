@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from gpuscale.engine.run import run_strategy, scenario_requests
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim.run import run_strategy, scenario_requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from yardstick import heapq_ops_per_s, report_line  # noqa: E402
+from yardstick import heapq_ops_per_s, report_line
 
 TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "azure_llm_2023" / \
     "AzureLLMInferenceTrace_conv.csv"

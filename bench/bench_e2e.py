@@ -26,9 +26,9 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_azure_conv import KARPENTER as KARPENTER_POOL  # noqa: E402
-from bench_azure_conv import TRACE  # noqa: E402
-from yardstick import heapq_ops_per_s, report_line  # noqa: E402
+from bench_azure_conv import KARPENTER as KARPENTER_POOL
+from bench_azure_conv import TRACE
+from yardstick import heapq_ops_per_s, report_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,8 +68,8 @@ def run_cli(path: Path, out: Path) -> float:
 
 
 def in_loop(path: Path) -> tuple[float, int, dict]:
-    from gpuscale.engine.run import run_strategy, scenario_requests
     from gpuscale.scenario import load_scenario
+    from gpuscale.sim.run import run_strategy, scenario_requests
 
     scenario = load_scenario(path)
     requests = scenario_requests(scenario, path.parent)

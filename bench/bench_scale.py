@@ -19,8 +19,9 @@ from pathlib import Path
 from bench_azure_conv import KARPENTER as KARPENTER_POOL
 from bench_azure_conv import TRACE
 from yardstick import heapq_ops_per_s, report_line
-from gpuscale.engine.run import run_strategy, scenario_requests
+
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim.run import run_strategy, scenario_requests
 
 KARPENTER = {**KARPENTER_POOL, "node_pools": [
     {**KARPENTER_POOL["node_pools"][0], "limits": {"nvidia.com/gpu": 512}}]}

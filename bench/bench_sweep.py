@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import sys
-
 from gpuscale.sweep import expand_grid, run_sweep
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from yardstick import REFERENCE_OPS_PER_S, heapq_ops_per_s  # noqa: E402
+from yardstick import REFERENCE_OPS_PER_S, heapq_ops_per_s
 
 
 def scenario(duration_s: float) -> dict:

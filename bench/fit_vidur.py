@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_vidur import RUNS, TRACE, read_vidur  # noqa: E402
+from bench_vidur import RUNS, TRACE, read_vidur
 
-from gpuscale.calibration.fit import fit  # noqa: E402
-from gpuscale.calibration.fit_prometheus import read_export  # noqa: E402
-from gpuscale.calibration.prometheus_export import export_from_requests  # noqa: E402
-from gpuscale.workloads.traces import read_azure_llm_csv  # noqa: E402
+from gpuscale.calibration.fit import fit
+from gpuscale.calibration.fit_prometheus import read_export
+from gpuscale.calibration.prometheus_export import export_from_requests
+from gpuscale.workloads.traces import read_azure_llm_csv
 
 BUDGET_TOKENS = {"sarathi": 512, "vllm": 4096}
 

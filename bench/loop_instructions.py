@@ -36,7 +36,7 @@ TOGGLE = "CPyDef_simulation___Simulation___run"  # mypyc's C name of Simulation.
 _RUN = """
 import sys
 from pathlib import Path
-from gpuscale.engine.run import run_strategy, scenario_requests
+from gpuscale.sim.run import run_strategy, scenario_requests
 from gpuscale.scenario import load_scenario
 path = Path(sys.argv[1])
 scenario = load_scenario(path)

@@ -57,9 +57,9 @@ times["import the simulate command"] = time.process_time() - start
 if as_entry:
     gc.freeze()
     gc.enable()
-import gpuscale.engine.compare as compare
-import gpuscale.engine.result as result
-import gpuscale.engine.run as run
+import gpuscale.sim.compare as compare
+import gpuscale.sim.result as result
+import gpuscale.sim.run as run
 from gpuscale.cli import main
 timed(simulate_cmd, "load_scenario", "load_scenario")
 timed(compare, "scenario_requests", "scenario_requests (trace)")

@@ -12,7 +12,7 @@ import yaml
 import gpuscale
 from gpuscale.errors import UserInputError
 
-from .engine.scenarios import small_scenario
+from .sim.scenarios import small_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def test_bad_input_raises_the_cli_message():
 
 
 def test_import_gpuscale_stays_cheap():
-    code = ("import sys, gpuscale; heavy = [m for m in ('numpy', 'pydantic', 'gpuscale.engine') "
+    code = ("import sys, gpuscale; heavy = [m for m in ('numpy', 'pydantic', 'gpuscale.sim') "
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT / "src")}, check=True).stdout

@@ -37,7 +37,7 @@ HOT_MODULES = (
     "gpuscale.serving.replica",
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
-    "gpuscale.engine.fleet",
+    "gpuscale.sim.fleet",
 )
 MANIFEST = "_compiled_sources.json"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -94,9 +94,9 @@ def simulate(scenario: str | Path | dict | Any, *, seed: int | None = None,
     `Scenario`), or only `strategies`. Relative trace paths resolve from the file's directory,
     else from `base_dir` (default: the working directory). Bad input raises
     `gpuscale.errors.UserInputError` with the same message the CLI prints."""
-    from gpuscale.engine import simulate_scenario
     from gpuscale.scenario import load_scenario, scenario_from_dict
     from gpuscale.scenario.models import Scenario
+    from gpuscale.sim import simulate_scenario
 
     if isinstance(scenario, (str, Path)):
         path = Path(scenario)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from gpuscale.autoscaling.base import AutoscalerContext, AutoscalerView, PodMetrics
 from gpuscale.catalog import Precision, get_gpu, get_model
-from gpuscale.engine.replica_setup import engine_config
 from gpuscale.serving.performance import ReplicaHardware
+from gpuscale.sim.replica_setup import engine_config
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 
 
 def context(gpu: str = "L40S", model: str = "Llama-3.1-8B", tp: int = 1, role: str = "serve",

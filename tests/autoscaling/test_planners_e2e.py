@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.serving.requests_table import COMPLETED
+from gpuscale.sim import simulate_scenario
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 
 STRATEGIES = [
     {"name": "sla", "autoscaler": {"kind": "sla_planner", "adjustment_interval_s": 60,

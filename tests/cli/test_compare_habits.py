@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

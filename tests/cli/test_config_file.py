@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 
 
 def _run(args, **kwargs):

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 
 
 def _scenario_file(tmp_path: Path) -> Path:

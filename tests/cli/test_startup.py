@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "audit" / "fixtures"
 
 # The simulator and what only it needs (the scenario schema pulls in every layer's params).
-HEAVY = ("gpuscale.engine", "gpuscale.serving", "gpuscale.core.simulation", "gpuscale.metrics",
+HEAVY = ("gpuscale.sim", "gpuscale.serving", "gpuscale.core.simulation", "gpuscale.metrics",
          "gpuscale.scenario.models", "gpuscale.workloads", "numpy", "pydantic")
 
 _PROBE = """

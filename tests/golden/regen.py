@@ -67,7 +67,7 @@ def _series_digest(series: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def _simulate(scenario, base_dir: Path) -> dict[str, Any]:
-    from gpuscale.engine import simulate_scenario
+    from gpuscale.sim import simulate_scenario
 
     result, walls = simulate_scenario(scenario, base_dir)
     summary = result.to_json(walls)
@@ -80,9 +80,9 @@ def _simulate(scenario, base_dir: Path) -> dict[str, Any]:
 
 def run_case(name: str) -> dict[str, Any]:
     from gpuscale.cli.demo import demo_scenario_text
-    from gpuscale.engine.schedule import run_scenario
     from gpuscale.scenario import load_scenario, scenario_from_dict
     from gpuscale.scenario.schedule import load_schedule_scenario
+    from gpuscale.sim.schedule import run_scenario
 
     if name == "demo":
         scenario = scenario_from_dict(yaml.safe_load(demo_scenario_text()), source="demo.yaml")

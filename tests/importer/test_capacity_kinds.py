@@ -243,7 +243,7 @@ def test_pod_group_no_pod_names_is_noted(tmp_path):
 def test_gang_of_two_starts_nothing_below_min_member(tmp_path):
     """minMember 2 with one replica: KAI never starts the lone pod (a gang waits for all its
     members), so the run serves nothing until the autoscaler asks for a second replica."""
-    from gpuscale.engine import simulate_scenario
+    from gpuscale.sim import simulate_scenario
 
     solo = _imported(tmp_path / "a", _kai_docs({"minMember": 1}))
     gang = _imported(tmp_path / "b", _kai_docs({"minMember": 2}))
@@ -303,7 +303,7 @@ def test_priority_matching_no_group_is_noted(tmp_path):
 def test_editing_the_priorities_moves_scale_ups_to_the_preferred_group(tmp_path):
     """Two node groups the serving pod fits (4 x L40S, 8 x H100); the ConfigMap decides which
     one grows, and preferring the H100 group makes the same run dearer."""
-    from gpuscale.engine import simulate_scenario
+    from gpuscale.sim import simulate_scenario
 
     def cost(preferred: str) -> float:
         docs = ca_docs("--nodes=1:4:g6e.12xlarge", "--nodes=0:4:p5.48xlarge",

@@ -208,9 +208,9 @@ def test_engine_names_match_the_engine_profiles():
 
 def test_an_engines_entry_sets_the_host_time_simulate_runs_with(tmp_path):
     """What `calibrate --fit` writes under `engines:` reaches the replica's step model."""
-    from gpuscale.engine.run import replica_hardware
     from gpuscale.scenario.load import load_scenario
     from gpuscale.serving.engines import get_engine_profile
+    from gpuscale.sim.run import replica_hardware
 
     scenario = load_scenario(Path(__file__).resolve().parents[2] / "examples"
                              / "scale-from-zero" / "scenario.yaml")

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
-from gpuscale.engine import simulate_scenario
 from gpuscale.errors import UserInputError
 from gpuscale.importer.build import import_manifests
 from gpuscale.importer.catalog_files import use_catalogs
 from gpuscale.importer.cluster_autoscaler import go_duration_s, parse_flags
+from gpuscale.sim import simulate_scenario
 
 from .bundle import CATALOG, TRACE, load_docs, of_kind, write_bundle
 from .test_manifests import HPA

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuscale.engine.run import engine_config, replica_hardware
 from gpuscale.importer import sglang_args, trtllm_args
+from gpuscale.sim.run import engine_config, replica_hardware
 
 from .bundle import container, load_docs
 from .test_manifests import imported, refused

@@ -12,9 +12,9 @@ import yaml
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
-from gpuscale.engine import simulate_scenario
 from gpuscale.importer.build import import_manifests
 from gpuscale.importer.catalog_files import use_catalogs
+from gpuscale.sim import simulate_scenario
 
 from .bundle import CATALOG, MANIFESTS, TRACE, load_docs, of_kind, write_bundle
 

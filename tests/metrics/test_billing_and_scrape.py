@@ -10,10 +10,10 @@ import pytest
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.objects import Node
 from gpuscale.cluster.state import ClusterState
-from gpuscale.engine import simulate_scenario
 from gpuscale.metrics import billing
 from gpuscale.metrics.store import SERIES_COLUMNS, SeriesRow
-from tests.engine.scenarios import small_scenario
+from gpuscale.sim import simulate_scenario
+from tests.sim.scenarios import small_scenario
 
 P5 = get_instance_type("p5.48xlarge")
 

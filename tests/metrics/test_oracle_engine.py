@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import simulate_scenario
 
 
 def _keda(name: str, minimum: int, threshold: float) -> dict:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-import gpuscale.engine.result as result_module
-from gpuscale.engine.compare import simulate_scenario
+import gpuscale.sim.result as result_module
 from gpuscale.metrics import oracle
 from gpuscale.serving import bench
 from gpuscale.serving.performance import StepCost
+from gpuscale.sim.compare import simulate_scenario
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 from .test_oracle import CFG, HW, TPOT_S
 
 PROMPTS = np.array([300, 1200, 80, 2500, 640] * 40, dtype=np.int64)

@@ -59,7 +59,7 @@ class _Pool:
         return out
 
     def replica_samples(self, now_s, window_s, prev_busy, fb_used_mib, ttfts):
-        """The `PoolScrape` of `samples` (engine/fleet.py's contract; no replica here has a
+        """The `PoolScrape` of `samples` (sim/fleet.py's contract; no replica here has a
         TTFT to move to `ttfts`)."""
         pods, kv, util = [], [], []
         pending = starting = 0

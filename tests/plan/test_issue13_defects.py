@@ -142,8 +142,8 @@ def test_defect10_disaggregated_plan_md_tells_one_story():
 
 @pytest.mark.parametrize("gpu_type", ["p5.48xlarge", "g6.2xlarge", "p4d.24xlarge"])
 def test_defect11_plan_and_simulate_share_the_engine_defaults(gpu_type):
-    from gpuscale.engine.replica_setup import engine_config
     from gpuscale.scenario import scenario_from_dict
+    from gpuscale.sim.replica_setup import engine_config
     scenario = scenario_from_dict(
         {
             "name": "x",

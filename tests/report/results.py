@@ -6,9 +6,9 @@ import copy
 import functools
 from pathlib import Path
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.report.timeline import attach_series
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import simulate_scenario
 
 from .scenarios import tiny
 

@@ -8,7 +8,7 @@ import pytest
 from gpuscale.errors import UserInputError
 from gpuscale.scenario import scenario_from_dict
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 
 KARPENTER = {"kind": "karpenter", "node_pools": [{"name": "gpu", "requirements": [
     {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]}]}]}

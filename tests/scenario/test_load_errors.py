@@ -12,7 +12,7 @@ from gpuscale.cli import cli
 from gpuscale.errors import UserInputError
 from gpuscale.scenario import load_scenario, scenario_from_dict
 
-from ..engine.scenarios import small_scenario
+from ..sim.scenarios import small_scenario
 
 
 def _valid() -> dict:
@@ -151,8 +151,8 @@ def test_signal_queries_are_checked_against_the_fleet_signals():
 def test_engine_publishes_exactly_the_documented_fleet_signals():
     from pathlib import Path
 
-    from gpuscale.engine.run import _Run, scenario_requests
     from gpuscale.metrics.store import FLEET_SIGNALS
+    from gpuscale.sim.run import _Run, scenario_requests
 
     scenario = small_scenario(duration_s=60.0)
     run = _Run(scenario, scenario.strategies[0], scenario_requests(scenario, Path(".")), None)

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from gpuscale.catalog import get_instance_type
 from gpuscale.cli import cli
 from gpuscale.core import RandomStreams, Simulation
-from gpuscale.engine.schedule import build_cluster, run_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario as load_scenario
 from gpuscale.scheduling import build_scheduler
 from gpuscale.scheduling.jobs import JobController
+from gpuscale.sim.schedule import build_cluster, run_scenario
 from gpuscale.workloads.gpu_jobs import expand_jobs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuscale.engine.schedule import build_run, node_summary
 from gpuscale.scenario.schedule import load_schedule_scenario
 from gpuscale.scheduling.kai import KaiParams, KaiScheduler
+from gpuscale.sim.schedule import build_run, node_summary
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -26,7 +26,7 @@ def _run(example: str, every_second: bool):
     scenario = load_schedule_scenario(EXAMPLES / example)
     spec = next(s for s in scenario.schedulers if s.kind == "kai")
     if every_second:
-        import gpuscale.engine.schedule as schedule_module
+        import gpuscale.sim.schedule as schedule_module
         original = schedule_module.build_scheduler
         schedule_module.build_scheduler = lambda spec: EverySecond(spec)
         try:

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.cli import cli
-from gpuscale.engine.schedule import build_run, run_scenario
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.billing import all_nodes
 from gpuscale.scenario.schedule import ScheduleScenario, load_schedule_scenario
+from gpuscale.sim.schedule import build_run, run_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEVEN = EXAMPLES / "seven-of-eight"

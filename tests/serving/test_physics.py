@@ -218,8 +218,8 @@ def test_pipeline_stages_split_the_batch_into_micro_batches_with_bubbles():
 
 
 def test_scenario_takes_pp_and_batching():
-    from gpuscale.engine.replica_setup import engine_config, replica_hardware
     from gpuscale.scenario import scenario_from_dict
+    from gpuscale.sim.replica_setup import engine_config, replica_hardware
 
     sc = scenario_from_dict({
         "name": "pp", "duration_s": 10, "model": {"name": "Llama-3.1-70B", "tp": 2, "pp": 2,
@@ -234,9 +234,9 @@ def test_scenario_takes_pp_and_batching():
 
 
 def test_scenario_takes_the_kv_admission_policy():
-    from gpuscale.engine.replica_setup import engine_config, replica_hardware
     from gpuscale.errors import UserInputError
     from gpuscale.scenario import scenario_from_dict
+    from gpuscale.sim.replica_setup import engine_config, replica_hardware
 
     def scenario(engine):
         return scenario_from_dict({

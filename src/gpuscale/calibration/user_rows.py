@@ -161,7 +161,7 @@ def builtin_rows() -> list[UserRow]:
 def row_hardware(row: UserRow) -> ReplicaHardware:
     """`tp` GPUs per stage, `pp` stages: the replica holds tp x pp GPUs (memory, KV pool) and
     runs the pipeline path of the step model (micro-batches, bubbles, stage-to-stage sends),
-    as scenarios' `model.pp` does (engine/run.py)."""
+    as scenarios' `model.pp` does (sim/run.py)."""
     hw = ReplicaHardware(get_gpu(row.gpu), get_model(row.model), row.weights,
                          row.kv_cache or row.weights, row.tp * row.pp, pp=row.pp)
     profile = get_engine_profile(profile_name(row.engine.kind, row.engine.version))

@@ -47,10 +47,10 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
     import time
 
     from gpuscale.cli.run_common import check_result_path, write_result
-    from gpuscale.engine import simulate_scenario
     from gpuscale.importer.resolved import attach_resolved, resolved_line
     from gpuscale.report.terminal import print_summary
     from gpuscale.report.timeline import attach_series, result_json_text
+    from gpuscale.sim import simulate_scenario
 
     for path in (out, report):
         if path is not None:

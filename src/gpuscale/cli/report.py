@@ -22,9 +22,9 @@ SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 
 def _result_from_scenario(path: Path) -> dict:
-    from gpuscale.engine import simulate_scenario
     from gpuscale.report.timeline import attach_series
     from gpuscale.scenario import load_scenario
+    from gpuscale.sim import simulate_scenario
 
     scenario = load_scenario(path)
     result, walls = simulate_scenario(scenario, path.parent, clock=time.perf_counter)

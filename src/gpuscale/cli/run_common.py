@@ -12,10 +12,10 @@ import click
 
 from gpuscale.cli.io import check_output_path, is_stream
 from gpuscale.cli.options import output_option
-from gpuscale.engine import simulate_scenario
 from gpuscale.errors import UserInputError
 from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
+from gpuscale.sim import simulate_scenario
 
 
 def run_options(fn):

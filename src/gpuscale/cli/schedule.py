@@ -60,8 +60,8 @@ def _text(result: dict) -> str:
 def command(scenario: Path, fmt: str, out: Path | None, force: bool) -> None:
     """Run SCENARIO (scheduling-only YAML; - for stdin) under each of its schedulers; report
     `scheduling`."""
-    from gpuscale.engine.schedule import run_scenario
     from gpuscale.scenario.schedule import load_schedule_scenario
+    from gpuscale.sim.schedule import run_scenario
 
     if out is not None:
         check_output_path(out, force=force)

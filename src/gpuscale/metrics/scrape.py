@@ -38,7 +38,7 @@ class PoolTotals(NamedTuple):
 
 
 class ScrapedPool(Protocol):
-    """What the scrape needs of a deployment (engine.fleet.Fleet); read-only but for
+    """What the scrape needs of a deployment (sim.fleet.Fleet); read-only but for
     `replica_samples`, which moves the ready replicas' TTFT observations to the scrape."""
 
     @property

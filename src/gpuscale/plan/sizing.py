@@ -267,7 +267,7 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
 
 
 def engine_config_of(hw: ReplicaHardware, request_timeout_s: float = 600.0) -> EngineConfig:
-    """The engine a default scenario runs for this hardware (engine/replica_setup.py `engine_config`
+    """The engine a default scenario runs for this hardware (sim/replica_setup.py `engine_config`
     with the scenario's EngineSettings defaults), for the shared oracle."""
     return EngineConfig(
         max_num_seqs=default_max_num_seqs(hw.gpu),

@@ -194,8 +194,8 @@ def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float,
     P99 TTFT is within it and at least `goodput_frac` of requests met TTFT and TPOT. Requests
     still decoding when the drain ends are not drops (they were being served; counting them
     rejected working floors on 32k-token outputs, issue 13 defect 3)."""
-    from gpuscale.engine import simulate_scenario
     from gpuscale.scenario import scenario_from_dict
+    from gpuscale.sim import simulate_scenario
 
     scenario = scenario_from_dict(scenario_dict, source="<warm-pool candidate>")
     result, _ = simulate_scenario(scenario, base_dir)

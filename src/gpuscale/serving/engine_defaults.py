@@ -1,6 +1,6 @@
 """vLLM engine defaults and the weight-load bandwidth: one copy, read by `simulate` and `plan`.
 
-Before this module the scenario's engine config (engine/run.py) and the planner's sizing
+Before this module the scenario's engine config (sim/run.py) and the planner's sizing
 (plan/sizing.py, plan/warm_pool.py) each kept their own `max_num_seqs`, token budget and
 GB/s of weight loading, so a plan could be sized on an engine the simulator never ran.
 

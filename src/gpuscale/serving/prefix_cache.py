@@ -79,7 +79,7 @@ class PrefixCache:
         self.free: OrderedDict[int, None] = OrderedDict()  # cached, unheld; oldest first
         self.held: dict[int, int] = {}  # rid -> units it holds (always its first ones)
         self.stats = PrefixCacheStats()
-        self.totals = totals  # the run's sum over every replica (engine/fleet.py)
+        self.totals = totals  # the run's sum over every replica (sim/fleet.py)
 
     def __len__(self) -> int:
         """Cached units, held or free."""

@@ -43,8 +43,8 @@ def table_columns(runs: list[SweepRun]) -> list[str]:
 def run_one(job: SweepJob, run: SweepRun) -> dict:
     """Simulate one run and return its table row (without missing override columns)."""
     from gpuscale.catalog.specs import set_user_entries
-    from gpuscale.engine import simulate_scenario
     from gpuscale.scenario import scenario_from_dict
+    from gpuscale.sim import simulate_scenario
 
     set_user_entries(*job.user_catalog)
     data = copy.deepcopy(job.scenario_data)
@@ -97,7 +97,7 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
     # helpers) can deadlock; the server is a clean single-threaded process that has already
     # imported the simulator, so each worker starts in milliseconds.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["gpuscale.sweep.runner", "gpuscale.engine"])
+    context.set_forkserver_preload(["gpuscale.sweep.runner", "gpuscale.sim"])
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_die_with_parent, initargs=(os.getpid(),))
     finished = False

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuscale.engine import simulate_scenario
-from gpuscale.engine.run import _Run, scenario_requests
 from gpuscale.metrics.store import PREFIX_CACHE_HITS, PREFIX_CACHE_QUERIES
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import simulate_scenario
+from gpuscale.sim.run import _Run, scenario_requests
 
 REAL = Path(__file__).resolve().parents[2] / "../shared/traces/mooncake/synthetic_trace.jsonl"
 

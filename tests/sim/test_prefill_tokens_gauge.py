@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import simulate_scenario
 
 
 def _scenario(metric: str, threshold: float) -> dict:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.scenario import load_scenario
+from gpuscale.sim import simulate_scenario
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "scale-from-zero" / "scenario.yaml"
 

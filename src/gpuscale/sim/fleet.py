@@ -249,7 +249,7 @@ class Fleet(TimerOwner):
         (`Simulation.advance_to`); the next one after an event waits on the fleet's arrival
         timer (one pending firing, `on_timer`). Same order and state as one event per arrival
         (nothing else has the ARRIVAL priority, so a same-instant tie is decided by priority
-        alone). Here, not in engine/run.py, so the loop over ~200,000 arrivals runs in the
+        alone). Here, not in sim/run.py, so the loop over ~200,000 arrivals runs in the
         compiled hot path (setup.py)."""
         table = self.table
         sim = self.sim

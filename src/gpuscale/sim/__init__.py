@@ -4,7 +4,7 @@ Belongs here: building the parts from a Scenario and running strategies on one s
 workload. Must not print, write files or read the wall clock (the CLI does).
 """
 
-from gpuscale.engine.compare import ScenarioResult, simulate_scenario
-from gpuscale.engine.run import RunResult, run_strategy
+from gpuscale.sim.compare import ScenarioResult, simulate_scenario
+from gpuscale.sim.run import RunResult, run_strategy
 
 __all__ = ["RunResult", "ScenarioResult", "run_strategy", "simulate_scenario"]

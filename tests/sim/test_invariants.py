@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.serving.requests_table import COMPLETED, DROPPED, IN_FLIGHT
+from gpuscale.sim import simulate_scenario
 
 from .scenarios import small_scenario
 

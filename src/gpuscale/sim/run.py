@@ -4,7 +4,7 @@ Everything here builds parts and connects them: the node provider and the schedu
 scenario's, or the default pool and first fit), the fleets, the KV transfer between P/D pools,
 the start-ups, the scrape and the controllers. The work itself lives with the component that
 owns the data (metrics/scrape.py, metrics/billing.py, serving/kv_transfer.py,
-serving/startup.py, engine/result.py).
+serving/startup.py, sim/result.py).
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.core.decisions import DecisionLog
-from gpuscale.engine.fleet import Fleet
-from gpuscale.engine.replica_setup import engine_config, replica_hardware
-from gpuscale.engine.result import RunParts, RunResult, build_result
 from gpuscale.metrics.scrape import Scraper
 from gpuscale.metrics.store import MetricsStore
 from gpuscale.provisioning import NodeProvider, build_node_provider
@@ -38,6 +35,9 @@ from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import RequestTable
 from gpuscale.serving.router import ROUTERS
 from gpuscale.serving.startup import Startups
+from gpuscale.sim.fleet import Fleet
+from gpuscale.sim.replica_setup import engine_config, replica_hardware
+from gpuscale.sim.result import RunParts, RunResult, build_result
 from gpuscale.units import MIB
 from gpuscale.workloads import build_requests
 from gpuscale.workloads.base import Requests

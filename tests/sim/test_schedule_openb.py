@@ -12,8 +12,8 @@ import yaml
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
-from gpuscale.engine.schedule import build_run, run_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario
+from gpuscale.sim.schedule import build_run, run_scenario
 
 POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
               "deletion_time,scheduled_time")

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
-from gpuscale.engine import simulate_scenario
+from gpuscale.sim import simulate_scenario
 
 from .scenarios import small_scenario
 from .test_invariants import _pd_scenario

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuscale.engine.run import RunResult, run_strategy, scenario_requests
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.run_summary import ResultFile
 from gpuscale.scenario.models import Scenario
+from gpuscale.sim.run import RunResult, run_strategy, scenario_requests
 
 # Called with (strategy index, number of strategies, fraction of that run done).
 ProgressFn = Callable[[int, int, float], None]

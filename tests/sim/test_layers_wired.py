@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscale.engine import simulate_scenario
+from gpuscale.sim import simulate_scenario
 
 from .scenarios import small_scenario
 

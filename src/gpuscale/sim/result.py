@@ -1,6 +1,6 @@
 """Turn a finished run into its summary: requests, latency, replicas, nodes, cost, oracle.
 
-Split from `engine/run.py` so the loop-wiring module stays small; everything here reads the
+Split from `sim/run.py` so the loop-wiring module stays small; everything here reads the
 parts of a run (`RunParts`, handed over by the runner) after `Simulation.run` returned and
 changes nothing. Each component reports its own block (the provider's `summary()`, the
 scheduler's, the start-ups' means); this module assembles them.
@@ -15,7 +15,6 @@ import numpy as np
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Simulation
-from gpuscale.engine.fleet import Fleet
 from gpuscale.metrics import billing
 from gpuscale.metrics.oracle import oracle_summary
 from gpuscale.metrics.run_summary import (
@@ -36,6 +35,7 @@ from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import RequestColumns, RequestTable
 from gpuscale.serving.startup import Startups
+from gpuscale.sim.fleet import Fleet
 from gpuscale.units import SECONDS_PER_HOUR
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuscale.engine.run import _Run, scenario_requests
 from gpuscale.metrics.store import GPU_UTIL, KV_USAGE, RUNNING, WAITING
-from tests.engine.scenarios import small_scenario
+from gpuscale.sim.run import _Run, scenario_requests
+from tests.sim.scenarios import small_scenario
 
 
 def test_replica_samples_sums_are_those_of_its_pods():

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import yaml
 
-from gpuscale.engine import simulate_scenario
-from gpuscale.engine.replica_setup import replica_hardware
 from gpuscale.errors import UserInputError
 from gpuscale.scenario import scenario_from_dict
 from gpuscale.serving.performance import StepCost
+from gpuscale.sim import simulate_scenario
+from gpuscale.sim.replica_setup import replica_hardware
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pd-split" / "scenario.yaml"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuscale.engine import run as run_module
-from gpuscale.engine.run import scenario_requests
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import run as run_module
+from gpuscale.sim.run import scenario_requests
 from gpuscale.workloads.base import Requests
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import simulate_scenario
 
 MAX_NUM_SEQS = 32
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from gpuscale.cli.demo import demo_scenario_text
-from gpuscale.engine import simulate_scenario
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import simulate_scenario
 
 
 @functools.lru_cache(maxsize=1)

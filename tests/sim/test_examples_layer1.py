@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from gpuscale.engine import simulate_scenario
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.sim import simulate_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
