@@ -5,8 +5,13 @@ gpuscale imports but `errors`).
   directory (`tempfile.mkstemp`) and renamed over the target: a planted `<out>.tmp` symlink is
   never followed, a symlink at the target is replaced rather than written through (a dangling
   `--out` link does not create a file at its target), and a reader never sees half a file.
-- A character device (`/dev/null`, `/dev/stdout`) is written in place; a full disk
-  (`/dev/full`) is one line, not a traceback.
+- Anything that is not a regular file -- a character or block device (`/dev/null`), a FIFO,
+  a socket -- and every path that is or passes through `/dev/` or `/proc/` (`/dev/stdout`,
+  `/dev/fd/1`, `/proc/self/fd/1`, whatever they point at: a pipe, a terminal, or the regular
+  file a shell redirected stdout to) is opened and written in place, as a shell redirect
+  does. Renaming over such a path would replace the system's `/dev/stdout` link with a
+  regular file for every later process. A full disk (`/dev/full`) is one line, not a
+  traceback.
 - Names that come from user input become file names through `safe_filename` (bounded length,
   no path separators).
 """
@@ -32,18 +37,46 @@ def _cannot(path: Path, exc: OSError) -> UserInputError:
     return UserInputError(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def is_device(path: Path) -> bool:
+_SYSTEM_TREES = ("/dev/", "/proc/")
+_MAX_LINK_HOPS = 40  # Linux's own limit on symbolic links followed in one path lookup
+
+
+def _through_system_tree(path: Path) -> bool:
+    """Whether `path` or any symbolic link it passes through names something in /dev or
+    /proc (the standard-stream aliases all do: /dev/stdout -> /proc/self/fd/1 -> ...)."""
+    hop = os.path.abspath(path)
+    for _ in range(_MAX_LINK_HOPS):
+        if hop.startswith(_SYSTEM_TREES):
+            return True
+        if not os.path.islink(hop):
+            return False
+        try:
+            target = os.readlink(hop)
+        except OSError:
+            return False
+        hop = os.path.abspath(os.path.join(os.path.dirname(hop), target))
+    return False
+
+
+def writes_in_place(path: Path) -> bool:
+    """True where an output must be opened and written as a shell redirect would, never
+    renamed over: a device, FIFO or socket, or a path through /dev or /proc (module docstring)."""
+    if str(path) == "-":
+        return True
     try:
-        return stat.S_ISCHR(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode  # follows links, as open() does
     except OSError:
-        return False
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        return True
+    return _through_system_tree(Path(path))
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write `data` to `path` (see the module docstring); any OSError is one UserInputError."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    if is_device(path):
+    if writes_in_place(path):
         try:
             with open(path, "wb") as handle:
                 handle.write(payload)

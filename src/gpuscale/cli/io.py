@@ -10,27 +10,19 @@ from gpuscale.errors import UserInputError
 
 
 def is_stream(path: Path) -> bool:
-    """`-` (stdout) or a device such as /dev/null or /dev/stdout: nothing to overwrite, so
-    writing there needs no --force."""
-    if str(path) == "-":
-        return True
-    try:
-        return path.exists() and not path.is_file() and not path.is_dir()
-    except OSError:
-        return False
+    """`-` (stdout), a device, a FIFO or a path through /dev or /proc (/dev/stdout): written
+    in place as a shell redirect would, nothing a user made is replaced, so no --force."""
+    from gpuscale.outputs import writes_in_place
+
+    return writes_in_place(path)
 
 
 def check_output_path(path: Path, *, force: bool = False) -> None:
     """Refuse an output path we could not or should not write, before any work is done."""
     if is_stream(path):
         return
-
-    from gpuscale.outputs import is_device
-
     if path.is_dir():
         raise UserInputError(f"{path} is a directory; expected a file path")
-    if is_device(path):  # /dev/null, /dev/stdout: written in place, nothing to replace
-        return
     if path.exists() and not force:
         raise UserInputError(f"{path} exists; pass --force to overwrite it")
     if path.parent and not path.parent.is_dir():
