@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime, timedelta, timezone
 
 GIB = 2**30
 MIB = 2**20
 GB = 10**9
 SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86400.0
+# Simulated t=0 unless a scenario says otherwise: midnight UTC, so a trace's second N is N
+# seconds past 00:00 (a Thursday; time-of-day schedules and exported timestamps read it).
+DEFAULT_START_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def wall_clock(start_time: datetime, t_s: float) -> datetime:
+    """The wall-clock instant of simulated time `t_s` in a run that starts at `start_time`."""
+    return start_time + timedelta(seconds=t_s)
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,

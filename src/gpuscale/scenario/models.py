@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
@@ -17,6 +17,7 @@ from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, Po
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
+from gpuscale.units import DEFAULT_START_TIME
 from gpuscale.workloads import WorkloadSpec
 
 
@@ -293,6 +294,11 @@ class Scenario(Strict):
     seed: int = Field(
         0, ge=0, description="Seeds every named random stream (numpy seeds are non-negative)."
     )
+    start_time: AwareDatetime = Field(
+        DEFAULT_START_TIME, description=(
+            "Wall-clock time of simulated t=0 (RFC 3339 with an offset, e.g. "
+            "2026-01-01T00:00:00Z): what time-of-day schedules (KEDA cron triggers) and "
+            "exported sample timestamps read. A trace's arrival 0 is this instant."))
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(
         600.0, ge=0, description="Extra time after duration_s for in-flight work."
