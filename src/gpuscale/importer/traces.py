@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpuscale.errors import UserInputError
 from gpuscale.workloads.columns import check_exists
+from gpuscale.workloads.trace_files import open_trace_text
 
 _CSV_HEADERS = {
     "generic": {"arrival_s", "prompt_tokens", "output_tokens"},
@@ -27,7 +28,7 @@ def detect_format(path: Path) -> str:
     """"generic", "azure", "burstgpt" or "mooncake"; anything else is bad input."""
     check_exists(path, str(path))  # regular files only, as every trace reader (/dev/zero...)
     try:
-        with open(path, encoding="utf-8-sig") as handle:
+        with open_trace_text(path) as handle:
             first = handle.readline(64 * 1024).strip()
     except UnicodeDecodeError:
         raise UserInputError("not UTF-8 text (expected a CSV or JSONL trace)",

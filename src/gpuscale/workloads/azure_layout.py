@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from gpuscale.workloads.trace_files import read_trace_bytes
+
 _HEADER = b"TIMESTAMP,ContextTokens,GeneratedTokens"
 _BOM = b"\xef\xbb\xbf"  # utf-8-sig, as the general reader opens the file
 # `traces._AZURE_TIMESTAMP` at its longest, "0" standing for a digit; its widths 19 and 21-29
@@ -36,10 +38,7 @@ _LF, _CR, _COMMA = ord("\n"), ord("\r"), ord(",")
 def read_fixed_layout(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(timestamps as datetime64[ns], ContextTokens, GeneratedTokens) in file order, or None
     when the file is not exactly in Azure's layout with every value valid."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None  # the general reader meets the same error, and reports it
+    data = read_trace_bytes(path)  # errors are the general reader's too: reported the same
     if data.startswith(_BOM):
         data = data[len(_BOM):]
     if not data.startswith(_HEADER):

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuscale.errors import UserInputError
+from gpuscale.workloads.trace_files import open_trace_text
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def read_csv_columns(path: Path, required: Sequence[str]) -> dict[str, Column]:
     source = str(path)
     check_exists(path, source)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
+        with open_trace_text(path, newline="") as handle:
             text = handle.read()
     except UnicodeDecodeError:
         text = None  # the streaming reader below reports it (or an earlier bad row) as before
@@ -212,7 +213,7 @@ def _plain_columns(text: str, required: Sequence[str],
 def _csv_columns(path: Path, required: Sequence[str], source: str) -> dict[str, Column]:
     """The general reader: `csv` row by row (quotes, CRLF, odd bytes)."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
+        with open_trace_text(path, newline="") as handle:
             reader = csv.reader(handle)
             header = [h.strip() for h in next(reader, [])]
             _check_header(header, required, source)

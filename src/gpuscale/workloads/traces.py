@@ -32,6 +32,7 @@ from gpuscale.workloads.columns import (
     read_csv_columns,
 )
 from gpuscale.workloads.prefix_blocks import MOONCAKE_BLOCK_TOKENS, ChainInterner, PrefixBlocks
+from gpuscale.workloads.trace_files import open_trace_text
 
 
 def _relative_sorted(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray,
@@ -215,7 +216,7 @@ def read_mooncake_jsonl(path: str | Path) -> Requests:
     chains = ChainInterner()
     any_hashes = False
     try:
-        with open(path, encoding="utf-8-sig") as handle:
+        with open_trace_text(path) as handle:
             for line_no, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
