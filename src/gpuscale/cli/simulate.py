@@ -12,7 +12,7 @@ import click
 
 from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.options import scenario_file_argument
-from gpuscale.cli.run_common import report_options, run_and_report, run_options
+from gpuscale.cli.run_common import RunUnit, report_options, run_and_report, run_options
 from gpuscale.scenario import load_scenario
 
 
@@ -53,35 +53,23 @@ def command(scenario_file: Path | None, manifests: str | None, trace: Path | Non
     if manifests is not None:
         if scenario_file is not None:
             raise click.UsageError("give a SCENARIO_FILE or --manifests, not both")
-        from gpuscale.cli.manifests_run import (
-            emit_scenario,
-            import_bundles,
-            run_imported,
-        )
+        from gpuscale.cli.manifests_run import emit_scenario, import_bundles, imported_lines
 
-        imported = import_bundles((manifests,), trace)
-        if seed is not None:
-            imported[0].scenario = imported[0].scenario.model_copy(update={"seed": seed})
+        imported = import_bundles((manifests,), trace, seed=seed)
         if emit is not None:
             emit_scenario(emit, imported[0].data, force=force)
-        run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
-        return
-    scenario_file = scenario_file_argument(scenario_file, trace, emit)
-    scenario = load_scenario(scenario_file)
-    if seed is not None:
-        scenario = scenario.model_copy(update={"seed": seed})
-    run_and_report(
-        scenario,
-        scenario_file.parent,
-        strategies=list(strategies) or None,
-        fmt=fmt,
-        out=out,
-        force=force,
-        series=series,
-        report=report,
-        wide=wide,
-        seeds=seeds,
-        fail_under=fail_under,
-        decisions=decisions,
-        verdict_line=len(scenario.strategies) > 1 and not strategies,
-    )
+        units = [RunUnit(imp.scenario, Path("."), list(strategies) or None, imp.as_json())
+                 for imp in imported]
+        footer = imported_lines(imported)
+    else:
+        scenario_file = scenario_file_argument(scenario_file, trace, emit)
+        scenario = load_scenario(scenario_file)
+        if seed is not None:
+            scenario = scenario.model_copy(update={"seed": seed})
+        units = [RunUnit(scenario, scenario_file.parent, list(strategies) or None)]
+        footer = []
+    # One code path for both modes: the same verdict rule, gates, seeds and outputs.
+    run_and_report(units, fmt=fmt, out=out, force=force, series=series, report=report,
+                   wide=wide, seeds=seeds, fail_under=fail_under, decisions=decisions,
+                   verdict_line=len(units[0].scenario.strategies) > 1 and not strategies,
+                   footer=footer)
