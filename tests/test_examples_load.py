@@ -12,10 +12,12 @@ from gpuscale.scenario import load_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-# my-cluster is a manifest bundle + catalog, read by `simulate --manifests`
-# (tests/importer/test_my_cluster.py runs it).
+# Manifest bundles + catalogs, read by `simulate --manifests`: my-cluster
+# (tests/importer/test_my_cluster.py runs it), the KEDA docs' and llm-d's KEDA examples
+# (tests/importer/test_keda_examples.py).
+BUNDLES = {"my-cluster", "keda-scaling-modifiers", "llm-d-keda"}
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
-               if p.name != "grid.yaml" and "my-cluster" not in p.parts)
+               if p.name != "grid.yaml" and not BUNDLES & set(p.parts))
 
 
 def _reader(path: Path):
