@@ -30,13 +30,12 @@ from gpuscale.autoscaling.formula_syntax import (
     Const,
     FormulaError,
     FormulaRefused,
-    Let,
     Name,
     Node,
     Num,
     Pointer,
     Predicate,
-    Sequence,
+    ScopedVisitor,
     Unary,
     parse,
 )
@@ -105,17 +104,13 @@ def _type(value: Any) -> str:
     return {bool: "bool", int: "int", float: "float", list: "array"}.get(type(value), "nil")
 
 
-class _Checker:
+class _Checker(ScopedVisitor):
     """expr-lang's checker for the subset: each node's static type, or a FormulaError."""
 
     def __init__(self, names: frozenset[str]):
+        super().__init__()
         self.names = names
-        self.scope: list[tuple[str, str]] = []  # let-bound names, innermost last
         self.depth = 0  # inside a predicate
-
-    def visit(self, node: Node) -> str:
-        method = getattr(self, f"_{type(node).__name__.lower()}")
-        return method(node)
 
     def _num(self, node: Num) -> str:
         return "int" if isinstance(node.value, int) else "float"
@@ -124,9 +119,9 @@ class _Checker:
         return "nil" if node.value is None else "bool"
 
     def _name(self, node: Name) -> str:
-        for name, kind in reversed(self.scope):
-            if name == node.name:
-                return kind
+        found, kind = self.bound(node.name)
+        if found:
+            return kind
         if node.name in self.names:
             return "float"  # KEDA's environment: map[string]float64 of the named triggers
         raise FormulaError(f"unknown name {node.name} (the formula can use the triggers' "
@@ -165,16 +160,6 @@ class _Checker:
         for item in node.items:
             self.visit(item)
         return "array"
-
-    def _let(self, node: Let) -> str:
-        self.scope.append((node.name, self.visit(node.value)))
-        try:
-            return self.visit(node.body)
-        finally:
-            self.scope.pop()
-
-    def _sequence(self, node: Sequence) -> str:
-        return [self.visit(n) for n in node.nodes][-1]
 
     def _predicate(self, node: Predicate) -> str:
         self.depth += 1

@@ -23,13 +23,12 @@ from gpuscale.autoscaling.formula_syntax import (
     Cond,
     Const,
     FormulaError,
-    Let,
     Name,
     Node,
     Num,
     Pointer,
     Predicate,
-    Sequence,
+    ScopedVisitor,
     Unary,
 )
 
@@ -54,14 +53,11 @@ def evaluate(tree: Node, values: Mapping[str, float | None]) -> Any:
     return _Eval(values).visit(tree)
 
 
-class _Eval:
+class _Eval(ScopedVisitor):
     def __init__(self, values: Mapping[str, float | None]):
+        super().__init__()
         self.values = values
-        self.scope: list[tuple[str, Any]] = []
         self.element: list[tuple[Any, int]] = []  # predicate `#` and `#index`, innermost last
-
-    def visit(self, node: Node) -> Any:
-        return getattr(self, f"_{type(node).__name__.lower()}")(node)
 
     def _num(self, node: Num) -> Any:
         return node.value
@@ -70,10 +66,8 @@ class _Eval:
         return node.value
 
     def _name(self, node: Name) -> Any:
-        for name, value in reversed(self.scope):
-            if name == node.name:
-                return value
-        return self.values.get(node.name)
+        found, value = self.bound(node.name)
+        return value if found else self.values.get(node.name)
 
     def _pointer(self, node: Pointer) -> Any:
         value, index = self.element[-1]
@@ -119,16 +113,6 @@ class _Eval:
 
     def _array(self, node: Array) -> list:
         return [self.visit(item) for item in node.items]
-
-    def _let(self, node: Let) -> Any:
-        self.scope.append((node.name, self.visit(node.value)))
-        try:
-            return self.visit(node.body)
-        finally:
-            self.scope.pop()
-
-    def _sequence(self, node: Sequence) -> Any:
-        return [self.visit(n) for n in node.nodes][-1]
 
     def _predicate(self, node: Predicate) -> Any:
         return self.visit(node.node)

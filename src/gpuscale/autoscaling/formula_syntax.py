@@ -23,7 +23,7 @@ unary `-`/`+` 90, `*`/`/`/`%` 60, unary `!`/`not` 50, `+`/`-` 30, comparisons 20
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 # Binary operators: precedence, right-associative (parser/operator/operator.go).
 BINARY: dict[str, tuple[int, bool]] = {
@@ -229,6 +229,34 @@ def number_value(text: str) -> int | float:
     if isinstance(value, int) and value > 2**63 - 1:
         raise FormulaError(f"integer literal {text} is too large")
     return value
+
+
+class ScopedVisitor:
+    """A walk of the tree by node type (`_num`, `_binary`, ...) with `let` scoping: the checker
+    (types) and the evaluator (values) both walk it this way."""
+
+    def __init__(self) -> None:
+        self.scope: list[tuple[str, Any]] = []  # let-bound names, innermost last
+
+    def visit(self, node: Node) -> Any:
+        return getattr(self, f"_{type(node).__name__.lower()}")(node)
+
+    def bound(self, name: str) -> tuple[bool, Any]:
+        """(True, what `let` bound `name` to) in the innermost scope that has it."""
+        for bound_name, value in reversed(self.scope):
+            if bound_name == name:
+                return True, value
+        return False, None
+
+    def _let(self, node: Let) -> Any:
+        self.scope.append((node.name, self.visit(node.value)))
+        try:
+            return self.visit(node.body)
+        finally:
+            self.scope.pop()
+
+    def _sequence(self, node: Sequence) -> Any:
+        return [self.visit(n) for n in node.nodes][-1]
 
 
 # --- parser ------------------------------------------------------------------------------

@@ -42,6 +42,16 @@ def import_bundles(bundles: tuple[str, ...], trace: Path | None,
     return imported
 
 
+def manifest_units(bundles: tuple[str, ...], trace: Path | None, seed: int | None,
+                   strategies: list[str] | None = None) -> tuple[list, list, list[str]]:
+    """(imported bundles, their run units, the lines that say what each import read)."""
+    from gpuscale.cli.run_common import RunUnit
+
+    imported = import_bundles(bundles, trace, seed=seed)
+    units = [RunUnit(imp.scenario, Path("."), strategies, imp.as_json()) for imp in imported]
+    return imported, units, imported_lines(imported)
+
+
 def emit_scenario(path: Path, data: dict, *, force: bool) -> None:
     import os
 

@@ -98,6 +98,19 @@ class RunUnit:
     imported: dict | None = None
 
 
+def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | None,
+                   seed: int | None, strategies: list[str] | None = None) -> list[RunUnit]:
+    """The one unit of a scenario file (`-`: stdin), with `--seed` applied."""
+    from gpuscale.cli.options import scenario_file_argument
+    from gpuscale.scenario import load_scenario
+
+    path = scenario_file_argument(scenario_file, trace, emit)
+    scenario = load_scenario(path)
+    if seed is not None:
+        scenario = scenario.model_copy(update={"seed": seed})
+    return [RunUnit(scenario, path.parent, strategies)]
+
+
 def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, force: bool,
                    overwrite_own: bool = False, series: bool = False,
                    report: Path | None = None, wide: bool = False, seeds: int = 1,
