@@ -179,3 +179,14 @@ def test_a_lower_formula_target_costs_more(tmp_path):
     assert low["cost_usd"] > 1.3 * high["cost_usd"]
     assert low["replicas"]["mean"] > high["replicas"]["mean"]
     assert high["slo_attainment"] > 0.99
+
+
+def test_idle_zero_with_an_explicit_min_zero_is_accepted_as_keda_accepts_it(tmp_path):
+    # scaledobject_types.go CheckReplicaCountBoundsAreValid: an explicit min is compared as
+    # max(min, 1); an unset min as 0, so idle 0 without min is refused.
+    imp = imported(tmp_path, with_scaled_object(
+        lambda so: so["spec"].update(minReplicaCount=0, idleReplicaCount=0)))
+    assert "idle_replica_count" not in imp.data["strategies"][0]["autoscaler"]
+    refused(tmp_path, lambda so: (so["spec"].pop("minReplicaCount"),
+                                  so["spec"].update(idleReplicaCount=0)),
+            "idle_replica_count must be lower than min_replica_count")

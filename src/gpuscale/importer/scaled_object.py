@@ -53,6 +53,12 @@ def read(obj: Manifest) -> tuple[dict, list[str]]:
         value = _int(obj, ("spec", api))
         if value is not None:
             out[ours] = value
+    if out.get("idle_replica_count") == 0 and obj.get("spec", "minReplicaCount") == 0:
+        # CheckReplicaCountBoundsAreValid compares idle with max(min, 1) when min is given, so
+        # KEDA accepts idle 0 with min 0; it then scales exactly as min 0 alone does.
+        del out["idle_replica_count"]
+        notes.append(f"{obj.ref}: idleReplicaCount 0 with minReplicaCount 0 scales as "
+                     "minReplicaCount 0 alone")
     _unique_names(obj, out["triggers"])
     advanced = _advanced(obj, out["triggers"], notes)
     if advanced:
