@@ -44,10 +44,12 @@ class ModelDeployment(Strict):
     name: str = Field(
         description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B."
     )
-    precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
-    kv_precision: Precision | None = Field(
-        None, description="KV-cache precision; default = weights'."
-    )
+    precision: Precision = Field(Precision.BF16, description=(
+        "Weight precision: bf16, fp8, nvfp4 or mxfp4 (FP4 natively on Blackwell / MI355X, "
+        "weight-only elsewhere where the engine has the kernel; serving/precision_support.py)."))
+    kv_precision: Precision | None = Field(None, description=(
+        "KV-cache precision (bf16, fp8, nvfp4 on Blackwell); default = weights' (fp8 for FP4 "
+        "weights: no engine stores an MXFP4 KV cache)."))
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
     pp: int = Field(1, ge=1, le=16, description=(
         "Pipeline-parallel stages per replica; the pod holds tp x pp GPUs. 1 = no pipeline "

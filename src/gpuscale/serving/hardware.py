@@ -68,7 +68,11 @@ class ReplicaHardware:
         return self.gpu.memory_bandwidth_tbps * 1e12 * self.gpu.hbm_efficiency * self.tp_degree
 
     def _attention_frac(self, frac: float | None) -> float:
-        return self.gpu.compute_efficiency if frac is None else frac
+        """A profiled attention kernel's own fraction of peak, else the GEMM efficiency times
+        the GPU's attention compute factor (GpuSpec.attention_compute_factor)."""
+        if frac is None:
+            return self.gpu.compute_efficiency * self.gpu.attention_compute_factor
+        return frac
 
     @property
     def attention_prefix_flops_per_s(self) -> float:
@@ -88,7 +92,7 @@ class ReplicaHardware:
         GpuSpec.attention_gqa_batch_overhead_frac on top of a uniform-batch profile's rate)."""
         frac = self.gpu.attention_decode_bw_frac
         rate = self.gpu.memory_bandwidth_tbps * 1e12 * self.tp_degree \
-            * (self.gpu.hbm_efficiency if frac is None else frac)
+            * (self.gpu.hbm_efficiency * self.gpu.attention_bw_factor if frac is None else frac)
         if self.model.q_heads > self.model.kv_heads:
             rate /= 1.0 + self.gpu.attention_gqa_batch_overhead_frac
         return rate
@@ -109,7 +113,7 @@ class ReplicaHardware:
             * self.tp_degree
 
     @property
-    def kv_bytes_per_token(self) -> int:
+    def kv_bytes_per_token(self) -> float:
         return self.model.kv_bytes_per_token(self.kv_precision)
 
     @property

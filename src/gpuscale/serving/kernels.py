@@ -159,8 +159,12 @@ def attention_floor_s(hw: ReplicaHardware, decode_seqs: int, num_chunks: int) ->
 
 
 def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
+    """One all-reduce: the engine's own kernel (affine fit, or its measured small-message curve
+    where the catalog has one) or NCCL's curve plus the eager launch (`sarathi`)."""
     tp = hw.tp_degree
     if hw.custom_allreduce:
+        if hw.gpu.allreduce_custom_small_us:
+            return hw.gpu.allreduce_s(tp, payload_bytes, custom=True)
         bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp)
         return latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
     return hw.gpu.allreduce_s(tp, payload_bytes) + hw.allreduce_launch_s

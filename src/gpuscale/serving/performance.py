@@ -147,8 +147,8 @@ class StepCost:
         # The custom all-reduce's affine cost; 0 coefficient = no all-reduce (tp 1) and a
         # negative one = NCCL's measured curve, looked up per count (`one_allreduce_s`).
         tp = hw.tp_degree
-        self._allreduce_coef = 0.0 if tp <= 1 else (2.0 * (tp - 1) / tp if hw.custom_allreduce
-                                                     else -1.0)
+        affine = hw.custom_allreduce and not hw.gpu.allreduce_custom_small_us
+        self._allreduce_coef = 0.0 if tp <= 1 else (2.0 * (tp - 1) / tp if affine else -1.0)
         self._allreduce_bus_bytes_per_s, self._allreduce_latency_s = (
             hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp) if tp > 1 else (1.0, 0.0))
 
