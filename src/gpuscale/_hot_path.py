@@ -35,6 +35,7 @@ HOT_MODULES = (
     "gpuscale.core.simulation",
     "gpuscale.serving.hardware",
     "gpuscale.serving.kernels",
+    "gpuscale.serving.pipeline",
     "gpuscale.serving.step_time",
     "gpuscale.serving.decode_segment",
     "gpuscale.serving.performance",

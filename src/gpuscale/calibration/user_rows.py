@@ -34,7 +34,7 @@ from gpuscale.serving.engines import (
 )
 from gpuscale.serving.frontend import FRONTENDS, Frontend
 from gpuscale.serving.kv_cache import num_kv_blocks
-from gpuscale.serving.performance import ReplicaHardware
+from gpuscale.serving.performance import ReplicaHardware, step_token_budget
 from gpuscale.serving.precision_support import default_kv_precision, precision_error
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.units import GIB
@@ -280,7 +280,9 @@ def run_row(row: UserRow) -> dict[str, float]:
     if blocks == 0:
         raise UserInputError(f"row {row.id}: {row.model} does not fit {row.tp * row.pp} x "
                              f"{row.gpu} at gpu_memory_utilization {eng.gpu_memory_utilization}")
-    cfg = EngineConfig(eng.max_num_seqs, eng.max_num_batched_tokens, BLOCK_TOKENS, blocks,
+    # A budget per pipeline micro-batch (serving/pipeline.py); pp = 1: the budget.
+    cfg = EngineConfig(eng.max_num_seqs, step_token_budget(eng.max_num_batched_tokens, row.pp),
+                       BLOCK_TOKENS, blocks,
                        eng.max_model_len or 10**6, 1e9, batching=batching,
                        admission=eng.admission or profile.admission)
     wl = row.workload

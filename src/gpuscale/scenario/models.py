@@ -117,6 +117,21 @@ class EngineSettings(Strict):
             "fit beside the running requests' reservations; never preempts)."))
 
 
+class PrefixAwareWeights(Strict):
+    """`router: prefix_aware`'s scorer weights, as llm-d's EndpointPickerConfig gives them to
+    its scorers (its well-lit inference-scheduling path: 3 / 2 / 2; serving/router.py)."""
+
+    prefix_cache: float = Field(3.0, ge=0, description=(
+        "Weight of the share of the prompt's blocks cached on the replica (prefix-cache-scorer)."))
+    queue: float = Field(2.0, ge=0, description=(
+        "Weight of the short-queue score, min-max over the replicas (queue-scorer)."))
+    kv_cache: float = Field(2.0, ge=0, description=(
+        "Weight of the free KV-cache share (kv-cache-utilization-scorer)."))
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return self.prefix_cache, self.queue, self.kv_cache
+
+
 class ColdStart(Strict):
     """Replica cold start after its pod is bound: image pull -> extract -> weight load -> engine
     init (P2P check, Dynamo, torch.compile, CUDA-graph capture). Components are derived from
@@ -319,9 +334,12 @@ class Scenario(Strict):
     router: Literal["least_outstanding", "round_robin", "prefix_aware"] = Field(
         "least_outstanding", description=(
             "How requests pick a ready replica: `least_outstanding` (fewest waiting + "
-            "running), `round_robin`, or `prefix_aware` (the replica holding the longest "
-            "cached prefix of the prompt, fewest outstanding as the tie break, as llm-d's "
-            "and Dynamo's KV-aware routers; docs/serving.md)."))
+            "running), `round_robin`, or `prefix_aware` (the best weighted score of cached "
+            "prefix share, queue and free KV cache, as llm-d's inference scheduler scores "
+            "endpoints; `prefix_aware_weights`; docs/serving.md)."))
+    prefix_aware_weights: PrefixAwareWeights = Field(
+        default_factory=PrefixAwareWeights, description=(
+            "Scorer weights of `router: prefix_aware` (llm-d's defaults 3 / 2 / 2)."))
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
     pod_annotations: dict[str, str] = Field(default_factory=dict, description=(

@@ -184,6 +184,13 @@ def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
     )
 
 
+def layers_time_s(hw: ReplicaHardware, num_tokens: int, attention_s: float,
+                  floors_s: float) -> float:
+    """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce."""
+    return (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s
+            + floors_s + allreduce_time_s(hw, num_tokens))
+
+
 def host_time_s(hw: ReplicaHardware, num_seqs: int) -> float:
     return hw.host_step_s + hw.host_seq_s * num_seqs
 

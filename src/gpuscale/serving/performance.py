@@ -43,6 +43,7 @@ from gpuscale.serving.kernels import (
     gemm_time_s,
     host_time_s,
     layer_linear_time_s,
+    layers_time_s,
     lm_head_params,
     lm_head_time_s,
     one_allreduce_s,
@@ -50,7 +51,8 @@ from gpuscale.serving.kernels import (
     smooth_max,
     weight_bytes_read,
 )
-from gpuscale.serving.step_time import P2P_LATENCY_S, p2p_time_s, step_time_s
+from gpuscale.serving.pipeline import P2P_LATENCY_S, p2p_time_s, step_token_budget
+from gpuscale.serving.step_time import step_time_s
 
 __all__ = [
     "ACTIVATION_BYTES", "EAGER_KERNELS_PER_LAYER", "EAGER_LAUNCH_S",
@@ -59,9 +61,9 @@ __all__ = [
     "active_layer_params", "allreduce_time_s", "attention_floor_s", "decode_attention_time_s",
     "decode_segment", "decode_slope_s", "eager_launch_floor_s", "elementwise_bytes_per_token",
     "elementwise_time_s", "expert_coverage_frac", "gemm_time_s", "host_time_s",
-    "layer_linear_time_s", "lm_head_params", "lm_head_time_s", "one_allreduce_s",
+    "layer_linear_time_s", "layers_time_s", "lm_head_params", "lm_head_time_s", "one_allreduce_s",
     "p2p_time_s", "prefill_attention_time_s", "segment_duration_s", "segment_steps_within",
-    "smooth_max", "step_time_s", "weight_bytes_read",
+    "smooth_max", "step_time_s", "step_token_budget", "weight_bytes_read",
 ]
 
 

@@ -11,7 +11,7 @@ from gpuscale.scenario.models import Scenario
 from gpuscale.serving.engine_defaults import default_max_num_batched_tokens, default_max_num_seqs
 from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.kv_cache import num_kv_blocks
-from gpuscale.serving.performance import ReplicaHardware
+from gpuscale.serving.performance import ReplicaHardware, step_token_budget
 from gpuscale.serving.precision_support import default_kv_precision, precision_error
 from gpuscale.serving.replica import EngineConfig
 
@@ -55,7 +55,8 @@ def engine_config(scenario: Scenario, hw: ReplicaHardware) -> EngineConfig:
     batching = settings.batching or profile.batching
     return EngineConfig(
         max_num_seqs=settings.max_num_seqs or default_max_num_seqs(hw.gpu),
-        max_num_batched_tokens=budget,
+        # A budget per pipeline micro-batch (serving/pipeline.py); pp = 1: the budget.
+        max_num_batched_tokens=step_token_budget(budget, hw.pp),
         block_size=settings.block_size,
         num_blocks=blocks,
         max_model_len=max_input_tokens(scenario, hw, budget, batching),
@@ -94,10 +95,11 @@ def max_input_tokens(scenario: Scenario, hw: ReplicaHardware, budget: int, batch
 def engine_resolved(scenario: Scenario, hw: ReplicaHardware, cfg: EngineConfig) -> dict:
     """The engine a run simulated, for `resolved`: the scheduler and the longest prompt it
     takes (below the model's context when whole-prompt batching caps it at the budget)."""
-    out = {"kind": scenario.engine.kind, "batching": cfg.batching,
-           "max_num_batched_tokens": cfg.max_num_batched_tokens,
-           "max_prompt_tokens": cfg.max_model_len - 1}
-    if cfg.batching == "whole_prompt" and cfg.max_model_len <= cfg.max_num_batched_tokens + 1 \
+    budget = cfg.max_num_batched_tokens // hw.pp  # per micro-batch: the configured one
+    out: dict[str, str | int] = {"kind": scenario.engine.kind, "batching": cfg.batching,
+                                 "max_num_batched_tokens": budget,
+                                 "max_prompt_tokens": cfg.max_model_len - 1}
+    if cfg.batching == "whole_prompt" and cfg.max_model_len <= budget + 1 \
             and cfg.max_model_len < (scenario.engine.max_model_len
                                      or hw.model.max_context_tokens):
         out["note"] = ("prompts longer than max_num_batched_tokens are rejected, as TensorRT-LLM "
