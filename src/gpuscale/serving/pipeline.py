@@ -15,7 +15,10 @@ engine, TensorRT-LLM's micro-batch scheduler fills each micro-batch up to `max_n
 and Vidur forms each batch up to its chunk size (sarathi_replica_scheduler.py). So a period
 carries up to pp budgets of tokens (`step_token_budget`), where a single budget split over the
 stages made every pipelined step too light (issue 28: Vidur's TP2 x PP2 Llama-2-70B on A100
-read TPOT -28 % / -35 %).
+read TPOT -28 % / -35 %). And a prefill chunk rides one micro-batch whole, so the period is at
+least the trip of the micro-batch that carries the largest chunk, not of an even split
+(`pipeline_gpu_s`). Checked against Vidur runs of that setup: docs/calibration.md, "Pipeline
+parallelism against Vidur".
 """
 
 from __future__ import annotations
@@ -40,12 +43,23 @@ def p2p_time_s(hw: ReplicaHardware, num_tokens: float) -> float:
 
 
 def pipeline_gpu_s(hw: ReplicaHardware, num_tokens: int, num_seqs: int, attention_s: float,
-                   floors_s: float) -> float:
+                   floors_s: float, heavy_tokens: int = 0, heavy_attention_s: float = 0.0
+                   ) -> float:
     """GPU time of one period of a `hw.pp`-stage pipeline carrying `num_tokens` tokens of
-    `num_seqs` sequences (attention and per-layer floors of the whole step given)."""
+    `num_seqs` sequences (attention and per-layer floors of the whole step given).
+
+    A prefill chunk rides one micro-batch (a request is in one micro-batch at a time), so the
+    heaviest micro-batch carries at least the largest chunk (`heavy_tokens`, with its share of
+    the decodes; `heavy_attention_s` its attention): its trip through every stage bounds the
+    period, as it cannot start its next step before it left the last stage. The stages' work
+    on all m micro-batches, evenly split, is the other bound."""
     m = min(hw.pp, num_seqs)
     mb_tokens = -(-num_tokens // m)
     layers = layers_time_s(hw, mb_tokens, attention_s / m, floors_s)
     head = lm_head_time_s(hw, -(-num_seqs // m))
     p2p = p2p_time_s(hw, mb_tokens)
-    return max(layers + (hw.pp - 1) * p2p + head, m * (layers / hw.pp + head + p2p))
+    trip = layers + (hw.pp - 1) * p2p + head
+    if heavy_tokens > mb_tokens:
+        trip = layers_time_s(hw, heavy_tokens, heavy_attention_s, floors_s) \
+            + (hw.pp - 1) * p2p_time_s(hw, heavy_tokens) + head
+    return max(trip, m * (layers / hw.pp + head + p2p))

@@ -37,7 +37,17 @@ def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens:
     floors = attention_floor_s(hw, decode_seqs, len(prefill_chunks))
     if hw.pp <= 1:
         gpu = layers_time_s(hw, num_tokens, attention, floors) + lm_head_time_s(hw, num_seqs)
-    else:  # serving/pipeline.py
-        gpu = pipeline_gpu_s(hw, num_tokens, num_seqs, attention, floors)
+    else:  # serving/pipeline.py: the largest chunk rides one micro-batch whole
+        heavy_tokens, heavy_attention = 0, 0.0
+        if prefill_chunks:
+            chunk, prefix = max(prefill_chunks)
+            m = min(hw.pp, num_seqs)
+            share = -(-decode_seqs // m)
+            heavy_tokens = chunk + share
+            heavy_attention = prefill_attention_time_s(hw, chunk, prefix) + (
+                decode_attention_time_s(hw, decode_context_tokens) * share / decode_seqs
+                if decode_seqs else 0.0)
+        gpu = pipeline_gpu_s(hw, num_tokens, num_seqs, attention, floors, heavy_tokens,
+                             heavy_attention)
     gpu = max(gpu, eager_launch_floor_s(hw))
     return hw.step_time_factor * (gpu + host_time_s(hw, num_seqs))
