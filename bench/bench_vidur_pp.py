@@ -33,7 +33,6 @@ from gpuscale.serving.bench import replay
 from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.performance import ReplicaHardware, step_token_budget
 from gpuscale.serving.replica import EngineConfig
-from gpuscale.serving.requests_table import COMPLETED
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.traces import read_azure_llm_csv
 
@@ -46,6 +45,7 @@ from bench_vidur import (
     MEMORY_MARGIN_FRAC,
     TRACE,
     stats,
+    table_stats,
 )
 
 TP, PP = 2, 2
@@ -94,11 +94,7 @@ def simulate(scheduler: str, replicas: int, vidur: dict[str, np.ndarray]) -> dic
     hw = hardware()
     cfg = EngineConfig(BATCH_CAP, step_token_budget(BUDGET_TOKENS[scheduler], PP), 16,
                        vidur_kv_blocks(hw), MAX_TOKENS, 1e9, batching=BATCHING[scheduler])
-    cols = replay(hw, cfg, requests, replicas, router="round_robin").columns()
-    done = cols.status == COMPLETED
-    ttft = (cols.first_token_s - cols.arrival_s)[done]
-    tpot = ((cols.finish_s - cols.first_token_s) / np.maximum(cols.output_tokens, 1))[done]
-    return stats(ttft, tpot)
+    return table_stats(replay(hw, cfg, requests, replicas, router="round_robin"))
 
 
 def main() -> None:

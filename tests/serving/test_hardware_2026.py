@@ -3,6 +3,8 @@ measured all-reduce, and the user catalog accepting them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpuscale.catalog import user
@@ -135,3 +137,31 @@ def test_user_catalog_refuses_a_domain_that_is_not_whole_nodes():
         user.add_catalog(user.CatalogEntries(), {"instance_types": {"x": {
             "gpu": "GB200", "num_gpus": 4, "vcpus": 1, "memory_gib": 1,
             "on_demand_usd_per_hour": 1, "nvlink_domain_gpus": 10, "zones": ["z"]}}}, "c.yaml")
+
+
+def test_attention_factors_slow_only_attention():
+    """GpuSpec.attention_bw_factor / attention_compute_factor (1.0 in the catalog until a GPU's
+    attention kernels are measured): a user catalog may set them for a GPU whose attention
+    kernels lag its GEMMs."""
+    from gpuscale.serving.kernels import decode_attention_time_s, prefill_attention_time_s
+
+    base = get_gpu("MI300X")
+    slow = dataclasses.replace(base, attention_bw_factor=0.5, attention_compute_factor=0.5)
+    model = get_model("Llama-3.1-70B")
+    hw = ReplicaHardware(base, model, Precision.FP8, Precision.FP8, 1)
+    hw_slow = ReplicaHardware(slow, model, Precision.FP8, Precision.FP8, 1)
+    assert decode_attention_time_s(hw_slow, 1e5) == pytest.approx(
+        2 * decode_attention_time_s(hw, 1e5))
+    assert prefill_attention_time_s(hw_slow, 512, 0) == pytest.approx(
+        2 * prefill_attention_time_s(hw, 512, 0))
+    assert gemm_time_s(hw_slow, 512) == gemm_time_s(hw, 512)
+
+
+def test_user_catalog_sets_and_checks_attention_factors():
+    entries = user.add_catalog(user.CatalogEntries(), {"gpus": {"MI300X": {
+        "attention_bw_factor": 0.8}}}, "c.yaml")
+    assert entries.gpus["MI300X"].attention_bw_factor == 0.8
+    assert entries.gpus["MI300X"].attention_compute_factor == 1.0
+    with pytest.raises(UserInputError, match="attention_bw_factor: expected a number > 0"):
+        user.add_catalog(user.CatalogEntries(), {"gpus": {"MI300X": {
+            "attention_bw_factor": 0}}}, "c.yaml")
