@@ -403,6 +403,7 @@ row_p2 = _shipped("P2")
 row_s1 = _shipped("S1")
 row_v6 = _shipped("V6")
 row_m51 = _shipped("M51")  # MLPerf v5.1: B200, GB200, H200 Interactive, MI300X, MI325X, MI355X
+row_v9 = _shipped("V9")  # AMD's vLLM 0.9.1 numbers, MI300X TP8
 
 
 def row_a13() -> list[CheckResult]:
@@ -478,7 +479,7 @@ ROWS: dict[str, Callable[[], list[CheckResult]]] = {
     "A1-A3": rows_a1_a3, "A4": row_a4, "A5": row_a5, "A6-A7": rows_a6_a7, "A8": row_a8,
     "A10": row_a10, "A11": row_a11, "A13": row_a13, "A15": row_a15, "A16": row_a16,
     "A17": row_a17, "A18": row_a18, "P1": row_p1, "P2": row_p2, "S1": row_s1, "V6": row_v6,
-    "M51": row_m51,
+    "M51": row_m51, "V9": row_v9,
 }
 
 
