@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuscale.catalog.specs import GpuSpec, ModelSpec, Precision
+from gpuscale.serving import expert_parallel, moe
+from gpuscale.serving.expert_parallel import PLAIN_LAYOUT, ParallelLayout
 
 ACTIVATION_BYTES = 2  # activations stay BF16 even with FP8 weights
 # GEMM curve, one fit over Vidur's mlp.csv (microsoft/vidur @7d47513, 400 points: CodeLlama-34B
@@ -78,6 +80,9 @@ class ReplicaHardware:
     # Pipeline stages: the replica's `tp` GPUs form `pp` stages of tp / pp GPUs each (`tp` stays
     # the replica's GPU count, which pods, memory and cost read).
     pp: int = 1
+    # Expert parallelism, DP attention and the nodes the replica spans (serving/
+    # expert_parallel.py); the plain layout is one node's TP group.
+    layout: ParallelLayout = PLAIN_LAYOUT
 
     @property
     def tp_degree(self) -> int:
@@ -116,13 +121,19 @@ class ReplicaHardware:
 
     @property
     def attention_kv_bytes_per_s(self) -> float:
-        """HBM bytes/s at which decode attention reads the KV cache (a GQA model's batches pay
-        GpuSpec.attention_gqa_batch_overhead_frac on top of a uniform-batch profile's rate)."""
+        """HBM bytes/s at which decode attention reads the KV cache, in the replica's KV bytes:
+        only the GPUs reading distinct KV count (expert_parallel.kv_read_gpus: an MLA latent is
+        read whole by every GPU of a TP group). A GQA model's batches pay
+        GpuSpec.attention_gqa_batch_overhead_frac on top of a uniform-batch profile's rate;
+        MLA's absorbed decode adds its FLOPs (expert_parallel.mla_decode_bytes_per_s)."""
         frac = self.gpu.attention_decode_bw_frac
-        rate = self.gpu.memory_bandwidth_tbps * 1e12 * self.tp_degree \
+        readers = expert_parallel.kv_read_gpus(self.model, self.layout, self.tp_degree)
+        rate = self.gpu.memory_bandwidth_tbps * 1e12 * readers \
             * (self.gpu.hbm_efficiency if frac is None else frac)
         if self.model.q_heads > self.model.kv_heads:
             rate /= 1.0 + self.gpu.attention_gqa_batch_overhead_frac
+        if self.model.is_mla:
+            rate = expert_parallel.mla_decode_bytes_per_s(self, rate)
         return rate
 
     @property
@@ -154,31 +165,15 @@ def smooth_max(a: float, b: float) -> float:
     return math.sqrt(a * a + b * b)
 
 
-def expert_coverage_frac(num_tokens: int, num_experts: int, experts_per_token: int) -> float:
-    """Expected fraction of experts a batch of `num_tokens` touches under uniform routing.
-
-    1 - (1 - k/E)^tokens: one decode token reads k/E of the expert weights, a large batch all.
-    """
-    if num_experts == 0:
-        return 1.0
-    return 1.0 - (1.0 - experts_per_token / num_experts) ** max(num_tokens, 1)
-
-
 def lm_head_params(model: ModelSpec) -> int:
     return model.vocab * model.hidden
 
 
-def weight_bytes_read(model: ModelSpec, precision: Precision, num_tokens: int) -> float:
-    """Layer weight bytes (all GPUs together) streamed by one step of `num_tokens` tokens.
-
-    Excludes the embeddings: the input table is a row lookup and the LM head is its own term.
-    """
-    layers = model.total_params - 2 * lm_head_params(model)
-    if not model.is_moe:
-        return layers * precision.bytes_per_elem
-    routed = model.moe_layers * model.num_experts * model.expert_params
-    cover = expert_coverage_frac(num_tokens, model.num_experts, model.experts_per_token)
-    return (layers - routed + routed * cover) * precision.bytes_per_elem
+def layer_weight_bytes(model: ModelSpec, precision: Precision) -> float:
+    """Layer weight bytes (all GPUs together) a dense model streams every step. Excludes the
+    embeddings: the input table is a row lookup and the LM head is its own term. (An MoE step
+    reads only the experts its tokens reach: serving/moe.py.)"""
+    return (model.total_params - 2 * lm_head_params(model)) * precision.bytes_per_elem
 
 
 def _active_layer_params(model: ModelSpec) -> int:
@@ -186,10 +181,14 @@ def _active_layer_params(model: ModelSpec) -> int:
 
 
 def gemm_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
-    """QKV, O and MLP/expert GEMMs of every layer for `num_tokens` tokens (LM head apart)."""
+    """QKV, O and MLP/expert GEMMs of every layer for `num_tokens` tokens (LM head apart); an
+    MoE model's experts run as grouped GEMMs of their own token counts (serving/moe.py)."""
     if num_tokens <= 0:
         return 0.0
-    mem = weight_bytes_read(hw.model, hw.weight_precision, num_tokens) / hw.bytes_per_s
+    if hw.model.is_moe:
+        return moe.gemm_time_s(hw, num_tokens, GEMM_HALF_TOKENS) \
+            + hw.model.layers * GEMMS_PER_LAYER * hw.kernel_floor_s
+    mem = layer_weight_bytes(hw.model, hw.weight_precision) / hw.bytes_per_s
     comp = 2.0 * _active_layer_params(hw.model) * (num_tokens + GEMM_HALF_TOKENS) / hw.flops_per_s
     return smooth_max(mem, comp) + hw.model.layers * GEMMS_PER_LAYER * hw.kernel_floor_s
 
@@ -244,8 +243,7 @@ def prefill_attention_time_s(hw: ReplicaHardware, chunk_tokens: int, prefix_toke
     `prefix_tokens` earlier chunks (or cached prefix) from HBM."""
     if chunk_tokens <= 0:
         return 0.0
-    q_dim = hw.model.q_heads * hw.model.head_dim
-    per_token_pair = 4.0 * hw.model.layers * q_dim
+    per_token_pair = 4.0 * hw.model.layers * hw.model.attention_flops_dim
     return (per_token_pair * chunk_tokens * prefix_tokens / hw.attention_prefix_flops_per_s
             + per_token_pair * chunk_tokens * chunk_tokens / 2.0 / hw.attention_causal_flops_per_s
             + prefix_tokens * hw.kv_bytes_per_token / hw.bytes_per_s)
@@ -264,8 +262,9 @@ def attention_floor_s(hw: ReplicaHardware, decode_seqs: int, num_chunks: int) ->
                               + (hw.attention_prefill_floor_s if num_chunks else 0.0))
 
 
-def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
-    tp = hw.tp_degree
+def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float, gpus: int = 0) -> float:
+    """One all-reduce over the TP group (or `gpus` GPUs of one NVLink domain)."""
+    tp = gpus or hw.tp_degree
     if hw.custom_allreduce:
         bus, latency_s = hw.gpu.allreduce_bus_bytes_per_s_and_latency_s(tp)
         return latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
@@ -309,9 +308,16 @@ def p2p_time_s(hw: ReplicaHardware, num_tokens: float) -> float:
 
 
 def _layers_s(hw: ReplicaHardware, num_tokens: int, attention_s: float, floors_s: float) -> float:
-    """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce."""
-    return (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s
-            + floors_s + allreduce_time_s(hw, num_tokens))
+    """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce.
+    With expert parallelism, DP attention or several nodes the collectives are the layout's
+    (serving/expert_parallel.py), overlapped with the compute where the engine does so."""
+    compute = gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s \
+        + floors_s
+    if not hw.layout.is_plain:
+        collectives = expert_parallel.step_collectives_s(
+            hw, num_tokens, lambda gpus, payload: one_allreduce_s(hw, payload, gpus))
+        return expert_parallel.overlapped_s(compute, collectives, hw.layout)
+    return compute + allreduce_time_s(hw, num_tokens)
 
 
 def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens: float,
@@ -401,7 +407,7 @@ def decode_segment(hw: ReplicaHardware, num_seqs: int, context_tokens: float) ->
 def _decode_slope_s(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -> float:
     """Growth of the step per step. While the eager launch floor binds, the GPU's KV growth is
     hidden behind it (slope 0 until the stretch ends: slightly optimistic at the crossing)."""
-    if hw.pp > 1:  # the period is piecewise linear in the context: take its local slope
+    if hw.pp > 1 or not hw.layout.is_plain:  # piecewise linear in the context: local slope
         return step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens
                            + num_seqs) - step_time_s(hw, decode_seqs=num_seqs,
                                                      decode_context_tokens=context_tokens)
@@ -460,7 +466,7 @@ class StepCost:
         self.hw = hw
         self._kv_s = hw.kv_bytes_per_token / hw.bytes_per_s  # prefix KV a prefill re-reads
         self._kv_dec_s = hw.kv_bytes_per_token / hw.attention_kv_bytes_per_s
-        q_dim = hw.model.q_heads * hw.model.head_dim
+        q_dim = hw.model.attention_flops_dim
         self._attn_prefix_s = 4.0 * hw.model.layers * q_dim / hw.attention_prefix_flops_per_s
         self._attn_causal_s = 4.0 * hw.model.layers * q_dim / hw.attention_causal_flops_per_s
         self._floor_write_s = hw.model.layers * hw.kernel_floor_s
@@ -474,7 +480,9 @@ class StepCost:
         # int key cost more than the list read in the compiled build).
         self._by_tokens: list[float] = []
         self._by_seqs: list[float] = []
-        self._pipelined = hw.pp > 1  # rare: the reference formula, not the folded one
+        # Rare layouts run the reference formula, not the folded one: pipeline stages, and
+        # expert parallelism / DP attention / several nodes (their collectives overlap).
+        self._pipelined = hw.pp > 1 or not hw.layout.is_plain
         self._decode_by_seqs: list[float] = []  # a decode step's context-free GPU time
         # The constant factors of gemm_time_s, elementwise_time_s and allreduce_time_s, so a
         # token count seen for the first time (thousands per run) costs a few float operations
@@ -482,10 +490,10 @@ class StepCost:
         # reference function computes, combined in the same order: the same floats
         # (tests/serving/test_performance.py checks equality, not closeness).
         model = hw.model
-        # A dense model reads all its layer weights whatever the batch; an MoE's share depends
-        # on the tokens (expert coverage), so it stays per count (None).
+        # A dense model reads all its layer weights whatever the batch; an MoE's grouped
+        # expert GEMMs depend on the tokens per expert, so they run the reference (None).
         self._weight_bytes: float | None = None if model.is_moe else float(
-            weight_bytes_read(model, hw.weight_precision, 1))
+            layer_weight_bytes(model, hw.weight_precision))
         self._weight_bytes_per_s = hw.bytes_per_s
         self._gemm_flop_coef = 2.0 * _active_layer_params(model)
         self._gemm_flops_per_s = hw.flops_per_s
@@ -514,14 +522,15 @@ class StepCost:
         return cached
 
     def _tokens_uncached_s(self, num_tokens: int) -> float:
-        """gemm_time_s + elementwise_time_s + allreduce_time_s, from the folded constants."""
+        """gemm_time_s + elementwise_time_s + allreduce_time_s, from the folded constants (an
+        MoE model's grouped expert GEMMs from the reference functions)."""
         if num_tokens <= 0:
             return 0.0
         hw = self.hw
-        weight_bytes = self._weight_bytes
-        if weight_bytes is None:
-            weight_bytes = weight_bytes_read(hw.model, hw.weight_precision, num_tokens)
-        mem = weight_bytes / self._weight_bytes_per_s
+        if self._weight_bytes is None:
+            return gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) \
+                + allreduce_time_s(hw, num_tokens)
+        mem = self._weight_bytes / self._weight_bytes_per_s
         comp = self._gemm_flop_coef * (num_tokens + GEMM_HALF_TOKENS) / self._gemm_flops_per_s
         gemm = math.sqrt(mem * mem + comp * comp) + self._gemm_floor_s
         stream = num_tokens * self._elem_bytes_per_token / self._elem_bytes_per_s
