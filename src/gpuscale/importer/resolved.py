@@ -1,7 +1,9 @@
 """`resolved`: what one simulate/compare run actually simulated, stated from the Scenario.
 
 Every run's JSON carries it (key names are part of the public output; checks depend on them):
-`model.{name,tp,precision,kv_precision}`, `gpu.{name,instance_type,calibrated,
+`model.{name,tp,precision,kv_precision,ep,attention_dp,nodes_per_replica}` (EP degree,
+DP attention ranks, nodes one replica spans: a LeaderWorkerSet group above 1),
+`gpu.{name,instance_type,calibrated,
 efficiency_source}`, `autoscaler.{kind,min_replicas,max_replicas}`, `nodes.{kind,
 consolidation_policy}`, `scheduler.kind`, `catalog` (which entries came from a user catalog).
 The table shows the same in one line per run (`resolved_line`).
@@ -14,6 +16,7 @@ from gpuscale.catalog.specs import user_entry_names
 from gpuscale.catalog.user import gpu_has_calibration_points
 from gpuscale.provisioning.karpenter.nodepool import order_by_weight
 from gpuscale.scenario.models import Scenario, Strategy
+from gpuscale.sim.replica_setup import nodes_spanned
 
 # Replica floor/ceiling field of each autoscaler kind (KPA's max_scale 0 means unbounded).
 _BOUNDS = {"hpa": ("min_replicas", "max_replicas"),
@@ -62,7 +65,9 @@ def resolved_for(scenario: Scenario, strategy: Strategy) -> dict:
             "instance_types": user_entry_names("instance_types")}
     return {
         "model": {"name": model.name, "tp": model.tp, "precision": model.precision.value,
-                  "kv_precision": (model.kv_precision or model.precision).value},
+                  "kv_precision": (model.kv_precision or model.precision).value,
+                  "ep": model.ep, "attention_dp": model.attention_ranks(model.tp),
+                  "nodes_per_replica": nodes_spanned(model.tp * model.pp, itype)},
         "gpu": {"name": gpu.name, "instance_type": itype.name,
                 "calibrated": gpu_has_calibration_points(gpu.name),
                 "efficiency_source": gpu.efficiency_source},
@@ -93,6 +98,10 @@ def resolved_line(run: dict) -> str:
     bounds = "" if a["min_replicas"] is None else f" {a['min_replicas']}..{a['max_replicas']}"
     policy = f" {n['consolidation_policy']}" if n["consolidation_policy"] else ""
     calib = "" if g["calibrated"] else ", NO calibration points: efficiency assumed"
-    return (f"{run['name']}: {m['name']} tp={m['tp']} {m['precision']} on "
+    layout = (f" ep={m['ep']}" if m.get("ep", 1) > 1 else "") + (
+        f" dp-attention={m['attention_dp']}" if m.get("attention_dp", 1) > 1 else "") + (
+        f", {m['nodes_per_replica']} nodes/replica (LeaderWorkerSet)"
+        if m.get("nodes_per_replica", 1) > 1 else "")
+    return (f"{run['name']}: {m['name']} tp={m['tp']}{layout} {m['precision']} on "
             f"{g['instance_type']} ({g['name']}{calib}) | autoscaler {a['kind']}{bounds} | "
             f"nodes {n['kind']}{policy} | scheduler {r['scheduler']['kind']}")
