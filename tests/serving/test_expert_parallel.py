@@ -17,11 +17,15 @@ from gpuscale.serving.performance import (
     ReplicaHardware,
     StepCost,
     allreduce_time_s,
+    elementwise_time_s,
+    gemm_time_s,
     one_allreduce_s,
     step_time_s,
 )
 
 FP8 = Precision.FP8
+# H800: H100's compute and HBM, NVLink halved to 200 GB/s per direction
+# (ai-dynamo/aiconfigurator systems/h800_sxm.yaml).
 H800 = dataclasses.replace(get_gpu("H100-SXM"), name="H800", link_gbps_per_direction=200)
 
 # DeepEP V1 low-latency kernels (deepseek-ai/DeepEP docs/legacy.md): H800 + CX7 400 Gb/s, 128
@@ -125,11 +129,29 @@ def test_tp_across_nodes_pays_the_network():
     assert steps[1] > 0.5 * steps[0]  # twice the GPUs, but the network eats the gain
 
 
-def test_two_batch_overlap_hides_the_shorter_of_compute_and_communication():
-    layout = ParallelLayout(ep=32, attention_dp=32, nodes=4)
-    assert ep_mod.overlapped_s(3.0, 2.0, layout) == 5.0
-    assert ep_mod.overlapped_s(3.0, 2.0, dataclasses.replace(
-        layout, two_batch_overlap=True)) == 3.0
+def test_two_batch_overlap_runs_two_half_batches_under_their_communication():
+    """Two micro-batches: each half computes on its own (weights streamed twice), their
+    all-to-alls run under the other's compute; the step is the longer of the two sums."""
+    layout = ParallelLayout(ep=32, attention_dp=32, nodes=4, redundant_experts=32, eplb=True)
+    plain = _hw("DeepSeek-V3", 32, layout, "H100-SXM")
+    tbo = dataclasses.replace(plain, layout=dataclasses.replace(layout, two_batch_overlap=True))
+    tokens = 32 * 256
+
+    def compute(hw: ReplicaHardware, n: int) -> float:
+        return gemm_time_s(hw, n) + elementwise_time_s(hw, n)
+
+    def comm(hw: ReplicaHardware, n: int) -> float:
+        return ep_mod.step_collectives_s(hw, n, lambda g, b: one_allreduce_s(hw, b, g))
+
+    assert ep_mod.layers_s(plain, tokens, 0.01, 0.0, lambda n: compute(plain, n),
+                           lambda g, b: one_allreduce_s(plain, b, g)) == pytest.approx(
+        compute(plain, tokens) + 0.01 + comm(plain, tokens))
+    overlapped = ep_mod.layers_s(tbo, tokens, 0.01, 0.0, lambda n: compute(tbo, n),
+                                 lambda g, b: one_allreduce_s(tbo, b, g))
+    halves = 2 * compute(tbo, tokens // 2) + 0.01
+    assert halves > compute(plain, tokens) + 0.01  # half batches cost more compute
+    assert overlapped == pytest.approx(max(halves, 2 * comm(tbo, tokens // 2)))
+    assert overlapped < compute(plain, tokens) + 0.01 + comm(plain, tokens)
 
 
 def test_step_cost_runs_the_reference_for_expert_layouts():

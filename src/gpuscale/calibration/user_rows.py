@@ -15,10 +15,11 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpuscale.catalog import get_gpu, get_model
+from gpuscale.catalog import get_gpu, get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
 from gpuscale.inputs import load_yaml, parse_yaml
+from gpuscale.scenario.parallelism import ExpertParallelism
 from gpuscale.serving.bench import (
     STATISTICS,
     replay,
@@ -26,9 +27,11 @@ from gpuscale.serving.bench import (
     statistics,
 )
 from gpuscale.serving.engines import get_engine_profile, profile_name, with_engine
+from gpuscale.serving.expert_parallel import ParallelLayout, default_network_gb_s
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
+from gpuscale.sim.replica_setup import parallel_layout, per_rank_host
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.distributions import FixedTokens, TokenDistribution
 from gpuscale.workloads.limits import MAX_HORIZON_S, MAX_REQUESTS
@@ -97,7 +100,35 @@ class RowCheck(_Strict):
         "reason to tune a constant."))
 
 
-class UserRow(_Strict):
+class RowPool(ExpertParallelism):
+    """One pool of a disaggregated deployment (its replicas' GPUs, EP and engine limits)."""
+
+    tp: int = Field(1, ge=1, description="GPUs per replica of this pool.")
+    nodes: int | None = Field(None, ge=1, description="Nodes one replica spans.")
+    replicas: int = Field(1, ge=1, description="Replicas of this pool.")
+    max_num_seqs: int | None = Field(None, ge=1, description="Per attention rank; None = "
+                                     "the row engine's.")
+    max_num_batched_tokens: int | None = Field(None, ge=16, description="Per rank, likewise.")
+
+
+class RowDisaggregated(_Strict):
+    """Prefill and decode pools, and which one the published figure measured (the other taken
+    as unlimited, as LMSYS's and DeepSeek's per-phase figures are measured)."""
+
+    prefill: RowPool
+    decode: RowPool
+    measured_phase: Literal["prefill", "decode"] = Field(description=(
+        "prefill: the prefill pool's rate (requests_per_s = prompts prefilled per second, "
+        "ttft_*: prefill time); decode: the decode pool's, each request arriving with its KV "
+        "and first token (output_tokens_per_s counts the tokens decode generates)."))
+
+
+PHASE_STATISTICS = {"prefill": ("requests_per_s", "ttft_mean_s", "ttft_p99_s"),
+                    "decode": ("output_tokens_per_s", "tpot_mean_s", "tpot_p99_s",
+                               "itl_mean_s", "requests_per_s")}
+
+
+class UserRow(ExpertParallelism):
     id: str = Field(min_length=1)  # the table's and the JSON's key: an empty one named nothing
     source: str = ""
     gpu: str
@@ -106,18 +137,39 @@ class UserRow(_Strict):
     kv_cache: Precision | None = None
     tp: int = Field(1, ge=1)
     pp: int = Field(1, ge=1)
+    nodes: int | None = Field(None, ge=1, description=(
+        "Nodes one replica spans (its GPUs split evenly over them); None = 1, or the "
+        "instance type's count."))
+    instance_type: str | None = Field(None, description=(
+        "Catalog instance type the replica runs on: GPUs per node, NVLink domain (GB200 "
+        "NVL72: 72 over nodes of 4), inter-node network. None = nodes of tp x pp / nodes GPUs, "
+        "one NVLink domain each, the GPU's default network (aiconfigurator)."))
     replicas: int = Field(1, ge=1)
     router: Literal["least_outstanding", "round_robin"] | None = None
     engine: RowEngine
     workload: RowWorkload
+    disaggregated: RowDisaggregated | None = None
     checks: list[RowCheck] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _known(self) -> UserRow:
         known_name(get_gpu, self.gpu)
         known_name(get_model, self.model)
-        if error := get_model(self.model).tp_error(self.tp):
-            raise ValueError(error)
+        if self.instance_type is not None:
+            known_name(get_instance_type, self.instance_type)
+            if get_instance_type(self.instance_type).gpu != self.gpu:
+                raise ValueError(f"instance_type {self.instance_type} holds "
+                                 f"{get_instance_type(self.instance_type).gpu}, not {self.gpu}")
+        for pool, tp, par in self.pools():
+            where = f"disaggregated.{pool}: " if pool else ""
+            if error := par.parallelism_error(get_model(self.model), tp):
+                raise ValueError(where + error)
+        if self.disaggregated is not None:
+            allowed = PHASE_STATISTICS[self.disaggregated.measured_phase]
+            wrong = [c.statistic for c in self.checks if c.statistic not in allowed]
+            if wrong:
+                raise ValueError(f"the {self.disaggregated.measured_phase} phase reports "
+                                 f"{', '.join(allowed)}, not {', '.join(wrong)}")
         # Fixed lengths past the context window: no server takes such a request (a prompt of
         # 1e12 tokens was capped to 10M and replayed, a FAIL that measured nothing).
         prompt, output = self.workload.prompt_tokens, self.workload.output_tokens
@@ -128,6 +180,14 @@ class UserRow(_Strict):
                              f"is more than the {context}-token context of {self.model} "
                              "(engine.max_model_len or the model's)")
         return self
+
+
+    def pools(self) -> list[tuple[str, int, ExpertParallelism]]:
+        """("" , tp, layout) of an aggregated row, else each pool's."""
+        if self.disaggregated is None:
+            return [("", self.tp, self)]
+        return [(name, pool.tp, pool) for name, pool in (("prefill", self.disaggregated.prefill),
+                                                          ("decode", self.disaggregated.decode))]
 
 
 class RowsFile(_Strict):
@@ -158,32 +218,70 @@ def builtin_rows() -> list[UserRow]:
     return parse_rows(text, "gpuscale/calibration/rows.yaml")
 
 
-def row_hardware(row: UserRow) -> ReplicaHardware:
+def _layout(row: UserRow, par: ExpertParallelism, tp: int, gpus: int,
+            nodes: int | None) -> ParallelLayout:
+    if row.instance_type is not None:
+        layout = parallel_layout(par, get_instance_type(row.instance_type), tp, gpus)
+        if nodes is not None and nodes != layout.nodes:
+            raise UserInputError(f"row {row.id}: {gpus} GPUs span {layout.nodes} "
+                                 f"{row.instance_type} nodes, not {nodes}", field="nodes")
+        return layout
+    nodes = nodes or 1
+    if gpus % nodes:
+        raise UserInputError(f"row {row.id}: {gpus} GPUs do not split over {nodes} nodes",
+                             field="nodes")
+    return ParallelLayout(ep=par.ep, attention_dp=par.attention_ranks(tp), nodes=nodes,
+                          nvlink_domain_gpus=gpus // nodes,
+                          network_gb_s_per_gpu=default_network_gb_s(row.gpu),
+                          redundant_experts=par.redundant_experts, eplb=par.eplb,
+                          two_batch_overlap=par.two_batch_overlap)
+
+
+def row_hardware(row: UserRow, pool: str = "") -> ReplicaHardware:
     """`tp` GPUs per stage, `pp` stages: the replica holds tp x pp GPUs (memory, KV pool) and
     runs the pipeline path of the step model (micro-batches, bubbles, stage-to-stage sends),
-    as scenarios' `model.pp` does (sim/run.py)."""
+    as scenarios' `model.pp` does (sim/run.py). A disaggregated row's `pool` replica has its
+    own GPUs and expert parallelism (no pipeline)."""
+    if pool:
+        assert row.disaggregated is not None
+        spec = getattr(row.disaggregated, pool)
+        tp, pp, par, nodes = spec.tp, 1, spec, spec.nodes
+    else:
+        tp, pp, par, nodes = row.tp, row.pp, row, row.nodes
     hw = ReplicaHardware(get_gpu(row.gpu), get_model(row.model), row.weights,
-                         row.kv_cache or row.weights, row.tp * row.pp, pp=row.pp)
+                         row.kv_cache or row.weights, tp * pp, pp=pp,
+                         layout=_layout(row, par, tp, tp * pp, nodes))
     profile = get_engine_profile(profile_name(row.engine.kind, row.engine.version))
     # Online workloads stream tokens; an offline one returns whole outputs (serving/engines.py).
-    return with_engine(hw, profile, cuda_graphs=row.engine.cuda_graphs,
-                       streaming=row.workload.kind != "offline")
+    return per_rank_host(with_engine(hw, profile, cuda_graphs=row.engine.cuda_graphs,
+                                     streaming=row.workload.kind != "offline"))
 
 
-def run_row(row: UserRow) -> dict[str, float]:
-    """Replay the row's workload; returns every statistic of `serving.bench.STATISTICS`."""
-    hw = row_hardware(row)
+def _engine_config(row: UserRow, hw: ReplicaHardware, pool: str) -> EngineConfig:
+    """The row engine's limits, per attention rank (the pool's own where it gives them)."""
     eng = row.engine
     profile = get_engine_profile(profile_name(eng.kind, eng.version))
-    batching = eng.batching or profile.batching
     blocks = num_kv_blocks(hw, gpu_memory_utilization=eng.gpu_memory_utilization,
                            block_size=16, activation_reserve_gib=2.0, non_torch_gib=0.5)
     if blocks == 0:
-        raise UserInputError(f"row {row.id}: {row.model} does not fit {row.tp * row.pp} x "
+        raise UserInputError(f"row {row.id}: {row.model} does not fit {hw.tp} x "
                              f"{row.gpu} at gpu_memory_utilization {eng.gpu_memory_utilization}")
-    cfg = EngineConfig(eng.max_num_seqs, eng.max_num_batched_tokens, 16, blocks,
-                       eng.max_model_len or 10**6, 1e9, batching=batching,
-                       admission=eng.admission or profile.admission)
+    spec = getattr(row.disaggregated, pool) if pool else None
+    seqs = (spec.max_num_seqs if spec else None) or eng.max_num_seqs
+    budget = (spec.max_num_batched_tokens if spec else None) or eng.max_num_batched_tokens
+    ranks = hw.layout.attention_dp
+    return EngineConfig(ranks * seqs, ranks * budget, 16, blocks, eng.max_model_len or 10**6,
+                        1e9, batching=eng.batching or profile.batching,
+                        admission=eng.admission or profile.admission)
+
+
+def run_row(row: UserRow) -> dict[str, float]:
+    """Replay the row's workload; returns every statistic of `serving.bench.STATISTICS`. A
+    disaggregated row replays its measured phase's pool alone."""
+    pool = row.disaggregated.measured_phase if row.disaggregated is not None else ""
+    hw = row_hardware(row, pool)
+    cfg = _engine_config(row, hw, pool)
+    replicas = getattr(row.disaggregated, pool).replicas if pool else row.replicas
     wl = row.workload
     rng = np.random.default_rng(wl.seed)
     router = row.router or "least_outstanding"
@@ -197,13 +295,21 @@ def run_row(row: UserRow) -> dict[str, float]:
     outputs = wl.output_tokens.sample(rng, n)
     if wl.kind == "closed_loop":
         assert wl.concurrency is not None
+        if pool:
+            raise UserInputError(f"row {row.id}: a closed loop drives both phases; measure a "
+                                 "disaggregated phase offline or with poisson arrivals",
+                                 field="workload.kind")
         table = replay_closed_loop(hw, cfg, prompts, outputs, wl.concurrency, wl.think_time_s,
-                                   row.replicas, router)
+                                   replicas, router)
     else:
         if wl.kind == "offline":
             arrival = np.zeros(n)
         else:
             assert wl.rate_per_s is not None
             arrival = np.cumsum(rng.exponential(1.0 / wl.rate_per_s, n))
-        table = replay(hw, cfg, Requests(arrival, prompts, outputs), row.replicas, router)
-    return statistics(table)
+        table = replay(hw, cfg, Requests(arrival, prompts, outputs), replicas, router,
+                       phase=pool or "serve")
+    out = statistics(table)
+    if pool == "decode":  # the first token came from prefill: decode generated the rest
+        out["output_tokens_per_s"] -= out["requests_per_s"]
+    return out

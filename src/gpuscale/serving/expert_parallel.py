@@ -180,12 +180,23 @@ def allreduce_across_s(one_domain_s: AllReduce, gpu_payload_bytes: float, group:
             + 2.0 * (parts - 1.0) / parts * share / network)
 
 
-def overlapped_s(compute_s: float, comm_s: float, layout: ParallelLayout) -> float:
-    """A layer's compute and communication: summed, or with two-batch overlap the longer of
-    the two (each micro-batch's all-to-all runs under the other's compute)."""
-    if layout.two_batch_overlap:
-        return max(compute_s, comm_s)
-    return compute_s + comm_s
+def layers_s(hw: ReplicaHardware, num_tokens: int, attention_s: float, floors_s: float,
+             tokens_compute_s: Callable[[int], float], one_domain_s: AllReduce) -> float:
+    """Every layer of one step: the token-count compute (`tokens_compute_s`: GEMMs and
+    elementwise), the attention and its floors, and the collectives; with two-batch overlap
+    the step runs as two micro-batches of half the tokens, each computed on its own (weights
+    streamed twice, smaller GEMMs) while the other's all-to-all is in flight: the longer of
+    the two micro-batches' compute and their communication."""
+    layout: ParallelLayout = hw.layout
+    if not layout.two_batch_overlap or num_tokens < 2:
+        return (tokens_compute_s(num_tokens) + attention_s + floors_s
+                + step_collectives_s(hw, num_tokens, one_domain_s))
+    first = (num_tokens + 1) // 2
+    second = num_tokens - first
+    compute = tokens_compute_s(first) + tokens_compute_s(second) + attention_s + 2 * floors_s
+    comm = step_collectives_s(hw, first, one_domain_s) \
+        + step_collectives_s(hw, second, one_domain_s)
+    return max(compute, comm)
 
 
 def imbalance_factor(model: ModelSpec, layout: ParallelLayout) -> float:

@@ -228,11 +228,14 @@ def elementwise_bytes_per_token(model: ModelSpec, tp: int) -> float:
 
 
 def elementwise_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
-    """Per-token elementwise kernels of every layer (each GPU does its share in parallel)."""
+    """Per-token elementwise kernels of every layer (each GPU does its share in parallel; with
+    DP attention a GPU holds only its rank's tokens, split over the rank's GPUs)."""
     if num_tokens <= 0:
         return 0.0
     per_gpu_bw = hw.elementwise_bytes_per_s / hw.tp_degree
-    stream = num_tokens * elementwise_bytes_per_token(hw.model, hw.tp_degree) / per_gpu_bw
+    ranks = hw.layout.attention_dp
+    stream = num_tokens / ranks * elementwise_bytes_per_token(hw.model, hw.tp_degree // ranks) \
+        / per_gpu_bw
     floor = ELEMENTWISE_KERNELS_PER_LAYER * hw.kernel_floor_s
     return hw.model.layers * smooth_max(floor, stream)
 
@@ -311,13 +314,13 @@ def _layers_s(hw: ReplicaHardware, num_tokens: int, attention_s: float, floors_s
     """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce.
     With expert parallelism, DP attention or several nodes the collectives are the layout's
     (serving/expert_parallel.py), overlapped with the compute where the engine does so."""
-    compute = gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s \
-        + floors_s
     if not hw.layout.is_plain:
-        collectives = expert_parallel.step_collectives_s(
-            hw, num_tokens, lambda gpus, payload: one_allreduce_s(hw, payload, gpus))
-        return expert_parallel.overlapped_s(compute, collectives, hw.layout)
-    return compute + allreduce_time_s(hw, num_tokens)
+        return expert_parallel.layers_s(
+            hw, num_tokens, attention_s, floors_s,
+            lambda tokens: gemm_time_s(hw, tokens) + elementwise_time_s(hw, tokens),
+            lambda gpus, payload: one_allreduce_s(hw, payload, gpus))
+    return (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s
+            + floors_s + allreduce_time_s(hw, num_tokens))
 
 
 def step_time_s(hw: ReplicaHardware, *, decode_seqs: int, decode_context_tokens: float,
