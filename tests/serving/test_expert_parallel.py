@@ -165,3 +165,11 @@ def test_step_cost_runs_the_reference_for_expert_layouts():
     seg = cost.segment(8192, 16_000_000.0)
     later = cost.decode_step_s(8192, 16_000_000.0 + 8192 * 10)
     assert seg.first_step_s + 10 * seg.slope_s == pytest.approx(later, rel=1e-3)
+
+
+def test_dp_attention_gpus_run_only_their_ranks_elementwise_work():
+    """Each DP rank's GPU normalises and adds its own tokens: 8 ranks of 256 tokens cost one
+    GPU's 256 (each GPU ran all 2,048 before: a decode step of 18k tokens read 91 ms)."""
+    dp = _hw("DeepSeek-V3", 8, ParallelLayout(ep=8, attention_dp=8))
+    one = _hw("DeepSeek-V3", 1, ParallelLayout())
+    assert elementwise_time_s(dp, 8 * 256) == pytest.approx(elementwise_time_s(one, 256))
