@@ -2,10 +2,14 @@
 Kubernetes core kinds without a CRD (Deployment, Service, PDB, HPA, ConfigMap) and the
 LeaderWorkerSet (its CRD is over the shared folder's size limit), against minimal JSON
 schemas written here from the Kubernetes API field definitions (required fields and types of
-the parts we emit). CEL rules (x-kubernetes-validations) are not evaluated by jsonschema; the
-EC2NodeClass ones the renderer could break are checked by hand below."""
+the parts we emit). The LeaderWorkerSets also validate against the real LWS CRD, kept gzipped
+as test data (tests/fixtures/lws/README.md). CEL rules (x-kubernetes-validations) are not
+evaluated by jsonschema; the EC2NodeClass ones the renderer could break are checked by hand
+below."""
 
+import gzip
 from functools import cache
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -147,7 +151,21 @@ def crd_schema(filename: str) -> dict:
     return version["schema"]["openAPIV3Schema"]
 
 
+LWS_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "lws" / \
+    "leaderworkerset.x-k8s.io_leaderworkersets.yaml.gz"
+
+
+@cache
+def lws_crd_schema() -> dict:
+    if not LWS_CRD.exists():
+        pytest.skip(f"{LWS_CRD} not present")
+    crd = yaml.safe_load(gzip.decompress(LWS_CRD.read_bytes()))
+    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+    return version["schema"]["openAPIV3Schema"]
+
+
 OBJECTS = list(all_objects())
+LWS_OBJECTS = [(e, f, o) for e, f, o in OBJECTS if o["kind"] == "LeaderWorkerSet"]
 
 
 def test_the_examples_render_every_kind_the_plan_promises():
@@ -171,6 +189,23 @@ def test_manifest_validates(example, file, obj):
     # Validator(...).validate, not jsonschema.validate: the latter first checks the CRD against
     # the metaschema, and one upstream pattern, "^(?i)(abort|warn)?$", is not a Python regex.
     jsonschema.Draft7Validator(schema).validate(obj)
+
+
+@pytest.mark.parametrize("example,file,obj", LWS_OBJECTS,
+                         ids=[f"{e}/{o['metadata']['name']}" for e, _, o in LWS_OBJECTS])
+def test_leaderworkerset_validates_against_the_real_crd(example, file, obj):
+    jsonschema.Draft7Validator(lws_crd_schema()).validate(obj)
+
+
+def test_the_real_lws_crd_rejects_a_broken_group():
+    """Not vacuous: a size that is no integer, or an unknown restart policy, fails (the CRD
+    leaves the pod templates to the API server and the size's range to LWS's webhook)."""
+    _, _, lws = LWS_OBJECTS[0]
+    for field, value in (("size", "two"), ("restartPolicy", "RestartAlways")):
+        bad = yaml.safe_load(yaml.safe_dump(lws))
+        bad["spec"]["leaderWorkerTemplate"][field] = value
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.Draft7Validator(lws_crd_schema()).validate(bad)
 
 
 def test_a_broken_nodepool_fails_validation():
