@@ -18,6 +18,10 @@ A forward step of `n` tokens (decode tokens + prefill chunk tokens) from `s` seq
   floor, elsewhere at the GEMM factors;
 - two all-reduces per layer over the TP group: the measured NCCL curve (small messages flat)
   or, for engines with their own one-shot kernel below 8 MB, the affine fit;
+- a MoE layer's routed experts from their own shapes (serving/moe.py: tokens per expert,
+  grouped-GEMM tiles, routing kernels) and, for a replica with EP, DP attention or spanning
+  nodes, its layout's weights, KV reads and collectives (serving/expert_parallel.py), entered
+  at a few call sites below; a dense one-node replica's layout is plain and costs nothing;
 - host time of the engine (serving/engines.py): absolute seconds per step and per sequence
   (scheduler, sampling, detokenisation), exposed unless hidden; without CUDA graphs the GPU
   also waits for the CPU to launch every kernel (EAGER_LAUNCH_S per kernel).
