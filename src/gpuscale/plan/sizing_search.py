@@ -3,9 +3,9 @@
 `size_workload` runs `search.py` over the single-node hardware options and the scaler
 variants, rounds the winning floor up to whole nodes (they are billed whole anyway), finds the
 cheapest always-on fleet that meets the SLO (`fixed-best`), re-runs the winner on other seeds
-and a shifted trace window, and builds the replay scenario `plan --out` writes. Without
-simulation (or for a replica spanning nodes, which the simulator cannot place) the floor is
-the analytic estimate, said so in the decision.
+and a shifted trace window, and builds the replay scenario `plan --out` writes. A replica
+spanning nodes is simulated like any other (a gang of whole-node pods). Without simulation
+the floor is the analytic estimate, said so in the decision.
 """
 
 from __future__ import annotations
@@ -82,9 +82,14 @@ def _gpu_limit_replicas(plan: PlanInput, opt: HardwareOption) -> int:
 def _setup(plan: PlanInput, opt: HardwareOption, scaler: ScalerChoice, max_repl: int,
            w: WorkloadInput, slo: SloInput) -> CandidateSetup:
     ttl_s, _ = consolidate_after_for(plan, scaler.cold_start_s)
-    return CandidateSetup(opt.it.name, min(opt.gpus, opt.it.num_gpus), _per_node(opt), max_repl,
-                          scaler.triggers, scaler.scale_down_window_s, w.cold_start_s,
-                          slo.ttft_p99_s, slo.itl_p99_s, float(ttl_s))
+    par = opt.par
+    # inside one node PP stages run as one wider TP group (plan/sizing.replica_hardware);
+    # across nodes the scenario states TP x PP, as it is deployed
+    tp, pp = (opt.gpus, 1) if opt.one_node else (par.tp, par.pp)
+    return CandidateSetup(opt.it.name, tp, _per_node(opt), max_repl, scaler.triggers,
+                          scaler.scale_down_window_s, w.cold_start_s, slo.ttft_p99_s,
+                          slo.itl_p99_s, float(ttl_s), pp=pp, ep=par.ep,
+                          dp_attention=par.dp_attention, nodes_per_replica=opt.nodes_per_replica)
 
 
 def _evaluator(plan, w, stats, setup, slo, base_dir, seed_offset: int = 0,
@@ -126,8 +131,7 @@ def _fixed_best(plan, w, stats, opt, setup, slo, base_dir, floor, budget) -> Evi
         data["strategies"] = [
             {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n}}
         ]
-        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
-                                           math.ceil(n / setup.replicas_per_node))
+        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], setup.nodes_for(n))
         row = simulate_candidate(data, base_dir, slo.ttft_p99_s, slo.goodput_frac)
         return replace(row, min_replicas=n, config=f"{opt.label}, fixed {n}")
 
@@ -155,7 +159,7 @@ def replay_scenario(plan, w, stats, setup, scaler: ScalerChoice, floor: int,
         data["strategies"].append({"name": "fixed-best", "autoscaler": {
             "kind": "fixed", "replicas": fixed.min_replicas}})
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
-                                           math.ceil(fixed.min_replicas / setup.replicas_per_node))
+                                           setup.nodes_for(fixed.min_replicas))
     return data
 
 
@@ -184,7 +188,7 @@ def _cost_fn(stats: TrafficStats, opt: HardwareOption, slo: SloInput, chosen: Ev
         replicas = max(sum(r.min_replicas for r in roles),
                        replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s))
         nodes = math.ceil(replicas / per_node) if opt.one_node else \
-            replicas * math.ceil(opt.gpus / it.num_gpus)
+            replicas * opt.nodes_per_replica
         gpu_hours = nodes * it.num_gpus * 24.0
         capacity = replica_sustained_rps(opt.hw, engine_config_of(opt.hw), stats.prompt_sample,
                                          stats.output_sample, tpot_slo_s=slo.itl_p99_s)
@@ -238,13 +242,10 @@ def _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool: War
     return verify
 
 
-def _analytic(plan, w, stats, slo, opt, scaler, max_repl, simulate) -> Sized:
+def _analytic(plan, w, stats, slo, opt, scaler, max_repl) -> Sized:
     estimate = min(analytic_warm_pool(stats, opt.cap.requests_per_s, scaler.reaction_s,
                                       slo.ttft_p99_s), max_repl)
-    why = ("simulation skipped (--no-simulate)" if not simulate else
-           "a replica spans nodes, which the simulator does not place; analytic estimate, "
-           "not verified")
-    pool = WarmPool(estimate, False, why, (), estimate)
+    pool = WarmPool(estimate, False, "simulation skipped (--no-simulate)", (), estimate)
     return Sized(opt, scaler, pool, max(max_repl, estimate + 1), [],
                  _cost_fn(stats, opt, slo, None, ()), lambda floors: (floors, pool))
 
@@ -254,14 +255,13 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
                   budget: SearchBudget, refusals: list) -> Sized:
     first = options[0]
     base = scaler_choice(plan, w, first, slo, refusals)
-    if not simulate or not first.one_node:
-        sized = _analytic(
-            plan, w, stats, slo, first, base, _max_replicas(plan, w, stats, first), simulate
-        )
+    if not simulate:
+        sized = _analytic(plan, w, stats, slo, first, base, _max_replicas(plan, w, stats, first))
         sized.decisions += _scaler_decisions(w, sized, slo)
         return sized
     tried: list[tuple[HardwareOption, ScalerChoice, int, int, FloorSearch]] = []
-    for opt in [o for o in options if o.one_node][:HARDWARE_OPTIONS]:
+    # one-node options when any exists (they come first), else those spanning nodes
+    for opt in [o for o in options if o.one_node == first.one_node][:HARDWARE_OPTIONS]:
         max_repl = _max_replicas(plan, w, stats, opt)
         hi = _gpu_limit_replicas(plan, opt) or SEARCH_CEILING_FACTOR * max_repl
         choice = base if opt is first else scaler_choice(plan, w, opt, slo, [])
