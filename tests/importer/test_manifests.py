@@ -441,3 +441,32 @@ def test_pipeline_parallel_size_is_read_or_refused(tmp_path):
     use_catalogs([CATALOG, extra])
     imp = import_manifests([str(write_bundle(tmp_path / "b", docs))], TRACE)
     assert (imp.scenario.model.tp, imp.scenario.model.pp) == (4, 2)
+
+
+def test_cron_trigger_is_read_beside_the_prometheus_one(tmp_path):
+    # issue 27: the plan's scheduled capacity ships as KEDA cron triggers and must replay
+    docs = load_docs()
+    triggers = of_kind(docs, "ScaledObject")["spec"]["triggers"]
+    triggers.append({"type": "cron", "metadata": {"timezone": "Europe/Berlin",
+                                                  "start": "30 7 * * 1-5", "end": "0 19 * * 1-5",
+                                                  "desiredReplicas": "5"}})
+    imp = imported(tmp_path, docs)
+    autoscaler = imp.scenario.strategies[0].autoscaler
+    cron = autoscaler.triggers[-1]
+    assert (cron.type, cron.timezone, cron.start, cron.end, cron.desired_replicas) == (
+        "cron", "Europe/Berlin", "30 7 * * 1-5", "0 19 * * 1-5", 5)
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    ({"desiredReplicas": None}, "spec.triggers[1].metadata.desiredReplicas"),
+    ({"desiredReplicas": "five"}, "expected an integer"),
+    ({"start": "0 0 * * *", "end": "0 0 * * *"}, "start and end must differ"),
+])
+def test_bad_cron_triggers_are_one_line_errors(tmp_path, edit, expected):
+    docs = load_docs()
+    meta = {"timezone": "Etc/UTC", "start": "0 8 * * *", "end": "0 20 * * *",
+            "desiredReplicas": "4"}
+    meta.update(edit)
+    of_kind(docs, "ScaledObject")["spec"]["triggers"].append(
+        {"type": "cron", "metadata": {k: v for k, v in meta.items() if v is not None}})
+    refused(tmp_path, docs, expected)

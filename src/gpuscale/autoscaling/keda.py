@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from gpuscale.autoscaling.base import AutoscalerView, PolicySpec, ReplicaAutoscaler
+from gpuscale.autoscaling.base import (
+    AutoscalerContext,
+    AutoscalerView,
+    PolicySpec,
+    ReplicaAutoscaler,
+)
 from gpuscale.autoscaling.behavior import Behavior
 from gpuscale.autoscaling.hpa import (
     Fallback,
@@ -26,6 +31,7 @@ from gpuscale.autoscaling.hpa import (
     MetricTarget,
     query_value,
 )
+from gpuscale.autoscaling.keda_cron import CronReader, CronTrigger
 
 
 class PrometheusTrigger(BaseModel):
@@ -51,6 +57,17 @@ class PrometheusTrigger(BaseModel):
         default=True,
         description="Empty result or NaN counts as 0 instead of an error (default true).",
     )
+
+
+def _trigger_type(value: Any) -> str:
+    """A trigger's `type` (absent: prometheus, the only kind before cron), so a bad cron
+    trigger is reported as a cron trigger, not as a Prometheus one missing its query."""
+    kind = value.get("type", "prometheus") if isinstance(value, dict) else value.type
+    return kind if kind in ("prometheus", "cron") else "prometheus"
+
+
+KedaTrigger = Annotated[Annotated[PrometheusTrigger, Tag("prometheus")]
+                        | Annotated[CronTrigger, Tag("cron")], Discriminator(_trigger_type)]
 
 
 class FallbackParams(BaseModel):
@@ -106,8 +123,9 @@ class KedaParams(BaseModel):
     idle_replica_count: int | None = Field(
         default=None, ge=0, description="idleReplicaCount; must be < min (docs: only 0 works)."
     )
-    triggers: tuple[PrometheusTrigger, ...] = Field(
-        min_length=1, description="Prometheus triggers; active if any is."
+    triggers: tuple[KedaTrigger, ...] = Field(
+        min_length=1, description="Prometheus and cron triggers; active if any is, and the "
+        "generated HPA takes the largest of their proposals."
     )
     advanced: Advanced = Field(default_factory=Advanced)
     fallback: FallbackParams | None = Field(
@@ -161,10 +179,22 @@ class KedaOperator:
     """KEDA's own loop (`RequestScale`): owns 0 <-> max(min, 1) and -> idle; the HPA owns the
     rest."""
 
-    def __init__(self, params: KedaParams):
+    def __init__(self, params: KedaParams, crons: dict[int, CronReader] | None = None):
         self.name = "keda-operator"
         self.period_s = params.polling_interval_s
         self.params = params
+        self._crons = crons or {}  # trigger index -> its cron reader (keda_cron.py)
+
+    def _reading(self, view: AutoscalerView, index: int) -> tuple[float | None, bool]:
+        """(value, active) of trigger `index`: a cron trigger is active inside its window,
+        a Prometheus one when its value exceeds the activation threshold."""
+        cron = self._crons.get(index)
+        if cron is not None:
+            return cron.value(view.now_s), cron.active(view.now_s)
+        t = self.params.triggers[index]
+        assert isinstance(t, PrometheusTrigger)
+        value = trigger_value(view, t.query, t.ignore_null_values)
+        return value, value is not None and value > t.activation_threshold
 
     def initial_state(self) -> KedaState:
         return KedaState()
@@ -173,12 +203,9 @@ class KedaOperator:
         p, now, current = self.params, view.now_s, view.current_replicas
         if state.created_s is None:
             state = replace(state, created_s=now)
-        values = [trigger_value(view, t.query, t.ignore_null_values) for t in p.triggers]
-        is_error = any(v is None for v in values)
-        is_active = any(
-            v is not None and v > t.activation_threshold
-            for v, t in zip(values, p.triggers, strict=True)
-        )
+        readings = [self._reading(view, i) for i in range(len(p.triggers))]
+        is_error = any(v is None for v, _ in readings)
+        is_active = any(active for _, active in readings)
         idle, min_count = p.idle_replica_count, p.min_replica_count
         if is_active:
             if (idle is not None and current < min_count) or current == 0:
@@ -203,13 +230,14 @@ class KedaOperator:
     def explain(self, view: AutoscalerView, state: KedaState) -> dict[str, Any]:
         """Activation: each trigger's value against its activation threshold (re-read from
         the same view `decide` saw; only the decision log calls this)."""
-        pairs = [(t, trigger_value(view, t.query, t.ignore_null_values))
-                 for t in self.params.triggers]
+        readings = [self._reading(view, i) for i in range(len(self.params.triggers))]
         triggers = [{"query": t.query.label, "value": value,
-                     "activation_threshold": t.activation_threshold} for t, value in pairs]
+                     "activation_threshold": t.activation_threshold}
+                    if isinstance(t, PrometheusTrigger) else
+                    {"cron": t.metric_name, "value": value, "active": active}
+                    for t, (value, active) in zip(self.params.triggers, readings, strict=True)]
         return {"reason": state.condition, "triggers": triggers,
-                "active": any(value is not None and value > t.activation_threshold
-                              for t, value in pairs),
+                "active": any(active for _, active in readings),
                 "last_active_s": state.last_active_s,
                 "cooldown_period_s": self.params.cooldown_period_s}
 
@@ -235,7 +263,8 @@ def generated_hpa_params(params: KedaParams) -> HpaParams:
             query=t.query,
             target=MetricTarget(type=t.metric_type, value=t.threshold),
         )
-        for t in params.triggers
+        if isinstance(t, PrometheusTrigger) else cron_metric_spec(i, t)
+        for i, t in enumerate(params.triggers)
     )
     return HpaParams(
         min_replicas=max(params.min_replica_count, 1),
@@ -247,13 +276,31 @@ def generated_hpa_params(params: KedaParams) -> HpaParams:
     )
 
 
-def build(params: KedaParams) -> list[ReplicaAutoscaler]:
+def cron_metric_spec(index: int, trigger: CronTrigger) -> MetricSpec:
+    """cron_scaler.go GetMetricSpecForScaling: External `s<i>-cron-...`, AverageValue 1 (read
+    through the cron reader, never from the pods)."""
+    return MetricSpec(type="External",
+                      query=MetricQuery(metric=f"s{index}-{trigger.metric_name}",
+                                        source="signal"),
+                      target=MetricTarget(type="AverageValue", value=1.0))
+
+
+def build(params: KedaParams, context: AutoscalerContext | None = None
+          ) -> list[ReplicaAutoscaler]:
     # Keyed by query: two triggers with the same query but different ignore_null_values flags
     # would share the last flag (an unlikely manifest; KEDA itself reads each trigger separately).
-    ignore = {t.query: t.ignore_null_values for t in params.triggers}
+    ignore = {t.query: t.ignore_null_values for t in params.triggers
+              if isinstance(t, PrometheusTrigger)}
+    start_time = context.start_time if context is not None else None
+    crons = {i: CronReader(t, start_time) for i, t in enumerate(params.triggers)
+             if isinstance(t, CronTrigger)}
+    cron_of = {cron_metric_spec(i, c.trigger).query: c for i, c in crons.items()}
 
     def reader(view: AutoscalerView, spec: MetricSpec) -> float | None:
         assert spec.query is not None  # every generated metric carries its trigger's query
+        cron = cron_of.get(spec.query)
+        if cron is not None:
+            return cron.value(view.now_s)
         return trigger_value(view, spec.query, ignore[spec.query])
 
     fb = params.fallback
@@ -261,7 +308,7 @@ def build(params: KedaParams) -> list[ReplicaAutoscaler]:
         generated_hpa_params(params), name="keda-hpa", reader=reader,
         fallback=Fallback(fb.failure_threshold, fb.replicas) if fb is not None else None,
     )
-    return [KedaOperator(params), hpa]
+    return [KedaOperator(params, crons), hpa]
 
 
 SPEC = PolicySpec(
@@ -269,7 +316,8 @@ SPEC = PolicySpec(
     params=KedaParams,
     build=build,
     summary=(
-        "KEDA ScaledObject on Prometheus: operator loop for "
+        "KEDA ScaledObject on Prometheus and cron triggers: operator loop for "
         "0<->1 plus a generated HPA for 1<->N."
     ),
+    needs_context=True,  # cron triggers read the wall clock of the scenario's start_time
 )

@@ -165,12 +165,33 @@ def _bool_text(obj: Manifest, path: tuple, default: bool) -> bool:
     raise _fail(obj, path, f"expected \"true\" or \"false\", got {value!r}")
 
 
+def _cron_trigger(obj: Manifest, path: tuple) -> dict:
+    """A `type: cron` trigger (kedacore/keda pkg/scalers/cron_scaler.go: timezone, start, end
+    and desiredReplicas are all required; desiredReplicas is a string holding an integer)."""
+    meta = path + ("metadata",)
+    out: dict = {"type": "cron"}
+    for api, ours in (("timezone", "timezone"), ("start", "start"), ("end", "end"),
+                      ("desiredReplicas", "desired_replicas")):
+        value = obj.get(*meta, api)
+        if value is None or value == "":
+            raise _fail(obj, meta + (api,), "missing (required by the cron scaler)")
+        out[ours] = str(value)
+    try:
+        out["desired_replicas"] = int(out["desired_replicas"])
+    except ValueError:
+        raise _fail(obj, meta + ("desiredReplicas",), "expected an integer, got "
+                    f"{out['desired_replicas']!r}") from None
+    return out
+
+
 def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
     path = ("spec", "triggers", index)
     kind = obj.get(*path, "type")
+    if kind == "cron":
+        return _cron_trigger(obj, path)
     if kind != "prometheus":
         raise _fail(obj, path + ("type",), f"trigger type {kind!r} is not simulated; the "
-                    "simulator reads Prometheus triggers (type: prometheus)")
+                    "simulator reads Prometheus and cron triggers")
     meta = path + ("metadata",)
     if obj.get(*meta, "threshold") is None:
         raise _fail(obj, meta + ("threshold",), "missing (required by the Prometheus scaler)")

@@ -149,7 +149,8 @@ class _Run:
         def context(role: str, fleet: Fleet) -> AutoscalerContext:
             return AutoscalerContext(role=role, hardware=fleet.hw, engine=fleet.engine_cfg,
                                      slo_ttft_s=scenario.slo.ttft_s,
-                                     slo_tpot_s=scenario.slo.tpot_s)
+                                     slo_tpot_s=scenario.slo.tpot_s,
+                                     start_time=scenario.start_time)
 
         if strategy.autoscaler is not None:
             # One autoscaler: its decision sets every pool, its metrics span every pool.

@@ -1,0 +1,35 @@
+"""A KEDA cron trigger in a simulated run: capacity arrives on the wall clock of the
+scenario's start_time, before the traffic asks for it (issue 27)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuscale.sim import simulate_scenario
+
+from .scenarios import small_scenario
+
+QUEUE = {"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
+         "threshold": 1000}  # never reached: only the schedule moves the fleet
+
+
+def scheduled(start_time: str):
+    keda = {"kind": "keda", "min_replica_count": 1, "max_replica_count": 8,
+            "polling_interval_s": 15,
+            "triggers": [QUEUE, {"type": "cron", "timezone": "Etc/UTC", "start": "2 0 * * *",
+                                 "end": "6 0 * * *", "desired_replicas": 3}]}
+    return small_scenario(duration_s=600.0, drain_s=300.0, start_time=start_time,
+                          strategies=[{"name": "cron", "autoscaler": keda}])
+
+
+def test_replicas_follow_the_window_on_the_wall_clock(tmp_path):
+    result, _ = simulate_scenario(scheduled("2026-01-01T00:00:00Z"), tmp_path)
+    run = result.runs[0]
+    # the window opens at 00:02 (t = 120 s) and closes at 00:06; the generated HPA's default
+    # 300 s scale-down stabilization then holds the 3 replicas until 00:11
+    assert run.extra["markers"] == [(120.0, "scale_up", "1->3"), (660.0, "scale_down", "3->1")]
+    assert run.series["replicas_ready"][run.series["time_s"] < 120].max() == 1
+    # the same run started at 01:00 never enters the window
+    later, _ = simulate_scenario(scheduled("2026-01-01T01:00:00Z"), tmp_path)
+    assert later.runs[0].summary.replicas.peak == 1
+    assert np.all(later.runs[0].series["replicas_ready"] == 1)
