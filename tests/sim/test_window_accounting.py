@@ -30,3 +30,20 @@ def test_efficiency_is_the_oracle_over_the_window(tmp_path):
     for run in simulate_scenario(scenario, tmp_path)[0].runs:
         s = run.summary
         assert s.efficiency == pytest.approx(s.oracle_gpu_hours / s.gpu_hours, rel=1e-4)
+
+
+def test_each_strategy_starts_from_its_own_initial_replicas_and_nodes(tmp_path):
+    # issue 27: the replay started every strategy from the plan's floor and nodes
+    keda = {"kind": "keda", "min_replica_count": 1, "max_replica_count": 4, "triggers": [
+        {"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
+         "threshold": 5}]}
+    scenario = small_scenario(duration_s=300.0, initial_replicas=3, strategies=[
+        {"name": "warm", "autoscaler": keda},
+        {"name": "cold", "autoscaler": keda, "initial_replicas": 1, "ready_nodes": 1},
+        {"name": "fixed-2", "autoscaler": {"kind": "fixed", "replicas": 2},
+         "initial_replicas": 2}])
+    runs = {r.name: r.summary for r in simulate_scenario(scenario, tmp_path)[0].runs}
+    assert runs["warm"].replicas.initial == 3
+    assert runs["cold"].replicas.initial == 1
+    assert runs["fixed-2"].replicas.initial == 2
+    assert runs["fixed-2"].scale_events == 0

@@ -245,6 +245,12 @@ class Strategy(Strict):
         "Karpenter settings or Karpenter vs Cluster Autoscaler on one workload."))
     scheduler: SchedulerSpec | None = Field(None, description=(
         "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
+    initial_replicas: int | None = Field(None, ge=0, description=(
+        "Replicas ready at t=0 for this strategy only (aggregated serving); None = the "
+        "scenario's. Lets each strategy of a comparison start from its own minimum, as it "
+        "would run in a cluster, instead of all from one warm fleet."))
+    ready_nodes: int | None = Field(None, ge=0, description=(
+        "Nodes ready at t=0 for this strategy only; None = the scenario's cluster.ready_nodes."))
 
     @model_validator(mode="after")
     def _one_shape(self) -> Strategy:
@@ -366,6 +372,10 @@ class Scenario(Strict):
             if split:
                 raise ValueError(f"strategies {', '.join(split)} set prefill/decode autoscalers "
                                  "but the scenario has no `disaggregation`")
+        if self.disaggregation is not None and any(
+                s.initial_replicas is not None for s in self.strategies):
+            raise ValueError("a strategy's initial_replicas applies to aggregated serving; with "
+                             "disaggregation set disaggregation.<role>.initial_replicas")
         names = [s.name for s in self.strategies]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -64,6 +64,7 @@ class RunParts:
     scheduler: PodScheduler
     startups: Startups
     initial_node_count: int
+    initial_replicas: int  # every pool's replicas at t=0 (the strategy's own start)
     hw: ReplicaHardware
     cfg: EngineConfig
     decisions: list[dict]
@@ -116,9 +117,7 @@ def build_result(run: RunParts) -> RunResult:
     gpu_s = billing.gpu_s(run.cluster, end_s)
     fleets = run.fleets
     busy_gpu_s = sum(f.busy_gpu_s(end_s) for f in fleets.values())
-    initial = (scenario.initial_replicas if scenario.disaggregation is None else
-               scenario.disaggregation.prefill.initial_replicas
-               + scenario.disaggregation.decode.initial_replicas)
+    initial = run.initial_replicas
     summary["replicas"] = ReplicaStats(
         initial=initial, peak=int(sum(f.peak_replicas for f in fleets.values())),
         mean=round(time_weighted_mean(series["time_s"], ready, end_s), 4))
