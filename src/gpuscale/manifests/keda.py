@@ -22,7 +22,12 @@ def triggers(role: Role) -> list[dict[str, Any]]:
     kv = {"type": "prometheus", "metricType": "AverageValue", "metadata": {
         "serverAddress": PROMETHEUS_URL, "query": kv_query(role),
         "threshold": f"{role.kv_threshold:g}"}}
-    return {"queue_depth": [queue], "kv_cache": [kv], "composite": [queue, kv]}[role.signal]
+    reactive = {"queue_depth": [queue], "kv_cache": [kv], "composite": [queue, kv]}[role.signal]
+    # Scheduled capacity: KEDA feeds each trigger's metric to the HPA, which takes the largest
+    # proposal, so a cron window is a floor that arrives before the demand it was learned from.
+    return reactive + [{"type": "cron", "metadata": {
+        "timezone": w.timezone, "start": w.start, "end": w.end,
+        "desiredReplicas": str(w.desired_replicas)}} for w in role.schedule]
 
 
 def behavior(role: Role) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from gpuscale.metrics.oracle import oracle_gpu_hours_for, replica_sustained_rps
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, SloInput, TraceWorkload, WorkloadInput
 from gpuscale.plan.layers import consolidate_after_for
-from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Role, WarmPool
+from gpuscale.plan.model import CostEstimate, CronWindow, Decision, EvidenceRow, Role, WarmPool
 from gpuscale.plan.scaler import ScalerChoice, scaler_choice, scaler_variants
 from gpuscale.plan.search import (
     HARDWARE_OPTIONS,
@@ -58,6 +58,7 @@ class Sized:
     verify_pd: Callable[[dict[str, int]], tuple[dict[str, int], WarmPool]]
     scenario: dict | None = None
     notes: list[str] = field(default_factory=list)
+    schedule: tuple[CronWindow, ...] = ()  # KEDA cron windows (trace histories)
 
 
 def _per_node(opt: HardwareOption) -> int:

@@ -208,7 +208,8 @@ def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float,
         min_replicas=scenario.initial_replicas, ttft_p99_s=p99, itl_p99_s=s.tpot_s.p99,
         slo_attainment=attained, dropped=dropped, gpu_hours=s.gpu_hours,
         meets_slo=p99 is not None and p99 <= ttft_slo_s and attained >= goodput_frac,
-        oracle_gpu_hours=s.oracle_gpu_hours)
+        oracle_gpu_hours=s.oracle_gpu_hours, cost_usd=s.cost_usd,
+        drain_gpu_hours=s.drain_gpu_hours)
 
 
 def pd_candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: TrafficStats,

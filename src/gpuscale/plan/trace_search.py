@@ -1,0 +1,343 @@
+"""The search for a trace: the whole history simulated, scheduled capacity, a held-out check.
+
+1. Split the history (plan/history.py): a fit window and a held-out check window.
+2. Prune on a short representative window: the busiest stretch of the fit window
+   (`simulation.trace_window_s` long). The smallest always-on fleet meeting the SLO there
+   measures how many replicas one request/s needs, with that stretch's own bursts
+   (`replicas_per_rps`); the analytic capacity only seeds this search.
+3. Candidates on the whole fit window, run in parallel (plan/parallel.py): the reactive KEDA
+   scaler plus a cron schedule learned from the fit window's daily profile at each margin of
+   `MARGINS` (plan/schedule.py), and the always-on fleet. The cheapest in simulated GPU-hours
+   that meets the SLO wins; when none does, larger margins are tried up to the always-on
+   fleet, and a fleet that only meets it always on is the plan, with the reason.
+4. The check window (held out): the winner, the cheapest always-on fleet that meets the SLO
+   there, and the baseline (KEDA on queue depth from 1 replica, its own defaults), each
+   starting from its own minimum. These three runs are the replay scenario `plan --out`
+   writes, so `gpuscale compare DIR/scenarios/W.yaml` gives plan.md's check table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+
+from gpuscale.errors import UserInputError
+from gpuscale.plan.hardware import HardwareOption
+from gpuscale.plan.history import (
+    History,
+    Window,
+    busiest_window,
+    daily_profile_rps,
+    fill_unseen,
+    split_history,
+    trace_end_s,
+)
+from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
+from gpuscale.plan.model import CronWindow, EvidenceRow
+from gpuscale.plan.parallel import Runner
+from gpuscale.plan.scaler import ScalerChoice
+from gpuscale.plan.schedule import learned_schedule, minute_wants, slot_replicas
+from gpuscale.plan.search import SearchBudget, missed
+from gpuscale.plan.sizing import TrafficStats, replicas_for
+from gpuscale.plan.warm_pool import CandidateSetup, candidate_scenario_dict, search_min_replicas
+from gpuscale.units import SECONDS_PER_DAY
+from gpuscale.workloads.replay import TraceWorkload
+
+# Scheduled capacity relative to the measured replicas per request/s (plan/schedule.py): a
+# little under (the reactive trigger covers the rest), at, and a little over; larger ones are
+# tried only when none of these meets the SLO.
+MARGINS = (0.9, 1.0, 1.15)
+MORE_MARGINS = (1.3, 1.5)
+SLOT_S = 1800.0  # the daily profile's slot: half-hour rates follow a day's ramps
+PEAK_HEADROOM = 1.2  # max replicas cover the history's busiest slot x this (as BURST_HEADROOM)
+
+
+@dataclass(frozen=True)
+class ScheduleCandidate:
+    margin: float
+    floor: int
+    windows: tuple[CronWindow, ...]
+    wants: np.ndarray  # replicas wanted at each minute of the day (UTC)
+
+    @property
+    def label(self) -> str:
+        return f"schedule x{self.margin:g}"
+
+    def initial_at(self, start_s: float, day_offset_s: float) -> int:
+        minute = int(((start_s + day_offset_s) % SECONDS_PER_DAY) // 60)
+        return int(self.wants[minute])
+
+
+@dataclass(frozen=True)
+class TracePlan:
+    """What the trace search found (the rows are evidence, in the order they ran)."""
+
+    history: History
+    replicas_per_rps: float | None
+    winner: ScheduleCandidate | None  # None: always on (or nothing met the SLO)
+    always_on: int | None  # the always-on fleet that met the SLO on the fit window
+    max_replicas: int
+    calibration: tuple[EvidenceRow, ...]
+    fit: tuple[EvidenceRow, ...]
+    check: tuple[EvidenceRow, ...]  # plan, baseline, re-check, fixed-best (held out)
+    check_fixed: int | None
+    replay: dict  # the check window's scenario with the three strategies
+    why: str
+
+
+def read_arrivals(traffic: TraceWorkload, base_dir: Path, field: str) -> np.ndarray:
+    if traffic.repeat > 1 or traffic.max_requests is not None:
+        raise UserInputError("a trace planned as a history cannot use repeat or max_requests "
+                             "(its windows are cut from the trace as recorded); give the "
+                             "trace as it is", field=field)
+    return traffic.generate(np.random.default_rng(0), base_dir).arrival_s
+
+
+def window_workload(traffic: TraceWorkload, window: Window) -> dict:
+    """The trace's `window` as a workload (times in the rate-scaled timeline)."""
+    data = traffic.model_dump()
+    data["start_s"] = traffic.start_s + window.start_s * traffic.rate_scale
+    data["end_s"] = traffic.start_s + window.end_s * traffic.rate_scale
+    return data
+
+
+@dataclass
+class TraceSearch:
+    plan: PlanInput
+    w: WorkloadInput
+    stats: TrafficStats
+    slo: SloInput
+    opt: HardwareOption
+    scaler: ScalerChoice
+    setup: CandidateSetup
+    base_dir: Path
+    budget: SearchBudget
+    runner: Runner
+
+    # -- scenarios --------------------------------------------------------------------------
+    def scenario(self, window: Window, strategy: dict, initial: int, *, other_trace: bool = False
+                 ) -> dict:
+        traffic = self.w.check_traffic if other_trace else self.w.traffic
+        assert isinstance(traffic, TraceWorkload)
+        data = candidate_scenario_dict(self.plan, self.w, self.stats, self.setup, initial)
+        data["name"] = f"{self.plan.name}-{self.w.name}"
+        data["workload"] = window_workload(traffic, window)
+        data["duration_s"] = window.duration_s
+        data["start_time"] = (self.plan.start_time + timedelta(seconds=window.start_s)
+                              ).isoformat()
+        per_node = self.setup.replicas_per_node
+        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
+                                           math.ceil(self.max_replicas / per_node))
+        data["strategies"] = [strategy]
+        return data
+
+    @property
+    def max_replicas(self) -> int:
+        return self.setup.max_replicas
+
+    def keda(self, name: str, floor: int, windows: tuple[CronWindow, ...], initial: int) -> dict:
+        base = candidate_scenario_dict(self.plan, self.w, self.stats, self.setup, floor)
+        keda = dict(base["strategies"][0]["autoscaler"])
+        keda["min_replica_count"] = floor
+        keda["max_replica_count"] = max(self.max_replicas, floor + 1)
+        keda["triggers"] = list(self.setup.triggers) + [w.trigger() for w in windows]
+        return {"name": name, "autoscaler": keda, "initial_replicas": initial,
+                "ready_nodes": math.ceil(initial / self.setup.replicas_per_node)}
+
+    def fixed(self, n: int) -> dict:
+        return {"name": "fixed-best", "autoscaler": {"kind": "fixed", "replicas": n},
+                "initial_replicas": n, "ready_nodes": math.ceil(n / self.setup.replicas_per_node)}
+
+    def baseline(self) -> dict:
+        """KEDA on queue depth from 1 replica with KEDA's and the HPA's own defaults (no plan
+        window), as a team would start."""
+        queue = {"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
+                 "threshold": self.scaler.queue_threshold}
+        return {"name": "baseline-queue-depth", "autoscaler": {
+            "kind": "keda", "polling_interval_s": 15.0, "min_replica_count": 1,
+            "max_replica_count": max(self.max_replicas, 2), "triggers": [queue]},
+            "initial_replicas": 1, "ready_nodes": 1}
+
+    # -- runs -------------------------------------------------------------------------------
+    def run(self, scenarios: list[dict], labels: list[str]) -> list[EvidenceRow]:
+        rows = self.runner.run(scenarios, labels, self.base_dir, self.slo.ttft_p99_s,
+                               self.slo.goodput_frac)
+        return [replace(r, config=label) for r, label in zip(rows, labels, strict=True)]
+
+    def fixed_search(self, window: Window, start: int, other_trace: bool = False,
+                     tag: str = "") -> tuple[int | None, list[EvidenceRow]]:
+        hi = max(start, self.gpu_limit_replicas())
+
+        def evaluate(n: int) -> EvidenceRow:
+            row = self.run([self.scenario(window, self.fixed(n), n, other_trace=other_trace)],
+                           [f"{tag}always on {n}"])[0]
+            return replace(row, min_replicas=n)
+
+        return search_min_replicas(evaluate, start, hi, self.plan.simulation.max_candidates)
+
+    def gpu_limit_replicas(self) -> int:
+        limit = self.plan.cluster.max_gpus
+        return max(1, limit // self.opt.gpus) if limit else 4 * self.max_replicas
+
+
+def _why(r: EvidenceRow, slo: SloInput) -> str:
+    return "meets the SLO" if r.meets_slo else missed(r, slo.ttft_p99_s, slo.goodput_frac)
+
+
+def plan_trace(s: TraceSearch, source: str) -> TracePlan:
+    traffic = s.w.traffic
+    assert isinstance(traffic, TraceWorkload)
+    arrival = read_arrivals(traffic, s.base_dir, "traffic")
+    other = None
+    if s.w.check_traffic is not None:
+        check_arrival = read_arrivals(s.w.check_traffic, s.base_dir, "check_traffic")
+        other = trace_end_s(check_arrival)
+    settings = s.plan.simulation
+    history = split_history(arrival, check_s=settings.check_s, check_frac=settings.check_frac,
+                            other_check_end_s=other, source=source)
+    day_offset = s.plan.day_offset_s
+    # 2. the busiest stretch of the fit window: replicas per request/s, measured
+    busy = busiest_window(arrival, history.fit, settings.trace_window_s)
+    lo, hi = np.searchsorted(arrival, [busy.start_s, busy.end_s])
+    busy_rps = max((hi - lo) / busy.duration_s, 1e-9)
+    start = replicas_for(busy_rps, s.opt.cap.requests_per_s)
+    n_busy, calibration = s.fixed_search(busy, start, tag="busiest stretch: ")
+    calibration = [replace(r, why=_why(r, s.slo)) for r in calibration]
+    profile = fill_unseen(daily_profile_rps(arrival, history.fit, day_offset, SLOT_S))
+    if n_busy is None:
+        return _unreachable(s, history, calibration, busy_rps)
+    per_rps = n_busy / busy_rps
+    peak = math.ceil(per_rps * float(np.nanmax(profile)) * PEAK_HEADROOM - 1e-9)
+    top = s.w.max_replicas or max(n_busy + 1, peak)
+    s.setup = replace(s.setup, max_replicas=max(1, min(top, s.gpu_limit_replicas())))
+    ceiling = s.max_replicas
+    # 3. candidates on the whole fit window
+    cands = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling) for m in MARGINS]
+    fit_rows = _fit_rows(s, history.fit, cands, day_offset, n_busy)
+    always_row = fit_rows[-1]
+    passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
+    if not passing and not s.budget.spent():
+        more = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling)
+                for m in MORE_MARGINS]
+        more_rows = _fit_rows(s, history.fit, more, day_offset, None)
+        cands, fit_rows = cands + more, fit_rows[:-1] + more_rows + [always_row]
+        passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
+    always_on = n_busy if always_row.meets_slo else None
+    winner = cands[min(passing)[1]] if passing else None
+    if winner is not None and always_on is not None and \
+            always_row.gpu_hours <= fit_rows[cands.index(winner)].gpu_hours:
+        why = (f"always on: {always_on} replicas met the SLO on the fit window at "
+               f"{always_row.gpu_hours:.1f} GPU-h, no more than the cheapest schedule "
+               f"({fit_rows[cands.index(winner)].gpu_hours:.1f} GPU-h): the daily swing is "
+               "too small against whole replicas and the cold start for scaling to save")
+        winner = None
+    elif winner is None:
+        why = ("always on: no schedule met the SLO on the fit window; " + (
+            f"{always_on} replicas always on did" if always_on else
+            "neither did the always-on fleet of the busiest stretch"))
+    else:
+        why = (f"{winner.label}: the cheapest that met the SLO on the fit window "
+               f"({fit_rows[cands.index(winner)].gpu_hours:.1f} GPU-h vs "
+               f"{always_row.gpu_hours:.1f} always on)")
+    fit_rows = [replace(r, why=_fit_why(r, i, cands, winner, s.slo))
+                for i, r in enumerate(fit_rows)]
+    plan_strategy_of = _plan_strategy(s, winner, always_on or n_busy, day_offset)
+    check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None)
+    return TracePlan(history, per_rps, winner, always_on, s.max_replicas, tuple(calibration),
+                     tuple(fit_rows), tuple(check), check_fixed, replay, why)
+
+
+def _candidate(profile: np.ndarray, per_rps: float, margin: float, lead_s: float,
+               ceiling: int) -> ScheduleCandidate:
+    floor, windows = learned_schedule(profile, per_rps, margin, lead_s, ceiling)
+    wants = minute_wants(slot_replicas(profile, per_rps, margin, ceiling), lead_s)
+    return ScheduleCandidate(margin, floor, windows, wants)
+
+
+def _fit_rows(s: TraceSearch, fit: Window, cands: list[ScheduleCandidate], day_offset: float,
+              always: int | None) -> list[EvidenceRow]:
+    scenarios, labels = [], []
+    for c in cands:
+        initial = c.initial_at(fit.start_s, day_offset)
+        scenarios.append(s.scenario(fit, s.keda("plan", c.floor, c.windows, initial), initial))
+        labels.append(f"{s.opt.label}, {s.scaler.label}, {c.label}")
+    if always is not None:
+        scenarios.append(s.scenario(fit, s.fixed(always), always))
+        labels.append(f"{s.opt.label}, always on {always}")
+    rows = s.run(scenarios, labels)
+    floors = [c.floor for c in cands] + ([always] if always is not None else [])
+    return [replace(r, min_replicas=f) for r, f in zip(rows, floors, strict=True)]
+
+
+def _fit_why(r: EvidenceRow, i: int, cands: list[ScheduleCandidate],
+             winner: ScheduleCandidate | None, slo: SloInput) -> str:
+    if i < len(cands) and cands[i] is winner:
+        return "winner: cheapest that meets the SLO on the fit window"
+    if i == len(cands) and winner is None and r.meets_slo:
+        return "winner: always on (see the plan's reason)"
+    return _why(r, slo) + ("" if not r.meets_slo else "; not the cheapest")
+
+
+def _plan_strategy(s: TraceSearch, winner: ScheduleCandidate | None, always: int,
+                   day_offset: float):
+    def strategy(window: Window) -> dict:
+        if winner is None:
+            out = s.fixed(always)
+            return dict(out, name="plan")
+        initial = winner.initial_at(window.start_s, day_offset)
+        return s.keda("plan", winner.floor, winner.windows, initial)
+    return strategy
+
+
+def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: bool):
+    """The held-out window: the plan, the baseline and the cheapest always-on fleet."""
+    check = history.check
+    plan_st, base_st = plan_strategy(check), s.baseline()
+    rows = s.run([s.scenario(check, plan_st, plan_st["initial_replicas"], other_trace=other),
+                  s.scenario(check, base_st, 1, other_trace=other)],
+                 ["plan", "baseline-queue-depth (min 1)"])
+    # robust, not lucky: the plan again on the busiest stretch of the held-out window
+    # (another window of the history, not another seed of the same trace)
+    stretch = busiest_window(_check_arrivals(s, other), check, s.plan.simulation.trace_window_s)
+    stretch_st = plan_strategy(stretch)
+    rows += s.run([s.scenario(stretch, stretch_st, stretch_st["initial_replicas"],
+                              other_trace=other)], ["plan on the check window's busiest stretch"])
+    found, fixed_rows = s.fixed_search(check, n_busy, other_trace=other, tag="check: ")
+    fixed = next((r for r in fixed_rows if r.min_replicas == found), None)
+    floor = plan_st["autoscaler"].get("min_replica_count", plan_st["initial_replicas"])
+    rows = [replace(rows[0], min_replicas=floor, why=_why(rows[0], s.slo)),
+            replace(rows[1], min_replicas=1, why=_why(rows[1], s.slo)),
+            replace(rows[2], min_replicas=floor, why="re-check: " + _why(rows[2], s.slo))]
+    if fixed is not None:
+        rows.append(replace(fixed, config=f"fixed-best (always on {found})",
+                            why="cheapest always-on fleet meeting the SLO on the check window"))
+    strategies = [plan_st, base_st] + ([s.fixed(found)] if found is not None else [])
+    replay = s.scenario(check, plan_st, plan_st["initial_replicas"], other_trace=other)
+    replay["strategies"] = strategies
+    return rows, found, replay
+
+
+def _check_arrivals(s: TraceSearch, other: bool) -> np.ndarray:
+    traffic = s.w.check_traffic if other else s.w.traffic
+    assert isinstance(traffic, TraceWorkload)
+    return read_arrivals(traffic, s.base_dir, "check_traffic" if other else "traffic")
+
+
+def _unreachable(s: TraceSearch, history: History, calibration: list[EvidenceRow],
+                 busy_rps: float) -> TracePlan:
+    """No always-on fleet up to the GPU limit met the SLO on the busiest stretch."""
+    largest = max(calibration, key=lambda r: r.min_replicas)
+    what = missed(largest, s.slo.ttft_p99_s, s.slo.goodput_frac)
+    why = (f"no always-on fleet up to {largest.min_replicas} replicas met the SLO on the "
+           f"busiest stretch ({busy_rps:.2f} req/s): {what}")
+    plan_st = dict(s.fixed(largest.min_replicas), name="plan")
+    check_rows = s.run([s.scenario(history.check, plan_st, largest.min_replicas,
+                                   other_trace=history.check_is_other_trace)], ["plan"])
+    replay = s.scenario(history.check, plan_st, largest.min_replicas,
+                        other_trace=history.check_is_other_trace)
+    return TracePlan(history, None, None, None, s.max_replicas, tuple(calibration), (),
+                     tuple(replace(r, why=_why(r, s.slo)) for r in check_rows), None, replay, why)

@@ -1,0 +1,89 @@
+"""`plan` of a trace history (issue 27): the whole history simulated, scheduled capacity as
+KEDA cron triggers, and a replay that is what ships."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gpuscale.cli import cli
+from gpuscale.plan.history import trace_end_s
+
+from .trace_history import history_input, write_trace
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory) -> tuple[dict, Path]:
+    tmp = tmp_path_factory.mktemp("hist")
+    trace = write_trace(tmp / "day_a.csv")
+    check = write_trace(tmp / "day_b.csv", seed=8)
+    source = tmp / "input.yaml"
+    source.write_text(yaml.safe_dump(history_input(trace, check)))
+    out = tmp / "plan"
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output), out
+
+
+def test_the_plan_ships_a_schedule_as_cron_triggers_beside_the_reactive_one(planned):
+    plan, out = planned
+    role = plan["roles"][0]
+    assert role["schedule"], plan["warm_pools"]["chat"]["method"]
+    scaled = yaml.safe_load((out / "manifests" / "chat-scaler.yaml").read_text())
+    types = [t["type"] for t in scaled["spec"]["triggers"]]
+    assert types[0] == "prometheus" and "cron" in types
+    cron = next(t for t in scaled["spec"]["triggers"] if t["type"] == "cron")
+    assert set(cron["metadata"]) == {"timezone", "start", "end", "desiredReplicas"}
+    assert int(cron["metadata"]["desiredReplicas"]) > scaled["spec"]["minReplicaCount"]
+
+
+def test_compare_on_the_replay_reproduces_the_plans_numbers(planned):
+    plan, out = planned
+    scenario_file = out / "scenarios" / "chat.yaml"
+    scenario = yaml.safe_load(scenario_file.read_text())
+    strategies = {s["name"]: s for s in scenario["strategies"]}
+    assert list(strategies) == ["plan", "baseline-queue-depth", "fixed-best"]
+    # each strategy starts from its own minimum, not from the plan's floor and nodes
+    assert strategies["baseline-queue-depth"]["initial_replicas"] == 1
+    assert strategies["baseline-queue-depth"]["ready_nodes"] == 1
+    fixed = strategies["fixed-best"]
+    assert fixed["initial_replicas"] == fixed["autoscaler"]["replicas"]
+    # the scenario holds the manifests' max replicas and the same cron windows
+    scaled = yaml.safe_load((out / "manifests" / "chat-scaler.yaml").read_text())
+    keda = strategies["plan"]["autoscaler"]
+    assert keda["max_replica_count"] == scaled["spec"]["maxReplicaCount"]
+    assert keda["min_replica_count"] == scaled["spec"]["minReplicaCount"]
+    crons = [t for t in keda["triggers"] if t.get("type") == "cron"]
+    shipped = [t["metadata"] for t in scaled["spec"]["triggers"] if t["type"] == "cron"]
+    assert [(c["start"], c["end"], c["desired_replicas"]) for c in crons] == [
+        (m["start"], m["end"], int(m["desiredReplicas"])) for m in shipped]
+    replay = CliRunner().invoke(cli, ["compare", str(scenario_file), "--format", "json"])
+    assert replay.exit_code == 0, replay.output
+    runs = {r["name"]: r for r in json.loads(replay.output)["runs"]}
+    rows = plan["warm_pools"]["chat"]["replay"]
+    for name, row in zip(["plan", "baseline-queue-depth", "fixed-best"], rows, strict=True):
+        for key in ("gpu_hours", "slo_attainment", "cost_usd", "drain_gpu_hours"):
+            assert runs[name][key] == row[key], (name, key)
+    text = (out / "plan.md").read_text()
+    plan_row = rows[0]
+    assert f"| {plan_row['slo_attainment']:.1%} |" in text
+    assert f"| {plan_row['gpu_hours']:.1f} | {plan_row['cost_usd']:.2f} |" in text
+
+
+def test_per_day_cost_is_simulated_not_an_hour_times_24(planned):
+    plan, out = planned
+    cost = plan["costs"]["chat"]
+    assert cost["simulated_per_day"]
+    evidence = plan["warm_pools"]["chat"]["evidence"]
+    winner = next(r for r in evidence if r["why"].startswith("winner"))
+    check = plan["warm_pools"]["chat"]["replay"][0]
+    # fit (day a, ~3 h) + check (day b) GPU-hours over their length, times 24
+    seconds = sum(trace_end_s(np.loadtxt(out.parent / name, delimiter=",", skiprows=1)[:, 0])
+                  for name in ("day_a.csv", "day_b.csv"))
+    expected = (winner["gpu_hours"] + check["gpu_hours"]) * 86400 / seconds
+    assert cost["gpu_hours_per_day"] == round(expected, 2)
