@@ -57,7 +57,7 @@ def test_busiest_window_finds_the_burst():
 def test_daily_profile_is_per_slot_of_the_utc_day_and_fills_unseen_slots():
     # 2 req/s from 00:00 to 02:00, then 6 req/s to 03:00; t=0 is 01:00 UTC
     a = np.concatenate([arrivals(2, 7200), 7200 + arrivals(6, 3600)])
-    profile = daily_profile_rps(a, Window(0, 10800, "fit"), 3600.0, 1800.0)
+    profile = daily_profile_rps(a, Window(0, 10800, "fit"), 3600.0, 1800.0, 60.0)
     assert np.isnan(profile[0]) and np.isnan(profile[1])  # 00:00-01:00 never seen
     assert profile[2:6] == pytest.approx([2, 2, 2, 2])
     assert profile[6:8] == pytest.approx([6, 6])

@@ -58,6 +58,9 @@ def test_compare_on_the_replay_reproduces_the_plans_numbers(planned):
     keda = strategies["plan"]["autoscaler"]
     assert keda["max_replica_count"] == scaled["spec"]["maxReplicaCount"]
     assert keda["min_replica_count"] == scaled["spec"]["minReplicaCount"]
+    behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert keda["advanced"]["horizontal_pod_autoscaler_config"]["behavior"]["scale_down"][
+        "stabilization_window_s"] == behavior["scaleDown"]["stabilizationWindowSeconds"]
     crons = [t for t in keda["triggers"] if t.get("type") == "cron"]
     shipped = [t["metadata"] for t in scaled["spec"]["triggers"] if t["type"] == "cron"]
     assert [(c["start"], c["end"], c["desired_replicas"]) for c in crons] == [
@@ -87,3 +90,22 @@ def test_per_day_cost_is_simulated_not_an_hour_times_24(planned):
                   for name in ("day_a.csv", "day_b.csv"))
     expected = (winner["gpu_hours"] + check["gpu_hours"]) * 86400 / seconds
     assert cost["gpu_hours_per_day"] == round(expected, 2)
+
+
+def test_an_unreachable_slo_is_one_line_exit_2_with_what_would_reach_it(tmp_path):
+    phases = ((1200.0, 0.5), (1200.0, 1.0), (1200.0, 0.5))
+    trace = write_trace(tmp_path / "t.csv", phases=phases)
+    data = history_input(trace)
+    data["cluster"].update(instance_types=["g6.2xlarge", "g6e.2xlarge"], max_gpus=4)
+    data["slo"]["itl_p99_s"] = 0.012  # 12 ms a token: faster than an L4 decodes an 8B model
+    data["simulation"]["trace_window_s"] = 600
+    source = tmp_path / "input.yaml"
+    source.write_text(yaml.safe_dump(data))
+    out = tmp_path / "plan"
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert str(source) in line and "not reachable" in line and "at most" in line
+    text = (out / "plan.md").read_text()
+    assert "FP8 weights and KV cache" in text and "the SLO TTFT <=" in text
+    assert "cheapest within 0.1 point of the reachable" in text

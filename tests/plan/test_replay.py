@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
-from .helpers import example_dict
+from .helpers import SHARED, example_dict
 
 
 def test_plan_writes_a_replayable_scenario_and_compare_reproduces_the_evidence(tmp_path):
@@ -49,22 +50,25 @@ def test_plan_writes_a_replayable_scenario_and_compare_reproduces_the_evidence(t
             assert run["oracle_gpu_hours"] <= run["gpu_hours"]
 
 
-def test_a_trace_winner_is_rechecked_on_other_seeds_and_a_shifted_window():
+@pytest.mark.skipif(not (SHARED / "traces").is_dir(), reason="needs ../shared/traces")
+def test_a_trace_winner_is_rechecked_on_held_out_windows_not_on_seeds():
+    """Issue 27: re-runs "on other seeds" are bit-identical for a fixed fleet on a trace and
+    prove nothing; the winner is re-checked on held-out traffic, worst case reported."""
     from pathlib import Path
 
     from gpuscale.plan import make_plan, plan_input_from_dict
 
-    from .helpers import SHARED
     data = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "plans"
                            / "acceptance" / "azure-conv.yaml").read_text())
     w = data["workloads"][0]
     w["traffic"]["path"] = str(
         SHARED / "traces" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
     )
-    data["simulation"] = {"trace_window_s": 1200, "max_candidates": 4}
+    w["traffic"]["end_s"] = 1800.0
+    data["simulation"] = {"trace_window_s": 600, "max_candidates": 4}
     plan = make_plan(plan_input_from_dict(data), Path("."))
     recheck = plan.warm_pools["conv"].recheck
-    assert [r.config for r in recheck][:2] == ["seed 1", "seed 2"]
-    assert any(r.config.startswith("trace window shifted") for r in recheck)
+    assert [r.config for r in recheck] == ["plan", "plan on the check window's busiest stretch"]
+    assert not any("seed" in r.config for r in recheck)
     worst = plan.costs["conv"].worst_slo_attainment
-    assert worst == min([plan.costs["conv"].slo_attainment] + [r.slo_attainment for r in recheck])
+    assert worst == min(r.slo_attainment for r in recheck)

@@ -110,3 +110,14 @@ class CronReader:
 
     def value(self, now_s: float) -> float:
         return float(self.trigger.desired_replicas) if self.active(now_s) else OUTSIDE_VALUE
+
+
+def opens_within(trigger: CronTrigger, start: datetime, end: datetime) -> bool:
+    """Is the window open at some instant of [start, end)? (open at `start`, or its start
+    fires before `end`)."""
+    if cron_active(trigger, start):
+        return True
+    local = start.astimezone(ZoneInfo(trigger.timezone)).replace(tzinfo=None)
+    first = next_hit(trigger.start, local - timedelta(seconds=1), SEARCH_HORIZON)
+    span = end - start
+    return first is not None and first - local < span

@@ -81,6 +81,9 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
             write_atomic(out / "manifests" / "kustomization.yaml",
                          to_yaml([render_kustomization(files)]))
         _write_scenarios(out, plan.scenarios, input_file)
+    if plan.unmet_slo:
+        # plan.md (when written) holds what is reachable and what would reach the SLO
+        raise UserInputError("; ".join(plan.unmet_slo), source=str(input_file), field="slo")
     if fmt == "yaml":
         if not files:
             raise UserInputError("the plan refused this input, so there are no manifests to print; "

@@ -114,4 +114,5 @@ def make_plan(plan: PlanInput, base_dir: Path, *, simulate: bool = True,
         reserved_ids=tuple(r.reservation_id for r in plan.cluster.reserved if r.reservation_id),
         ttft_slo_s={w.name: plan.slo_of(w).ttft_p99_s for w in plan.workloads},
         scenarios=dict(sorted(out.scenarios.items())),
+        unmet_slo=tuple(out.unmet_slo),
     )

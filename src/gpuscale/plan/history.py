@@ -109,24 +109,40 @@ def busiest_window(arrival_s: np.ndarray, within: Window, length_s: float) -> Wi
     return Window(start, start + width * MINUTE_S, "busiest stretch")
 
 
+def smoothed_rates(arrival_s: np.ndarray, window: Window, smooth_s: float) -> np.ndarray:
+    """Per minute of `window`: the mean arrival rate over the `smooth_s` around it (req/s).
+    A minute is too noisy to size on and a half-hour mean hides the bursts a fleet must
+    absorb; a few minutes is what a cold-starting fleet cannot follow."""
+    counts = minute_counts(arrival_s, window).astype(np.float64)
+    width = max(1, min(len(counts), int(smooth_s // MINUTE_S)))
+    return np.convolve(counts, np.ones(width) / (width * MINUTE_S), mode="same")
+
+
+def peak_rate_rps(arrival_s: np.ndarray, window: Window, smooth_s: float) -> float:
+    """The largest smoothed rate of `window` (what its fleet had to absorb)."""
+    return float(smoothed_rates(arrival_s, window, smooth_s).max(initial=0.0))
+
+
 def daily_profile_rps(arrival_s: np.ndarray, window: Window, day_offset_s: float,
-                      slot_s: float) -> np.ndarray:
-    """Mean arrival rate of each `slot_s` slot of the day (UTC), the largest over the days the
-    window covers; NaN for a slot the window never saw. `day_offset_s`: seconds past midnight
-    of trace second 0 (from start_time)."""
+                      slot_s: float, smooth_s: float) -> np.ndarray:
+    """Per `slot_s` slot of the day (UTC): the largest smoothed rate (`smoothed_rates`) in it,
+    the largest over the days the window covers; NaN for a slot the window never saw (or saw
+    less than half of). `day_offset_s`: seconds past midnight of trace second 0."""
     slots = int(SECONDS_PER_DAY // slot_s)
     best = np.full(slots, np.nan)
-    t = window.start_s - ((window.start_s + day_offset_s) % slot_s)  # slot boundary at or before
-    lo = np.searchsorted(arrival_s, window.start_s)
-    while t < window.end_s:
-        a, b = max(t, window.start_s), min(t + slot_s, window.end_s)
-        if b - a >= slot_s / 2:  # a slot the window holds at least half of
-            hi = np.searchsorted(arrival_s, b)
-            lo = np.searchsorted(arrival_s, a)
-            rate = (hi - lo) / (b - a)
-            k = int(((t + day_offset_s) % SECONDS_PER_DAY) // slot_s) % slots
-            best[k] = rate if np.isnan(best[k]) else max(best[k], rate)
-        t += slot_s
+    rates = smoothed_rates(arrival_s, window, smooth_s)
+    minute_of_day = ((window.start_s + day_offset_s) // MINUTE_S
+                     + np.arange(len(rates))) % (SECONDS_PER_DAY // MINUTE_S)
+    slot = (minute_of_day * MINUTE_S // slot_s).astype(np.int64)
+    # each occurrence of a slot (a day's) counts when the window holds half of it
+    occurrence = (window.start_s // MINUTE_S + np.arange(len(rates))
+                  + day_offset_s // MINUTE_S) // (slot_s // MINUTE_S)
+    for occ in np.unique(occurrence):
+        mask = occurrence == occ
+        if mask.sum() * MINUTE_S >= slot_s / 2:
+            k = int(slot[mask][0])
+            peak = float(rates[mask].max())
+            best[k] = peak if np.isnan(best[k]) else max(best[k], peak)
     return best
 
 

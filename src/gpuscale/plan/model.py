@@ -163,6 +163,9 @@ class Plan:
     ttft_slo_s: dict[str, float] = field(default_factory=dict)  # workload -> P99 TTFT SLO
     managed_endpoint_advice: str | None = None
     scenarios: dict[str, dict] = field(default_factory=dict)  # workload -> replay scenario
+    # One line per workload whose SLO no fleet up to the GPU limit meets (simulated): the
+    # plan is still written (what is reachable, what would reach it) and the CLI exits 2.
+    unmet_slo: tuple[str, ...] = ()
 
     @property
     def has_manifests(self) -> bool:

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
+from gpuscale.autoscaling.keda_cron import CronTrigger, opens_within
 from gpuscale.errors import UserInputError
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.history import (
@@ -33,16 +34,18 @@ from gpuscale.plan.history import (
     busiest_window,
     daily_profile_rps,
     fill_unseen,
+    peak_rate_rps,
     split_history,
     trace_end_s,
 )
 from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
 from gpuscale.plan.model import CronWindow, EvidenceRow
 from gpuscale.plan.parallel import Runner
-from gpuscale.plan.scaler import ScalerChoice
+from gpuscale.plan.scaler import MIN_SCALE_DOWN_WINDOW_S, ScalerChoice
 from gpuscale.plan.schedule import learned_schedule, minute_wants, slot_replicas
 from gpuscale.plan.search import SearchBudget, missed
 from gpuscale.plan.sizing import TrafficStats, replicas_for
+from gpuscale.plan.unreachable import Unreachable, analyse
 from gpuscale.plan.warm_pool import CandidateSetup, candidate_scenario_dict, search_min_replicas
 from gpuscale.units import SECONDS_PER_DAY
 from gpuscale.workloads.replay import TraceWorkload
@@ -53,6 +56,9 @@ from gpuscale.workloads.replay import TraceWorkload
 MARGINS = (0.9, 1.0, 1.15)
 MORE_MARGINS = (1.3, 1.5)
 SLOT_S = 1800.0  # the daily profile's slot: half-hour rates follow a day's ramps
+# Rates are sized on their 10-minute means (history.smoothed_rates): shorter than a cold start
+# plus node start-up (~10-20 min), so a burst the reactive scaler cannot catch is in them.
+SMOOTH_S = 600.0
 PEAK_HEADROOM = 1.2  # max replicas cover the history's busiest slot x this (as BURST_HEADROOM)
 
 
@@ -62,10 +68,11 @@ class ScheduleCandidate:
     floor: int
     windows: tuple[CronWindow, ...]
     wants: np.ndarray  # replicas wanted at each minute of the day (UTC)
+    scale_down_window_s: int  # the generated HPA's scale-down stabilization
 
     @property
     def label(self) -> str:
-        return f"schedule x{self.margin:g}"
+        return f"schedule x{self.margin:g}, scale-down window {self.scale_down_window_s} s"
 
     def initial_at(self, start_s: float, day_offset_s: float) -> int:
         minute = int(((start_s + day_offset_s) % SECONDS_PER_DAY) // 60)
@@ -79,7 +86,7 @@ class TracePlan:
     history: History
     replicas_per_rps: float | None
     winner: ScheduleCandidate | None  # None: always on (or nothing met the SLO)
-    always_on: int | None  # the always-on fleet that met the SLO on the fit window
+    always_on: int | None  # the always-on fleet the plan falls back to (None: unreachable)
     max_replicas: int
     calibration: tuple[EvidenceRow, ...]
     fit: tuple[EvidenceRow, ...]
@@ -87,6 +94,7 @@ class TracePlan:
     check_fixed: int | None
     replay: dict  # the check window's scenario with the three strategies
     why: str
+    unreachable: Unreachable | None = None  # the SLO cannot be met: what can, what would
 
 
 def read_arrivals(traffic: TraceWorkload, base_dir: Path, field: str) -> np.ndarray:
@@ -132,15 +140,19 @@ class TraceSearch:
         per_node = self.setup.replicas_per_node
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
                                            math.ceil(self.max_replicas / per_node))
-        data["strategies"] = [strategy]
+        data["strategies"] = [_open_windows_only(strategy, self.plan.start_time
+                                                 + timedelta(seconds=window.start_s),
+                                                 window.duration_s)]
         return data
 
     @property
     def max_replicas(self) -> int:
         return self.setup.max_replicas
 
-    def keda(self, name: str, floor: int, windows: tuple[CronWindow, ...], initial: int) -> dict:
-        base = candidate_scenario_dict(self.plan, self.w, self.stats, self.setup, floor)
+    def keda(self, name: str, c: ScheduleCandidate, initial: int) -> dict:
+        floor, windows = c.floor, c.windows
+        base = candidate_scenario_dict(self.plan, self.w, self.stats, replace(
+            self.setup, scale_down_window_s=c.scale_down_window_s), floor)
         keda = dict(base["strategies"][0]["autoscaler"])
         keda["min_replica_count"] = floor
         keda["max_replica_count"] = max(self.max_replicas, floor + 1)
@@ -184,6 +196,18 @@ class TraceSearch:
         return max(1, limit // self.opt.gpus) if limit else 4 * self.max_replicas
 
 
+def _open_windows_only(strategy: dict, start: datetime, duration_s: float) -> dict:
+    """The strategy without the cron windows that never open while this window's traffic
+    runs (they would not act; the scenario refuses them as a schedule for other hours)."""
+    keda = strategy.get("autoscaler", {})
+    if keda.get("kind") != "keda":
+        return strategy
+    end = start + timedelta(seconds=duration_s)
+    kept = [t for t in keda["triggers"] if t.get("type") != "cron"
+            or opens_within(CronTrigger.model_validate(t), start, end)]
+    return dict(strategy, autoscaler=dict(keda, triggers=kept))
+
+
 def _why(r: EvidenceRow, slo: SloInput) -> str:
     return "meets the SLO" if r.meets_slo else missed(r, slo.ttft_p99_s, slo.goodput_frac)
 
@@ -202,26 +226,33 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     day_offset = s.plan.day_offset_s
     # 2. the busiest stretch of the fit window: replicas per request/s, measured
     busy = busiest_window(arrival, history.fit, settings.trace_window_s)
-    lo, hi = np.searchsorted(arrival, [busy.start_s, busy.end_s])
-    busy_rps = max((hi - lo) / busy.duration_s, 1e-9)
+    busy_rps = max(peak_rate_rps(arrival, busy, SMOOTH_S), 1e-9)
     start = replicas_for(busy_rps, s.opt.cap.requests_per_s)
     n_busy, calibration = s.fixed_search(busy, start, tag="busiest stretch: ")
     calibration = [replace(r, why=_why(r, s.slo)) for r in calibration]
-    profile = fill_unseen(daily_profile_rps(arrival, history.fit, day_offset, SLOT_S))
     if n_busy is None:
-        return _unreachable(s, history, calibration, busy_rps)
+        return _unreachable(s, history, busy, calibration, busy_rps)
+    profile = fill_unseen(daily_profile_rps(arrival, history.fit, day_offset, SLOT_S,
+                                            SMOOTH_S))
     per_rps = n_busy / busy_rps
     peak = math.ceil(per_rps * float(np.nanmax(profile)) * PEAK_HEADROOM - 1e-9)
     top = s.w.max_replicas or max(n_busy + 1, peak)
     s.setup = replace(s.setup, max_replicas=max(1, min(top, s.gpu_limit_replicas())))
     ceiling = s.max_replicas
     # 3. candidates on the whole fit window
-    cands = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling) for m in MARGINS]
+    window = s.scaler.scale_down_window_s
+    cands = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling, window)
+             for m in MARGINS]
+    if window > MIN_SCALE_DOWN_WINDOW_S:
+        # the schedule, not the window, now brings capacity back before a known ramp: the
+        # HPA's default window lets it go sooner after one
+        cands.append(_candidate(profile, per_rps, 1.0, s.scaler.reaction_s, ceiling,
+                                MIN_SCALE_DOWN_WINDOW_S))
     fit_rows = _fit_rows(s, history.fit, cands, day_offset, n_busy)
     always_row = fit_rows[-1]
     passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
     if not passing and not s.budget.spent():
-        more = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling)
+        more = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling, window)
                 for m in MORE_MARGINS]
         more_rows = _fit_rows(s, history.fit, more, day_offset, None)
         cands, fit_rows = cands + more, fit_rows[:-1] + more_rows + [always_row]
@@ -247,15 +278,15 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
                 for i, r in enumerate(fit_rows)]
     plan_strategy_of = _plan_strategy(s, winner, always_on or n_busy, day_offset)
     check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None)
-    return TracePlan(history, per_rps, winner, always_on, s.max_replicas, tuple(calibration),
+    return TracePlan(history, per_rps, winner, n_busy, s.max_replicas, tuple(calibration),
                      tuple(fit_rows), tuple(check), check_fixed, replay, why)
 
 
 def _candidate(profile: np.ndarray, per_rps: float, margin: float, lead_s: float,
-               ceiling: int) -> ScheduleCandidate:
+               ceiling: int, scale_down_window_s: int) -> ScheduleCandidate:
     floor, windows = learned_schedule(profile, per_rps, margin, lead_s, ceiling)
     wants = minute_wants(slot_replicas(profile, per_rps, margin, ceiling), lead_s)
-    return ScheduleCandidate(margin, floor, windows, wants)
+    return ScheduleCandidate(margin, floor, windows, wants, scale_down_window_s)
 
 
 def _fit_rows(s: TraceSearch, fit: Window, cands: list[ScheduleCandidate], day_offset: float,
@@ -263,7 +294,7 @@ def _fit_rows(s: TraceSearch, fit: Window, cands: list[ScheduleCandidate], day_o
     scenarios, labels = [], []
     for c in cands:
         initial = c.initial_at(fit.start_s, day_offset)
-        scenarios.append(s.scenario(fit, s.keda("plan", c.floor, c.windows, initial), initial))
+        scenarios.append(s.scenario(fit, s.keda("plan", c, initial), initial))
         labels.append(f"{s.opt.label}, {s.scaler.label}, {c.label}")
     if always is not None:
         scenarios.append(s.scenario(fit, s.fixed(always), always))
@@ -289,7 +320,7 @@ def _plan_strategy(s: TraceSearch, winner: ScheduleCandidate | None, always: int
             out = s.fixed(always)
             return dict(out, name="plan")
         initial = winner.initial_at(window.start_s, day_offset)
-        return s.keda("plan", winner.floor, winner.windows, initial)
+        return s.keda("plan", winner, initial)
     return strategy
 
 
@@ -327,17 +358,22 @@ def _check_arrivals(s: TraceSearch, other: bool) -> np.ndarray:
     return read_arrivals(traffic, s.base_dir, "check_traffic" if other else "traffic")
 
 
-def _unreachable(s: TraceSearch, history: History, calibration: list[EvidenceRow],
-                 busy_rps: float) -> TracePlan:
-    """No always-on fleet up to the GPU limit met the SLO on the busiest stretch."""
-    largest = max(calibration, key=lambda r: r.min_replicas)
-    what = missed(largest, s.slo.ttft_p99_s, s.slo.goodput_frac)
-    why = (f"no always-on fleet up to {largest.min_replicas} replicas met the SLO on the "
-           f"busiest stretch ({busy_rps:.2f} req/s): {what}")
-    plan_st = dict(s.fixed(largest.min_replicas), name="plan")
-    check_rows = s.run([s.scenario(history.check, plan_st, largest.min_replicas,
-                                   other_trace=history.check_is_other_trace)], ["plan"])
-    replay = s.scenario(history.check, plan_st, largest.min_replicas,
-                        other_trace=history.check_is_other_trace)
-    return TracePlan(history, None, None, None, s.max_replicas, tuple(calibration), (),
-                     tuple(replace(r, why=_why(r, s.slo)) for r in check_rows), None, replay, why)
+def _unreachable(s: TraceSearch, history: History, busy: Window,
+                 calibration: list[EvidenceRow], busy_rps: float) -> TracePlan:
+    """No always-on fleet up to the GPU limit met the SLO on the busiest stretch: the plan is
+    the cheapest fleet within 0.1 point of what is reachable, and says what would reach it."""
+    found = analyse(s, busy, calibration)
+    n = found.cheapest_close.min_replicas
+    why = (f"the SLO is not reachable: no always-on fleet up to "
+           f"{found.reachable.min_replicas} replicas met it on the busiest stretch "
+           f"({busy_rps:.2f} req/s at its peak); the best reached "
+           f"{found.reachable.slo_attainment:.2%}, and {n} replicas come within 0.1 point")
+    other = history.check_is_other_trace
+    plan_st = dict(s.fixed(n), name="plan")
+    check_rows = s.run([s.scenario(history.check, plan_st, n, other_trace=other)], ["plan"])
+    replay = s.scenario(history.check, plan_st, n, other_trace=other)
+    evidence = tuple(calibration) + (replace(found.cheapest_close,
+                                             why="cheapest within 0.1 point of the reachable"),)
+    return TracePlan(history, None, None, None, n, evidence + found.changes, (),
+                     tuple(replace(r, min_replicas=n, why=_why(r, s.slo)) for r in check_rows),
+                     None, replay, why, found)

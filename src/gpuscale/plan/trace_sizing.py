@@ -5,11 +5,12 @@ hour extrapolated."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
-from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Role, WarmPool
+from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Refusal, Role, WarmPool
 from gpuscale.plan.parallel import Runner
 from gpuscale.plan.scaler import scaler_choice
 from gpuscale.plan.schedule import describe
@@ -28,8 +29,8 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
     runner = Runner(budget.workers, budget.backend, on_done=budget.tick)
     search = TraceSearch(plan, w, stats, slo, opt, scaler, setup, base_dir, budget, runner)
     found = plan_trace(search, source)
-    floor = found.winner.floor if found.winner else (found.always_on or max(
-        (r.min_replicas for r in found.calibration), default=1))
+    floor = (found.winner.floor if found.winner else found.always_on
+             if found.always_on is not None else found.max_replicas)
     schedule = found.winner.windows if found.winner else ()
     method = _method(found, slo)
     if budget.exhausted:
@@ -42,9 +43,20 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
                     if not found.history.check_is_other_trace else "check_traffic, "
                     f"{found.history.check.duration_s / 3600:.1f} h")
     maximum = max(found.max_replicas, floor + 1) if found.winner else floor
+    if found.winner is not None:  # the window the winner was simulated with ships
+        scaler = replace(scaler, scale_down_window_s=found.winner.scale_down_window_s)
     sized = Sized(opt, scaler, pool, maximum, [], _cost(opt, found, check_plan),
                   lambda floors: (floors, pool), found.replay, schedule=schedule)
     sized.decisions += _decisions(w, found, floor, schedule, slo)
+    if found.unreachable is not None:
+        sized.notes.append(found.unreachable.line)
+        refusals.append(Refusal(
+            f"{w.name}: {slo.goodput_frac:.0%} within TTFT {slo.ttft_p99_s:g} s and ITL "
+            f"{slo.itl_p99_s:g} s", f"{floor} replicas always on, "
+            f"{found.unreachable.cheapest_close.slo_attainment:.2%} (the reachable "
+            f"{found.unreachable.reachable.slo_attainment:.2%} within 0.1 point)",
+            "no fleet up to the GPU limit meets the SLO (simulated); the evidence rows after "
+            "the always-on fleets are the changes that would reach it, each simulated"))
     return sized
 
 
@@ -53,8 +65,9 @@ def _method(found: TracePlan, slo: SloInput) -> str:
     text = (f"the whole history simulated: fit on {h.fit.duration_s / 3600:.1f} h, checked on "
             f"{h.check.duration_s / 3600:.1f} h held out ({h.how}); {found.why}")
     if found.replicas_per_rps is not None:
-        text += (f"; {found.replicas_per_rps:.2f} replicas per request/s, measured as the "
-                 "smallest always-on fleet meeting the SLO on the fit window's busiest stretch")
+        text += (f"; {found.replicas_per_rps:.2f} replicas per request/s (of a 10-minute "
+                 "mean), measured as the smallest always-on fleet meeting the SLO on the fit "
+                 "window's busiest stretch over that stretch's peak 10-minute rate")
     return text
 
 

@@ -31,6 +31,7 @@ class PlanOut:
     warm_pools: dict[str, WarmPool] = field(default_factory=dict)
     costs: dict[str, CostEstimate] = field(default_factory=dict)
     scenarios: dict[str, dict] = field(default_factory=dict)  # workload -> replay scenario
+    unmet_slo: list[str] = field(default_factory=list)  # SLOs no fleet reaches, one line each
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,7 @@ def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: 
                              schedule=sized.schedule))
         out.warm_pools[roles[-1].name] = replace(pool, min_replicas=floors[role])
     out.costs[w.name] = sized.cost(roles)
+    out.unmet_slo += sized.notes
     if sized.scenario is not None:
         out.scenarios[w.name] = sized.scenario
     return roles

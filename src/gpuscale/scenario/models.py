@@ -7,11 +7,13 @@ generated from these models.
 from __future__ import annotations
 
 import difflib
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec
+from gpuscale.autoscaling.keda_cron import opens_within
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
@@ -356,6 +358,25 @@ class Scenario(Strict):
                 spec = getattr(strategy, role)
                 if spec is not None:
                     _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+        return self
+
+    @model_validator(mode="after")
+    def _cron_windows_open(self) -> Scenario:
+        """A KEDA cron window that never opens while the traffic runs is a schedule meant for
+        other hours (a trace's wall clock starts at start_time): refused, not run silently."""
+        end = self.start_time + timedelta(seconds=self.duration_s)
+        for index, strategy in enumerate(self.strategies):
+            for role in ("autoscaler", "prefill", "decode"):
+                spec = getattr(strategy, role)
+                for j, trigger in enumerate(getattr(spec, "triggers", ()) or ()):
+                    if getattr(trigger, "type", "") == "cron" and not opens_within(
+                            trigger, self.start_time, end):
+                        raise ValueError(
+                            f"strategies[{index}].{role}.triggers[{j}]: cron window "
+                            f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) never "
+                            f"opens between {self.start_time.isoformat()} and "
+                            f"{end.isoformat()}, the traffic's wall-clock span (start_time + "
+                            "duration_s); fix the schedule or start_time")
         return self
 
     @model_validator(mode="after")
