@@ -14,7 +14,9 @@ from gpuscale.plan.history import (
     fill_unseen,
     split_history,
 )
-from gpuscale.plan.schedule import cron_windows, learned_schedule, minute_wants
+from gpuscale.plan.schedule import Sizing, cron_windows, learned_schedule, minute_wants
+
+ONE = Sizing(1.0, 1.0, 2.0, 1.0)  # one replica per request/s at every rate
 
 DAY = 86400.0
 
@@ -68,7 +70,7 @@ def test_daily_profile_is_per_slot_of_the_utc_day_and_fills_unseen_slots():
 def test_schedule_arrives_a_lead_before_the_busy_slot():
     profile = np.full(48, 2.0)
     profile[20:24] = 6.0  # 10:00-12:00 UTC
-    floor, windows = learned_schedule(profile, 1.0, 1.0, lead_s=900.0, ceiling=100)
+    floor, windows = learned_schedule(profile, ONE, 1.0, lead_s=900.0, ceiling=100)
     assert floor == 2
     assert [(w.start, w.end, w.desired_replicas) for w in windows] == [
         ("45 9 * * *", "0 12 * * *", 6)]
@@ -85,7 +87,13 @@ def test_schedule_across_midnight_is_one_window():
 def test_wants_are_capped_and_never_below_one():
     wants = minute_wants(np.array([0, 50] * 24), 0.0)
     assert wants.min() >= 0
-    floor, _ = learned_schedule(np.zeros(48), 1.0, 1.0, 0.0, ceiling=4)
+    floor, _ = learned_schedule(np.zeros(48), ONE, 1.0, 0.0, ceiling=4)
     assert floor == 1
-    _, windows = learned_schedule(np.full(48, 100.0), 1.0, 1.0, 0.0, ceiling=4)
+    _, windows = learned_schedule(np.full(48, 100.0), ONE, 1.0, 0.0, ceiling=4)
     assert windows == ()  # 4 all day: the floor, no window
+
+
+def test_quiet_hours_get_more_replicas_per_request_than_busy_ones():
+    sizing = Sizing(quiet_rps=2.0, quiet_per_rps=1.0, busy_rps=10.0, busy_per_rps=0.6)
+    got = sizing.replicas(np.array([1.0, 2.0, 6.0, 10.0, 20.0]))
+    assert got == pytest.approx([1.0, 2.0, 6 * 0.8, 6.0, 12.0])

@@ -109,6 +109,20 @@ def busiest_window(arrival_s: np.ndarray, within: Window, length_s: float) -> Wi
     return Window(start, start + width * MINUTE_S, "busiest stretch")
 
 
+def quietest_window(arrival_s: np.ndarray, within: Window, length_s: float) -> Window:
+    """The `length_s` stretch of `within` with the fewest arrivals that still has traffic:
+    the second representative window (a fleet at a low rate pools less of its bursts)."""
+    counts = minute_counts(arrival_s, within)
+    width = max(1, min(len(counts), int(length_s // MINUTE_S)))
+    sums = np.convolve(counts, np.ones(width, np.int64), mode="valid")
+    live = np.flatnonzero(sums > 0)
+    if len(live) == 0:
+        return Window(within.start_s, within.start_s, "quietest stretch")
+    first = int(live[np.argmin(sums[live])])
+    start = within.start_s + first * MINUTE_S
+    return Window(start, start + width * MINUTE_S, "quietest stretch")
+
+
 def smoothed_rates(arrival_s: np.ndarray, window: Window, smooth_s: float) -> np.ndarray:
     """Per minute of `window`: the mean arrival rate over the `smooth_s` around it (req/s).
     A minute is too noisy to size on and a half-hour mean hides the bursts a fleet must

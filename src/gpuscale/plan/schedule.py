@@ -7,15 +7,17 @@ replicas of its own slot and of the slot `lead_s` later (the reaction time: sign
 node start-up and cold start), and runs of equal wants become KEDA `cron` triggers beside
 the reactive one (KEDA feeds each trigger's metric to the HPA, which takes the max).
 
-The replicas a slot needs are `ceil(margin x replicas_per_rps x rate)`, where
-`replicas_per_rps` is measured, not assumed: the smallest always-on fleet that met the SLO on
-the history's busiest stretch, over that stretch's mean rate (its minute-level bursts come
-with it). `margin` is a search dimension.
+The replicas a slot needs are `ceil(margin x replicas per request/s x rate)`, where the
+replicas per request/s are measured, not assumed (`Sizing`): the smallest always-on fleets
+that met the SLO on the history's busiest and quietest stretches, over those stretches' peak
+10-minute rates (their bursts come with them), interpolated between the two rates. `margin`
+is a search dimension.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,10 +27,28 @@ from gpuscale.units import SECONDS_PER_DAY
 MINUTES_PER_DAY = int(SECONDS_PER_DAY // 60)
 
 
-def slot_replicas(profile_rps: np.ndarray, replicas_per_rps: float, margin: float,
+@dataclass(frozen=True)
+class Sizing:
+    """Replicas per request/s, measured at two rates (the busiest and the quietest stretch of
+    the fit window) and interpolated between them: a fleet at a low rate needs more replicas
+    per request/s than one at a high rate (fewer replicas pool less of the burstiness), so a
+    single ratio would under-size the quiet hours. Outside the two rates, the nearer ratio."""
+
+    quiet_rps: float
+    quiet_per_rps: float
+    busy_rps: float
+    busy_per_rps: float
+
+    def replicas(self, rate_rps: np.ndarray) -> np.ndarray:
+        per = np.interp(rate_rps, [self.quiet_rps, self.busy_rps],
+                        [self.quiet_per_rps, self.busy_per_rps])
+        return per * rate_rps
+
+
+def slot_replicas(profile_rps: np.ndarray, sizing: Sizing, margin: float,
                   ceiling: int) -> np.ndarray:
     """Replicas each slot of the day needs (at least 1, at most `ceiling`)."""
-    need = np.ceil(margin * replicas_per_rps * np.nan_to_num(profile_rps) - 1e-9)
+    need = np.ceil(margin * sizing.replicas(np.nan_to_num(profile_rps)) - 1e-9)
     return np.clip(need, 1, max(1, ceiling)).astype(np.int64)
 
 
@@ -70,11 +90,11 @@ def cron_windows(wants: np.ndarray, floor: int, timezone: str = "Etc/UTC"
     return tuple(CronWindow(_cron_at(a), _cron_at(b), v, timezone) for a, b, v in sorted(out))
 
 
-def learned_schedule(profile_rps: np.ndarray, replicas_per_rps: float, margin: float,
+def learned_schedule(profile_rps: np.ndarray, sizing: Sizing, margin: float,
                      lead_s: float, ceiling: int) -> tuple[int, tuple[CronWindow, ...]]:
     """(floor, cron windows): the floor is the quietest minute's want, the windows lift
     capacity above it ahead of each busier slot."""
-    wants = minute_wants(slot_replicas(profile_rps, replicas_per_rps, margin, ceiling), lead_s)
+    wants = minute_wants(slot_replicas(profile_rps, sizing, margin, ceiling), lead_s)
     floor = int(wants.min())
     return floor, cron_windows(wants, floor)
 

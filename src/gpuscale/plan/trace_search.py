@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from gpuscale.plan.history import (
     daily_profile_rps,
     fill_unseen,
     peak_rate_rps,
+    quietest_window,
     split_history,
     trace_end_s,
 )
@@ -42,7 +43,7 @@ from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
 from gpuscale.plan.model import CronWindow, EvidenceRow
 from gpuscale.plan.parallel import Runner
 from gpuscale.plan.scaler import MIN_SCALE_DOWN_WINDOW_S, ScalerChoice
-from gpuscale.plan.schedule import learned_schedule, minute_wants, slot_replicas
+from gpuscale.plan.schedule import Sizing, learned_schedule, minute_wants, slot_replicas
 from gpuscale.plan.search import SearchBudget, missed
 from gpuscale.plan.sizing import TrafficStats, replicas_for
 from gpuscale.plan.unreachable import Unreachable, analyse
@@ -51,10 +52,11 @@ from gpuscale.units import SECONDS_PER_DAY
 from gpuscale.workloads.replay import TraceWorkload
 
 # Scheduled capacity relative to the measured replicas per request/s (plan/schedule.py): a
-# little under (the reactive trigger covers the rest), at, and a little over; larger ones are
-# tried only when none of these meets the SLO.
-MARGINS = (0.9, 1.0, 1.15)
-MORE_MARGINS = (1.3, 1.5)
+# little under (the reactive trigger covers the rest), at, and over.
+MARGINS = (0.9, 1.0, 1.15, 1.3)
+FINALISTS = 2  # candidates that pass the short stretches, simulated on the whole fit window
+# The quietest stretch calibrates a second rate when its peak is clearly below the busiest's.
+QUIET_FRAC = 0.8
 SLOT_S = 1800.0  # the daily profile's slot: half-hour rates follow a day's ramps
 # Rates are sized on their 10-minute means (history.smoothed_rates): shorter than a cold start
 # plus node start-up (~10-20 min), so a burst the reactive scaler cannot catch is in them.
@@ -62,7 +64,7 @@ SMOOTH_S = 600.0
 PEAK_HEADROOM = 1.2  # max replicas cover the history's busiest slot x this (as BURST_HEADROOM)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity (it holds an array)
 class ScheduleCandidate:
     margin: float
     floor: int
@@ -125,6 +127,7 @@ class TraceSearch:
     base_dir: Path
     budget: SearchBudget
     runner: Runner
+    screen_rows: list[EvidenceRow] = field(default_factory=list)
 
     # -- scenarios --------------------------------------------------------------------------
     def scenario(self, window: Window, strategy: dict, initial: int, *, other_trace: bool = False
@@ -218,74 +221,118 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     arrival = read_arrivals(traffic, s.base_dir, "traffic")
     other = None
     if s.w.check_traffic is not None:
-        check_arrival = read_arrivals(s.w.check_traffic, s.base_dir, "check_traffic")
-        other = trace_end_s(check_arrival)
+        other = trace_end_s(read_arrivals(s.w.check_traffic, s.base_dir, "check_traffic"))
     settings = s.plan.simulation
     history = split_history(arrival, check_s=settings.check_s, check_frac=settings.check_frac,
                             other_check_end_s=other, source=source)
     day_offset = s.plan.day_offset_s
-    # 2. the busiest stretch of the fit window: replicas per request/s, measured
+    # 2. short representative windows: the busiest and the quietest stretch of the fit window
     busy = busiest_window(arrival, history.fit, settings.trace_window_s)
     busy_rps = max(peak_rate_rps(arrival, busy, SMOOTH_S), 1e-9)
-    start = replicas_for(busy_rps, s.opt.cap.requests_per_s)
-    n_busy, calibration = s.fixed_search(busy, start, tag="busiest stretch: ")
+    n_busy, calibration = s.fixed_search(busy, replicas_for(busy_rps, s.opt.cap.requests_per_s),
+                                         tag="busiest stretch: ")
     calibration = [replace(r, why=_why(r, s.slo)) for r in calibration]
     if n_busy is None:
         return _unreachable(s, history, busy, calibration, busy_rps)
+    quiet = quietest_window(arrival, history.fit, settings.trace_window_s)
+    quiet_rps = peak_rate_rps(arrival, quiet, SMOOTH_S)
+    sizing = Sizing(busy_rps, n_busy / busy_rps, busy_rps, n_busy / busy_rps)
+    if 0 < quiet_rps < QUIET_FRAC * busy_rps:
+        n_quiet, rows = s.fixed_search(quiet, max(1, math.floor(n_busy * quiet_rps / busy_rps)),
+                                       tag="quietest stretch: ")
+        calibration += [replace(r, why=_why(r, s.slo)) for r in rows]
+        if n_quiet is not None:
+            sizing = replace(sizing, quiet_rps=quiet_rps, quiet_per_rps=n_quiet / quiet_rps)
     profile = fill_unseen(daily_profile_rps(arrival, history.fit, day_offset, SLOT_S,
                                             SMOOTH_S))
-    per_rps = n_busy / busy_rps
-    peak = math.ceil(per_rps * float(np.nanmax(profile)) * PEAK_HEADROOM - 1e-9)
+    peak = math.ceil(float(sizing.replicas(np.array([np.nanmax(profile)]))[0])
+                     * PEAK_HEADROOM - 1e-9)
     top = s.w.max_replicas or max(n_busy + 1, peak)
     s.setup = replace(s.setup, max_replicas=max(1, min(top, s.gpu_limit_replicas())))
-    ceiling = s.max_replicas
-    # 3. candidates on the whole fit window
-    window = s.scaler.scale_down_window_s
-    cands = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling, window)
-             for m in MARGINS]
-    if window > MIN_SCALE_DOWN_WINDOW_S:
-        # the schedule, not the window, now brings capacity back before a known ramp: the
-        # HPA's default window lets it go sooner after one
-        cands.append(_candidate(profile, per_rps, 1.0, s.scaler.reaction_s, ceiling,
-                                MIN_SCALE_DOWN_WINDOW_S))
-    fit_rows = _fit_rows(s, history.fit, cands, day_offset, n_busy)
+    # 3. candidates: screened on the two short stretches, finalists on the whole fit window
+    cands = _candidates(s, profile, sizing)
+    screened = _screen(s, cands, [busy] + ([quiet] if quiet.duration_s else []), day_offset)
+    finalists = [c for c, ok in screened if ok][:FINALISTS] or \
+        sorted(cands, key=lambda c: -c.margin)[:FINALISTS]
+    fit_rows = _fit_rows(s, history.fit, finalists, day_offset, n_busy)
     always_row = fit_rows[-1]
+    cands = finalists
     passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
-    if not passing and not s.budget.spent():
-        more = [_candidate(profile, per_rps, m, s.scaler.reaction_s, ceiling, window)
-                for m in MORE_MARGINS]
-        more_rows = _fit_rows(s, history.fit, more, day_offset, None)
-        cands, fit_rows = cands + more, fit_rows[:-1] + more_rows + [always_row]
+    rest = [c for c, ok in screened if ok and c not in finalists][:FINALISTS]
+    if not passing and rest and not s.budget.spent():
+        more_rows = _fit_rows(s, history.fit, rest, day_offset, None)
+        cands, fit_rows = finalists + rest, fit_rows[:-1] + more_rows + [always_row]
         passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
-    always_on = n_busy if always_row.meets_slo else None
-    winner = cands[min(passing)[1]] if passing else None
-    if winner is not None and always_on is not None and \
-            always_row.gpu_hours <= fit_rows[cands.index(winner)].gpu_hours:
-        why = (f"always on: {always_on} replicas met the SLO on the fit window at "
-               f"{always_row.gpu_hours:.1f} GPU-h, no more than the cheapest schedule "
-               f"({fit_rows[cands.index(winner)].gpu_hours:.1f} GPU-h): the daily swing is "
-               "too small against whole replicas and the cold start for scaling to save")
-        winner = None
-    elif winner is None:
-        why = ("always on: no schedule met the SLO on the fit window; " + (
-            f"{always_on} replicas always on did" if always_on else
-            "neither did the always-on fleet of the busiest stretch"))
-    else:
-        why = (f"{winner.label}: the cheapest that met the SLO on the fit window "
-               f"({fit_rows[cands.index(winner)].gpu_hours:.1f} GPU-h vs "
-               f"{always_row.gpu_hours:.1f} always on)")
+    winner, why = _choose(cands, fit_rows, passing, n_busy)
     fit_rows = [replace(r, why=_fit_why(r, i, cands, winner, s.slo))
                 for i, r in enumerate(fit_rows)]
-    plan_strategy_of = _plan_strategy(s, winner, always_on or n_busy, day_offset)
+    plan_strategy_of = _plan_strategy(s, winner, n_busy, day_offset)
     check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None)
-    return TracePlan(history, per_rps, winner, n_busy, s.max_replicas, tuple(calibration),
+    per_rps = sizing.busy_per_rps
+    return TracePlan(history, per_rps, winner, n_busy, s.max_replicas,
+                     tuple(calibration) + tuple(s.screen_rows),
                      tuple(fit_rows), tuple(check), check_fixed, replay, why)
 
 
-def _candidate(profile: np.ndarray, per_rps: float, margin: float, lead_s: float,
+def _choose(cands: list[ScheduleCandidate], fit_rows: list[EvidenceRow],
+            passing: list[tuple[float, int]], n_busy: int
+            ) -> tuple[ScheduleCandidate | None, str]:
+    always_row = fit_rows[-1]
+    winner = cands[min(passing)[1]] if passing else None
+    if winner is not None and always_row.meets_slo and \
+            always_row.gpu_hours <= fit_rows[cands.index(winner)].gpu_hours:
+        return None, (f"always on: {n_busy} replicas met the SLO on the fit window at "
+                      f"{always_row.gpu_hours:.1f} GPU-h, no more than the cheapest schedule "
+                      f"({fit_rows[cands.index(winner)].gpu_hours:.1f} GPU-h): the daily "
+                      "swing is too small against whole replicas and the cold start for "
+                      "scaling to save")
+    if winner is None:
+        return None, ("always on: no schedule met the SLO on the fit window; " + (
+            f"{n_busy} replicas always on did" if always_row.meets_slo else
+            f"neither did {n_busy} always on, the busiest stretch's fleet"))
+    return winner, (f"{winner.label}: the cheapest that met the SLO on the fit window "
+                    f"({fit_rows[cands.index(winner)].gpu_hours:.1f} GPU-h vs "
+                    f"{always_row.gpu_hours:.1f} always on)")
+
+
+def _candidates(s: TraceSearch, profile: np.ndarray, sizing: Sizing
+                ) -> list[ScheduleCandidate]:
+    """Every margin x scale-down window, cheapest first by the schedule's own replica-hours
+    (a proxy the simulations then confirm or refute)."""
+    windows = [s.scaler.scale_down_window_s]
+    if windows[0] > MIN_SCALE_DOWN_WINDOW_S:
+        # the schedule, not the window, brings capacity back before a known ramp: the HPA's
+        # default window lets it go sooner after one
+        windows.append(MIN_SCALE_DOWN_WINDOW_S)
+    cands = [_candidate(profile, sizing, m, s.scaler.reaction_s, s.max_replicas, w)
+             for m in MARGINS for w in windows]
+    return sorted(cands, key=lambda c: (float(c.wants.mean()), c.margin,
+                                        c.scale_down_window_s))
+
+
+def _screen(s: TraceSearch, cands: list[ScheduleCandidate], stretches: list[Window],
+            day_offset: float) -> list[tuple[ScheduleCandidate, bool]]:
+    """Each candidate on the short stretches (pruning by short representative windows): it
+    survives when it meets the SLO on every one."""
+    scenarios, labels = [], []
+    for c in cands:
+        for w in stretches:
+            initial = c.initial_at(w.start_s, day_offset)
+            scenarios.append(s.scenario(w, s.keda("plan", c, initial), initial))
+            labels.append(f"screen on {w.label}: {c.label}")
+    rows = s.run(scenarios, labels)
+    out = []
+    for i, c in enumerate(cands):
+        mine = rows[i * len(stretches):(i + 1) * len(stretches)]
+        out.append((c, all(r.meets_slo for r in mine)))
+        s.screen_rows.extend(replace(r, min_replicas=c.floor, why=_why(r, s.slo)) for r in mine)
+    return out
+
+
+def _candidate(profile: np.ndarray, sizing: Sizing, margin: float, lead_s: float,
                ceiling: int, scale_down_window_s: int) -> ScheduleCandidate:
-    floor, windows = learned_schedule(profile, per_rps, margin, lead_s, ceiling)
-    wants = minute_wants(slot_replicas(profile, per_rps, margin, ceiling), lead_s)
+    floor, windows = learned_schedule(profile, sizing, margin, lead_s, ceiling)
+    wants = minute_wants(slot_replicas(profile, sizing, margin, ceiling), lead_s)
     return ScheduleCandidate(margin, floor, windows, wants, scale_down_window_s)
 
 
