@@ -84,7 +84,7 @@ def test_per_day_cost_is_simulated_not_an_hour_times_24(planned):
     assert cost["simulated_per_day"]
     evidence = plan["warm_pools"]["chat"]["evidence"]
     winner = next(r for r in evidence if r["why"].startswith("winner"))
-    check = plan["warm_pools"]["chat"]["replay"][0]
+    check = next(r for r in evidence if r["config"] == "plan")  # the search's check run
     # fit (day a, ~3 h) + check (day b) GPU-hours over their length, times 24
     seconds = sum(trace_end_s(np.loadtxt(out.parent / name, delimiter=",", skiprows=1)[:, 0])
                   for name in ("day_a.csv", "day_b.csv"))
@@ -109,3 +109,19 @@ def test_an_unreachable_slo_is_one_line_exit_2_with_what_would_reach_it(tmp_path
     text = (out / "plan.md").read_text()
     assert "FP8 weights and KV cache" in text and "the SLO TTFT <=" in text
     assert "cheapest within 0.1 point of the reachable" in text
+
+
+def test_simulate_manifests_on_the_check_trace_is_the_replays_plan_run(planned):
+    plan, out = planned
+    scenario_file = out / "scenarios" / "chat.yaml"
+    replay = CliRunner().invoke(cli, ["compare", str(scenario_file), "--format", "json"])
+    ours = next(r for r in json.loads(replay.output)["runs"] if r["name"] == "plan")
+    shipped = CliRunner().invoke(cli, ["simulate", "--manifests", str(out / "manifests"),
+                                       "--trace", str(out.parent / "day_b.csv"),
+                                       "--format", "json"])
+    assert shipped.exit_code == 0, shipped.output
+    theirs = json.loads(shipped.output)["runs"][0]
+    # the same run; only the SLO differs (simulate --manifests uses the default SLO)
+    for key in ("gpu_hours", "cost_usd", "ttft_s", "tpot_s", "requests", "replicas",
+                "scale_events", "nodes"):
+        assert theirs[key] == ours[key], key

@@ -62,6 +62,11 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
     # "File name too long" (the hash keeps long names distinct).
     files = {safe_filename(name.removesuffix(".yaml"), ".yaml"): objects
              for name, objects in render_plan_manifests(plan).items()}
+    if plan.scenarios and not no_simulate:
+        # the replay is what ships: the plan's own manifests, imported and re-run
+        from gpuscale.cli.plan_replay import run_replays
+
+        plan, _ = run_replays(plan, files)
     text = render_plan_md(plan, sorted(files))
     if out is not None:
         # --force replaces what a plan writes (plan.md, manifests/*.yaml) and nothing else:

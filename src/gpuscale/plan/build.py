@@ -113,6 +113,7 @@ def make_plan(plan: PlanInput, base_dir: Path, *, simulate: bool = True,
         node_role=plan.cluster.node_role or f"KarpenterNodeRole-{plan.cluster.name}",
         reserved_ids=tuple(r.reservation_id for r in plan.cluster.reserved if r.reservation_id),
         ttft_slo_s={w.name: plan.slo_of(w).ttft_p99_s for w in plan.workloads},
+        goodput_frac={w.name: plan.slo_of(w).goodput_frac for w in plan.workloads},
         scenarios=dict(sorted(out.scenarios.items())),
         unmet_slo=tuple(out.unmet_slo),
     )

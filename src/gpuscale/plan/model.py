@@ -161,6 +161,7 @@ class Plan:
     node_role: str = ""
     reserved_ids: tuple[str, ...] = ()
     ttft_slo_s: dict[str, float] = field(default_factory=dict)  # workload -> P99 TTFT SLO
+    goodput_frac: dict[str, float] = field(default_factory=dict)  # workload -> SLO share
     managed_endpoint_advice: str | None = None
     scenarios: dict[str, dict] = field(default_factory=dict)  # workload -> replay scenario
     # One line per workload whose SLO no fleet up to the GPU limit meets (simulated): the

@@ -1,0 +1,98 @@
+"""The replay is what ships: `DIR/scenarios/W.yaml` built from the plan's own manifests.
+
+The search simulates candidates it builds itself; the replay scenario is instead what the
+importer (`simulate --manifests`) reads from the manifests the plan writes (the Deployment's
+engine arguments, the ScaledObject with its cron triggers and behavior, the NodePool with its
+limits and disruption settings, KAI), run on the held-out check traffic with the plan's SLO.
+Beside the plan it holds the baseline (KEDA on queue depth from 1 replica, KEDA's defaults)
+and the cheapest always-on fleet the search found on that traffic, on the same nodes, each
+starting from its own minimum. plan.md's replay table is these runs, so
+`gpuscale compare DIR/scenarios/W.yaml` prints the same numbers, and for a check trace given
+whole (`check_traffic`) `simulate --manifests DIR/manifests --trace T` is the plan's run.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from gpuscale.catalog import get_instance_type
+from gpuscale.manifests.plan import to_yaml
+from gpuscale.plan.model import EvidenceRow, Plan
+
+
+def _role_files(files: dict[str, list], role: str) -> list[str]:
+    """The files the importer needs for one role: its workload and scaler, the nodes, KAI."""
+    wanted = {f"{role}.yaml", f"{role}-scaler.yaml", "ec2nodeclass.yaml", "kai-queues.yaml"}
+    return sorted(f for f in files if f in wanted or f.startswith("nodepool-"))
+
+
+def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path) -> dict:
+    """The imported manifests of workload `name` as the replay scenario (a mapping)."""
+    from gpuscale.importer.build import import_manifests
+
+    searched = plan.scenarios[name]
+    for file in _role_files(files, name):
+        (folder / file).write_text(to_yaml(files[file]))
+    workload = dict(searched["workload"])
+    trace = Path(workload["path"])
+    imported = import_manifests([str(folder / f) for f in _role_files(files, name)], trace,
+                                name="plan")
+    data = copy.deepcopy(imported.data)
+    whole = plan.warm_pools[name].replay_window.startswith("check_traffic")
+    if not whole:  # a held-out part of the history: its window and drain
+        data.update(workload=workload, duration_s=searched["duration_s"],
+                    drain_s=searched["drain_s"])
+    data.update(name=searched["name"], seed=searched["seed"], slo=searched["slo"],
+                start_time=searched["start_time"],
+                description=f"replay of plan workload {name}: its manifests, imported")
+    nodes = data["strategies"][0].get("nodes")
+    per_node = max(1, get_instance_type(data["cluster"]["instance_type"]).num_gpus
+                   // max(1, data["model"].get("tp", 1) * data["model"].get("pp", 1)))
+    strategies = [data["strategies"][0]]
+    for strategy in searched["strategies"][1:]:
+        own = dict(strategy)
+        if nodes is not None:
+            own["nodes"] = nodes
+        own["ready_nodes"] = math.ceil(own.get("initial_replicas", 1) / per_node)
+        strategies.append(own)
+    data["strategies"] = strategies
+    most = max((s.get("initial_replicas") or 0) for s in strategies)
+    data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], math.ceil(most / per_node))
+    return data
+
+
+def run_replays(plan: Plan, files: dict[str, list]) -> tuple[Plan, dict[str, dict]]:
+    """Each workload's replay scenario and its runs, into the plan's replay rows."""
+    from gpuscale.scenario import scenario_from_dict
+    from gpuscale.sim import simulate_scenario
+
+    scenarios = dict(plan.scenarios)
+    pools = dict(plan.warm_pools)
+    for name in sorted(plan.scenarios):
+        pool = pools.get(name)
+        if pool is None or not pool.replay:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            data = replay_scenario(plan, name, files, Path(tmp))
+        scenario = scenario_from_dict(data, source=f"<replay of {name}>")
+        result, _ = simulate_scenario(scenario, Path("."))
+        slo = scenario.slo
+        labels = [r.config for r in pool.replay]
+        rows = []
+        for run, label in zip(result.runs, labels, strict=False):
+            s = run.summary
+            p99 = s.ttft_s.p99
+            rows.append(EvidenceRow(
+                min_replicas=s.replicas.initial, ttft_p99_s=p99, itl_p99_s=s.tpot_s.p99,
+                slo_attainment=s.slo_attainment, dropped=s.requests.dropped,
+                gpu_hours=s.gpu_hours, cost_usd=s.cost_usd, drain_gpu_hours=s.drain_gpu_hours,
+                meets_slo=p99 is not None and p99 <= slo.ttft_s
+                and s.slo_attainment >= plan.goodput_frac.get(name, 0.0),
+                oracle_gpu_hours=s.oracle_gpu_hours, config=label))
+        pools[name] = replace(pool, replay=tuple(rows))
+        scenarios[name] = data
+    return replace(plan, warm_pools=pools, scenarios=scenarios), scenarios
