@@ -112,7 +112,7 @@ def test_an_unreachable_slo_is_one_line_exit_2_with_what_would_reach_it(tmp_path
 
 
 def test_simulate_manifests_on_the_check_trace_is_the_replays_plan_run(planned):
-    plan, out = planned
+    _, out = planned
     scenario_file = out / "scenarios" / "chat.yaml"
     replay = CliRunner().invoke(cli, ["compare", str(scenario_file), "--format", "json"])
     ours = next(r for r in json.loads(replay.output)["runs"] if r["name"] == "plan")
