@@ -23,7 +23,8 @@ def planned(tmp_path_factory) -> tuple[dict, Path]:
     trace = write_trace(tmp / "day_a.csv")
     check = write_trace(tmp / "day_b.csv", seed=8)
     source = tmp / "input.yaml"
-    source.write_text(yaml.safe_dump(history_input(trace, check)))
+    # relative trace paths, read from the input's folder (the replay resolves them too)
+    source.write_text(yaml.safe_dump(history_input(Path(trace.name), Path(check.name))))
     out = tmp / "plan"
     result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
     assert result.exit_code == 0, result.output

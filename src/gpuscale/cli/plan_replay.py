@@ -30,8 +30,10 @@ def _role_files(files: dict[str, list], role: str) -> list[str]:
     return sorted(f for f in files if f in wanted or f.startswith("nodepool-"))
 
 
-def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path) -> dict:
-    """The imported manifests of workload `name` as the replay scenario (a mapping)."""
+def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path,
+                    base_dir: Path) -> dict:
+    """The imported manifests of workload `name` as the replay scenario (a mapping); trace
+    paths are made absolute (relative ones are read from `base_dir`, the input's folder)."""
     from gpuscale.importer.build import import_manifests
 
     searched = plan.scenarios[name]
@@ -39,6 +41,9 @@ def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path)
         (folder / file).write_text(to_yaml(files[file]))
     workload = dict(searched["workload"])
     trace = Path(workload["path"])
+    if not trace.is_absolute():
+        trace = (base_dir / trace).resolve()
+    workload["path"] = str(trace)
     imported = import_manifests([str(folder / f) for f in _role_files(files, name)], trace,
                                 name="plan")
     data = copy.deepcopy(imported.data)
@@ -65,7 +70,8 @@ def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path)
     return data
 
 
-def run_replays(plan: Plan, files: dict[str, list]) -> tuple[Plan, dict[str, dict]]:
+def run_replays(plan: Plan, files: dict[str, list], base_dir: Path
+                ) -> tuple[Plan, dict[str, dict]]:
     """Each workload's replay scenario and its runs, into the plan's replay rows."""
     from gpuscale.scenario import scenario_from_dict
     from gpuscale.sim import simulate_scenario
@@ -77,9 +83,9 @@ def run_replays(plan: Plan, files: dict[str, list]) -> tuple[Plan, dict[str, dic
         if pool is None or not pool.replay:
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            data = replay_scenario(plan, name, files, Path(tmp))
+            data = replay_scenario(plan, name, files, Path(tmp), base_dir)
         scenario = scenario_from_dict(data, source=f"<replay of {name}>")
-        result, _ = simulate_scenario(scenario, Path("."))
+        result, _ = simulate_scenario(scenario, base_dir)
         slo = scenario.slo
         labels = [r.config for r in pool.replay]
         rows = []

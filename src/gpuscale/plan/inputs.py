@@ -225,8 +225,9 @@ class SimulationSettings(Strict):
     quiet_before_burst_s: float = Field(600.0, ge=0, description="Trough load before the burst, s.")
     after_burst_s: float = Field(900.0, ge=0, description="Trough load after the burst, s.")
     trace_window_s: float = Field(3600.0, gt=0, description="Length of the short "
-                                  "representative window of a trace (its busiest stretch) on "
-                                  "which the search prunes; every candidate that survives is "
+                                  "representative windows of a trace (its busiest and quietest "
+                                  "stretches, at most the schedule's 30-minute slot) on which "
+                                  "the search prunes; the candidates that survive are "
                                   "simulated on the whole fit window.")
     check_s: float | None = Field(None, gt=0, description="Seconds at the end of a trace held "
                                   "out to check the plan on; None = the last day of a history "

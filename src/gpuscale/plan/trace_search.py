@@ -226,15 +226,19 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     history = split_history(arrival, check_s=settings.check_s, check_frac=settings.check_frac,
                             other_check_end_s=other, source=source)
     day_offset = s.plan.day_offset_s
-    # 2. short representative windows: the busiest and the quietest stretch of the fit window
-    busy = busiest_window(arrival, history.fit, settings.trace_window_s)
+    # 2. short representative windows: the busiest and the quietest stretch of the fit window,
+    # a slot of the profile long at most, so the fleet measured on a stretch sized to its peak
+    # 10-minute rate is what a slot sized the same way gets (a longer stretch averages its
+    # calmer minutes in and under-sizes every slot)
+    stretch_s = min(settings.trace_window_s, SLOT_S)
+    busy = busiest_window(arrival, history.fit, stretch_s)
     busy_rps = max(peak_rate_rps(arrival, busy, SMOOTH_S), 1e-9)
     n_busy, calibration = s.fixed_search(busy, replicas_for(busy_rps, s.opt.cap.requests_per_s),
                                          tag="busiest stretch: ")
     calibration = [replace(r, why=_why(r, s.slo)) for r in calibration]
     if n_busy is None:
         return _unreachable(s, history, busy, calibration, busy_rps)
-    quiet = quietest_window(arrival, history.fit, settings.trace_window_s)
+    quiet = quietest_window(arrival, history.fit, stretch_s)
     quiet_rps = peak_rate_rps(arrival, quiet, SMOOTH_S)
     sizing = Sizing(busy_rps, n_busy / busy_rps, busy_rps, n_busy / busy_rps)
     if 0 < quiet_rps < QUIET_FRAC * busy_rps:
@@ -380,7 +384,8 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: 
                  ["plan", "baseline-queue-depth (min 1)"])
     # robust, not lucky: the plan again on the busiest stretch of the held-out window
     # (another window of the history, not another seed of the same trace)
-    stretch = busiest_window(_check_arrivals(s, other), check, s.plan.simulation.trace_window_s)
+    stretch = busiest_window(_check_arrivals(s, other), check,
+                             min(s.plan.simulation.trace_window_s, SLOT_S))
     stretch_st = plan_strategy(stretch)
     rows += s.run([s.scenario(stretch, stretch_st, stretch_st["initial_replicas"],
                               other_trace=other)], ["plan on the check window's busiest stretch"])
