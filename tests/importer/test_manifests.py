@@ -447,14 +447,15 @@ def test_cron_trigger_is_read_beside_the_prometheus_one(tmp_path):
     # issue 27: the plan's scheduled capacity ships as KEDA cron triggers and must replay
     docs = load_docs()
     triggers = of_kind(docs, "ScaledObject")["spec"]["triggers"]
+    # 01:10 in Berlin is 00:10 UTC on 2026-01-01, inside the example trace's 45 minutes
     triggers.append({"type": "cron", "metadata": {"timezone": "Europe/Berlin",
-                                                  "start": "30 7 * * 1-5", "end": "0 19 * * 1-5",
+                                                  "start": "10 1 * * *", "end": "0 19 * * *",
                                                   "desiredReplicas": "5"}})
     imp = imported(tmp_path, docs)
     autoscaler = imp.scenario.strategies[0].autoscaler
     cron = autoscaler.triggers[-1]
     assert (cron.type, cron.timezone, cron.start, cron.end, cron.desired_replicas) == (
-        "cron", "Europe/Berlin", "30 7 * * 1-5", "0 19 * * 1-5", 5)
+        "cron", "Europe/Berlin", "10 1 * * *", "0 19 * * *", 5)
 
 
 @pytest.mark.parametrize(("edit", "expected"), [

@@ -37,6 +37,8 @@ class CronTrigger(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["cron"] = "cron"
+    name: str | None = Field(None, description="The trigger's `name` (unique); a formula "
+                             "refers to it by it.")
     timezone: str = Field("Etc/UTC", description="IANA time zone the schedules are read in.")
     start: str = Field(description="Cron (5 fields) at which the window opens, e.g. '0 8 * * *'.")
     end: str = Field(description="Cron (5 fields) at which the window closes.")
@@ -69,6 +71,29 @@ class CronTrigger(BaseModel):
                              "start and end are the same schedule)")
         return self
 
+    # What KEDA's operator and metrics server need of any trigger (keda.KedaTrigger): the
+    # cron scaler's metric is AverageValue with target 1 and is never cached.
+    @property
+    def metric_type(self) -> Literal["AverageValue"]:
+        return "AverageValue"
+
+    @property
+    def use_cached_metrics(self) -> bool:
+        return False
+
+    @property
+    def target_value(self) -> float:
+        return 1.0
+
+    @property
+    def label(self) -> str:
+        return self.metric_name
+
+    def is_active(self, value: float) -> bool:
+        """Activity read back from the value alone (unbound: `CronReader` knows the clock):
+        above the outside value means inside the window."""
+        return value > OUTSIDE_VALUE
+
     @property
     def metric_name(self) -> str:
         """KEDA's metric name (before the `s<i>-` prefix): cron-<zone>-<start>-<end>, with
@@ -91,14 +116,33 @@ def cron_active(trigger: CronTrigger, now: datetime) -> bool:
 
 
 class CronReader:
-    """The trigger's metric over simulated time: desiredReplicas while active, else 1. The
-    answer only changes on whole minutes, so each minute is computed once."""
+    """A cron trigger bound to the run's wall clock: its metric over simulated time
+    (desiredReplicas while active, else 1) and its activity, as KEDA's operator and metrics
+    server read any trigger (keda.KedaTrigger, `value_at`). The answer only changes on whole
+    minutes, so each minute is computed once."""
 
     def __init__(self, trigger: CronTrigger, start_time: datetime | None):
         self.trigger = trigger
         self.start_time = start_time or DEFAULT_START_TIME
         self._minute: int | None = None
         self._active = False
+        self._last_active = False
+
+    # keda.KedaTrigger
+    name = property(lambda self: self.trigger.name)
+    metric_type = property(lambda self: self.trigger.metric_type)
+    use_cached_metrics = property(lambda self: False)
+    target_value = property(lambda self: 1.0)
+    label = property(lambda self: self.trigger.label)
+
+    def value_at(self, view) -> float:
+        self._last_active = self.active(view.now_s)
+        return self.value(view.now_s)
+
+    def is_active(self, value: float) -> bool:
+        """The window's activity at the last read (KEDA's cron scaler reports activity apart
+        from the value, so desiredReplicas 1 inside the window is still active)."""
+        return self._last_active
 
     def active(self, now_s: float) -> bool:
         now = wall_clock(self.start_time, now_s)
