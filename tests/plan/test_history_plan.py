@@ -126,3 +126,16 @@ def test_simulate_manifests_on_the_check_trace_is_the_replays_plan_run(planned):
     for key in ("gpu_hours", "cost_usd", "ttft_s", "tpot_s", "requests", "replicas",
                 "scale_events", "nodes"):
         assert theirs[key] == ours[key], key
+
+
+def test_a_spent_time_budget_skips_the_screening_and_still_plans(tmp_path):
+    from gpuscale.plan import make_plan, plan_input_from_dict
+    from gpuscale.plan.search import SearchBudget
+
+    trace = write_trace(tmp_path / "t.csv")
+    clock = iter(range(0, 10**6, 1000))  # each reading 1,000 s later: spent at once
+    budget = SearchBudget(time_budget_s=1.0, clock=lambda: float(next(clock)))
+    plan = make_plan(plan_input_from_dict(history_input(trace)), tmp_path, budget=budget)
+    evidence = plan.warm_pools["chat"].evidence
+    assert not any(r.config.startswith("screen on") for r in evidence)
+    assert budget.exhausted and "time budget ended the search" in plan.warm_pools["chat"].method

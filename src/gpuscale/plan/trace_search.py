@@ -255,7 +255,10 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     s.setup = replace(s.setup, max_replicas=max(1, min(top, s.gpu_limit_replicas())))
     # 3. candidates: screened on the two short stretches, finalists on the whole fit window
     cands = _candidates(s, profile, sizing)
-    screened = _screen(s, cands, [busy] + ([quiet] if quiet.duration_s else []), day_offset)
+    if s.budget.spent():  # the time budget: no screening, the middle margin alone
+        cands = [c for c in cands if c.margin == 1.0][:1]
+    screened = _screen(s, cands, [busy] + ([quiet] if quiet.duration_s else []), day_offset) \
+        if len(cands) > 1 else [(c, True) for c in cands]
     finalists = [c for c, ok in screened if ok][:FINALISTS] or \
         sorted(cands, key=lambda c: -c.margin)[:FINALISTS]
     fit_rows = _fit_rows(s, history.fit, finalists, day_offset, n_busy)
