@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from gpuscale.autoscaling import build_autoscalers
 from gpuscale.autoscaling.base import AutoscalerContext
 from gpuscale.autoscaling.keda import KedaParams
-from gpuscale.autoscaling.keda_operator import generated_hpa_params
 from gpuscale.autoscaling.keda_cron import CronReader, CronTrigger, cron_active
+from gpuscale.autoscaling.keda_operator import generated_hpa_params
 from gpuscale.cron import next_hit
 
 from .hpa_views import drive, pods, view

@@ -139,3 +139,28 @@ def test_a_spent_time_budget_skips_the_screening_and_still_plans(tmp_path):
     evidence = plan.warm_pools["chat"].evidence
     assert not any(r.config.startswith("screen on") for r in evidence)
     assert budget.exhausted and "time budget ended the search" in plan.warm_pools["chat"].method
+
+
+def test_without_check_traffic_the_replay_is_the_whole_history(tmp_path):
+    trace = write_trace(tmp_path / "t.csv")
+    source = tmp_path / "input.yaml"
+    source.write_text(yaml.safe_dump(history_input(Path(trace.name))))
+    out = tmp_path / "plan"
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    pool = plan["warm_pools"]["chat"]
+    assert pool["replay_window"].startswith("the whole history")
+    assert [r["config"] for r in pool["recheck"]] == ["plan on the held-out window",
+                                                      "plan on the held-out busiest stretch"]
+    scenario = yaml.safe_load((out / "scenarios" / "chat.yaml").read_text())
+    assert scenario["workload"]["start_s"] == 0.0
+    assert scenario["duration_s"] == trace_end_s(
+        np.loadtxt(trace, delimiter=",", skiprows=1)[:, 0])
+    replay = CliRunner().invoke(cli, ["compare", str(out / "scenarios" / "chat.yaml"),
+                                      "--format", "json"])
+    runs = {r["name"]: r for r in json.loads(replay.output)["runs"]}
+    for name, row in zip(["plan", "baseline-queue-depth", "fixed-best"], pool["replay"],
+                         strict=True):
+        assert (runs[name]["gpu_hours"], runs[name]["slo_attainment"]) == (
+            row["gpu_hours"], row["slo_attainment"])

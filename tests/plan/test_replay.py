@@ -68,7 +68,8 @@ def test_a_trace_winner_is_rechecked_on_held_out_windows_not_on_seeds():
     data["simulation"] = {"trace_window_s": 600, "max_candidates": 4}
     plan = make_plan(plan_input_from_dict(data), Path("."))
     recheck = plan.warm_pools["conv"].recheck
-    assert [r.config for r in recheck] == ["plan", "plan on the check window's busiest stretch"]
+    assert [r.config for r in recheck] == ["plan on the held-out window",
+                                           "plan on the held-out busiest stretch"]
     assert not any("seed" in r.config for r in recheck)
     worst = plan.costs["conv"].worst_slo_attainment
     assert worst == min(r.slo_attainment for r in recheck)

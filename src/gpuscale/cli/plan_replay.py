@@ -17,11 +17,13 @@ import copy
 import math
 import tempfile
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.manifests.plan import to_yaml
 from gpuscale.plan.model import EvidenceRow, Plan
+from gpuscale.plan.trace_search import open_windows_only
 
 
 def _role_files(files: dict[str, list], role: str) -> list[str]:
@@ -64,7 +66,10 @@ def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path,
             own["nodes"] = nodes
         own["ready_nodes"] = math.ceil(own.get("initial_replicas", 1) / per_node)
         strategies.append(own)
-    data["strategies"] = strategies
+    # a cron window that never opens while this traffic runs would not act (and a scenario
+    # refuses it as a schedule for other hours): left out of the replay, as in the search
+    start = datetime.fromisoformat(str(data["start_time"]))
+    data["strategies"] = [open_windows_only(st, start, data["duration_s"]) for st in strategies]
     most = max((s.get("initial_replicas") or 0) for s in strategies)
     data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], math.ceil(most / per_node))
     return data

@@ -73,10 +73,11 @@ def _replay(plan: Plan) -> list[str]:
     for name, pool in sorted(plan.warm_pools.items()):
         if not pool.replay:
             continue
-        out += [f"## Replay of {name} on held-out traffic ({pool.replay_window})", "",
+        out += [f"## Replay of {name} ({pool.replay_window})", "",
                 f"`gpuscale compare DIR/scenarios/{name}.yaml` re-runs these strategies, each "
-                "starting from its own minimum (the plan at what its schedule holds at that "
-                "hour, the baseline from 1 replica, the always-on fleet at its size):", "",
+                "starting from its own minimum (the plan from its manifests as applied, its "
+                "Deployment at the floor and the cron windows lifting it as the clock says; "
+                "the baseline from 1 replica; the always-on fleet at its size):", "",
                 "| strategy | SLO attainment | P99 TTFT s | GPU-hours | USD | drain GPU-hours "
                 "(apart) | meets SLO |", "|---|---|---|---|---|---|---|"]
         out += [f"| {_cell(r.config)} | {_pct(r.slo_attainment)} | {_fmt(r.ttft_p99_s, 2)} | "

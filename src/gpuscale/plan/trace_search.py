@@ -143,7 +143,7 @@ class TraceSearch:
         per_node = self.setup.replicas_per_node
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
                                            math.ceil(self.max_replicas / per_node))
-        data["strategies"] = [_open_windows_only(strategy, self.plan.start_time
+        data["strategies"] = [open_windows_only(strategy, self.plan.start_time
                                                  + timedelta(seconds=window.start_s),
                                                  window.duration_s)]
         return data
@@ -199,7 +199,7 @@ class TraceSearch:
         return max(1, limit // self.opt.gpus) if limit else 4 * self.max_replicas
 
 
-def _open_windows_only(strategy: dict, start: datetime, duration_s: float) -> dict:
+def open_windows_only(strategy: dict, start: datetime, duration_s: float) -> dict:
     """The strategy without the cron windows that never open while this window's traffic
     runs (they would not act; the scenario refuses them as a schedule for other hours)."""
     keda = strategy.get("autoscaler", {})
@@ -379,30 +379,37 @@ def _plan_strategy(s: TraceSearch, winner: ScheduleCandidate | None, always: int
 
 
 def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: bool):
-    """The held-out window: the plan, the baseline and the cheapest always-on fleet."""
+    """The held-out re-checks, and the replay: the plan, the baseline and the cheapest
+    always-on fleet on all the traffic the plan was given (the whole history, or
+    `check_traffic` when the input gives one)."""
     check = history.check
-    plan_st, base_st = plan_strategy(check), s.baseline()
-    rows = s.run([s.scenario(check, plan_st, plan_st["initial_replicas"], other_trace=other),
-                  s.scenario(check, base_st, 1, other_trace=other)],
-                 ["plan", "baseline-queue-depth (min 1)"])
-    # robust, not lucky: the plan again on the busiest stretch of the held-out window
-    # (another window of the history, not another seed of the same trace)
+    replay_w = check if other else Window(0.0, history.span_s, "the whole history")
+    plan_st, base_st = plan_strategy(replay_w), s.baseline()
+    # robust, not lucky: the plan again on held-out traffic (other windows of the history,
+    # not other seeds of the same trace): the check window and its busiest stretch
     stretch = busiest_window(_check_arrivals(s, other), check,
                              min(s.plan.simulation.trace_window_s, SLOT_S))
-    stretch_st = plan_strategy(stretch)
-    rows += s.run([s.scenario(stretch, stretch_st, stretch_st["initial_replicas"],
-                              other_trace=other)], ["plan on the check window's busiest stretch"])
-    found, fixed_rows = s.fixed_search(check, n_busy, other_trace=other, tag="check: ")
+    held = [] if other else [check]
+    scenarios = [s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other),
+                 s.scenario(replay_w, base_st, 1, other_trace=other)]
+    for w in held + [stretch]:
+        st = plan_strategy(w)
+        scenarios.append(s.scenario(w, st, st["initial_replicas"], other_trace=other))
+    labels = ["plan", "baseline-queue-depth (min 1)"] + \
+        ["plan on the held-out window"] * len(held) + ["plan on the held-out busiest stretch"]
+    rows = s.run(scenarios, labels)
+    found, fixed_rows = s.fixed_search(replay_w, n_busy, other_trace=other, tag="replay: ")
     fixed = next((r for r in fixed_rows if r.min_replicas == found), None)
     floor = plan_st["autoscaler"].get("min_replica_count", plan_st["initial_replicas"])
     rows = [replace(rows[0], min_replicas=floor, why=_why(rows[0], s.slo)),
-            replace(rows[1], min_replicas=1, why=_why(rows[1], s.slo)),
-            replace(rows[2], min_replicas=floor, why="re-check: " + _why(rows[2], s.slo))]
+            replace(rows[1], min_replicas=1, why=_why(rows[1], s.slo))] + [
+        replace(r, min_replicas=floor, why="re-check: " + _why(r, s.slo)) for r in rows[2:]]
     if fixed is not None:
         rows.append(replace(fixed, config=f"fixed-best (always on {found})",
-                            why="cheapest always-on fleet meeting the SLO on the check window"))
+                            why="cheapest always-on fleet meeting the SLO on the replayed "
+                                "traffic"))
     strategies = [plan_st, base_st] + ([s.fixed(found)] if found is not None else [])
-    replay = s.scenario(check, plan_st, plan_st["initial_replicas"], other_trace=other)
+    replay = s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other)
     replay["strategies"] = strategies
     return rows, found, replay
 

@@ -35,17 +35,21 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
     method = _method(found, slo)
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
-    check_plan = found.check[0] if found.check else None
-    recheck = tuple(r for r in found.check if r.config.startswith("plan"))
+    other = found.history.check_is_other_trace
+    held = [r for r in found.check if r.why.startswith("re-check")]
+    # the plan on the held-out traffic: check_traffic (the replay) or the held-out window
+    check_plan = (found.check[0] if other else held[0]) if found.check and held else \
+        (found.check[0] if found.check else None)
+    recheck = tuple(([found.check[0]] if other and found.check else []) + held)
     replay = tuple(r for r in found.check if not r.why.startswith("re-check"))
     pool = WarmPool(floor, True, method, found.calibration + found.fit + found.check, floor,
-                    recheck, replay, found.history.check.describe(plan.start_time)
-                    if not found.history.check_is_other_trace else "check_traffic, "
+                    recheck, replay, f"the whole history, {found.history.span_s / 3600:.1f} h"
+                    if not other else "check_traffic, "
                     f"{found.history.check.duration_s / 3600:.1f} h")
     maximum = max(found.max_replicas, floor + 1) if found.winner else floor
     if found.winner is not None:  # the window the winner was simulated with ships
         scaler = replace(scaler, scale_down_window_s=found.winner.scale_down_window_s)
-    sized = Sized(opt, scaler, pool, maximum, [], _cost(opt, found, check_plan),
+    sized = Sized(opt, scaler, pool, maximum, [], _cost(opt, found, check_plan, recheck),
                   lambda floors: (floors, pool), found.replay, schedule=schedule)
     sized.decisions += _decisions(w, found, floor, schedule, slo)
     if found.unreachable is not None:
@@ -80,7 +84,8 @@ def _rows_per_day(rows: list[EvidenceRow], seconds: float, opt: HardwareOption
     return gpu_h, usd, oracle
 
 
-def _cost(opt: HardwareOption, found: TracePlan, check_plan: EvidenceRow | None):
+def _cost(opt: HardwareOption, found: TracePlan, check_plan: EvidenceRow | None,
+          recheck: tuple[EvidenceRow, ...]):
     def cost(roles: list[Role]) -> CostEstimate:
         """Per day, simulated: the plan's GPU-hours on the fit and check windows over their
         length (a day of the plan, not an hour times 24)."""
@@ -91,8 +96,7 @@ def _cost(opt: HardwareOption, found: TracePlan, check_plan: EvidenceRow | None)
         if not rows or seconds <= 0:
             return CostEstimate(0.0, 0.0, None, None, None)
         gpu_h, usd, oracle = _rows_per_day(rows, seconds, opt)
-        worst = min(r.slo_attainment for r in found.check if r.config.startswith("plan")) \
-            if check_plan else None
+        worst = min(r.slo_attainment for r in recheck) if recheck else None
         sim_eff = round(oracle / gpu_h, 4) if gpu_h else None
         return CostEstimate(round(gpu_h, 2), round(usd, 2), round(oracle, 2), sim_eff,
                             check_plan.slo_attainment if check_plan else None, worst, sim_eff,
@@ -117,7 +121,8 @@ def _decisions(w: WorkloadInput, found: TracePlan, floor: int, schedule, slo: Sl
         out.append(Decision("replicas", f"{w.name}: always-on fleet",
                             f"{floor} replicas, min = max (an always-on fleet, not autoscaling)",
                             found.why))
-    worst = [r for r in found.check if r.config.startswith("plan")]
+    worst = [r for r in found.check if r.why.startswith("re-check")
+             or (h.check_is_other_trace and r.config == "plan")]
     if worst:
         low = min(worst, key=lambda r: r.slo_attainment)
         out.append(Decision("warm-pool", f"{w.name}: robustness",
