@@ -66,7 +66,7 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         # the replay is what ships: the plan's own manifests, imported and re-run
         from gpuscale.cli.plan_replay import run_replays
 
-        plan, _ = run_replays(plan, files, input_file.parent)
+        plan, _ = run_replays(plan, files, input_file.parent, workers=workers, backend=backend)
     text = render_plan_md(plan, sorted(files))
     if out is not None:
         # --force replaces what a plan writes (plan.md, manifests/*.yaml) and nothing else:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gpuscale.catalog import get_instance_type
 from gpuscale.manifests.plan import to_yaml
-from gpuscale.plan.model import EvidenceRow, Plan
+from gpuscale.plan.model import Plan
 from gpuscale.plan.trace_search import open_windows_only
 
 
@@ -75,12 +75,13 @@ def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path,
     return data
 
 
-def run_replays(plan: Plan, files: dict[str, list], base_dir: Path
-                ) -> tuple[Plan, dict[str, dict]]:
-    """Each workload's replay scenario and its runs, into the plan's replay rows."""
-    from gpuscale.scenario import scenario_from_dict
-    from gpuscale.sim import simulate_scenario
+def run_replays(plan: Plan, files: dict[str, list], base_dir: Path, *, workers: int = 1,
+                backend: str = "local") -> tuple[Plan, dict[str, dict]]:
+    """Each workload's replay scenario and its runs, into the plan's replay rows. Each
+    strategy is its own run (as in `compare`), so they run in parallel like the search's."""
+    from gpuscale.plan.parallel import Runner
 
+    runner = Runner(workers, backend)
     scenarios = dict(plan.scenarios)
     pools = dict(plan.warm_pools)
     for name in sorted(plan.scenarios):
@@ -89,21 +90,11 @@ def run_replays(plan: Plan, files: dict[str, list], base_dir: Path
             continue
         with tempfile.TemporaryDirectory() as tmp:
             data = replay_scenario(plan, name, files, Path(tmp), base_dir)
-        scenario = scenario_from_dict(data, source=f"<replay of {name}>")
-        result, _ = simulate_scenario(scenario, base_dir)
-        slo = scenario.slo
-        labels = [r.config for r in pool.replay]
-        rows = []
-        for run, label in zip(result.runs, labels, strict=False):
-            s = run.summary
-            p99 = s.ttft_s.p99
-            rows.append(EvidenceRow(
-                min_replicas=s.replicas.initial, ttft_p99_s=p99, itl_p99_s=s.tpot_s.p99,
-                slo_attainment=s.slo_attainment, dropped=s.requests.dropped,
-                gpu_hours=s.gpu_hours, cost_usd=s.cost_usd, drain_gpu_hours=s.drain_gpu_hours,
-                meets_slo=p99 is not None and p99 <= slo.ttft_s
-                and s.slo_attainment >= plan.goodput_frac.get(name, 0.0),
-                oracle_gpu_hours=s.oracle_gpu_hours, config=label))
-        pools[name] = replace(pool, replay=tuple(rows))
+        labels = [r.config for r in pool.replay][:len(data["strategies"])]
+        singles = [dict(data, strategies=[st]) for st in data["strategies"]]
+        rows = runner.run(singles, labels, base_dir, plan.ttft_slo_s[name],
+                          plan.goodput_frac.get(name, 0.0))
+        pools[name] = replace(pool, replay=tuple(
+            replace(r, config=label) for r, label in zip(rows, labels, strict=True)))
         scenarios[name] = data
     return replace(plan, warm_pools=pools, scenarios=scenarios), scenarios
