@@ -57,6 +57,7 @@ MARGINS = (0.9, 1.0, 1.15, 1.3)
 FINALISTS = 2  # candidates that pass the short stretches, simulated on the whole fit window
 # The quietest stretch calibrates a second rate when its peak is clearly below the busiest's.
 QUIET_FRAC = 0.8
+ALWAYS_ON_STEPS = 2  # always-on fleets below the busiest stretch's tried on the fit window
 SLOT_S = 1800.0  # the daily profile's slot: half-hour rates follow a day's ramps
 # Rates are sized on their 10-minute means (history.smoothed_rates): shorter than a cold start
 # plus node start-up (~10-20 min), so a burst the reactive scaler cannot catch is in them.
@@ -270,15 +271,42 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
         more_rows = _fit_rows(s, history.fit, rest, day_offset, None)
         cands, fit_rows = finalists + rest, fit_rows[:-1] + more_rows + [always_row]
         passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
-    winner, why = _choose(cands, fit_rows, passing, n_busy)
+    # the always-on fleet on the whole fit window, not only its busiest stretch: the SLO is a
+    # share of all the window's requests, so the quieter hours may carry a smaller fleet
+    always_n, always_rows = _always_on(s, history.fit, n_busy, always_row)
+    fit_rows = fit_rows[:-1] + [always_rows[0]]
+    winner, why = _choose(cands, fit_rows, passing, always_n)
     fit_rows = [replace(r, why=_fit_why(r, i, cands, winner, s.slo))
-                for i, r in enumerate(fit_rows)]
-    plan_strategy_of = _plan_strategy(s, winner, n_busy, day_offset)
+                for i, r in enumerate(fit_rows)] + [
+        replace(r, why=_why(r, s.slo) + ("; not the cheapest" if r.meets_slo else ""))
+        for r in always_rows[1:]]
+    plan_strategy_of = _plan_strategy(s, winner, always_n, day_offset)
     check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None)
     per_rps = sizing.busy_per_rps
-    return TracePlan(history, per_rps, winner, n_busy, s.max_replicas,
+    return TracePlan(history, per_rps, winner, always_n, s.max_replicas,
                      tuple(calibration) + tuple(s.screen_rows),
                      tuple(fit_rows), tuple(check), check_fixed, replay, why)
+
+
+def _always_on(s: TraceSearch, fit: Window, n_busy: int, row: EvidenceRow
+               ) -> tuple[int, list[EvidenceRow]]:
+    """(the smallest always-on fleet found to meet the SLO on the fit window, its row first
+    and the others tried): down from the busiest stretch's fleet while it passes, at most
+    ALWAYS_ON_STEPS steps (each is a whole-window run)."""
+    if not row.meets_slo:
+        return n_busy, [row]
+    best, tried = row, []
+    for n in range(n_busy - 1, max(0, n_busy - 1 - ALWAYS_ON_STEPS), -1):
+        if n < 1 or s.budget.spent():
+            break
+        probe = replace(s.run([s.scenario(fit, s.fixed(n), n)],
+                              [f"{s.opt.label}, always on {n}"])[0], min_replicas=n)
+        if not probe.meets_slo:
+            tried.append(probe)
+            break
+        tried.append(best)
+        best = probe
+    return best.min_replicas, [best] + tried
 
 
 def _choose(cands: list[ScheduleCandidate], fit_rows: list[EvidenceRow],
