@@ -328,15 +328,17 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
                    f"{fixed.gpu_hours:.2f} GPU-h, no more than the scaler's "
                    f"{chosen.gpu_hours:.2f}: the plan is that fleet (min = max), since the "
                    "cold start leaves scaling nothing to save on this traffic")
-        rounded, max_repl = fixed.min_replicas, fixed.min_replicas
+        # in whole nodes (billed whole either way), simulated as it ships: KEDA min = max
+        rounded = max_repl = math.ceil(fixed.min_replicas / per_node) * per_node
         setup = replace(setup, max_replicas=rounded)
-        chosen = fixed
+        budget.tick(f"{opt.label}, always on {rounded}")
+        chosen = replace(_evaluator(plan, w, stats, setup, slo, base_dir)(rounded),
+                         config=f"{opt.label}, always on {rounded} (min = max)",
+                         why="winner: the always-on fleet, in whole nodes")
         evidence = tuple(
             replace(r, why=f"meets the SLO; the always-on fleet of {rounded} costs no more")
             if r.why.startswith("winner") else
-            replace(r, why="fixed-best: cheapest always-on fleet meeting the SLO; the plan "
-                    "(min = max)") if r.why.startswith("fixed-best") else r
-            for r in evidence)
+            r for r in evidence) + (chosen,)
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
     pool = WarmPool(rounded, True, method, evidence, estimate, recheck)
