@@ -4,6 +4,7 @@ simulated as gangs, billed whole, rendered as LeaderWorkerSets and read back by 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import shlex
 from pathlib import Path
@@ -67,11 +68,16 @@ def test_the_plan_is_a_two_pod_gang_without_the_unverified_refusal():
     assert cost.gpu_hours_per_day % (16 * 24) == 0 and cost.gpu_hours_per_day >= 16 * 24
 
 
-def test_the_plan_simulates_the_gang_and_bills_both_nodes():
+@functools.cache
+def _simulated_deepseek_plan():
     data = example_dict(DEEPSEEK)
     data["simulation"] = {"quiet_before_burst_s": 60, "after_burst_s": 60, "max_candidates": 2}
     _workload(data, traffic=dict(data["workloads"][0]["traffic"], burst_duration_s=120))
-    plan = _plan(data, simulate=True)
+    return _plan(data, simulate=True)
+
+
+def test_the_plan_simulates_the_gang_and_bills_both_nodes():
+    plan = _simulated_deepseek_plan()
     pool = plan.warm_pools["reasoning"]
     assert pool.simulated and pool.evidence
     winner = next(r for r in pool.evidence if r.why.startswith("winner"))
@@ -82,6 +88,16 @@ def test_the_plan_simulates_the_gang_and_bills_both_nodes():
     assert scenario["model"] == {"name": "DeepSeek-V3", "precision": "fp8", "tp": 16, "ep": 16,
                                  "dp_attention": True}
     assert scenario["cluster"]["ready_nodes"] == 2 * winner.min_replicas
+
+
+def test_every_strategy_of_the_replay_starts_with_whole_gangs_of_nodes():
+    """Each strategy of the replay scenario starts from its own minimum (issue 27); for a
+    replica of two nodes that is two nodes a replica, not one (the baseline's one ready node
+    could hold no replica at all)."""
+    strategies = _simulated_deepseek_plan().scenarios["reasoning"]["strategies"]
+    own = [s for s in strategies if "initial_replicas" in s]
+    assert own and any(s["name"] == "baseline-queue-depth" for s in own)
+    assert all(s["ready_nodes"] == 2 * s["initial_replicas"] for s in own)
 
 
 def _containers(lws: dict) -> tuple[dict, dict]:

@@ -45,8 +45,10 @@ def test_deepseek_v3_on_two_h100_nodes_is_simulated_not_refused():
     result, _ = simulate_scenario(scenario, Path("."))
     run = result.runs[0]
     assert run.summary.requests.completed == run.summary.requests.total > 0
-    # Both nodes' 16 GPUs bill for the whole run (they are the warm floor).
-    assert run.summary.gpu_hours == pytest.approx(16 * 300.0 / 3600, rel=1e-6)
+    # Both nodes' 16 GPUs bill for the whole run (they are the warm floor): the traffic's
+    # 60 s window as gpu_hours, the 240 s drain apart (issue 27's window accounting).
+    assert run.summary.gpu_hours == pytest.approx(16 * 60.0 / 3600, abs=1e-6)  # 6 decimals
+    assert run.summary.drain_gpu_hours == pytest.approx(16 * 240.0 / 3600, abs=1e-6)
 
 
 def _run(scenario_dict: dict) -> _Run:
