@@ -24,18 +24,25 @@ from gpuscale.autoscaling.hpa import (
     MetricQuery,
     MetricSpec,
     MetricTarget,
+    promql_result,
     query_value,
 )
+from gpuscale.promql import PromQLError, Scalar, StringValue, Vector
 
 
 class PrometheusTrigger(BaseModel):
-    """A `type: prometheus` trigger; the query must aggregate to a single series."""
+    """A `type: prometheus` trigger; the query must return a single series (KEDA refuses
+    more)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["prometheus"] = "prometheus"
+    name: str | None = Field(default=None, description=(
+        "The trigger's `name` (what a scalingModifiers formula calls it); None = KEDA's "
+        "metric name s<index>-prometheus."))
     query: MetricQuery = Field(
-        description="Aggregation of one per-pod series, e.g. sum(vllm:num_requests_waiting)."
+        description=("The PromQL query as written in the ScaledObject (a string), or the "
+                     "shorthand {metric, aggregation}, e.g. sum(vllm:num_requests_waiting).")
     )
     threshold: float = Field(
         gt=0, description="HPA target per replica (AverageValue) or in total (Value)."
@@ -139,15 +146,51 @@ class KedaParams(BaseModel):
         return self
 
 
+@dataclass(frozen=True)
+class TriggerReading:
+    """One poll of a Prometheus trigger: what Prometheus returned and what KEDA made of it."""
+
+    value: float | None  # the single series' value Prometheus returned; None: not one series
+    read_as: float | None  # the scaler's value (0 for an ignored null); None: an error
+    error: str = ""
+
+
+def read_trigger(view: AutoscalerView, query: MetricQuery,
+                 ignore_null_values: bool) -> TriggerReading:
+    """The Prometheus scaler's `ExecutePromQuery` (kedacore/keda pkg/scalers/
+    prometheus_scaler.go): an empty result, or NaN/Inf, reads 0 when `ignoreNullValues`
+    (default) and is an error otherwise; more than one series is always an error ("returned
+    multiple elements"); a scalar or string result does not unmarshal (an error); an instant
+    query of a range vector has no `value` (empty)."""
+    if query.promql is None:
+        value = query_value(view, query)
+        if value is None or not math.isfinite(value):
+            return TriggerReading(value, 0.0 if ignore_null_values else None,
+                                  "" if ignore_null_values else "empty or not finite")
+        return TriggerReading(value, value)
+    result = promql_result(view, query.promql)
+    if isinstance(result, PromQLError):
+        return TriggerReading(None, None, str(result))
+    if isinstance(result, (Scalar, StringValue)):
+        return TriggerReading(None, None, "the result is not a vector (KEDA cannot unmarshal it)")
+    rows = result.rows() if isinstance(result, Vector) else []
+    if len(rows) > 1:
+        return TriggerReading(None, None, f"query returned multiple elements ({len(rows)})")
+    if not rows:
+        return TriggerReading(None, 0.0 if ignore_null_values else None,
+                              "" if ignore_null_values else "the result is empty")
+    value = rows[0][1]
+    if not math.isfinite(value):
+        return TriggerReading(value, 0.0 if ignore_null_values else None,
+                              "" if ignore_null_values else f"query returns {value}")
+    return TriggerReading(value, value)
+
+
 def trigger_value(
     view: AutoscalerView, query: MetricQuery, ignore_null_values: bool
 ) -> float | None:
-    """The Prometheus scaler's reading: empty or NaN/Inf -> 0 when ignoring nulls, else an error
-    (None)."""
-    value = query_value(view, query)
-    if value is None or not math.isfinite(value):
-        return 0.0 if ignore_null_values else None
-    return value
+    """The Prometheus scaler's value (`read_trigger`); None is an error."""
+    return read_trigger(view, query, ignore_null_values).read_as
 
 
 @dataclass(frozen=True)
@@ -203,13 +246,20 @@ class KedaOperator:
     def explain(self, view: AutoscalerView, state: KedaState) -> dict[str, Any]:
         """Activation: each trigger's value against its activation threshold (re-read from
         the same view `decide` saw; only the decision log calls this)."""
-        pairs = [(t, trigger_value(view, t.query, t.ignore_null_values))
-                 for t in self.params.triggers]
-        triggers = [{"query": t.query.label, "value": value,
-                     "activation_threshold": t.activation_threshold} for t, value in pairs]
-        return {"reason": state.condition, "triggers": triggers,
-                "active": any(value is not None and value > t.activation_threshold
-                              for t, value in pairs),
+        triggers = []
+        active = False
+        for index, t in enumerate(self.params.triggers):
+            reading = read_trigger(view, t.query, t.ignore_null_values)
+            entry: dict[str, Any] = {
+                "name": t.name or f"s{index}-prometheus", "query": t.query.label,
+                "value": reading.value, "read_as": reading.read_as, "eval_time_s": view.now_s,
+                "activation_threshold": t.activation_threshold}
+            if reading.error:
+                entry["error"] = reading.error
+            triggers.append(entry)
+            active = active or (reading.read_as is not None
+                                and reading.read_as > t.activation_threshold)
+        return {"reason": state.condition, "triggers": triggers, "active": active,
                 "last_active_s": state.last_active_s,
                 "cooldown_period_s": self.params.cooldown_period_s}
 

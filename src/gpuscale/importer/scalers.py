@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuscale.audit.loader import Manifest, format_path
+from gpuscale.audit.promql import returns_one_series
 from gpuscale.errors import UserInputError
-from gpuscale.importer.promql import translate_query
+from gpuscale.importer.promql import QueryContext, import_query
 from gpuscale.metrics.store import POD_SERIES
 from gpuscale.units import parse_quantity
 
@@ -165,7 +166,7 @@ def _bool_text(obj: Manifest, path: tuple, default: bool) -> bool:
     raise _fail(obj, path, f"expected \"true\" or \"false\", got {value!r}")
 
 
-def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
+def _trigger(obj: Manifest, index: int, notes: list[str], ctx: QueryContext) -> dict:
     path = ("spec", "triggers", index)
     kind = obj.get(*path, "type")
     if kind != "prometheus":
@@ -174,14 +175,20 @@ def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
     meta = path + ("metadata",)
     if obj.get(*meta, "threshold") is None:
         raise _fail(obj, meta + ("threshold",), "missing (required by the Prometheus scaler)")
-    translated = translate_query(obj.get(*meta, "query"), source=obj.source,
-                                 field=format_path(meta + ("query",)))
-    notes += [translated.note] if translated.note else []
+    query = import_query(obj.get(*meta, "query"), ctx, source=obj.source,
+                         field_path=format_path(meta + ("query",)), notes=notes)
+    if not returns_one_series(query):
+        notes.append(f"query {' '.join(query.split())!r} can return one series per pod: "
+                     "KEDA's Prometheus scaler fails when it returns more than one (the "
+                     "simulation reads it the same way)")
     out = {
-        "query": translated.query.model_dump(),
+        "query": query,
         "threshold": _quantity(obj, meta + ("threshold",)),
         "ignore_null_values": _bool_text(obj, meta + ("ignoreNullValues",), True),
     }
+    name = obj.get(*path, "name")
+    if name is not None:
+        out["name"] = str(name)
     if obj.get(*meta, "activationThreshold") is not None:
         out["activation_threshold"] = _quantity(obj, meta + ("activationThreshold",))
     metric_type = obj.get(*path, "metricType")
@@ -194,15 +201,16 @@ def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
     return out
 
 
-def scaled_object(obj: Manifest) -> tuple[dict, list[str]]:
-    """A KEDA ScaledObject -> (autoscaler mapping, notes)."""
+def scaled_object(obj: Manifest, ctx: QueryContext) -> tuple[dict, list[str]]:
+    """A KEDA ScaledObject -> (autoscaler mapping, notes); its queries are checked against
+    the simulated series (`ctx`)."""
     notes: list[str] = []
     triggers = obj.get("spec", "triggers")
     if not isinstance(triggers, list) or not triggers:
         raise _fail(obj, ("spec", "triggers"), "expected at least one trigger")
     out: dict = {
         "kind": "keda",
-        "triggers": [_trigger(obj, i, notes) for i in range(len(triggers))],
+        "triggers": [_trigger(obj, i, notes, ctx) for i in range(len(triggers))],
     }
     for api, ours in (("pollingInterval", "polling_interval_s"),
                       ("cooldownPeriod", "cooldown_period_s"),

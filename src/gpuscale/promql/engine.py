@@ -82,6 +82,14 @@ class Engine:
             self._cache[key] = (self.store.revision, value)
         return value
 
+    def time_ms(self, t_s: float) -> int:
+        """Simulated seconds -> the Unix milliseconds Prometheus stores (origin + t)."""
+        return self.store.origin_ms + round(t_s * 1000)
+
+    def instant_at(self, query: str | Node, t_s: float) -> Value:
+        """`instant` at simulated time `t_s` (seconds since the store's origin)."""
+        return self.instant(query, self.time_ms(t_s))
+
     def range_query(self, query: str | Node, start_ms: int, end_ms: int, step_ms: int
                     ) -> Vector | Scalar:
         """`/api/v1/query_range`: the query at start, start + step, ... <= end."""
@@ -137,7 +145,7 @@ class Engine:
     def _gather(self, selector: Selector, lo_ms: int, hi_ms: int, *, keep_stale: bool
                 ) -> Matrix:
         """The selected series' samples with lo <= t <= hi, series in label order."""
-        selected = self.store.select(selector.matchers)
+        selected = self.store.select(selector.matchers, hi_ms)
         if not selected:
             return Matrix([], np.zeros(0, np.int64), np.zeros(0), np.zeros(1, np.int64))
         rows_t, rows_v, rows_id = [], [], []

@@ -110,6 +110,8 @@ class SeriesStore:
 
     origin_ms: int = 0
     families: dict[str, Family] = field(default_factory=dict)
+    # OpenMetrics family name -> (type, help, its sample names), for the export.
+    metadata: dict[str, tuple[str, str, tuple[str, ...]]] = field(default_factory=dict)
     _selection_cache: dict[tuple, tuple[int, list]] = field(default_factory=dict)
     _revision: list[int] = field(default_factory=lambda: [0])
 
@@ -124,6 +126,13 @@ class SeriesStore:
             found = self.families[name] = Family(name, help, type, revision=self._revision)
             self._revision[0] += 1
         return found
+
+    def describe(self, name: str, type: str, help: str, sample_names: tuple[str, ...]) -> None:
+        """Declare an exporter's family (`vllm:prompt_tokens`, a counter, sampled as
+        `vllm:prompt_tokens_total`): the export writes its samples under one `# TYPE`."""
+        self.metadata[name] = (type, help, sample_names)
+        for sample in sample_names:
+            self.family(sample, help=help, type=type)
 
     def append(self, name: str, t_ms: int, labels: Sequence[Mapping[str, str] | Labels],
                values: Sequence[float] | np.ndarray) -> None:
@@ -146,9 +155,11 @@ class SeriesStore:
             if family.materialise is not None:
                 family.materialise(t_ms)
 
-    def select(self, matchers: tuple[Matcher, ...]) -> list[tuple[Family, int]]:
+    def select(self, matchers: tuple[Matcher, ...], until_ms: int | None = None
+               ) -> list[tuple[Family, int]]:
         """(family, series id) of every series the matchers select, sorted by labels (the
-        order a Prometheus querier returns)."""
+        order a Prometheus querier returns); lazy families are filled up to `until_ms` first
+        (their series may not exist before)."""
         names = [m for m in matchers if m.name == lbl.NAME]
         if names and names[0].op == "=":
             candidates: Iterable[Family] = (
@@ -158,6 +169,8 @@ class SeriesStore:
                 m.matches(f.name) for m in names)]
         out: list[tuple[Labels, Family, int]] = []
         for family in candidates:
+            if family.materialise is not None and until_ms is not None:
+                family.materialise(until_ms)
             out.extend((ls, family, sid) for sid, ls in
                        enumerate(self._matching(family, matchers)) if ls is not None)
         out.sort(key=lambda item: item[0])
