@@ -15,9 +15,9 @@ import numpy as np
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Simulation
-from gpuscale.metrics.prometheus import SimulatedPrometheus
 from gpuscale.metrics import billing
 from gpuscale.metrics.oracle import oracle_summary
+from gpuscale.metrics.prometheus import SimulatedPrometheus
 from gpuscale.metrics.run_summary import (
     NodesSummary,
     PrefixCacheSummary,
