@@ -112,6 +112,15 @@ def query_value(view: AutoscalerView, query: MetricQuery) -> float | None:
     return view.aggregate(str(query.metric), query.aggregation)
 
 
+def single_value(result: Any) -> float | None:
+    """The value of a one-series instant vector, else None (what the decision log records
+    as Prometheus' answer)."""
+    if isinstance(result, Vector):
+        rows = result.rows()
+        return rows[0][1] if len(rows) == 1 else None
+    return None
+
+
 def promql_result(view: AutoscalerView, query: str) -> Any:
     """The instant query's result at the view's time (an Engine value), or the PromQLError
     Prometheus would answer with (the caller reads it as a failed metric)."""
@@ -387,11 +396,21 @@ class HpaController:
 
     def explain(self, view: AutoscalerView, state: HpaState) -> dict[str, Any]:
         """Condition, the max proposal, each metric's usage ratio and the tolerance band."""
+        queries = {spec.label: spec.query.promql for spec in self.params.metrics
+                   if spec.query is not None and spec.query.promql is not None}
+        metrics = []
+        for label, ratio, replicas, value in state.readings:
+            entry: dict[str, Any] = {"metric": label, "value": value,
+                                     "eval_time_s": view.now_s, "usage_ratio": ratio,
+                                     "replicas": replicas}
+            if label in queries:
+                # `value` is what Prometheus returned for the query (its one series; None
+                # otherwise), `read_as` what the HPA used (KEDA reads an empty result as 0).
+                entry.update(query=queries[label], read_as=value,
+                             value=single_value(promql_result(view, queries[label])))
+            metrics.append(entry)
         return {"reason": state.condition, "proposal": state.last_proposal,
-                "tolerance": {"down": self._tol.down, "up": self._tol.up},
-                "metrics": [{"metric": label, "value": value, "eval_time_s": view.now_s,
-                             "usage_ratio": ratio, "replicas": replicas}
-                            for label, ratio, replicas, value in state.readings]}
+                "tolerance": {"down": self._tol.down, "up": self._tol.up}, "metrics": metrics}
 
     def _proposal(
         self, view: AutoscalerView, state: HpaState

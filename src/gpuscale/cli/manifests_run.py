@@ -14,6 +14,7 @@ import click
 import yaml
 
 from gpuscale.cli.io import check_output_path
+from gpuscale.cli.metrics_out import check_metrics_path, write_metrics
 
 
 def imported_lines(imported: list) -> list[str]:
@@ -41,7 +42,8 @@ def import_bundles(bundles: tuple[str, ...], trace: Path | None) -> list:
 
 
 def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
-                 series: bool = False, report: Path | None = None) -> dict:
+                 series: bool = False, report: Path | None = None,
+                 metrics_out: Path | None = None) -> dict:
     """Run each imported scenario (the trace makes their workloads identical) and join the
     runs into one result: {"scenario", "seed", "runs", "imported"}."""
     import time
@@ -55,10 +57,14 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
     for path in (out, report):
         if path is not None:
             check_result_path(path, force=force)
+    check_metrics_path(metrics_out, force=force)
     runs: list[Any] = []
+    run_results: list[Any] = []
     head: dict[str, Any] = {}
     for imp in imported:
-        result, walls = simulate_scenario(imp.scenario, Path("."), clock=time.perf_counter)
+        result, walls = simulate_scenario(imp.scenario, Path("."), clock=time.perf_counter,
+                                          export_series=metrics_out is not None)
+        run_results.extend(result.runs)
         part = attach_resolved(result.to_json(walls), imp.scenario)
         if series or report is not None:
             part = attach_series(part, result)
@@ -71,6 +77,8 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
     text = result_json_text(data)
     if out is not None:
         write_result(out, text, force=force)
+    if metrics_out is not None:
+        write_metrics(metrics_out, run_results, force=force)
     if report is not None:
         from gpuscale.report.html import ReportInputs, render_html
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.io import check_output_path, is_stream
+from gpuscale.cli.metrics_out import check_metrics_path, write_metrics
 from gpuscale.cli.options import output_option
 from gpuscale.errors import UserInputError
 from gpuscale.report.timeline import result_json_text
@@ -86,9 +87,10 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
                    fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
                    series: bool = False, report: Path | None = None, wide: bool = False,
                    seeds: int = 1, fail_under: float | None = None,
-                   verdict_line: bool = True, decisions: Path | None = None) -> dict:
+                   verdict_line: bool = True, decisions: Path | None = None,
+                   metrics_out: Path | None = None) -> dict:
     """Run (once per seed), print the table and the verdict, write the outputs; exit 1
-    under `fail_under`."""
+    under `fail_under`. `metrics_out` gets the first seed's series (OpenMetrics)."""
     from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
     from gpuscale.report.verdict import failing_gate, spread, verdict
 
@@ -97,7 +99,7 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
     if out is not None:  # before the (possibly long) runs; written once the verdict is known
         check_result_path(out, force=force, overwrite_own=overwrite_own)
     data = _run_one(scenario, base_dir, strategies=strategies, fmt=fmt, force=force,
-                    series=series, report=report, decisions=decisions)
+                    series=series, report=report, decisions=decisions, metrics_out=metrics_out)
     results = [data] + [
         _run_one(scenario.model_copy(update={"seed": scenario.seed + i}), base_dir,
                  strategies=strategies, fmt=fmt, force=force)
@@ -116,6 +118,8 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
     _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
     if decisions is not None and fmt == "table":
         click.echo(f"decision log written to {decisions}")
+    if metrics_out is not None and fmt == "table" and not is_stream(metrics_out):
+        click.echo(f"series written to {metrics_out} (OpenMetrics; docs/promql.md)")
     if seeds > 1 and fmt == "table":
         print_spread(data)
     if fmt == "table":
@@ -175,7 +179,7 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
 
 def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
              fmt: str, force: bool, series: bool = False, report: Path | None = None,
-             decisions: Path | None = None) -> dict:
+             decisions: Path | None = None, metrics_out: Path | None = None) -> dict:
     """One seed's runs as result JSON, with the report and decision log written; the
     result file, the table and the verdict are run_and_report's (they need every seed)."""
     # Check every output path before the (possibly long) run, so a typo costs nothing and
@@ -184,7 +188,9 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
         check_result_path(report, force=force)
     if decisions is not None:
         check_output_path(decisions, force=force)
+    check_metrics_path(metrics_out, force=force)
     log = decisions is not None
+    export = metrics_out is not None
     show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -202,10 +208,11 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
         with bar:
             result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
                                               progress=progress, clock=time.perf_counter,
-                                              decisions=log)
+                                              decisions=log, export_series=export)
     else:
         result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
-                                          clock=time.perf_counter, decisions=log)
+                                          clock=time.perf_counter, decisions=log,
+                                          export_series=export)
     data = result.to_json(walls)
     from gpuscale.importer.resolved import attach_resolved
 
@@ -222,4 +229,6 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
     if decisions is not None:
         lines = [json.dumps(record) for run in result.runs for record in run.decisions]
         write_result(decisions, "".join(line + "\n" for line in lines), force=force)
+    if metrics_out is not None:
+        write_metrics(metrics_out, result.runs, force=force)
     return data

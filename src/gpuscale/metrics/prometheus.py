@@ -99,6 +99,7 @@ class SimulatedPrometheus:
         self._batch: dict[str, tuple[list[int], list[float]]] = {}
         self._sids: dict[tuple, int] = {}
         end_ms = None if end_s is None else self.engine.time_ms(end_s)
+        self.end_ms = end_ms  # the run's end: the export fills recording rules up to it
         self.groups: list[Group] = install(self.store, self.engine, [
             (name, int((interval or evaluation_interval_s) * 1000), rules)
             for name, interval, rules in rule_groups], end_ms)

@@ -99,38 +99,35 @@ def _histogram(out: TextIO, families: list[Family], extra: Labels) -> None:
             out.writelines(cells[t])
 
 
-def write(store: SeriesStore, out: TextIO, *, extra_labels: dict[str, str] | None = None,
-          end_ms: int | None = None) -> int:
-    """Every family of `store` (lazy ones filled up to `end_ms`); returns the number of
-    families written. Ends with `# EOF`."""
-    if end_ms is not None:
-        store.materialise_all(end_ms)
-    extra = lbl.make(extra_labels or {})
-    written: set[str] = set()
+def write(out: TextIO, parts: list[tuple[SeriesStore, dict[str, str]]]) -> int:
+    """Every family of every store, each with its extra labels (a `run` label keeps several
+    runs apart), one `# TYPE` per family; returns the number of families written. Ends with
+    `# EOF`. Lazy families (recording rules) must be filled first (`materialise_all`)."""
+    metadata: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+    names: set[str] = set()
+    for store, _ in parts:
+        metadata.update(store.metadata)
+        names.update(store.families)
+    described = {sample for _, _, samples in metadata.values() for sample in samples}
+    entries = [(name, *metadata[name]) for name in metadata] + [
+        (name, "unknown", "", (name,)) for name in names - described]
     count = 0
-    for name in sorted(store.metadata):
-        kind, help_text, sample_names = store.metadata[name]
-        members = [store.families[s] for s in sample_names
+    for name, kind, help_text, sample_names in sorted(entries):
+        members = [(store.families[s], lbl.make(extra)) for store, extra in parts
+                   for s in sample_names
                    if s in store.families and store.families[s].num_samples()]
-        written.update(sample_names)
         if not members:
             continue
         count += 1
-        out.write(f"# TYPE {name} {kind}\n# HELP {name} {_escape(help_text)}\n")
+        out.write(f"# TYPE {name} {kind}\n")
+        if help_text:
+            out.write(f"# HELP {name} {_escape(help_text)}\n")
         if kind == "histogram":
-            _histogram(out, members, extra)
+            for extra in dict.fromkeys(extra for _, extra in members):
+                _histogram(out, [f for f, e in members if e == extra], extra)
         else:
-            for family in members:
+            for family, extra in members:
                 _plain(out, family, extra)
-    for name in sorted(set(store.families) - written):
-        family = store.families[name]
-        if not family.num_samples():
-            continue
-        count += 1
-        out.write(f"# TYPE {name} unknown\n")
-        if family.help:
-            out.write(f"# HELP {name} {_escape(family.help)}\n")
-        _plain(out, family, extra)
     out.write("# EOF\n")
     return count
 

@@ -1,0 +1,76 @@
+"""`simulate --metrics-out` gives series a real Prometheus loads (promtool backfill), and
+that Prometheus returns, for every KEDA poll and HPA sync in the decision log, the value the
+controller recorded for its query at `start_time + eval_time_s`. Skipped without promtool
+and prometheus (Debian's `prometheus` package, installed by .ci/run)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpuscale.cli import cli
+from gpuscale.promql import openmetrics
+from gpuscale.scenario import load_scenario
+from gpuscale.units import epoch_ms
+
+from .live_prometheus import PROMETHEUS, PROMTOOL, backfilled
+
+pytestmark = pytest.mark.skipif(PROMTOOL is None or PROMETHEUS is None,
+                                reason="promtool/prometheus not installed (apt-get install "
+                                       "prometheus)")
+SCENARIO = Path(__file__).parent / "fixtures" / "keda-promql.yaml"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("export")
+    series, log = tmp / "series.om", tmp / "decisions.jsonl"
+    result = CliRunner().invoke(cli, ["simulate", str(SCENARIO), "--metrics-out", str(series),
+                                       "--decisions", str(log)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    return tmp, series, records
+
+
+def _prometheus_value(data: dict) -> float | None:
+    if data["resultType"] != "vector" or len(data["result"]) != 1:
+        return None
+    return float(data["result"][0]["value"][1])
+
+
+def test_prometheus_returns_every_value_the_controllers_recorded(run):
+    tmp, series, records = run
+    origin_s = epoch_ms(load_scenario(SCENARIO).start_time) / 1000
+    polls = [(t["query"], t["eval_time_s"], t["value"]) for r in records
+             if r["controller"] == "keda-operator" for t in r["inputs"]["triggers"]]
+    syncs = [(m["metric"], m["eval_time_s"], m["value"]) for r in records
+             if r["controller"] == "keda-hpa" for m in r["inputs"]["metrics"]]
+    assert len(polls) > 150 and len(syncs) > 150
+    assert sum(1 for *_, v in polls if v not in (None, 0.0)) > 50  # not vacuous
+    checked = 0
+    with backfilled(series, tmp) as prometheus:
+        for query, eval_s, recorded in polls + syncs[::5]:
+            got = _prometheus_value(prometheus.query(query, origin_s + eval_s))
+            if recorded is None:  # not one series: nothing to compare but that
+                assert got is None, (query, eval_s, got)
+                continue
+            recorded = float(recorded)  # the log writes NaN and Inf as strings
+            assert got is not None, (query, eval_s)
+            assert (math.isnan(got) and math.isnan(recorded)) or got == recorded or \
+                math.isclose(got, recorded, rel_tol=1e-12), (query, eval_s, got, recorded)
+            checked += 1
+    assert checked > 200
+
+
+def test_the_export_reads_back_into_the_same_series(run):
+    _, series, _ = run
+    store = openmetrics.read(series.read_text())
+    assert "vllm:time_to_first_token_seconds_bucket" in store.families
+    assert "llm:queue_depth" in store.families
+    les = {dict(ls).get("le") for ls in store.families[
+        "vllm:time_to_first_token_seconds_bucket"].labels}
+    assert {"0.001", "2560.0", "+Inf"} <= les
