@@ -52,28 +52,27 @@ def aggregate(op: str, vec: Vector, grouping: tuple[str, ...], without: bool,
     count = np.zeros(shape)
     np.add.at(count, gid, vec.present.astype(np.float64))
     values = vec.values
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        if op == "sum":
-            out = np.zeros(shape)
-            np.add.at(out, gid, np.where(vec.present, values, 0.0))
-        elif op in ("max", "min"):
-            out = np.full(shape, np.nan)
-            (np.fmax if op == "max" else np.fmin).at(out, gid, np.where(vec.present, values,
-                                                                          np.nan))
-        elif op == "count":
-            out = count.copy()
-        elif op == "group":
-            out = np.ones(shape)
-        elif op == "avg":
-            out = _avg(vec, gid, shape)
-        elif op in ("stddev", "stdvar"):
-            out = _variance(vec, gid, shape)
-            out = np.sqrt(out) if op == "stddev" else out
-        elif op == "quantile":
-            assert isinstance(param, np.ndarray)
-            out = _quantile(vec, gid, shape, param)
-        else:
-            raise PromQLError(f"aggregation {op}() is not evaluated by gpuscale")
+    if op == "sum":
+        out = np.zeros(shape)
+        np.add.at(out, gid, np.where(vec.present, values, 0.0))
+    elif op in ("max", "min"):
+        out = np.full(shape, np.nan)
+        (np.fmax if op == "max" else np.fmin).at(out, gid, np.where(vec.present, values,
+                                                                      np.nan))
+    elif op == "count":
+        out = count.copy()
+    elif op == "group":
+        out = np.ones(shape)
+    elif op == "avg":
+        out = _avg(vec, gid, shape)
+    elif op in ("stddev", "stdvar"):
+        out = _variance(vec, gid, shape)
+        out = np.sqrt(out) if op == "stddev" else out
+    elif op == "quantile":
+        assert isinstance(param, np.ndarray)
+        out = _quantile(vec, gid, shape, param)
+    else:
+        raise PromQLError(f"aggregation {op}() is not evaluated by gpuscale")
     return Vector(keys, out, count > 0)
 
 

@@ -61,6 +61,7 @@ class Engine:
         self.lookback_ms = lookback_ms
         self.subquery_step_ms = subquery_step_ms
         self._cache: dict[tuple[str, int], tuple[int, Value]] = {}
+        self._lookup_cache: dict[int, tuple[list, list, list]] = {}
 
     def instant(self, query: str | Node, t_ms: int) -> Value:
         """The query's value at `t_ms` (an instant query, `/api/v1/query?time=`)."""
@@ -70,12 +71,14 @@ class Engine:
         if cached is not None and cached[0] == self.store.revision:
             return cached[1]
         steps = _Steps(np.array([t_ms], dtype=np.int64), int(t_ms), int(t_ms))
-        if isinstance(node, RangeSel):
-            value: Value = self._range_selector(node, steps)
-        elif isinstance(node, Subquery):
-            value = self._subquery(node, steps)
-        else:
-            value = self.eval(node, steps)
+        # Floating-point edge cases (0/0, overflow) are values in PromQL, not warnings.
+        with np.errstate(all="ignore"):
+            if isinstance(node, RangeSel):
+                value: Value = self._range_selector(node, steps)
+            elif isinstance(node, Subquery):
+                value = self._subquery(node, steps)
+            else:
+                value = self.eval(node, steps)
         if isinstance(query, str):
             if len(self._cache) > 4096:
                 self._cache.clear()
@@ -97,7 +100,8 @@ class Engine:
         if value_type(node) not in ("vector", "scalar"):
             raise PromQLError("range query: the expression must be an instant vector or scalar")
         times = np.arange(start_ms, end_ms + 1, step_ms, dtype=np.int64)
-        value = self.eval(node, _Steps(times, int(start_ms), int(end_ms)))
+        with np.errstate(all="ignore"):
+            value = self.eval(node, _Steps(times, int(start_ms), int(end_ms)))
         assert isinstance(value, (Vector, Scalar))
         return value
 
@@ -148,18 +152,10 @@ class Engine:
         selected = self.store.select(selector.matchers, hi_ms)
         if not selected:
             return Matrix([], np.zeros(0, np.int64), np.zeros(0), np.zeros(1, np.int64))
+        labels, lookups = self._lookups(selected)
         rows_t, rows_v, rows_id = [], [], []
-        labels = []
-        by_family: dict[str, list[tuple[int, int]]] = {}
-        for row, (family, series_id) in enumerate(selected):
-            by_family.setdefault(family.name, []).append((series_id, row))
-            labels.append(family.labels[series_id])
-        for name, pairs in by_family.items():
-            family = self.store.families[name]
+        for family, lookup in lookups:
             t, sid, v = family.window(lo_ms, hi_ms)
-            lookup = np.full(len(family.labels), -1, dtype=np.int64)
-            sids, rows = zip(*pairs, strict=True)
-            lookup[list(sids)] = rows
             row_of = lookup[sid]
             keep = row_of >= 0
             if not keep_stale:
@@ -167,14 +163,37 @@ class Engine:
             rows_t.append(t[keep])
             rows_v.append(v[keep])
             rows_id.append(row_of[keep])
-        t = np.concatenate(rows_t)
-        v = np.concatenate(rows_v)
-        row_id = np.concatenate(rows_id)
+        t, v, row_id = (rows_t[0], rows_v[0], rows_id[0]) if len(lookups) == 1 else (
+            np.concatenate(rows_t), np.concatenate(rows_v), np.concatenate(rows_id))
         order = np.argsort(row_id, kind="stable")
         counts = np.bincount(row_id, minlength=len(labels))
         alive = np.flatnonzero(counts)
-        starts = np.concatenate(([0], np.cumsum(counts[alive])))
-        return Matrix([labels[i] for i in alive], t[order], v[order], starts)
+        starts = np.zeros(len(alive) + 1, dtype=np.int64)
+        np.cumsum(counts[alive], out=starts[1:])
+        return Matrix([labels[i] for i in alive.tolist()], t[order], v[order], starts)
+
+    def _lookups(self, selected: list) -> tuple[list, list]:
+        """The selection's labels and, per family, series id -> row (-1: not selected);
+        kept while the store returns the same selection (it caches it until a family grows)."""
+        cached = self._lookup_cache.get(id(selected))
+        if cached is not None and cached[0] is selected:
+            return cached[1], cached[2]
+        labels = []
+        by_family: dict[str, list[tuple[int, int]]] = {}
+        for row, (family, series_id) in enumerate(selected):
+            by_family.setdefault(family.name, []).append((series_id, row))
+            labels.append(family.labels[series_id])
+        lookups = []
+        for name, pairs in by_family.items():
+            family = self.store.families[name]
+            lookup = np.full(len(family.labels), -1, dtype=np.int64)
+            sids, rows = zip(*pairs, strict=True)
+            lookup[list(sids)] = rows
+            lookups.append((family, lookup))
+        if len(self._lookup_cache) > 1024:
+            self._lookup_cache.clear()
+        self._lookup_cache[id(selected)] = (selected, labels, lookups)
+        return labels, lookups
 
     def _instant_selector(self, sel: Selector, steps: _Steps
                           ) -> tuple[Vector, np.ndarray]:
@@ -186,7 +205,11 @@ class Engine:
         if n == 0:
             empty = np.zeros((0, len(times)))
             return Vector([], empty, empty.astype(bool)), empty.astype(np.int64)
-        lo, hi = rf.windows(m, times, self.lookback_ms)
+        if len(times) == 1:  # the gathered samples are the one window: each row's last
+            hi = m.starts[1:, None]
+            lo = m.starts[:-1, None]
+        else:
+            lo, hi = rf.windows(m, times, self.lookback_ms)
         has = hi > lo
         last: np.ndarray = np.where(has, hi - 1, 0)
         present = has & ~is_stale(m.values[last].ravel()).reshape(last.shape)
@@ -294,7 +317,10 @@ class Engine:
             ends = steps.times - offset
             m = self._subquery(arg, steps)
         others = [self._scalar(a, steps) for i, a in enumerate(node.args) if i != index]
-        lo, hi = rf.windows(m, ends, range_ms)
+        if len(ends) == 1 and isinstance(arg, RangeSel):  # one window: what was gathered
+            lo, hi = m.starts[:-1, None], m.starts[1:, None]
+        else:
+            lo, hi = rf.windows(m, ends, range_ms)
         name = node.func
         if name in ("rate", "increase", "delta"):
             values, ok = rf.extrapolated_rate(m, lo, hi, ends, range_ms,

@@ -42,14 +42,12 @@ def with_values(vec: Vector, values: np.ndarray, present: np.ndarray | None = No
 
 
 def math_function(name: str, vec: Vector) -> Vector:
-    with np.errstate(all="ignore"):
-        return with_values(vec, MATH[name](vec.values))
+    return with_values(vec, MATH[name](vec.values))
 
 
 def round_to(vec: Vector, nearest: np.ndarray) -> Vector:
     inverse = 1.0 / nearest[None, :]
-    with np.errstate(all="ignore"):
-        return with_values(vec, np.floor(vec.values * inverse + 0.5) / inverse)
+    return with_values(vec, np.floor(vec.values * inverse + 0.5) / inverse)
 
 
 def clamp(vec: Vector, low: np.ndarray | None, high: np.ndarray | None) -> Vector:

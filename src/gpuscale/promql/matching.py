@@ -24,25 +24,24 @@ SET_OPERATORS = frozenset({"and", "or", "unless"})
 
 def apply(op: str, lhs: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(value, keep) elementwise, as engine.go vectorElemBinop (Go's IEEE arithmetic)."""
-    with np.errstate(all="ignore"):
-        if op == "+":
-            return lhs + rhs, np.ones(np.broadcast(lhs, rhs).shape, dtype=bool)
-        if op == "-":
-            value = lhs - rhs
-        elif op == "*":
-            value = lhs * rhs
-        elif op == "/":
-            value = lhs / rhs
-        elif op == "%":
-            value = np.fmod(lhs, rhs)
-        elif op == "^":
-            value = np.power(lhs, rhs)
-        elif op == "atan2":
-            value = np.arctan2(lhs, rhs)
-        else:
-            keep = {"==": np.equal, "!=": np.not_equal, ">": np.greater, "<": np.less,
-                    ">=": np.greater_equal, "<=": np.less_equal}[op](lhs, rhs)
-            return np.broadcast_to(lhs, keep.shape).copy(), keep
+    if op == "+":
+        return lhs + rhs, np.ones(np.broadcast(lhs, rhs).shape, dtype=bool)
+    if op == "-":
+        value = lhs - rhs
+    elif op == "*":
+        value = lhs * rhs
+    elif op == "/":
+        value = lhs / rhs
+    elif op == "%":
+        value = np.fmod(lhs, rhs)
+    elif op == "^":
+        value = np.power(lhs, rhs)
+    elif op == "atan2":
+        value = np.arctan2(lhs, rhs)
+    else:
+        keep = {"==": np.equal, "!=": np.not_equal, ">": np.greater, "<": np.less,
+                ">=": np.greater_equal, "<=": np.less_equal}[op](lhs, rhs)
+        return np.broadcast_to(lhs, keep.shape).copy(), keep
     return value, np.ones(value.shape, dtype=bool)
 
 

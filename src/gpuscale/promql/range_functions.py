@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gpuscale.promql import window_scalar
 from gpuscale.promql.values import Matrix
 
 
@@ -40,8 +41,7 @@ def kahan_inc(inc: np.ndarray, total: np.ndarray, comp: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """functions.go kahanSumInc (Neumaier's variant), elementwise."""
     t = total + inc
-    with np.errstate(invalid="ignore"):
-        comp = comp + np.where(np.abs(total) >= np.abs(inc), (total - t) + inc, (inc - t) + total)
+    comp = comp + np.where(np.abs(total) >= np.abs(inc), (total - t) + inc, (inc - t) + total)
     return t, comp
 
 
@@ -61,26 +61,25 @@ def extrapolated_rate(m: Matrix, lo: np.ndarray, hi: np.ndarray, ends_ms: np.nda
     if len(v) == 0:
         return np.zeros(lo.shape), ok
     first, last = v[first_i], v[last_i]
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        result = last - first
-        if counter:
-            result = _add_resets(m, first_i, last_i, ok, result)
-        range_start = (ends_ms - range_ms)[None, :]
-        to_start = (t[first_i] - range_start).astype(np.float64) / 1000
-        to_end = (ends_ms[None, :] - t[last_i]).astype(np.float64) / 1000
-        sampled = (t[last_i] - t[first_i]).astype(np.float64) / 1000
-        average = sampled / (hi - lo - 1).astype(np.float64)
-        if counter:
-            to_zero = sampled * (first / result)
-            use_zero = (result > 0) & (first >= 0) & (to_zero < to_start)
-            to_start = np.where(use_zero, to_zero, to_start)
-        threshold = average * 1.1
-        interval = sampled + np.where(to_start < threshold, to_start, average / 2)
-        interval = interval + np.where(to_end < threshold, to_end, average / 2)
-        factor = interval / sampled
-        if per_second:
-            factor = factor / _seconds(range_ms)
-        result = result * factor
+    result = last - first
+    if counter:
+        result = _add_resets(m, first_i, last_i, ok, result)
+    range_start = (ends_ms - range_ms)[None, :]
+    to_start = (t[first_i] - range_start).astype(np.float64) / 1000
+    to_end = (ends_ms[None, :] - t[last_i]).astype(np.float64) / 1000
+    sampled = (t[last_i] - t[first_i]).astype(np.float64) / 1000
+    average = sampled / (hi - lo - 1).astype(np.float64)
+    if counter:
+        to_zero = sampled * (first / result)
+        use_zero = (result > 0) & (first >= 0) & (to_zero < to_start)
+        to_start = np.where(use_zero, to_zero, to_start)
+    threshold = average * 1.1
+    interval = sampled + np.where(to_start < threshold, to_start, average / 2)
+    interval = interval + np.where(to_end < threshold, to_end, average / 2)
+    factor = interval / sampled
+    if per_second:
+        factor = factor / _seconds(range_ms)
+    result = result * factor
     return np.where(ok, result, 0.0), ok
 
 
@@ -113,12 +112,11 @@ def instant_value(m: Matrix, lo: np.ndarray, hi: np.ndarray, *, per_second: bool
     if len(m.values) == 0:
         return np.zeros(lo.shape), ok
     last, prev = m.values[last_i], m.values[prev_i]
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        result = np.where(last < prev, last, last - prev) if per_second else last - prev
-        interval = m.t_ms[last_i] - m.t_ms[prev_i]
-        ok = ok & (interval != 0)
-        if per_second:
-            result = result / (interval.astype(np.float64) / 1000)
+    result = np.where(last < prev, last, last - prev) if per_second else last - prev
+    interval = m.t_ms[last_i] - m.t_ms[prev_i]
+    ok = ok & (interval != 0)
+    if per_second:
+        result = result / (interval.astype(np.float64) / 1000)
     return np.where(ok, result, 0.0), ok
 
 
@@ -148,12 +146,24 @@ def over_time(name: str, m: Matrix, lo: np.ndarray, hi: np.ndarray, ends_ms: np.
         return np.ones(shape), ok
     if name == "last_over_time":
         return (m.values[np.where(ok, hi - 1, 0)] if len(m.values) else np.zeros(shape)), ok
+    if lo.size <= window_scalar.SMALL and name in window_scalar.FUNCTIONS:
+        return _few_windows(window_scalar.FUNCTIONS[name], m, lo, hi, ok), ok
     values, times, mask = _columns(m, lo, hi)
     step_ends = np.broadcast_to(ends_ms[None, :], shape).ravel()
     flat_param = None if param is None else np.broadcast_to(param[None, :], shape).ravel()
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        out = _COLUMN_FUNCTIONS[name](values, times, mask, step_ends, flat_param)
+    out = _COLUMN_FUNCTIONS[name](values, times, mask, step_ends, flat_param)
     return out.reshape(shape), ok
+
+
+def _few_windows(function: Callable[[list[float]], float], m: Matrix, lo: np.ndarray,
+                 hi: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """`function` of each window, in plain floats (window_scalar.py)."""
+    values = m.values.tolist()
+    out = np.zeros(lo.shape)
+    for (i, k), start in np.ndenumerate(lo):
+        if ok[i, k]:
+            out[i, k] = function(values[start:hi[i, k]])
+    return out
 
 
 def _sum(values, times, mask, ends, param):

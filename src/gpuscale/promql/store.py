@@ -113,6 +113,7 @@ class SeriesStore:
     # OpenMetrics family name -> (type, help, its sample names), for the export.
     metadata: dict[str, tuple[str, str, tuple[str, ...]]] = field(default_factory=dict)
     _selection_cache: dict[tuple, tuple[int, list]] = field(default_factory=dict)
+    _selected: dict[tuple, list[tuple[Family, int]]] = field(default_factory=dict)
     _revision: list[int] = field(default_factory=lambda: [0])
 
     @property
@@ -167,14 +168,25 @@ class SeriesStore:
         else:
             candidates = [f for f in self.families.values() if all(
                 m.matches(f.name) for m in names)]
-        out: list[tuple[Labels, Family, int]] = []
+        candidates = list(candidates)
         for family in candidates:
             if family.materialise is not None and until_ms is not None:
                 family.materialise(until_ms)
+        # Families only grow: the selection is the same while no family gained a series.
+        key = (matchers, tuple((f.name, len(f.labels)) for f in candidates))
+        found = self._selected.get(key)
+        if found is not None:
+            return found
+        out: list[tuple[Labels, Family, int]] = []
+        for family in candidates:
             out.extend((ls, family, sid) for sid, ls in
                        enumerate(self._matching(family, matchers)) if ls is not None)
         out.sort(key=lambda item: item[0])
-        return [(family, sid) for _, family, sid in out]
+        found = [(family, sid) for _, family, sid in out]
+        if len(self._selected) > 1024:
+            self._selected.clear()
+        self._selected[key] = found
+        return found
 
     def _matching(self, family: Family, matchers: tuple[Matcher, ...]) -> list[Labels | None]:
         """Each series' labels if the matchers select it, else None (cached per family size:
