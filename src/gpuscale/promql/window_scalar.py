@@ -6,6 +6,7 @@ does; tests/promql run every query through both paths against promtool.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -70,12 +71,12 @@ def _variance(values: list[float]) -> float:
 
 
 def _changes(values: list[float]) -> float:
-    return float(sum(1 for prev, cur in zip(values, values[1:])
+    return float(sum(1 for prev, cur in itertools.pairwise(values)
                      if cur != prev and not (math.isnan(cur) and math.isnan(prev))))
 
 
 def _resets(values: list[float]) -> float:
-    return float(sum(1 for prev, cur in zip(values, values[1:]) if cur < prev))
+    return float(sum(1 for prev, cur in itertools.pairwise(values) if cur < prev))
 
 
 def _stddev(values: list[float]) -> float:
