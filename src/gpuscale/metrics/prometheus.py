@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from gpuscale.metrics import exposition as ex
-from gpuscale.metrics.request_series import EngineCounters, go_float_label
+from gpuscale.metrics.request_series import EngineCounters
 from gpuscale.metrics.store import FB_USED, GPU_UTIL, KV_USAGE, RUNNING, WAITING
 from gpuscale.promql import Engine, SeriesStore
 from gpuscale.promql import labels as lbl
@@ -98,6 +98,8 @@ class SimulatedPrometheus:
         self._keda: dict[tuple[str, int], tuple[str, float, bool]] = {}
         self._batch: dict[str, tuple[list[int], list[float]]] = {}
         self._sids: dict[tuple, int] = {}
+        self._arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._bucket_sids: dict[tuple[str, str], np.ndarray] = {}
         end_ms = None if end_s is None else self.engine.time_ms(end_s)
         self.end_ms = end_ms  # the run's end: the export fills recording rules up to it
         self.groups: list[Group] = install(self.store, self.engine, [
@@ -132,18 +134,35 @@ class SimulatedPrometheus:
         for name, (sids, values) in self._batch.items():
             self.store.families[name].append(t_ms, np.array(sids, dtype=np.int32),
                                              np.array(values))
+        for name, chunks in self._arrays.items():
+            self.store.families[name].append(t_ms, np.concatenate([c[0] for c in chunks]),
+                                             np.concatenate([c[1] for c in chunks]))
         self._batch = {}
+        self._arrays = {}
 
     def _emit(self, sample: str, key: tuple, labels: Mapping[str, str], value: float) -> None:
         sid = self._sids.get((sample, key))
         if sid is None:
-            family = self.store.family(sample)
-            extra = self.extra_labels.get(sample, {})
-            sid = family.series_id(lbl.make({**labels, **extra, lbl.NAME: sample}))
+            sid = self._sid(sample, labels)
             self._sids[(sample, key)] = sid
         sids, values = self._batch.setdefault(sample, ([], []))
         sids.append(sid)
         values.append(float(value))
+
+    def _sid(self, sample: str, labels: Mapping[str, str]) -> int:
+        extra = self.extra_labels.get(sample, {})
+        return self.store.family(sample).series_id(
+            lbl.make({**labels, **extra, lbl.NAME: sample}))
+
+    def _emit_buckets(self, sample: str, pod: str, labels: Mapping[str, str],
+                      les: tuple[str, ...], counts: np.ndarray) -> None:
+        """A histogram's cumulative bucket counts, one series per `le` (ids cached per pod)."""
+        sids = self._bucket_sids.get((sample, pod))
+        if sids is None:
+            sids = np.array([self._sid(sample, {**labels, "le": le}) for le in les],
+                            dtype=np.int32)
+            self._bucket_sids[(sample, pod)] = sids
+        self._arrays.setdefault(sample, []).append((sids, counts))
 
     def _target(self, deployment: str, pod: str) -> dict[str, str]:
         """The labels a ServiceMonitor scrape of the engine's pod carries."""
@@ -228,10 +247,7 @@ class SimulatedPrometheus:
                 self._emit(family.sample_names[0], (pod,), target, total)
         for quantity, hist in counters.histograms.items():
             bucket, total_name, count_name = self.request_families[quantity].sample_names
-            for bound, count in zip(hist.bounds.tolist(), hist.cumulative().tolist(),
-                                    strict=True):
-                le = go_float_label(bound)
-                self._emit(bucket, (pod, le), {**target, "le": le}, count)
+            self._emit_buckets(bucket, pod, target, hist.les, hist.cumulative())
             self._emit(total_name, (pod,), target, hist.sum)
             self._emit(count_name, (pod,), target, hist.total)
 

@@ -43,10 +43,11 @@ def go_float_label(value: float) -> str:
 class Histogram:
     """Cumulative bucket counts, sum and count of one histogram of one replica."""
 
-    __slots__ = ("bounds", "counts", "sum", "total")
+    __slots__ = ("bounds", "counts", "les", "sum", "total")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = np.array((*bounds, math.inf))
+        self.les = tuple(go_float_label(b) for b in self.bounds.tolist())  # the `le` values
         self.counts = np.zeros(len(self.bounds))  # per bucket, not cumulative
         self.sum = 0.0
         self.total = 0.0

@@ -42,8 +42,9 @@ class _Column:
         self.data: np.ndarray = np.empty(64, dtype=dtype)
         self.size = 0
 
-    def extend(self, values: np.ndarray) -> None:
-        need = self.size + len(values)
+    def extend(self, values: np.ndarray | int | float, count: int | None = None) -> None:
+        """Append `values` (an array, or one value `count` times)."""
+        need = self.size + (len(values) if count is None else count)  # type: ignore[arg-type]
         if need > len(self.data):
             grown = np.empty(max(need, 2 * len(self.data)), dtype=self.data.dtype)
             grown[:self.size] = self.data[:self.size]
@@ -83,11 +84,11 @@ class Family:
         n = len(sids)
         if n == 0:
             return
-        times = np.broadcast_to(np.asarray(t_ms, dtype=np.int64), (n,))
-        if self.t_ms.size and times[0] < self.t_ms.data[self.t_ms.size - 1]:
+        first = int(t_ms) if isinstance(t_ms, (int, np.integer)) else int(t_ms[0])
+        if self.t_ms.size and first < self.t_ms.data[self.t_ms.size - 1]:
             raise ValueError(f"{self.name}: samples must be appended in time order")
         self.revision[0] += 1
-        self.t_ms.extend(times)
+        self.t_ms.extend(t_ms, n)
         self.sid.extend(np.asarray(sids, dtype=np.int32))
         self.val.extend(np.asarray(values, dtype=np.float64))
 
