@@ -38,6 +38,16 @@ class LivePrometheus:
         assert body["status"] == "success", body
         return body["data"]
 
+    def query_range(self, query: str, start_s: float, end_s: float, step_s: float) -> dict:
+        """The whole `/api/v1/query_range` response."""
+        params = urllib.parse.urlencode({"query": query, "start": f"{start_s:.3f}",
+                                         "end": f"{end_s:.3f}", "step": f"{step_s}"})
+        with urllib.request.urlopen(f"{self.url}/api/v1/query_range?{params}",
+                                    timeout=60) as reply:
+            body = json.load(reply)
+        assert body["status"] == "success", body
+        return body
+
 
 @contextlib.contextmanager
 def backfilled(openmetrics: Path, workdir: Path) -> Iterator[LivePrometheus]:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
-from gpuscale.promql import openmetrics
+from gpuscale.promql import Engine, openmetrics, query_json
 from gpuscale.scenario import load_scenario
 from gpuscale.units import epoch_ms
 
@@ -36,14 +36,21 @@ def run(tmp_path_factory):
     return tmp, series, records
 
 
+@pytest.fixture(scope="module")
+def prometheus(run):
+    tmp, series, _ = run
+    with backfilled(series, tmp) as live:
+        yield live
+
+
 def _prometheus_value(data: dict) -> float | None:
     if data["resultType"] != "vector" or len(data["result"]) != 1:
         return None
     return float(data["result"][0]["value"][1])
 
 
-def test_prometheus_returns_every_value_the_controllers_recorded(run):
-    tmp, series, records = run
+def test_prometheus_returns_every_value_the_controllers_recorded(run, prometheus):
+    _, _, records = run
     origin_s = epoch_ms(load_scenario(SCENARIO).start_time) / 1000
     polls = [(t["query"], t["eval_time_s"], t["value"]) for r in records
              if r["controller"] == "keda-operator" for t in r["inputs"]["triggers"]]
@@ -52,18 +59,35 @@ def test_prometheus_returns_every_value_the_controllers_recorded(run):
     assert len(polls) > 150 and len(syncs) > 150
     assert sum(1 for *_, v in polls if v not in (None, 0.0)) > 50  # not vacuous
     checked = 0
-    with backfilled(series, tmp) as prometheus:
-        for query, eval_s, recorded in polls + syncs[::5]:
-            got = _prometheus_value(prometheus.query(query, origin_s + eval_s))
-            if recorded is None:  # not one series: nothing to compare but that
-                assert got is None, (query, eval_s, got)
-                continue
-            recorded = float(recorded)  # the log writes NaN and Inf as strings
-            assert got is not None, (query, eval_s)
-            assert (math.isnan(got) and math.isnan(recorded)) or got == recorded, \
-                (query, eval_s, got, recorded)
-            checked += 1
+    for query, eval_s, recorded in polls + syncs[::5]:
+        got = _prometheus_value(prometheus.query(query, origin_s + eval_s))
+        if recorded is None:  # not one series: nothing to compare but that
+            assert got is None, (query, eval_s, got)
+            continue
+        recorded = float(recorded)  # the log writes NaN and Inf as strings
+        assert got is not None, (query, eval_s)
+        assert (math.isnan(got) and math.isnan(recorded)) or got == recorded, \
+            (query, eval_s, got, recorded)
+        checked += 1
     assert checked > 200
+
+
+def test_series_read_back_from_prometheus_answer_the_same(run, prometheus):
+    """The raw samples exported through the HTTP API (an instant query of a range selector,
+    what a backtest reads from a real cluster) give the evaluator the same answers as the
+    simulation's own store."""
+    _, _, records = run
+    origin_s = epoch_ms(load_scenario(SCENARIO).start_time) / 1000
+    raw = {"data": prometheus.query('{__name__=~"vllm:num_requests_waiting|vllm:generation_'
+                                    'tokens_total|llm:.*"}[30m]', origin_s + 1200)}
+    engine = Engine(query_json.read(raw))
+    polls = [(t["query"], t["eval_time_s"], t["value"]) for r in records
+             if r["controller"] == "keda-operator" for t in r["inputs"]["triggers"]
+             if t["name"] in ("queue", "tokens")]
+    assert len(polls) > 100
+    for query, eval_s, recorded in polls:
+        rows = engine.instant(query, round((origin_s + eval_s) * 1000)).rows()
+        assert (rows[0][1] if len(rows) == 1 else None) == recorded, (query, eval_s)
 
 
 def test_the_export_reads_back_into_the_same_series(run):

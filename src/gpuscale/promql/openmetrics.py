@@ -172,10 +172,5 @@ def read(text: str, *, source: str = "<text>", origin_ms: int = 0) -> SeriesStor
             raise PromQLError(f"{source}: sample {lbl.text(labels)} has no timestamp")
         by_name.setdefault(name, []).append((t_ms, labels, value))
     store = SeriesStore(origin_ms=origin_ms)
-    for name, rows in by_name.items():
-        rows.sort(key=lambda row: row[0])
-        family = store.family(name)
-        sids = np.array([family.series_id(labels) for _, labels, _ in rows], dtype=np.int32)
-        family.append(np.array([t for t, _, _ in rows], dtype=np.int64), sids,
-                      np.array([v for _, _, v in rows]))
+    store.load(by_name)
     return store

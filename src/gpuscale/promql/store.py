@@ -145,6 +145,17 @@ class SeriesStore:
                            dtype=np.int32, count=len(labels))
         family.append(t_ms, sids, np.asarray(values, dtype=np.float64))
 
+    def load(self, rows_by_name: Mapping[str, list[tuple[int, Labels, float]]]) -> None:
+        """Samples read from a file: per metric name, (t ms, labels with __name__, value) in
+        any order (sorted here; a family must not hold samples yet)."""
+        for name, rows in rows_by_name.items():
+            rows = sorted(rows, key=lambda row: row[0])
+            family = self.family(name)
+            sids = np.array([family.series_id(labels) for _, labels, _ in rows],
+                            dtype=np.int32)
+            family.append(np.array([t for t, _, _ in rows], dtype=np.int64), sids,
+                          np.array([v for _, _, v in rows]))
+
     def lazy(self, name: str, materialise: Callable[[int], None], *, help: str = "",
              type: str = "gauge") -> Family:
         """A family filled by `materialise(t_ms)` when first read up to `t_ms`."""
