@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
@@ -22,7 +23,8 @@ from .live_prometheus import PROMETHEUS, PROMTOOL, backfilled
 pytestmark = pytest.mark.skipif(PROMTOOL is None or PROMETHEUS is None,
                                 reason="promtool/prometheus not installed (apt-get install "
                                        "prometheus)")
-SCENARIO = Path(__file__).parent / "fixtures" / "keda-promql.yaml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SCENARIO = EXAMPLES / "promql-triggers" / "scenario.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +100,46 @@ def test_the_export_reads_back_into_the_same_series(run):
     les = {dict(ls).get("le") for ls in store.families[
         "vllm:time_to_first_token_seconds_bucket"].labels}
     assert {"0.001", "2560.0", "+Inf"} <= les
+
+
+def _queries_in(node, out: list[str]) -> None:
+    """Every PromQL string under a `query:` or `expr:` key."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("query", "expr") and isinstance(value, str):
+                out.append(value)
+            else:
+                _queries_in(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _queries_in(value, out)
+
+
+def example_queries() -> list[str]:
+    out: list[str] = []
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            _queries_in(doc, out)
+    return sorted(set(out))
+
+
+def test_every_query_in_examples_agrees_with_prometheus(run, prometheus):
+    """Each query the examples write, at times across the run, over the exported series:
+    the evaluator and Prometheus return the same series and values."""
+    _, series, _ = run
+    queries = example_queries()
+    assert len(queries) >= 5 and any("histogram_quantile" in q for q in queries)
+    engine = Engine(openmetrics.read(series.read_text()))
+    origin_s = epoch_ms(load_scenario(SCENARIO).start_time) / 1000
+    for query in queries:
+        for offset_s in (60, 237.5, 300, 451, 600, 900, 1140):
+            t_s = origin_s + offset_s
+            data = prometheus.query(query, t_s)
+            want = {tuple(sorted(r["metric"].items())): float(r["value"][1])
+                    for r in data["result"]} if data["resultType"] == "vector" else {
+                (): float(data["result"][1])}
+            got = dict(engine.instant(query, round(t_s * 1000)).rows())
+            assert set(got) == set(want), (query, offset_s)
+            for labels, value in want.items():
+                assert value == got[labels] or (math.isnan(value) and math.isnan(got[labels])),\
+                    (query, offset_s, labels, value, got[labels])
