@@ -32,6 +32,7 @@ from gpuscale.promql.rules import Group, Rule, install
 _ENGINE_GAUGES = (("waiting", WAITING), ("running", RUNNING), ("kv_usage", KV_USAGE))
 _PREFIX = (("prefix_queries", "vllm:prefix_cache_queries"),
            ("prefix_hits", "vllm:prefix_cache_hits"))
+NODEPOOL_LABEL = "karpenter.sh/nodepool"  # provisioning/fit.py writes it on Karpenter's nodes
 _PORT = {"vllm": 8000, "sglang": 30000, "trtllm": 8000}  # the servers' default ports
 
 
@@ -284,7 +285,8 @@ class SimulatedPrometheus:
     def _nodes(self, cluster: Any) -> None:
         fams = self.families
         for node in cluster.nodes.values():
-            self._nodes_seen.setdefault(node.name, node.pool)
+            # Karpenter counts only the nodes it launched (they carry its NodePool label).
+            self._nodes_seen.setdefault(node.name, node.labels.get(NODEPOOL_LABEL, ""))
             if "node_allocatable" in fams:
                 self._emit(fams["node_allocatable"].name, (node.name,), self._ksm(
                     node=node.name, resource="nvidia_com_gpu", unit="integer"),
