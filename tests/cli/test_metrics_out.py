@@ -35,7 +35,8 @@ def test_series_are_stamped_from_the_start_time(tmp_path):
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert text.startswith("# TYPE ") and text.endswith("# EOF\n")
-    assert 'vllm:num_requests_waiting{' in text and "vllm:time_to_first_token_seconds_bucket{" in text
+    assert "vllm:num_requests_waiting{" in text
+    assert "vllm:time_to_first_token_seconds_bucket{" in text
     times = _times(text)
     assert min(times) == 1780308000.0  # 10:00 UTC
     assert max(times) == 1780308000.0 + 120 + 300  # duration + drain
