@@ -71,5 +71,5 @@ def test_a_rule_that_cannot_be_evaluated_names_its_field(tmp_path, expr, field):
 def test_a_bad_group_interval_is_refused(tmp_path):
     rule = copy.deepcopy(RULE)
     rule["spec"]["groups"][0]["interval"] = "soon"
-    with pytest.raises(UserInputError, match="spec.groups\\[0\\].interval"):
+    with pytest.raises(UserInputError, match=r"spec\.groups\[0\]\.interval"):
         imported(tmp_path, _bundle("sum(llm:queue_depth)", rule))
