@@ -94,7 +94,8 @@ class SimulatedPrometheus:
             self.store.describe(family.name, family.type, family.help, family.sample_names)
         self.request_families = {q: f for q, f in self.families.items()
                                  if q in ex.REQUEST_QUANTITIES and q in self.engine_families}
-        self._counters: dict[int, EngineCounters] = {}  # by id(ReplicaEvents)
+        self._counters: dict[int, tuple[Any, EngineCounters]] = {}  # by id(ReplicaEvents)
+        self._seen: set[int] = set()
         self._nodes_seen: dict[str, str] = {}  # node -> NodePool, every node ever seen
         self._keda: dict[tuple[str, int], tuple[str, float, bool]] = {}
         self._batch: dict[str, tuple[list[int], list[float]]] = {}
@@ -124,12 +125,15 @@ class SimulatedPrometheus:
         t_ms = self.engine.time_ms(now_s)
         gpu_index = _gpu_indices(cluster) if "gpu_util" in self.families \
             or "fb_used" in self.families else {}
+        self._seen = set()
         for role, pool in pools.items():
             raw = raw_by_role.get(role, [])
             self._pods(pool.name, raw, cluster, gpu_index)
             if self.request_families:
                 self._requests(pool.name, pool.engine_events(), table)
             self._deployment(pool, raw)
+        # The engines gone since the last scrape take their counters with them.
+        self._counters = {k: v for k, v in self._counters.items() if k in self._seen}
         self._nodes(cluster)
         self._keda_gauges()
         for name, (sids, values) in self._batch.items():
@@ -224,16 +228,19 @@ class SimulatedPrometheus:
     def _requests(self, deployment: str, events: list[tuple[str, Any]], table: Any) -> None:
         live = {}
         for pod, log in events:
-            counters = self._counters.get(id(log))
-            if counters is None:
-                counters = EngineCounters(self.request_families)
-            live[id(log)] = counters
+            # Keyed by the engine's event log itself (held, so its id is not reused): a new
+            # engine on the same pod starts from 0, as a restarted vLLM does.
+            known = self._counters.get(id(log))
+            counters = known[1] if known is not None and known[0] is log else EngineCounters(
+                self.request_families)
+            live[id(log)] = (log, counters)
             counters.observe(table, log.first_tokens, log.completions)
             log.first_tokens = []
             log.completions = []
             target = self._target(deployment, pod)
             self._engine_counters(pod, target, counters)
-        self._counters = {**{k: v for k, v in self._counters.items() if k in live}, **live}
+        self._counters.update(live)
+        self._seen.update(live)
 
     def _engine_counters(self, pod: str, target: dict[str, str],
                          counters: EngineCounters) -> None:
