@@ -30,6 +30,12 @@ def run_options(fn):
     return output_option()(fn)
 
 
+def overridden(scenario: Scenario, *, seed: int | None, start_time) -> Scenario:
+    """The scenario with the command line's `--seed` and `--start-time`, when given."""
+    update = {k: v for k, v in (("seed", seed), ("start_time", start_time)) if v is not None}
+    return scenario.model_copy(update=update) if update else scenario
+
+
 class SloFraction(click.ParamType):
     """An attainment threshold given as a fraction (0.99) or a percentage (99)."""
 

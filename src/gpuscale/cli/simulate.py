@@ -13,7 +13,7 @@ import click
 from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.metrics_out import metrics_options
 from gpuscale.cli.options import scenario_file_argument
-from gpuscale.cli.run_common import report_options, run_and_report, run_options
+from gpuscale.cli.run_common import overridden, report_options, run_and_report, run_options
 from gpuscale.scenario import load_scenario
 
 
@@ -63,22 +63,15 @@ def command(scenario_file: Path | None, manifests: str | None, trace: Path | Non
         )
 
         imported = import_bundles((manifests,), trace)
-        if seed is not None:
-            imported[0].scenario = imported[0].scenario.model_copy(update={"seed": seed})
-        if start_time is not None:
-            imported[0].scenario = imported[0].scenario.model_copy(
-                update={"start_time": start_time})
+        imported[0].scenario = overridden(imported[0].scenario, seed=seed,
+                                          start_time=start_time)
         if emit is not None:
             emit_scenario(emit, imported[0].data, force=force)
         run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report,
                      metrics_out=metrics_out)
         return
     scenario_file = scenario_file_argument(scenario_file, trace, emit)
-    scenario = load_scenario(scenario_file)
-    if seed is not None:
-        scenario = scenario.model_copy(update={"seed": seed})
-    if start_time is not None:
-        scenario = scenario.model_copy(update={"start_time": start_time})
+    scenario = overridden(load_scenario(scenario_file), seed=seed, start_time=start_time)
     run_and_report(
         scenario,
         scenario_file.parent,

@@ -16,6 +16,7 @@ import numpy as np
 from gpuscale.promql import labels as lbl
 from gpuscale.promql.errors import PromQLError
 from gpuscale.promql.labels import Labels
+from gpuscale.promql.range_functions import mean_stays_infinite
 from gpuscale.promql.values import Vector, empty_vector
 
 
@@ -84,10 +85,9 @@ def _avg(vec: Vector, gid: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         first = live & (count[g] == 0)
         count[g] += live
         m = mean[g]
-        skip = np.isinf(m) & ((np.isinf(v) & ((m > 0) == (v > 0))) | (~np.isinf(v) & ~np.isnan(v)))
         c = np.where(count[g] > 0, count[g], 1.0)
         updated = m + (v / c - m / c)
-        mean[g] = np.where(first, v, np.where(live & ~skip, updated, m))
+        mean[g] = np.where(first, v, np.where(live & ~mean_stays_infinite(m, v), updated, m))
     return mean
 
 

@@ -185,14 +185,20 @@ def _avg(values, times, mask, ends, param):
         live = mask[:, j]
         v = values[:, j]
         count = count + live
-        inf_mean = np.isinf(mean)
-        skip = inf_mean & ((np.isinf(v) & ((mean > 0) == (v > 0))) | (~np.isinf(v) & ~np.isnan(v)))
-        step = live & ~skip
+        step = live & ~mean_stays_infinite(mean, v)
         safe = np.where(count > 0, count, 1.0)
         new_mean, new_comp = kahan_inc(v / safe - mean / safe, mean, comp)
         mean = np.where(step, new_mean, mean)
         comp = np.where(step, new_comp, comp)
     return np.where(np.isinf(mean), mean, mean + comp)
+
+
+def mean_stays_infinite(mean: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Where Prometheus's running mean skips a value: the mean is infinite and the value is
+    the same infinity or finite (`Inf + x - Inf` would make it NaN; functions.go
+    funcAvgOverTime, engine.go aggregation AVG)."""
+    return np.isinf(mean) & ((np.isinf(v) & ((mean > 0) == (v > 0)))
+                             | (~np.isinf(v) & ~np.isnan(v)))
 
 
 def _extreme(greater: bool) -> Callable:
