@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from gpuscale.errors import UserInputError
 from gpuscale.promql import labels as lbl
 from gpuscale.sim.run import run_strategy, scenario_requests
 
@@ -78,3 +80,17 @@ def test_the_exported_counters_match_the_requests():
     phase = store.families["kube_pod_status_phase"]
     assert {lbl.get(ls, "phase") for ls in phase.labels} == {
         "Failed", "Pending", "Running", "Succeeded", "Unknown"}
+
+
+def test_a_query_of_a_series_nothing_exposes_is_refused_at_load():
+    typo = [{"name": "k", "autoscaler": {
+        "kind": "keda", "max_replica_count": 4,
+        "triggers": [{"query": "sum(vllm:num_request_waiting)", "threshold": 3}]}}]
+    with pytest.raises(UserInputError, match="did you mean 'vllm:num_requests_waiting'"):
+        small_scenario(strategies=typo)
+    recorded = [{"name": "k", "autoscaler": {
+        "kind": "keda", "max_replica_count": 4,
+        "triggers": [{"query": "llm:queue", "threshold": 3}]}}]
+    rules = {"rule_groups": [{"name": "g", "rules": [
+        {"record": "llm:queue", "expr": "sum(vllm:num_requests_waiting)"}]}]}
+    assert small_scenario(strategies=recorded, metrics=rules).metrics.rule_groups

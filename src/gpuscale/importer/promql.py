@@ -16,13 +16,13 @@ successor, with a note (audit rule GPU004 flags it).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.exposition import engine_families
+from gpuscale.metrics.prometheus_config import unknown_metric
 from gpuscale.promql.errors import PromQLError
 from gpuscale.promql.labels import NAME
 from gpuscale.promql.parse import metric_names, parse, selectors
@@ -87,18 +87,13 @@ def import_query(query: object, ctx: QueryContext, *, source: str, field_path: s
     except PromQLError as exc:
         raise UserInputError(f"query {one_line!r} cannot be evaluated: {exc}", source=source,
                              field=field_path) from None
-    names = metric_names(node)
-    if names is None:
+    if metric_names(node) is None:
         notes.append(f"query {one_line!r} selects metrics by a regex on __name__: it reads "
                      "whichever simulated series match")
         return query
-    known = set(ctx.series) | set(ctx.records)
-    for name in sorted(names - known):
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UserInputError(f"query {one_line!r} reads {name!r}, which the simulated cluster "
-                             f"does not expose{hint} (docs/promql.md lists the series)",
-                             source=source, field=field_path)
+    unknown = unknown_metric(query, [*ctx.series, *ctx.records])
+    if unknown is not None:
+        raise UserInputError(unknown, source=source, field=field_path)
     for selector in selectors(node):
         _labels(selector, ctx, one_line, notes)
     return query

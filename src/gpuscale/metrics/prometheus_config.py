@@ -8,11 +8,29 @@ a subquery's step when it gives none (cmd/prometheus/main.go).
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuscale.promql.errors import PromQLError
 from gpuscale.promql.labels import valid_name
-from gpuscale.promql.parse import parse
+from gpuscale.promql.parse import metric_names, parse
+
+
+def unknown_metric(query: str, known: Iterable[str]) -> str | None:
+    """Why `query` reads nothing the simulation exposes (a metric no exporter or rule
+    writes, with the closest known name), or None."""
+    names = metric_names(parse(query))
+    if names is None:  # a regex on __name__: whatever matches
+        return None
+    known = set(known)
+    for name in sorted(names - known):
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return (f"query {' '.join(query.split())!r} reads {name!r}, which the simulated "
+                f"cluster does not expose{hint} (docs/promql.md lists the series)")
+    return None
 
 
 class _Strict(BaseModel):

@@ -11,10 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuscale.autoscaling import AutoscalerSpec
+from gpuscale.autoscaling import AutoscalerSpec, promql_queries
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
-from gpuscale.metrics.prometheus_config import RuleGroup
+from gpuscale.metrics.exposition import known_series
+from gpuscale.metrics.prometheus_config import RuleGroup, unknown_metric
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
@@ -363,11 +364,21 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _known_metric_names(self) -> Scenario:
+        # PromQL may read any series the simulated cluster exposes or a rule records.
+        known = [*known_series(self.engine.kind),
+                 *(r.record for g in self.metrics.rule_groups for r in g.rules)]
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
                 spec = getattr(strategy, role)
                 if spec is not None:
                     _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+                    for query in promql_queries(spec):
+                        if (why := unknown_metric(query, known)) is not None:
+                            raise ValueError(f"strategies[{index}].{role}: {why}")
+        for group in self.metrics.rule_groups:
+            for rule in group.rules:
+                if (why := unknown_metric(rule.expr, known)) is not None:
+                    raise ValueError(f"metrics.rule_groups ({group.name}): {why}")
         return self
 
     @model_validator(mode="after")
