@@ -98,8 +98,14 @@ def test_llm_d_blueprint_is_read_but_for_its_queries(name, tmp_path):
         assert spec["fallback"]["behavior"] == upstream["spec"]["fallback"]["behavior"]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the PromQL evaluator (branch promql)")
-@pytest.mark.parametrize("name", BLUEPRINTS)
+# The saturation and token-backlog blueprints read two EPP series the simulated gateway does
+# not expose yet (llm_d_epp_flow_control_pool_saturation, llm_d_epp_inflight_tokens).
+_MISSING_SERIES = pytest.mark.xfail(strict=True, reason="reads an EPP series not simulated yet")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=_MISSING_SERIES) if n in ("saturation", "token-backlog") else n
+    for n in BLUEPRINTS])
 def test_llm_d_blueprint_simulates_unchanged(name):
     run = simulate(LLM_D / name, "--catalog", str(LLM_D / "catalog.yaml"))["runs"][0]
     assert run["resolved"]["autoscaler"]["kind"] == "keda"
