@@ -94,21 +94,23 @@ def test_metrics_out_refuses_to_overwrite_in_both_modes(scenario_file, tmp_path)
         assert result.exit_code == 2 and series.read_text() == "mine", result.output
 
 
-def test_both_modes_export_the_same_series(scenario_file, tmp_path):
-    exports = []
+def _written_in_both_modes(scenario_file: Path, folder: Path, option: str) -> list[bytes]:
+    """The file `option` writes, run once in each mode."""
+    out = []
     for mode in MODES:
-        series = tmp_path / f"{mode}.om"
-        assert run(mode, scenario_file, "--metrics-out", str(series)).exit_code == 0
-        exports.append(series.read_bytes())
+        path = folder / f"{mode}{option}"
+        assert run(mode, scenario_file, option, str(path)).exit_code == 0
+        out.append(path.read_bytes())
+    return out
+
+
+def test_both_modes_export_the_same_series(scenario_file, tmp_path):
+    exports = _written_in_both_modes(scenario_file, tmp_path, "--metrics-out")
     assert exports[0] == exports[1] and exports[0]
 
 
 def test_both_modes_log_the_same_decisions(scenario_file, tmp_path):
-    logs = []
-    for mode in MODES:
-        log = tmp_path / f"{mode}.jsonl"
-        assert run(mode, scenario_file, "--decisions", str(log)).exit_code == 0
-        logs.append(log.read_bytes())
+    logs = _written_in_both_modes(scenario_file, tmp_path, "--decisions")
     assert logs[0] == logs[1] and logs[0]
 
 
