@@ -46,10 +46,12 @@ class ModelDeployment(Strict):
     name: str = Field(
         description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B."
     )
-    precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
-    kv_precision: Precision | None = Field(
-        None, description="KV-cache precision; default = weights'."
-    )
+    precision: Precision = Field(Precision.BF16, description=(
+        "Weight precision: bf16, fp8, nvfp4 or mxfp4 (FP4 natively on Blackwell / MI355X, "
+        "weight-only elsewhere where the engine has the kernel; serving/precision_support.py)."))
+    kv_precision: Precision | None = Field(None, description=(
+        "KV-cache precision (bf16, fp8, nvfp4 on Blackwell); default = weights' (fp8 for FP4 "
+        "weights: no engine stores an MXFP4 KV cache)."))
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
     pp: int = Field(1, ge=1, le=16, description=(
         "Pipeline-parallel stages per replica; the pod holds tp x pp GPUs. 1 = no pipeline "
@@ -115,6 +117,21 @@ class EngineSettings(Strict):
             "recompute when it runs out) or `guaranteed_no_evict` (TensorRT-LLM's default "
             "capacity scheduler: admit only if the prompt and every output token still to come "
             "fit beside the running requests' reservations; never preempts)."))
+
+
+class PrefixAwareWeights(Strict):
+    """`router: prefix_aware`'s scorer weights, as llm-d's EndpointPickerConfig gives them to
+    its scorers (its well-lit inference-scheduling path: 3 / 2 / 2; serving/router.py)."""
+
+    prefix_cache: float = Field(3.0, ge=0, description=(
+        "Weight of the share of the prompt's blocks cached on the replica (prefix-cache-scorer)."))
+    queue: float = Field(2.0, ge=0, description=(
+        "Weight of the short-queue score, min-max over the replicas (queue-scorer)."))
+    kv_cache: float = Field(2.0, ge=0, description=(
+        "Weight of the free KV-cache share (kv-cache-utilization-scorer)."))
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return self.prefix_cache, self.queue, self.kv_cache
 
 
 class ColdStart(Strict):
@@ -336,9 +353,12 @@ class Scenario(Strict):
     router: Literal["least_outstanding", "round_robin", "prefix_aware"] = Field(
         "least_outstanding", description=(
             "How requests pick a ready replica: `least_outstanding` (fewest waiting + "
-            "running), `round_robin`, or `prefix_aware` (the replica holding the longest "
-            "cached prefix of the prompt, fewest outstanding as the tie break, as llm-d's "
-            "and Dynamo's KV-aware routers; docs/serving.md)."))
+            "running), `round_robin`, or `prefix_aware` (the best weighted score of cached "
+            "prefix share, queue and free KV cache, as llm-d's inference scheduler scores "
+            "endpoints; `prefix_aware_weights`; docs/serving.md)."))
+    prefix_aware_weights: PrefixAwareWeights = Field(
+        default_factory=PrefixAwareWeights, description=(
+            "Scorer weights of `router: prefix_aware` (llm-d's defaults 3 / 2 / 2)."))
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
     pod_annotations: dict[str, str] = Field(default_factory=dict, description=(

@@ -35,7 +35,7 @@ from gpuscale.serving.kv_transfer import KvTransfer
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import RequestTable
-from gpuscale.serving.router import ROUTERS
+from gpuscale.serving.router import make_router
 from gpuscale.serving.startup import Startups
 from gpuscale.sim.fleet import Fleet
 from gpuscale.sim.replica_setup import engine_config, replica_hardware
@@ -143,7 +143,8 @@ class _Run:
         group = scenario.pod_group  # the serving pods' KAI PodGroup, if the scenario has one
         return Fleet(name=name, hw=hw, engine_cfg=cfg, sim=self.sim, cluster=self.cluster,
                      table=self.table, cold_start_s=self.startups.cold_start_s,
-                     router=ROUTERS[scenario.router](), evicted_requests=scenario.evicted_requests,
+                     router=make_router(scenario.router, scenario.prefix_aware_weights.as_tuple()),
+                     evicted_requests=scenario.evicted_requests,
                      role=role, on_prefilled=on_prefilled, retry=retry,
                      pod_annotations=scenario.pod_annotations,
                      pod_group=None if group is None else group.spec(),
