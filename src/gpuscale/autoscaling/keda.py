@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from gpuscale.autoscaling.base import AutoscalerView, PolicySpec
 from gpuscale.autoscaling.behavior import Behavior
 from gpuscale.autoscaling.hpa import MetricQuery, promql_result, query_value
+from gpuscale.autoscaling.keda_cron import CronTrigger
 from gpuscale.promql import PromQLError, Scalar, StringValue, Vector
 from gpuscale.registry import lazy_build
 
@@ -143,6 +144,18 @@ def _null(value: float | None, ignore_null_values: bool, why: str) -> TriggerRea
     return TriggerReading(value, None, why)
 
 
+def _trigger_type(value: Any) -> str:
+    """A trigger's `type` (absent: prometheus), so a bad cron trigger is reported as a cron
+    trigger, not as a Prometheus one missing its query."""
+    kind = value.get("type", "prometheus") if isinstance(value, dict) else value.type
+    return kind if kind in ("prometheus", "cron") else "prometheus"
+
+
+# A trigger as the scenario writes it: Prometheus, or KEDA `cron` (keda_cron.py).
+TriggerSpec = Annotated[Annotated[PrometheusTrigger, Tag("prometheus")]
+                        | Annotated[CronTrigger, Tag("cron")], Discriminator(_trigger_type)]
+
+
 class FallbackParams(BaseModel):
     """`spec.fallback`: what the metrics server reports after repeated scaler errors."""
 
@@ -219,9 +232,10 @@ class KedaParams(BaseModel):
     idle_replica_count: int | None = Field(
         default=None, ge=0, description="idleReplicaCount; must be < min (docs: only 0 works)."
     )
-    triggers: tuple[PrometheusTrigger, ...] = Field(
-        min_length=1, description="Triggers: one HPA metric each (the HPA takes the largest "
-        "proposal), active if any is; or inputs of `advanced.scaling_modifiers`."
+    triggers: tuple[TriggerSpec, ...] = Field(
+        min_length=1, description="Prometheus and cron triggers: one HPA metric each (the HPA "
+        "takes the largest proposal), active if any is; or inputs of "
+        "`advanced.scaling_modifiers`."
     )
     advanced: Advanced = Field(default_factory=Advanced)
     fallback: FallbackParams | None = Field(
@@ -311,4 +325,5 @@ SPEC = PolicySpec(
         "KEDA ScaledObject: operator loop for 0<->1 plus a generated HPA for 1<->N; "
         "triggers, scalingModifiers formulas, fallback, pause annotations."
     ),
+    needs_context=True,  # cron triggers read the wall clock of the scenario's start_time
 )

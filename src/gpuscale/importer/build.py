@@ -101,6 +101,18 @@ def _metrics_labels(objects: list[Manifest], wl) -> tuple[dict, QueryContext]:
     return metrics, ctx
 
 
+def _queries(node: object) -> list[str]:
+    """Every PromQL query in the imported autoscaler section (a `query:` or `promql:` string;
+    the shorthand `{metric, ...}` reads an exporter's series, never a rule)."""
+    if isinstance(node, dict):
+        return [q for key, value in node.items()
+                for q in ([value] if key in ("query", "promql") and isinstance(value, str)
+                          else _queries(value))]
+    if isinstance(node, (list, tuple)):
+        return [q for item in node for q in _queries(item)]
+    return []
+
+
 def _bounds(autoscaler: dict) -> tuple[int, int]:
     if autoscaler["kind"] == "hpa":
         return autoscaler["min_replicas"], autoscaler["max_replicas"]
@@ -272,7 +284,8 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     workload.gpus_requested(wl, tp)
     metrics, ctx = _metrics_labels(objects, wl)
     autoscaler = _autoscaler(objects, wl, defaults, notes, ctx)
-    metrics["rule_groups"] = prometheus_rules.rule_groups(objects, ctx, notes)
+    read = prometheus_rules.rules_read(objects, prometheus_rules.names_read(_queries(autoscaler)))
+    metrics["rule_groups"] = prometheus_rules.rule_groups(objects, ctx, notes, read)
     metrics["extra_labels"] = ctx.extra_labels
     low, high = _bounds(autoscaler)
     initial = _initial_replicas(autoscaler, wl, low, high, notes)

@@ -7,11 +7,13 @@ generated from these models.
 from __future__ import annotations
 
 import difflib
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec, promql_queries
+from gpuscale.autoscaling.keda_cron import opens_within
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
 from gpuscale.metrics.exposition import known_series
@@ -281,6 +283,12 @@ class Strategy(Strict):
         "Karpenter settings or Karpenter vs Cluster Autoscaler on one workload."))
     scheduler: SchedulerSpec | None = Field(None, description=(
         "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
+    initial_replicas: int | None = Field(None, ge=0, description=(
+        "Replicas ready at t=0 for this strategy only (aggregated serving); None = the "
+        "scenario's. Lets each strategy of a comparison start from its own minimum, as it "
+        "would run in a cluster, instead of all from one warm fleet."))
+    ready_nodes: int | None = Field(None, ge=0, description=(
+        "Nodes ready at t=0 for this strategy only; None = the scenario's cluster.ready_nodes."))
 
     @model_validator(mode="after")
     def _one_shape(self) -> Strategy:
@@ -402,6 +410,25 @@ class Scenario(Strict):
         return self
 
     @model_validator(mode="after")
+    def _cron_windows_open(self) -> Scenario:
+        """A KEDA cron window that never opens while the traffic runs is a schedule meant for
+        other hours (a trace's wall clock starts at start_time): refused, not run silently."""
+        end = self.start_time + timedelta(seconds=self.duration_s)
+        for index, strategy in enumerate(self.strategies):
+            for role in ("autoscaler", "prefill", "decode"):
+                spec = getattr(strategy, role)
+                for j, trigger in enumerate(getattr(spec, "triggers", ()) or ()):
+                    if getattr(trigger, "type", "") == "cron" and not opens_within(
+                            trigger, self.start_time, end):
+                        raise ValueError(
+                            f"strategies[{index}].{role}.triggers[{j}]: cron window "
+                            f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) never "
+                            f"opens between {self.start_time.isoformat()} and "
+                            f"{end.isoformat()}, the traffic's wall-clock span (start_time + "
+                            "duration_s); fix the schedule or start_time")
+        return self
+
+    @model_validator(mode="after")
     def _pod_group_aggregated(self) -> Scenario:
         if self.pod_group is not None and self.disaggregation is not None:
             raise ValueError("pod_group applies to aggregated serving; with disaggregation "
@@ -415,6 +442,10 @@ class Scenario(Strict):
             if split:
                 raise ValueError(f"strategies {', '.join(split)} set prefill/decode autoscalers "
                                  "but the scenario has no `disaggregation`")
+        if self.disaggregation is not None and any(
+                s.initial_replicas is not None for s in self.strategies):
+            raise ValueError("a strategy's initial_replicas applies to aggregated serving; with "
+                             "disaggregation set disaggregation.<role>.initial_replicas")
         names = [s.name for s in self.strategies]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

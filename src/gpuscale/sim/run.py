@@ -177,7 +177,8 @@ class _Run:
         def context(role: str, fleet: Fleet) -> AutoscalerContext:
             return AutoscalerContext(role=role, hardware=fleet.hw, engine=fleet.engine_cfg,
                                      slo_ttft_s=scenario.slo.ttft_s,
-                                     slo_tpot_s=scenario.slo.tpot_s)
+                                     slo_tpot_s=scenario.slo.tpot_s,
+                                     start_time=scenario.start_time)
 
         if strategy.autoscaler is not None:
             # One autoscaler: its decision sets every pool, its metrics span every pool.
@@ -194,16 +195,22 @@ class _Run:
     # -- set-up -------------------------------------------------------------------------------
     def _initial_state(self) -> None:
         scenario = self.scenario
-        self.provider.adopt_ready_nodes(scenario.cluster.ready_nodes,
+        ready_nodes = (scenario.cluster.ready_nodes if self.strategy.ready_nodes is None
+                       else self.strategy.ready_nodes)
+        self.provider.adopt_ready_nodes(ready_nodes,
                                         get_instance_type(scenario.cluster.instance_type),
                                         scenario.cluster.capacity_type)
         # The warm floor: every node at t=0, adopted or the provider's own; it has the image.
         floor = list(self.cluster.nodes.values())
         self.startups.add_warm_nodes(node.name for node in floor)
         self.initial_node_count = len(floor)
+        self.initial_replicas = 0
         for role, fleet in self.fleets.items():
-            initial = (scenario.initial_replicas if role == "serve"
-                       else getattr(scenario.disaggregation, role).initial_replicas)
+            initial = (getattr(scenario.disaggregation, role).initial_replicas
+                       if role != "serve" else scenario.initial_replicas
+                       if self.strategy.initial_replicas is None
+                       else self.strategy.initial_replicas)
+            self.initial_replicas += initial
             fleet.scale_to(initial, 0.0)
             fleet.scale_events = 0
             fleet.markers.clear()
@@ -272,7 +279,8 @@ class _Run:
             name=self.strategy.name, scenario=scenario, sim=self.sim, table=self.table,
             store=self.scraper.store, fleets=self.fleets, cluster=self.cluster,
             provider=self.provider, scheduler=self.scheduler, startups=self.startups,
-            initial_node_count=self.initial_node_count, hw=self.hw, cfg=self.cfg,
+            initial_node_count=self.initial_node_count,
+            initial_replicas=self.initial_replicas, hw=self.hw, cfg=self.cfg,
             decisions=self.sim.decisions.records if self.sim.decisions else [],
             prometheus=self.prometheus))
 
