@@ -35,9 +35,11 @@ class ScenarioResult:
 def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None = None,
                       progress: ProgressFn | None = None,
                       clock: Callable[[], float] | None = None,
-                      decisions: bool = False) -> tuple[ScenarioResult, list[float]]:
+                      decisions: bool = False,
+                      export_series: bool = False) -> tuple[ScenarioResult, list[float]]:
     """Run the chosen strategies (all by default); `clock` (wall time) is only for `wall_s`;
-    `decisions` keeps each run's decision log (`RunResult.decisions`)."""
+    `decisions` keeps each run's decision log (`RunResult.decisions`); `export_series` each
+    run's every series (`RunResult.prometheus`)."""
     chosen = scenario.strategies
     if strategies:
         known = {s.name: s for s in scenario.strategies}
@@ -51,6 +53,7 @@ def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[st
     for index, strategy in enumerate(chosen):
         start = clock() if clock else 0.0
         callback = (lambda frac, i=index: progress(i, len(chosen), frac)) if progress else None
-        runs.append(run_strategy(scenario, strategy, requests, callback, decisions))
+        runs.append(run_strategy(scenario, strategy, requests, callback, decisions,
+                                 export_series))
         walls.append((clock() - start) if clock else 0.0)
     return ScenarioResult(scenario, runs), walls
