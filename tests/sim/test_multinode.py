@@ -130,3 +130,21 @@ def test_resolved_states_the_budget_one_attention_rank_was_configured_with():
     resolved = resolved_for(scenario, scenario.strategies[0])
     assert resolved["engine"]["max_num_batched_tokens"] == 2048
     assert (resolved["model"]["attention_dp"], resolved["model"]["nodes_per_replica"]) == (16, 2)
+
+
+def test_every_gpu_of_the_group_is_exported_as_dcgm_reports_it():
+    """DCGM's exporter runs on every node: the worker pod's 8 GPUs report as the leader's do
+    (the group runs each step together), so a GPU count or sum over DCGM series sees 16."""
+    from gpuscale.promql import labels as lbl
+    from gpuscale.sim.run import run_strategy
+
+    scenario = scenario_from_dict(_deepseek_on_h100())
+    run = run_strategy(scenario, scenario.strategies[0], scenario_requests(scenario, Path(".")),
+                       export_series=True)
+    for family in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"):
+        labels = run.prometheus.store.families[family].labels
+        gpus = {(lbl.get(ls, "Hostname"), lbl.get(ls, "gpu")) for ls in labels}
+        pods = {lbl.get(ls, "pod") for ls in labels}
+        assert len(gpus) == 16 and len(pods) == 2
+    phases = run.prometheus.store.families["kube_pod_status_phase"].labels
+    assert len({lbl.get(ls, "pod") for ls in phases}) == 2
