@@ -96,6 +96,7 @@ class RunUnit:
     base_dir: Path
     strategies: list[str] | None = None
     imported: dict | None = None
+    source: str = "<scenario>"  # the scenario's file, named by errors found at run time
 
 
 def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | None,
@@ -108,7 +109,7 @@ def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | 
     scenario = load_scenario(path)
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
-    return [RunUnit(scenario, path.parent, strategies)]
+    return [RunUnit(scenario, path.parent, strategies, source=str(path))]
 
 
 def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, force: bool,
@@ -266,10 +267,11 @@ def _run_unit(scenario: Scenario, unit: RunUnit, *, fmt: str, log: bool) -> tupl
         with bar:
             result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
                                               progress=progress, clock=time.perf_counter,
-                                              decisions=log)
+                                              decisions=log, source=unit.source)
     else:
         result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
-                                          clock=time.perf_counter, decisions=log)
+                                          clock=time.perf_counter, decisions=log,
+                                          source=unit.source)
     from gpuscale.importer.resolved import attach_resolved
 
-    return attach_resolved(result.to_json(walls), scenario), result
+    return attach_resolved(result.to_json(walls), result.scenario, result.clock_source), result
