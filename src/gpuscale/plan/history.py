@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 
 from gpuscale.errors import UserInputError
 from gpuscale.units import SECONDS_PER_DAY
+from gpuscale.workloads.base import Requests
+from gpuscale.workloads.replay import TraceWorkload
 
 MINUTE_S = 60.0
 
@@ -51,6 +54,20 @@ class History:
     check: Window
     check_is_other_trace: bool
     how: str  # one line: which windows and why
+
+
+def read_history(traffic: TraceWorkload, base_dir: Path, field: str,
+                 source: str | None = None) -> Requests:
+    """The trace as recorded (its windows are cut from it); a reader's error said at the
+    input's file and field (`traffic`, `check_traffic`) too."""
+    if traffic.repeat > 1 or traffic.max_requests is not None:
+        raise UserInputError("a trace planned as a history cannot use repeat or max_requests "
+                             "(its windows are cut from the trace as recorded); give the "
+                             "trace as it is", source=source, field=field)
+    try:
+        return traffic.generate(np.random.default_rng(0), base_dir)
+    except UserInputError as exc:
+        raise UserInputError(str(exc), source=source, field=field) from None
 
 
 def trace_end_s(arrival_s: np.ndarray) -> float:

@@ -6,6 +6,7 @@ hour extrapolated."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from gpuscale.plan.hardware import HardwareOption
@@ -23,11 +24,14 @@ from gpuscale.units import SECONDS_PER_DAY
 
 def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloInput,
                opt: HardwareOption, base_dir: Path, budget: SearchBudget, refusals: list,
-               source: str) -> Sized:
+               source: str, check_clock: datetime | None = None) -> Sized:
+    """`plan.start_time`: the traffic's second 0 on the wall clock, `check_clock`:
+    check_traffic's (plan/clock.py)."""
     scaler = scaler_choice(plan, w, opt, slo, refusals)
     setup = _setup(plan, opt, scaler, _max_replicas(plan, w, stats, opt), w, slo)
     runner = Runner(budget.workers, budget.backend, on_done=budget.tick)
-    search = TraceSearch(plan, w, stats, slo, opt, scaler, setup, base_dir, budget, runner)
+    search = TraceSearch(plan, w, stats, slo, opt, scaler, setup, base_dir, budget, runner,
+                         check_clock=check_clock)
     found = plan_trace(search, source)
     floor = (found.winner.floor if found.winner else found.always_on
              if found.always_on is not None else found.max_replicas)
