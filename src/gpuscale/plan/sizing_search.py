@@ -3,9 +3,11 @@
 `size_workload` runs `search.py` over the single-node hardware options and the scaler
 variants, rounds the winning floor up to whole nodes (they are billed whole anyway), finds the
 cheapest always-on fleet that meets the SLO (`fixed-best`), re-runs the winner on other seeds
-and a shifted trace window, and builds the replay scenario `plan --out` writes. Without
-simulation (or for a replica spanning nodes, which the simulator cannot place) the floor is
-the analytic estimate, said so in the decision.
+and a shifted trace window, and builds the replay scenario `plan --out` writes. When nothing
+up to the GPU limit meets the SLO, the analysis of plan/unreachable.py (the trace search's
+too) says what is reachable and what would reach it. Without simulation (or for a replica
+spanning nodes, which the simulator cannot place) the floor is the analytic estimate, said so
+in the decision.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, SloInput, TraceWorkload, WorkloadInput
 from gpuscale.plan.layers import consolidate_after_for
 from gpuscale.plan.model import CostEstimate, CronWindow, Decision, EvidenceRow, Role, WarmPool
+from gpuscale.plan.parallel import Runner
 from gpuscale.plan.scaler import ScalerChoice, scaler_choice, scaler_variants
 from gpuscale.plan.search import (
     HARDWARE_OPTIONS,
@@ -32,6 +35,7 @@ from gpuscale.plan.search import (
     search_floor,
 )
 from gpuscale.plan.sizing import KV_TARGET_FRAC, TrafficStats, engine_config_of, replicas_for
+from gpuscale.plan.unreachable import FleetTrials, analyse_fleets, labelled_runs
 from gpuscale.plan.warm_pool import (
     CandidateSetup,
     analytic_warm_pool,
@@ -119,25 +123,41 @@ def _floor_method(fs: FloorSearch | None, slo: SloInput, hi: int, max_candidates
     return how
 
 
-def _fixed_best(plan, w, stats, opt, setup, slo, base_dir, floor, budget) -> EvidenceRow | None:
-    """The cheapest always-on fleet that meets the SLO, on the same scenario as the plan."""
-    def evaluate(n: int) -> EvidenceRow:
-        budget.tick(f"fixed fleet {n}")
-        data = candidate_scenario_dict(plan, w, stats, setup, floor)
-        # from its own size, not the plan's floor (issue 27: a clean fixed fleet)
-        data["strategies"] = [
-            {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n},
-             "initial_replicas": n, "ready_nodes": math.ceil(n / setup.replicas_per_node)}
-        ]
-        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
-                                           math.ceil(n / setup.replicas_per_node))
-        row = simulate_candidate(data, base_dir, slo.ttft_p99_s, slo.goodput_frac)
-        return replace(row, min_replicas=n, config=f"{opt.label}, fixed {n}")
+def _fleet_trials(plan, w, stats, opt, setup, slo, base_dir, budget) -> FleetTrials:
+    """Always-on fleets on the plan's own scenario (a shape's burst, a trace's first window),
+    each from its own size, not the plan's floor (issue 27: a clean fixed fleet)."""
+    per_node = setup.replicas_per_node
 
-    hi = _gpu_limit_replicas(plan, opt) or SEARCH_CEILING_FACTOR * setup.max_replicas
-    start = replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s)
-    found, rows = search_min_replicas(evaluate, start, hi, plan.simulation.max_candidates)
-    return next((r for r in rows if r.min_replicas == found), None)
+    def strategy(n: int) -> dict:
+        return {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n},
+                "initial_replicas": n, "ready_nodes": math.ceil(n / per_node)}
+
+    def scenario(n: int) -> dict:
+        data = candidate_scenario_dict(plan, w, stats, setup, n)
+        data["strategies"] = [strategy(n)]
+        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], math.ceil(n / per_node))
+        return data
+
+    where = ("its burst" if not isinstance(w.traffic, TraceWorkload) else
+             f"the trace's first {format_duration(plan.simulation.trace_window_s)}")
+    runner = Runner(budget.workers, budget.backend, on_done=budget.tick)
+    return FleetTrials(plan, w, slo, opt, setup.tp, where, scenario, strategy,
+                       labelled_runs(runner, base_dir, slo.goodput_frac))
+
+
+def _fixed_best(t: FleetTrials, stats: TrafficStats, setup: CandidateSetup
+                ) -> tuple[EvidenceRow | None, list[EvidenceRow]]:
+    """The cheapest always-on fleet that meets the SLO, on the same scenario as the plan, and
+    every fleet tried."""
+    def evaluate(n: int) -> EvidenceRow:
+        label = f"{t.opt.label}, fixed {n}"
+        return replace(t.run([t.fixed_scenario(n)], [label], t.slo.ttft_p99_s)[0],
+                       min_replicas=n)
+
+    hi = _gpu_limit_replicas(t.plan, t.opt) or SEARCH_CEILING_FACTOR * setup.max_replicas
+    start = replicas_for(stats.mean_rate_per_s, t.opt.cap.requests_per_s)
+    found, rows = search_min_replicas(evaluate, start, hi, t.plan.simulation.max_candidates)
+    return next((r for r in rows if r.min_replicas == found), None), rows
 
 
 def replay_scenario(plan, w, stats, setup, scaler: ScalerChoice, floor: int,
@@ -187,11 +207,13 @@ def _recheck(plan, w, stats, setup, slo, base_dir, floor: int, budget) -> tuple[
 def _cost_fn(stats: TrafficStats, opt: HardwareOption, slo: SloInput, chosen: EvidenceRow | None,
              recheck: tuple[EvidenceRow, ...]) -> Callable[[list[Role]], CostEstimate]:
     def cost(roles: list[Role]) -> CostEstimate:
-        """Per day: the mean-rate fleet (never below the floor) in whole nodes, and the one
-        oracle (metrics/oracle.py) at the replica's sustained throughput on this mix."""
+        """Per day: the mean-rate fleet (never below the floor; an always-on fleet, min =
+        max, is itself) in whole nodes, and the one oracle (metrics/oracle.py) at the
+        replica's sustained throughput on this mix."""
         it, per_node = opt.it, _per_node(opt)
-        replicas = max(sum(r.min_replicas for r in roles),
-                       replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s))
+        replicas = sum(r.min_replicas for r in roles)
+        if any(r.max_replicas > r.min_replicas for r in roles):  # an always-on fleet is itself
+            replicas = max(replicas, replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s))
         nodes = math.ceil(replicas / per_node) if opt.one_node else \
             replicas * math.ceil(opt.gpus / it.num_gpus)
         gpu_hours = nodes * it.num_gpus * 24.0
@@ -297,8 +319,11 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     rounded = math.ceil(found / per_node) * per_node
     setup = _setup(plan, opt, scaler, max(max_repl, rounded), w, slo)
     recheck = _recheck(plan, w, stats, setup, slo, base_dir, rounded, budget) if win else ()
-    fixed = _fixed_best(plan, w, stats, opt, setup, slo, base_dir, rounded, budget)
+    trials = _fleet_trials(plan, w, stats, opt, setup, slo, base_dir, budget)
+    fixed, fixed_rows = _fixed_best(trials, stats, setup)
     evidence = evidence_with_reasons([t[-1] for t in tried], win, slo.ttft_p99_s, slo.goodput_frac)
+    if win is None and fixed is None:  # nothing up to the GPU limit meets the SLO
+        return _unreachable(trials, fixed_rows, evidence, stats, scaler, setup, refusals)
     chosen = fs.chosen if win else max(fs.rows, key=lambda r: r.min_replicas)
     if win and rounded != found:
         # the floor that ships is the rounded one: simulate it, so the evidence is what
@@ -350,7 +375,36 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     return sized
 
 
-def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Decision]:
+def _unreachable(t: FleetTrials, fixed_rows: list[EvidenceRow], evidence: tuple[EvidenceRow, ...],
+                 stats: TrafficStats, scaler: ScalerChoice, setup: CandidateSetup,
+                 refusals: list) -> Sized:
+    """No scaler floor and no always-on fleet up to the GPU limit met the SLO: the plan is the
+    cheapest always-on fleet within 0.1 point of what is reachable, and says what would reach
+    the SLO (plan/unreachable.py, the analysis the trace search makes too)."""
+    found = analyse_fleets(t, fixed_rows)
+    close = replace(found.cheapest_close, why="cheapest within 0.1 point of the reachable")
+    n = close.min_replicas
+    rows = [replace(r, why=missed(r, t.slo.ttft_p99_s, t.slo.goodput_frac)) for r in fixed_rows]
+    method = (f"the SLO is not reachable: no scaler floor and no always-on fleet up to "
+              f"{found.reachable.min_replicas} replicas met it on {t.where}; the best reached "
+              f"{found.reachable.slo_attainment:.2%}, and {n} replicas always on come within "
+              "0.1 point: the plan is that fleet (min = max)")
+    pool = WarmPool(n, True, method, evidence + tuple(rows) + (close,) + found.changes,
+                    analytic_warm_pool(stats, t.opt.cap.requests_per_s, scaler.reaction_s,
+                                       t.slo.ttft_p99_s))
+    shipped = replace(setup, max_replicas=n)
+    sized = Sized(t.opt, scaler, pool, n, [], _cost_fn(stats, t.opt, t.slo, close, ()),
+                  lambda floors: (floors, pool),
+                  replay_scenario(t.plan, t.w, stats, shipped, scaler, n, None))
+    sized.decisions += _scaler_decisions(t.w, sized, t.slo, unreachable=True) + [
+        found.decision(t.w)]
+    sized.notes.append(found.line)
+    refusals.append(found.refusal(t.w, t.slo))
+    return sized
+
+
+def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput,
+                      unreachable: bool = False) -> list[Decision]:
     s, pool, cap = sized.scaler, sized.pool, sized.option.cap
     subject = (f"{w.name}: aggregated floor (split into prefill and decode below)"
                if w.disaggregated else f"{w.name}: min replicas")
@@ -380,7 +434,7 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Dec
     if chosen is not None and chosen.slo_attainment < slo.goodput_frac:
         out.append(Decision("warm-pool", f"{w.name}: goodput", f"{chosen.slo_attainment:.1%} below "
                             f"the {slo.goodput_frac:.0%} target", "see the evidence"))
-    if pool.simulated and chosen is None and pool.evidence:
+    if pool.simulated and chosen is None and pool.evidence and not unreachable:
         last = max((r for r in pool.evidence if r.config.startswith(sized.option.label)),
                    key=lambda r: r.min_replicas, default=pool.evidence[-1])
         missed = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
-from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Refusal, Role, WarmPool
+from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Role, WarmPool
 from gpuscale.plan.parallel import Runner
 from gpuscale.plan.scaler import scaler_choice
 from gpuscale.plan.schedule import describe
@@ -58,13 +58,8 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
     sized.decisions += _decisions(w, found, floor, schedule, slo)
     if found.unreachable is not None:
         sized.notes.append(found.unreachable.line)
-        refusals.append(Refusal(
-            f"{w.name}: {slo.goodput_frac:.0%} within TTFT {slo.ttft_p99_s:g} s and ITL "
-            f"{slo.itl_p99_s:g} s", f"{floor} replicas always on, "
-            f"{found.unreachable.cheapest_close.slo_attainment:.2%} (the reachable "
-            f"{found.unreachable.reachable.slo_attainment:.2%} within 0.1 point)",
-            "no fleet up to the GPU limit meets the SLO (simulated); the evidence rows after "
-            "the always-on fleets are the changes that would reach it, each simulated"))
+        refusals.append(found.unreachable.refusal(w, slo))
+        sized.decisions.append(found.unreachable.decision(w))
     return sized
 
 
