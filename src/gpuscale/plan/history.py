@@ -140,6 +140,23 @@ def quietest_window(arrival_s: np.ndarray, within: Window, length_s: float) -> W
     return Window(start, start + width * MINUTE_S, "quietest stretch")
 
 
+def held_out_stretches(arrival_s: np.ndarray, fit_end_s: float, length_s: float
+                       ) -> list[Window]:
+    """Stretches of `length_s` after `fit_end_s` (traffic a plan fitted on [0, fit_end_s) never
+    saw): the history's last, and its busiest after the fit when that is another. None when
+    the history ends within a minute of the fit."""
+    span = trace_end_s(arrival_s)
+    if span - fit_end_s < MINUTE_S:
+        return []
+    rest = Window(fit_end_s, span, "held out")
+    last_start = max(fit_end_s, span - length_s)
+    out = [Window(last_start, min(span, last_start + length_s), "held-out last stretch")]
+    busy = busiest_window(arrival_s, rest, length_s)
+    if busy.start_s != last_start:
+        out.append(Window(busy.start_s, busy.end_s, "held-out busiest stretch"))
+    return out
+
+
 def smoothed_rates(arrival_s: np.ndarray, window: Window, smooth_s: float) -> np.ndarray:
     """Per minute of `window`: the mean arrival rate over the `smooth_s` around it (req/s).
     A minute is too noisy to size on and a half-hour mean hides the bursts a fleet must

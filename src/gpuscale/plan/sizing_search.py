@@ -2,12 +2,12 @@
 
 `size_workload` runs `search.py` over the single-node hardware options and the scaler
 variants, rounds the winning floor up to whole nodes (they are billed whole anyway), finds the
-cheapest always-on fleet that meets the SLO (`fixed-best`), re-runs the winner on other seeds
-and a shifted trace window, and builds the replay scenario `plan --out` writes. When nothing
-up to the GPU limit meets the SLO, the analysis of plan/unreachable.py (the trace search's
-too) says what is reachable and what would reach it. Without simulation (or for a replica
-spanning nodes, which the simulator cannot place) the floor is the analytic estimate, said so
-in the decision.
+cheapest always-on fleet that meets the SLO (`fixed-best`), re-runs what ships on traffic it
+was not chosen on (a shape's other seeds, a trace's held-out windows), and builds the replay
+scenario `plan --out` writes. When nothing up to the GPU limit meets the SLO, the analysis of
+plan/unreachable.py (the trace search's too) says what is reachable and what would reach it.
+Without simulation (or for a replica spanning nodes, which the simulator cannot place) the
+floor is the analytic estimate, said so in the decision.
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from gpuscale.metrics.oracle import oracle_gpu_hours_for, replica_sustained_rps
 from gpuscale.plan.hardware import HardwareOption
+from gpuscale.plan.history import held_out_stretches
 from gpuscale.plan.inputs import PlanInput, SloInput, TraceWorkload, WorkloadInput
 from gpuscale.plan.layers import consolidate_after_for
 from gpuscale.plan.model import CostEstimate, CronWindow, Decision, EvidenceRow, Role, WarmPool
@@ -188,19 +191,34 @@ def replay_scenario(plan, w, stats, setup, scaler: ScalerChoice, floor: int,
     return data
 
 
+def held_out_windows(traffic: TraceWorkload, base_dir: Path, fit_s: float
+                     ) -> list[tuple[str, float]]:
+    """(label, start in the trace's own seconds) of the stretches a plan fitted on the
+    trace's first `fit_s` seconds never saw (plan/history.py); none for a tiled trace."""
+    if traffic.repeat > 1:
+        return []
+    arrival = traffic.generate(np.random.default_rng(0), base_dir).arrival_s
+    return [(f"{w.label}, {format_duration(w.start_s)} in", w.start_s * traffic.rate_scale)
+            for w in held_out_stretches(arrival, fit_s, fit_s)]
+
+
 def _recheck(plan, w, stats, setup, slo, base_dir, floor: int, budget) -> tuple[EvidenceRow, ...]:
+    """Robust, not lucky: a shape on other seeds (each draws its traffic anew); a trace on its
+    held-out windows, other traffic (a seed replays the same requests, and an always-on
+    fleet then gives the same bytes: it would prove nothing)."""
+    if isinstance(w.traffic, TraceWorkload):
+        rows = []
+        for label, shift_s in held_out_windows(w.traffic, base_dir,
+                                               plan.simulation.trace_window_s):
+            budget.tick(f"re-check {label}")
+            rows.append(replace(_evaluator(plan, w, stats, setup, slo, base_dir,
+                                           window_shift_s=shift_s)(floor), config=label))
+        return tuple(rows)
     rows = []
     for k in range(1, RECHECK_SEEDS + 1):
         budget.tick(f"re-check seed +{k}")
         rows.append(replace(_evaluator(plan, w, stats, setup, slo, base_dir, seed_offset=k)(floor),
-                            config=f"seed {plan.simulation.seed + k}"))
-    window = plan.simulation.trace_window_s
-    if isinstance(w.traffic, TraceWorkload) and stats.trace_span_s > 1.25 * window:
-        shift = min(window / 2, stats.trace_span_s - window)
-        budget.tick("re-check shifted window")
-        rows.append(replace(_evaluator(plan, w, stats, setup, slo, base_dir,
-                                       window_shift_s=shift)(floor),
-                            config=f"trace window shifted by {format_duration(shift)}"))
+                            config=f"seed {plan.simulation.seed + k} (the shape drawn anew)"))
     return tuple(rows)
 
 
@@ -318,7 +336,6 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     found = fs.found if win and fs.found is not None else max(r.min_replicas for r in fs.rows)
     rounded = math.ceil(found / per_node) * per_node
     setup = _setup(plan, opt, scaler, max(max_repl, rounded), w, slo)
-    recheck = _recheck(plan, w, stats, setup, slo, base_dir, rounded, budget) if win else ()
     trials = _fleet_trials(plan, w, stats, opt, setup, slo, base_dir, budget)
     fixed, fixed_rows = _fixed_best(trials, stats, setup)
     evidence = evidence_with_reasons([t[-1] for t in tried], win, slo.ttft_p99_s, slo.goodput_frac)
@@ -342,17 +359,22 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     if fixed is not None:
         evidence += (replace(fixed, why="fixed-best: cheapest always-on fleet meeting the SLO"),)
     estimate = analytic_warm_pool(stats, opt.cap.requests_per_s, scaler.reaction_s, slo.ttft_p99_s)
-    method = _floor_method(win, slo, hi, plan.simulation.max_candidates, per_node, rounded)
-    always_on = win is not None and fixed is not None and chosen is not None \
-        and fixed.gpu_hours <= chosen.gpu_hours
+    method = _floor_method(win, slo, hi, plan.simulation.max_candidates, per_node, rounded) \
+        if win is not None or fixed is None else \
+        f"no scaler floor up to {hi} replicas met the SLO in the simulations tried"
+    always_on = fixed is not None and (win is None or (chosen is not None
+                                       and fixed.gpu_hours <= chosen.gpu_hours))
     if always_on:
         # issue 27: a plan costing more than the fixed fleet it lists as beaten is not a plan;
-        # the fleet is, called what it is (min = max) with the reason autoscaling lost
-        assert fixed is not None and chosen is not None
+        # the fleet is, called what it is (min = max) with the reason autoscaling lost. So is
+        # a fleet that meets the SLO where no scaler floor tried did.
+        assert fixed is not None
         method += (f"; an always-on fleet of {fixed.min_replicas} met the SLO at "
-                   f"{fixed.gpu_hours:.2f} GPU-h, no more than the scaler's "
-                   f"{chosen.gpu_hours:.2f}: the plan is that fleet (min = max), since the "
-                   "cold start leaves scaling nothing to save on this traffic")
+                   f"{fixed.gpu_hours:.2f} GPU-h, " + (
+                       f"no more than the scaler's {chosen.gpu_hours:.2f}: the plan is that "
+                       "fleet (min = max), since the cold start leaves scaling nothing to save "
+                       "on this traffic" if win is not None and chosen is not None else
+                       "where no scaler floor tried did: the plan is that fleet (min = max)"))
         # in whole nodes (billed whole either way), simulated as it ships: KEDA min = max
         rounded = max_repl = math.ceil(fixed.min_replicas / per_node) * per_node
         setup = replace(setup, max_replicas=rounded)
@@ -364,6 +386,9 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
             replace(r, why=f"meets the SLO; the always-on fleet of {rounded} costs no more")
             if r.why.startswith("winner") else
             r for r in evidence) + (chosen,)
+    # robust, not lucky: what ships (the scaler, or the always-on fleet) re-checked
+    recheck = _recheck(plan, w, stats, setup, slo, base_dir, rounded, budget) \
+        if win or always_on else ()
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
     pool = WarmPool(rounded, True, method, evidence, estimate, recheck)
@@ -454,8 +479,14 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput,
                 "warm-pool",
                 f"{w.name}: robustness",
                 f"worst SLO attainment {worst.slo_attainment:.1%} ({worst.config})",
-                "the winner re-run on other seeds"
-                + (" and a shifted trace window" if len(pool.recheck) > RECHECK_SEEDS else ""),
+                "the plan re-run on held-out windows of the trace (other traffic, not other "
+                "seeds: a trace replays the same requests whatever the seed)"
+                if isinstance(w.traffic, TraceWorkload) else
+                "the plan re-run on other seeds, each a new draw of the shape's traffic",
             )
         )
+    elif pool.simulated and isinstance(w.traffic, TraceWorkload) and not unreachable:
+        out.append(Decision("warm-pool", f"{w.name}: robustness", "not re-checked",
+                            "the trace is no longer than the window the plan was fitted on: "
+                            "nothing is held out (other seeds would replay the same requests)"))
     return out
