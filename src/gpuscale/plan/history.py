@@ -103,8 +103,17 @@ def split_history(arrival_s: np.ndarray, *, check_s: float | None, check_frac: f
             "fit on the rest; give a longer trace or check_traffic", source=source,
             field="traffic")
     cut = span - held
-    return History(span, Window(0.0, cut, "fit"), Window(cut, span, "check (held out)"), False,
-                   why)
+    fit, check = Window(0.0, cut, "fit"), Window(cut, span, "check (held out)")
+    for w, field, what in ((fit, "traffic", "fit the plan on"),
+                           (check, "simulation.check_s", "check the plan on")):
+        lo, hi = np.searchsorted(arrival_s, [w.start_s, w.end_s])
+        if hi == lo:
+            raise UserInputError(
+                f"the {w.label} window ({w.start_s:g}-{w.end_s:g} s of the history, {why}) "
+                f"holds no request: nothing to {what}; hold out another part "
+                "(simulation.check_s, check_frac) or give check_traffic", source=source,
+                field=field)
+    return History(span, fit, check, False, why)
 
 
 def minute_counts(arrival_s: np.ndarray, window: Window) -> np.ndarray:
