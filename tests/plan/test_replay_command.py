@@ -4,6 +4,7 @@ baseline the winner ..., contradicting plan.md")."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -68,16 +69,33 @@ def test_compares_verdict_names_the_strategy_plan_md_shows_cheapest_meeting_the_
     source = tmp_path / "input.yaml"
     source.write_text(yaml.safe_dump(history_input(Path(trace.name))))
     out = tmp_path / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out)])
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format",
+                                      "json"])
     assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
     rows = _table_rows((out / "plan.md").read_text())
     names = ["plan", "baseline-queue-depth", "fixed-best"]
     meeting = sorted((float(r[4]), names[i]) for i, r in enumerate(rows) if r[6] == "yes")
-    line = next(ln for ln in result.output.splitlines() if ln.startswith("replay with: "))
-    replay = CliRunner().invoke(cli, shlex.split(line.removeprefix("replay with: "))[1:])
+    scenario_file = out / "scenarios" / "chat.yaml"
+    command = scenario_file.read_text().splitlines()[0].split(": ", 1)[1]
+    replay = CliRunner().invoke(cli, shlex.split(command)[1:])
     assert replay.exit_code == 0, replay.output
     verdict = replay.output[replay.output.index("verdict: "):]
     if meeting:
         assert verdict.startswith(f"verdict: {meeting[0][1]} meets"), (verdict, rows)
     else:
         assert verdict.startswith("verdict: no strategy meets"), (verdict, rows)
+    # and the replay is what ships, each strategy from its own minimum: the baseline from 1
+    # replica with KEDA's and the HPA's defaults (not the plan's window), the plan's nodes a
+    # Karpenter NodePool as in the manifests (not a static pool)
+    strategies = {s["name"]: s for s in yaml.safe_load(scenario_file.read_text())["strategies"]}
+    base = strategies["baseline-queue-depth"]
+    assert base["initial_replicas"] == 1 and base["autoscaler"]["min_replica_count"] == 1
+    assert "advanced" not in base["autoscaler"]
+    assert strategies["plan"]["nodes"]["kind"] == "karpenter"
+    # max replicas come from the fleet measured on the busiest stretch, not the analytic
+    # capacity (off ~2x): at least that fleet plus one
+    busy = min(r["min_replicas"] for r in plan["warm_pools"]["chat"]["evidence"]
+               if r["config"].startswith("busiest stretch: always on") and r["meets_slo"])
+    assert plan["roles"][0]["max_replicas"] >= busy + 1 or \
+        plan["roles"][0]["min_replicas"] == plan["roles"][0]["max_replicas"]
