@@ -29,6 +29,11 @@ def seconds_of_day_utc(t: datetime) -> float:
     t = t.astimezone(timezone.utc)
     return t.hour * 3600.0 + t.minute * 60.0 + t.second + t.microsecond / 1e6
 
+
+def epoch_ms(instant: datetime) -> int:
+    """An aware datetime as Unix milliseconds (what Prometheus timestamps are)."""
+    return round(instant.timestamp() * 1000)
+
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
             "P": 1e15, "E": 1e18}

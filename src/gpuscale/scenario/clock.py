@@ -21,14 +21,22 @@ GIVEN, TRACE, DEFAULT = "start_time", "trace", "default"
 
 def on_trace_clock(scenario: Scenario, trace_start: datetime | None, *,
                    source: str = "<scenario>") -> tuple[Scenario, str]:
-    """(the scenario as it runs, which clock it runs on). A given start_time wins."""
+    """(the scenario as it runs, which clock it runs on). A given start_time wins. Its cron
+    windows are checked on that clock (again, for one checked at load: a command line's
+    --start-time is set past the schema)."""
+    timed, clock = _clocked(scenario, trace_start)
+    error = timed.closed_cron_window()
+    if error is not None:
+        if clock == TRACE:
+            error = error.replace("start_time + duration_s",
+                                  "the trace's first request + duration_s")
+        raise UserInputError(error, source=source)
+    return timed, clock
+
+
+def _clocked(scenario: Scenario, trace_start: datetime | None) -> tuple[Scenario, str]:
     if trace_start is not None and scenario.start_time == trace_start:
         return scenario, TRACE  # given as the trace's own (as the importer does)
     if not scenario.takes_trace_clock or trace_start is None:
         return scenario, GIVEN if "start_time" in scenario.model_fields_set else DEFAULT
-    timed = scenario.model_copy(update={"start_time": trace_start})
-    error = timed.closed_cron_window()
-    if error is not None:
-        raise UserInputError(error.replace("start_time + duration_s", "the trace's first "
-                                           "request + duration_s"), source=source)
-    return timed, TRACE
+    return scenario.model_copy(update={"start_time": trace_start}), TRACE

@@ -12,10 +12,12 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuscale.autoscaling import AutoscalerSpec
+from gpuscale.autoscaling import AutoscalerSpec, promql_queries
 from gpuscale.autoscaling.keda_cron import opens_within
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
+from gpuscale.metrics.exposition import known_series
+from gpuscale.metrics.prometheus_config import RuleGroup, unknown_metric
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
@@ -203,6 +205,23 @@ class Slo(Strict):
 class MetricsSettings(Strict):
     scrape_interval_s: float = Field(15.0, gt=0, description=(
         "Prometheus scrape interval; autoscalers see data this stale (15 s is a common default)."))
+    evaluation_interval_s: float = Field(60.0, gt=0, description=(
+        "Prometheus `evaluation_interval`: the tick of a rule group without its own interval "
+        "and the step of a subquery without one (Prometheus default 1m)."))
+    namespace: str = Field("default", description=(
+        "Kubernetes namespace of the serving pods: the `namespace` label of their series."))
+    served_model_name: str | None = Field(None, description=(
+        "The engine's served model name (vLLM `--served-model-name`): the `model_name` label; "
+        "None = the model's catalog name."))
+    deployment: str | None = Field(None, description=(
+        "Name of the serving Deployment (`deployment`/`job` labels, pod name prefix); None = "
+        "the model name, lower case."))
+    extra_labels: dict[str, dict[str, str]] = Field(default_factory=dict, description=(
+        "Labels added to the series of a metric, by sample name (e.g. a `service` label the "
+        "user's scrape configuration adds and their queries pin); the importer fills it."))
+    rule_groups: tuple[RuleGroup, ...] = Field((), description=(
+        "Recording rules (a PrometheusRule's `spec.groups`), evaluated at their group interval "
+        "and stored as series that queries read (docs/promql.md)."))
 
 
 class RoleSettings(Strict):
@@ -376,11 +395,21 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _known_metric_names(self) -> Scenario:
+        # PromQL may read any series the simulated cluster exposes or a rule records.
+        known = [*known_series(self.engine.kind),
+                 *(r.record for g in self.metrics.rule_groups for r in g.rules)]
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
                 spec = getattr(strategy, role)
                 if spec is not None:
                     _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+                    for query in promql_queries(spec):
+                        if (why := unknown_metric(query, known)) is not None:
+                            raise ValueError(f"strategies[{index}].{role}: {why}")
+        for group in self.metrics.rule_groups:
+            for rule in group.rules:
+                if (why := unknown_metric(rule.expr, known)) is not None:
+                    raise ValueError(f"metrics.rule_groups ({group.name}): {why}")
         return self
 
     @property

@@ -37,12 +37,13 @@ class ScenarioResult:
 def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None = None,
                       progress: ProgressFn | None = None,
                       clock: Callable[[], float] | None = None,
-                      decisions: bool = False, source: str = "<scenario>"
-                      ) -> tuple[ScenarioResult, list[float]]:
+                      decisions: bool = False, export_series: bool = False,
+                      source: str = "<scenario>") -> tuple[ScenarioResult, list[float]]:
     """Run the chosen strategies (all by default); `clock` (wall time) is only for `wall_s`;
-    `decisions` keeps each run's decision log (`RunResult.decisions`). Without its own
-    `start_time` a scenario runs on its trace's clock when the trace records one; `source`
-    names the scenario's file if its cron windows then never open."""
+    `decisions` keeps each run's decision log (`RunResult.decisions`); `export_series` each
+    run's every series (`RunResult.prometheus`). Without its own `start_time` a scenario runs
+    on its trace's clock when the trace records one; `source` names the scenario's file if
+    its cron windows then never open."""
     chosen = scenario.strategies
     if strategies:
         known = {s.name: s for s in scenario.strategies}
@@ -57,6 +58,7 @@ def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[st
     for index, strategy in enumerate(chosen):
         start = clock() if clock else 0.0
         callback = (lambda frac, i=index: progress(i, len(chosen), frac)) if progress else None
-        runs.append(run_strategy(scenario, strategy, requests, callback, decisions))
+        runs.append(run_strategy(scenario, strategy, requests, callback, decisions,
+                                 export_series))
         walls.append((clock() - start) if clock else 0.0)
     return ScenarioResult(scenario, runs, clock_source), walls
