@@ -85,3 +85,19 @@ def test_the_table_says_when_the_run_is_on_the_traces_clock(tmp_path):
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if ln.startswith("resolved "))
     assert "starts 2023-11-16T18:20:00+00:00 (trace)" in line
+
+
+def test_a_start_time_from_the_command_line_wins_and_is_checked(tmp_path):
+    path = _scenario(tmp_path, "30 18 * * *", "35 18 * * *")
+    # the window opens on the trace's clock; --start-time moves t = 0 to midnight, where it
+    # never opens: refused as the scenario's own start_time would be, not run silently
+    result = CliRunner().invoke(cli, ["simulate", str(path), "--start-time",
+                                      "2026-01-01T00:00:00Z"])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line and str(path) in line and "never opens" in line
+    moved = CliRunner().invoke(cli, ["simulate", str(path), "--start-time",
+                                     "2026-01-01T18:20:00Z", "--format", "json"])
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.output)["runs"][0]["resolved"]["start_time"]["source"] == \
+        "start_time"
