@@ -13,23 +13,13 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
+from .shape_input import shape_input
 from .trace_history import history_input, write_trace
 
 CATALOG = Path(__file__).resolve().parents[2] / "examples" / "my-cluster" / "catalog.yaml"
-USER_MODEL = {  # Qwen3-32B and g6e.12xlarge come from the example's catalog file
-    "name": "mine", "cluster": {"name": "prod", "instance_types": ["g6e.12xlarge"],
-                                "max_gpus": 16},
-    "slo": {"ttft_p99_s": 5.0, "itl_p99_s": 0.2, "goodput_frac": 0.95},
-    "simulation": {"max_candidates": 2, "quiet_before_burst_s": 120, "after_burst_s": 120},
-    "workloads": [{"name": "chat", "model": "Qwen3-32B", "precision": "bf16",
-                   "traffic": {"kind": "shape", "mean_rate_per_s": 0.5, "burst_factor": 2,
-                               "burst_duration_s": 120, "burst_period_s": 3600,
-                               "diurnal_swing_frac": 0.0,
-                               "prompt_tokens": {"kind": "lognormal", "median_tokens": 400,
-                                                 "p90_tokens": 900, "max_tokens": 2000},
-                               "output_tokens": {"kind": "lognormal", "median_tokens": 80,
-                                                 "p90_tokens": 200, "max_tokens": 400}}}],
-}
+# Qwen3-32B and g6e.12xlarge come from the example's catalog file
+USER_MODEL = shape_input("mine", ["g6e.12xlarge"], 16, (5.0, 0.2, 0.95), model="Qwen3-32B",
+                         rate_per_s=0.5, burst_s=120)
 
 
 def test_the_replay_line_names_the_catalog_and_the_plans_goodput(tmp_path):

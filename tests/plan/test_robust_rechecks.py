@@ -10,22 +10,12 @@ import numpy as np
 from gpuscale.plan import make_plan, plan_input_from_dict
 from gpuscale.plan.history import held_out_stretches
 
+from .shape_input import shape_input
 from .trace_history import history_input, write_trace
 
-SHAPE = {
-    "name": "fallback", "cluster": {"name": "prod", "instance_types": ["g6.2xlarge"],
-                                    "max_gpus": 16},
-    "slo": {"ttft_p99_s": 3.0, "itl_p99_s": 0.1, "goodput_frac": 0.99},
-    "simulation": {"max_candidates": 2, "quiet_before_burst_s": 300, "after_burst_s": 300},
-    "workloads": [{"name": "chat", "model": "Llama-3.1-8B", "precision": "bf16",
-                   "traffic": {"kind": "shape", "mean_rate_per_s": 8, "burst_factor": 1.0,
-                               "burst_duration_s": 300, "burst_period_s": 3600,
-                               "diurnal_swing_frac": 0.0,
-                               "prompt_tokens": {"kind": "lognormal", "median_tokens": 800,
-                                                 "p90_tokens": 2000, "max_tokens": 6000},
-                               "output_tokens": {"kind": "lognormal", "median_tokens": 150,
-                                                 "p90_tokens": 400, "max_tokens": 1000}}}],
-}
+SHAPE = shape_input("fallback", ["g6.2xlarge"], 16, (3.0, 0.1, 0.99), rate_per_s=8,
+                    burst_factor=1.0, burst_s=300, edges_s=300,
+                    lengths=((800, 2000, 6000), (150, 400, 1000)))
 
 
 def test_held_out_stretches_lie_after_the_fit_and_find_the_busy_one():

@@ -11,21 +11,11 @@ from click.testing import CliRunner
 from gpuscale.cli import cli
 from gpuscale.plan.unreachable import CLOSE_FRAC
 
-INPUT = {
-    "name": "tight", "cluster": {"name": "prod", "instance_types": ["g6.2xlarge", "g6e.2xlarge"],
-                                 "max_gpus": 3},
-    # 22 ms a token: an L40S at BF16 decodes this 8B model's bursts at ~24 ms, an L4 slower
-    "slo": {"ttft_p99_s": 3.0, "itl_p99_s": 0.022, "goodput_frac": 0.99},
-    "simulation": {"max_candidates": 4, "quiet_before_burst_s": 120, "after_burst_s": 120},
-    "workloads": [{"name": "chat", "model": "Llama-3.1-8B", "precision": "bf16",
-                   "traffic": {"kind": "shape", "mean_rate_per_s": 1.0, "burst_factor": 2,
-                               "burst_duration_s": 180, "burst_period_s": 3600,
-                               "diurnal_swing_frac": 0.3,
-                               "prompt_tokens": {"kind": "lognormal", "median_tokens": 400,
-                                                 "p90_tokens": 900, "max_tokens": 2000},
-                               "output_tokens": {"kind": "lognormal", "median_tokens": 80,
-                                                 "p90_tokens": 200, "max_tokens": 400}}}],
-}
+from .shape_input import shape_input
+
+# 22 ms a token: an L40S at BF16 decodes this 8B model's bursts at ~24 ms, an L4 slower
+INPUT = shape_input("tight", ["g6.2xlarge", "g6e.2xlarge"], 3, (3.0, 0.022, 0.99),
+                    swing=0.3, max_candidates=4)
 
 
 @pytest.fixture(scope="module")
