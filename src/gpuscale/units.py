@@ -24,6 +24,12 @@ def wall_clock(start_time: datetime, t_s: float) -> datetime:
     return start_time + timedelta(seconds=t_s)
 
 
+def seconds_of_day_utc(t: datetime) -> float:
+    """Seconds past 00:00 UTC of the instant `t`."""
+    t = t.astimezone(timezone.utc)
+    return t.hour * 3600.0 + t.minute * 60.0 + t.second + t.microsecond / 1e6
+
+
 def epoch_ms(instant: datetime) -> int:
     """An aware datetime as Unix milliseconds (what Prometheus timestamps are)."""
     return round(instant.timestamp() * 1000)

@@ -103,6 +103,7 @@ class RunUnit:
     base_dir: Path
     strategies: list[str] | None = None
     imported: dict | None = None
+    source: str = "<scenario>"  # the scenario's file, named by errors found at run time
 
 
 def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | None,
@@ -115,7 +116,7 @@ def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | 
 
     path = scenario_file_argument(scenario_file, trace, emit)
     scenario = overridden(load_scenario(path), seed=seed, start_time=start_time)
-    return [RunUnit(scenario, path.parent, strategies)]
+    return [RunUnit(scenario, path.parent, strategies, source=str(path))]
 
 
 def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, force: bool,
@@ -284,11 +285,12 @@ def _run_unit(scenario: Scenario, unit: RunUnit, *, fmt: str, log: bool,
         with bar:
             result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
                                               progress=progress, clock=time.perf_counter,
-                                              decisions=log, export_series=export)
+                                              decisions=log, export_series=export,
+                                              source=unit.source)
     else:
         result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
                                           clock=time.perf_counter, decisions=log,
-                                          export_series=export)
+                                          export_series=export, source=unit.source)
     from gpuscale.importer.resolved import attach_resolved
 
-    return attach_resolved(result.to_json(walls), scenario), result
+    return attach_resolved(result.to_json(walls), result.scenario, result.clock_source), result

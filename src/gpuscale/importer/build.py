@@ -155,7 +155,7 @@ def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
                      "NodePools provision the serving nodes")
 
 
-def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
+def _trace(path: Path, defaults: list[str]) -> tuple[dict, float, dict]:
     if str(path) == "-":
         raise UserInputError("a trace is read from a file, not stdin (the scenario refers to "
                              "it by path; --manifests - reads stdin); save it and give the path",
@@ -167,7 +167,11 @@ def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
     duration_s = max(1.0, math.ceil(requests.span_s) + 1.0)
     defaults.append(f"workload: {fmt} trace {path.name}, {len(requests)} requests over "
                     f"{duration_s:g} s; drain 600 s")
-    return {"kind": "trace", "format": fmt, "path": str(path.resolve())}, duration_s
+    clock: dict = {}
+    if requests.start_time is not None:  # the cron triggers read the trace's own wall clock
+        clock["start_time"] = requests.start_time.isoformat()
+        defaults.append(f"start_time: {clock['start_time']}, the trace's first request")
+    return {"kind": "trace", "format": fmt, "path": str(path.resolve())}, duration_s, clock
 
 
 def _cluster_and_nodes(objects, wl, tp: int, initial: int, max_replicas: int,
@@ -297,7 +301,7 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
                                         model["name"], defaults, notes, cold_start)
     _disruption_objects(objects, wl, tp, nodes, notes)
     scheduler, group = _scheduler(objects, wl, high, notes)
-    workload_spec, duration_s = _trace(trace, defaults)
+    workload_spec, duration_s, clock = _trace(trace, defaults)
     engine = workload.engine_section(wl, defaults)
     workload.kv_cache_utilization(wl, engine, model, get_instance_type(
         cluster["instance_type"]).gpu_spec.memory_gib)
@@ -305,6 +309,7 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
         "name": name or wl.obj.name or DEFAULT_NAME,
         "description": f"imported from {', '.join(inputs)} with trace {trace}",
         "duration_s": duration_s,
+        **clock,
         "model": model,
         "engine": engine,
         "cold_start": cold_start,

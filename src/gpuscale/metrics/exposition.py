@@ -166,7 +166,20 @@ KUBE_STATE = {
                                "The allocatable for different resources of a node."),
     "node_condition": Family("kube_node_status_condition", "gauge",
                              "The condition of a cluster node."),
+    # kube-state-metrics docs/metrics/workload/horizontalpodautoscaler-metrics.md; labels
+    # namespace and horizontalpodautoscaler (KEDA's HPA is keda-hpa-<ScaledObject>).
+    "hpa_min": Family("kube_horizontalpodautoscaler_spec_min_replicas", "gauge",
+                      "Lower limit for the number of pods that can be set by the autoscaler, "
+                      "default 1."),
+    "hpa_max": Family("kube_horizontalpodautoscaler_spec_max_replicas", "gauge",
+                      "Upper limit for the number of pods that can be set by the autoscaler; "
+                      "cannot be smaller than MinReplicas."),
+    "hpa_current": Family("kube_horizontalpodautoscaler_status_current_replicas", "gauge",
+                          "Current number of replicas of pods managed by this autoscaler."),
+    "hpa_desired": Family("kube_horizontalpodautoscaler_status_desired_replicas", "gauge",
+                          "Desired number of replicas of pods managed by this autoscaler."),
 }
+HPA_FAMILIES = ("hpa_min", "hpa_max", "hpa_current", "hpa_desired")
 POD_PHASES = ("Failed", "Pending", "Running", "Succeeded", "Unknown")
 
 GATEWAY = {
@@ -226,6 +239,7 @@ _LABELS = {
     "pod_phase": _KSM | {"pod", "phase"}, "pod_ready": _KSM | {"pod", "condition"},
     "node_allocatable": _KSM | {"node", "resource", "unit"},
     "node_condition": _KSM | {"node", "condition", "status"},
+    **{q: _KSM | {"horizontalpodautoscaler"} for q in HPA_FAMILIES},
     "gpu_util": frozenset({"gpu", "UUID", "device", "modelName", "Hostname", "namespace", "pod",
                            "container", "job", "instance"}),
     "flow_queue": _EPP | {"inference_pool", "model_name", "target_model_name", "fairness_id",

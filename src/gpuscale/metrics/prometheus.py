@@ -101,6 +101,7 @@ class SimulatedPrometheus:
         self._seen: set[int] = set()
         self._nodes_seen: dict[str, str] = {}  # node -> NodePool, every node ever seen
         self._keda: dict[tuple[str, int], tuple[str, float, bool]] = {}
+        self._hpas: dict[str, tuple[int, int, int, int]] = {}  # name -> min, max, cur, desired
         self._batch: dict[str, tuple[list[int], list[float]]] = {}
         self._sids: dict[tuple, int] = {}
         self._arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -115,6 +116,11 @@ class SimulatedPrometheus:
     def wants_keda(self) -> bool:
         """Whether KEDA's own metrics are collected (the operator's polls publish them)."""
         return "metrics_value" in self.families or "active" in self.families
+
+    @property
+    def wants_hpa(self) -> bool:
+        """Whether kube-state-metrics' HorizontalPodAutoscaler series are collected."""
+        return any(q in self.families for q in ex.HPA_FAMILIES)
 
     @property
     def records_events(self) -> bool:
@@ -140,6 +146,7 @@ class SimulatedPrometheus:
         self._counters = {k: v for k, v in self._counters.items() if k in self._seen}
         self._nodes(cluster)
         self._keda_gauges()
+        self._hpa_gauges()
         for name, (sids, values) in self._batch.items():
             self.store.families[name].append(t_ms, np.array(sids, dtype=np.int32),
                                              np.array(values))
@@ -383,6 +390,23 @@ class SimulatedPrometheus:
             if "active" in self.families:
                 self._emit(self.families["active"].name, (scaled_object, index), labels,
                            float(active))
+
+
+    # -- kube-state-metrics' HorizontalPodAutoscaler series -----------------------------------
+    def publish_hpa(self, name: str, min_replicas: int, max_replicas: int, current: int,
+                    desired: int) -> None:
+        """An HPA sync's spec and status (kube-state-metrics reads the object: the spec's
+        bounds, status.currentReplicas and the last status.desiredReplicas), exposed until the
+        next sync."""
+        self._hpas[name] = (min_replicas, max_replicas, current, desired)
+
+    def _hpa_gauges(self) -> None:
+        for name, values in sorted(self._hpas.items()):
+            labels = self._ksm(horizontalpodautoscaler=name)
+            for quantity, value in zip(ex.HPA_FAMILIES, values, strict=True):
+                if quantity in self.families:
+                    self._emit(self.families[quantity].name, ("hpa", name), labels,
+                               float(value))
 
 
 def _pool_saturation(serving: list[dict[str, float]]) -> float:

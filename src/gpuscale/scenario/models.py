@@ -367,7 +367,10 @@ class Scenario(Strict):
         DEFAULT_START_TIME, description=(
             "Wall-clock time of simulated t=0 (RFC 3339 with an offset, e.g. "
             "2026-01-01T00:00:00Z): what time-of-day schedules (KEDA cron triggers) and "
-            "exported sample timestamps read. A trace's arrival 0 is this instant."))
+            "exported sample timestamps read. A trace's arrival 0 is this instant. Not given: "
+            "a trace's own first request where the trace records wall-clock time (Azure's "
+            "TIMESTAMP, BurstGPT's seconds from midnight), else 2026-01-01T00:00:00Z; "
+            "`resolved.start_time` of each run says which."))
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(
         600.0, ge=0, description="Extra time after duration_s for in-flight work."
@@ -444,10 +447,16 @@ class Scenario(Strict):
                     raise ValueError(f"disaggregation.{role}: {error}")
         return self
 
-    @model_validator(mode="after")
-    def _cron_windows_open(self) -> Scenario:
-        """A KEDA cron window that never opens while the traffic runs is a schedule meant for
-        other hours (a trace's wall clock starts at start_time): refused, not run silently."""
+    @property
+    def takes_trace_clock(self) -> bool:
+        """No `start_time` given and the trace records its own wall clock: t = 0 is the
+        trace's first request, known once the trace is read (scenario/clock.py)."""
+        return "start_time" not in self.model_fields_set and bool(
+            getattr(self.workload, "records_wall_clock", False))
+
+    def closed_cron_window(self) -> str | None:
+        """What is wrong when a KEDA cron window never opens while the traffic runs (a
+        schedule meant for other hours), else None."""
         end = self.start_time + timedelta(seconds=self.duration_s)
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
@@ -455,12 +464,19 @@ class Scenario(Strict):
                 for j, trigger in enumerate(getattr(spec, "triggers", ()) or ()):
                     if getattr(trigger, "type", "") == "cron" and not opens_within(
                             trigger, self.start_time, end):
-                        raise ValueError(
-                            f"strategies[{index}].{role}.triggers[{j}]: cron window "
-                            f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) never "
-                            f"opens between {self.start_time.isoformat()} and "
-                            f"{end.isoformat()}, the traffic's wall-clock span (start_time + "
-                            "duration_s); fix the schedule or start_time")
+                        return (f"strategies[{index}].{role}.triggers[{j}]: cron window "
+                                f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) "
+                                f"never opens between {self.start_time.isoformat()} and "
+                                f"{end.isoformat()}, the traffic's wall-clock span (start_time "
+                                "+ duration_s); fix the schedule or start_time")
+        return None
+
+    @model_validator(mode="after")
+    def _cron_windows_open(self) -> Scenario:
+        """Refused, not run silently; a run on a trace's own clock is checked once the trace
+        is read (scenario/clock.py), since its start is not known before."""
+        if not self.takes_trace_clock and (error := self.closed_cron_window()) is not None:
+            raise ValueError(error)
         return self
 
     @model_validator(mode="after")
