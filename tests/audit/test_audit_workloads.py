@@ -100,3 +100,41 @@ def test_audit_cluster_without_client(monkeypatch):
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     result = CliRunner().invoke(cli, ["audit", "--cluster"])
     assert result.exit_code == 2 and "gpuscale[cluster]" in result.output
+
+
+_LWS_GROUP = """
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: wide-ep}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          command: [sh, -c, "exec vllm serve --data-parallel-size 16 --enable-expert-parallel"]
+          readinessProbe: {httpGet: {path: /health, port: 8000}}
+          resources: {limits: {nvidia.com/gpu: 8}}
+    workerTemplate:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          command: [sh, -c, "exec vllm serve --data-parallel-size 16 WORKER_FLAGS"]
+          resources: {limits: {nvidia.com/gpu: 8}}
+"""
+
+
+def test_a_headless_group_worker_needs_no_readiness_probe():
+    """GPU050 flagged the headless DP-rank workers of a wide-EP group (they serve no HTTP, the
+    Service reaches the leader); a worker that serves without a probe still fires."""
+    def gpu050(worker_flags: str) -> list:
+        objects = parse_text(_LWS_GROUP.replace("WORKER_FLAGS", worker_flags), "lws.yaml")
+        return [f for f in audit_objects(objects) if f.rule_id == "GPU050"]
+
+    assert gpu050("--headless --data-parallel-start-rank $((LWS_WORKER_INDEX * 8))") == []
+    fired = gpu050("--port 8000")
+    assert [f.yaml_path for f in fired] == ["spec.leaderWorkerTemplate.workerTemplate.spec."
+                                            "containers[0]"]

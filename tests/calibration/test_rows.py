@@ -17,7 +17,8 @@ from gpuscale.calibration import rows
 from gpuscale.cli import cli
 
 PASSING_ROWS = ["rows_a1_a3", "row_a4", "row_a10", "row_a11", "row_a13",
-                "row_a15", "row_a16", "row_a17", "row_a18", "row_s1", "row_v6"]
+                "row_a15", "row_a16", "row_a17", "row_a18", "row_s1", "row_v6", "row_m1",
+                "row_m2", "row_e1", "row_e2"]
 
 
 @pytest.mark.parametrize("name", PASSING_ROWS)

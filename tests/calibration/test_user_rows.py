@@ -153,3 +153,123 @@ def test_absurd_rows_are_refused_in_one_line(tmp_path, old, new, field, expected
     assert out.exit_code == 2, out.output
     assert f"{field}: " in out.output and expected in out.output, out.output
     assert len(out.output.strip().splitlines()) == 1
+
+
+EP_ROW = """
+rows:
+  - id: ep-decode
+    gpu: H100-SXM
+    model: DeepSeek-V3
+    weights: fp8
+    kv_cache: bf16
+    engine: {kind: sglang, max_num_seqs: 64, max_num_batched_tokens: 64}
+    disaggregated:
+      measured_phase: decode
+      prefill: {tp: 16, nodes: 2, ep: 16, dp_attention: true}
+      decode: {tp: 16, nodes: 2, ep: 16, dp_attention: true}
+    workload:
+      kind: offline
+      requests: 400
+      prompt_tokens: {kind: fixed, value: 1000}
+      output_tokens: {kind: fixed, value: 20}
+    checks:
+      - {statistic: output_tokens_per_s, measured: 1000, tolerance: 10}
+"""
+
+
+def _ep_row(**edits: str):
+    text = EP_ROW
+    for old, new in edits.items():
+        text = text.replace(old, new)
+    return parse_rows(text, "ep.yaml")
+
+
+def test_a_decode_phase_row_runs_its_pool_with_kv_already_there():
+    """Decode generates all but the first token (it came with the KV); every request is
+    admitted straight into decode: no prefill, TTFT 0."""
+    (row,) = _ep_row()
+    got = run_row(row)
+    assert got["ttft_mean_s"] == 0.0
+    tokens_per_request = got["output_tokens_per_s"] / got["requests_per_s"]
+    assert tokens_per_request == pytest.approx(19.0)
+
+
+def test_a_prefill_phase_row_counts_prefills_and_refuses_decode_statistics():
+    (row,) = _ep_row(**{"measured_phase: decode": "measured_phase: prefill",
+                        "output_tokens_per_s, measured: 1000": "requests_per_s, measured: 10"})
+    got = run_row(row)
+    assert got["requests_per_s"] > 0 and got["ttft_mean_s"] > 0
+    with pytest.raises(UserInputError, match="prefill phase reports requests_per_s"):
+        _ep_row(**{"measured_phase: decode": "measured_phase: prefill"})
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("model: DeepSeek-V3", "model: Llama-3.1-70B", "apply to MoE models"),
+    ("decode: {tp: 16, nodes: 2, ep: 16", "decode: {tp: 16, nodes: 2, ep: 12",
+     "ep=12 must divide tp=16"),
+    ("decode: {tp: 16, nodes: 2, ep: 16, dp_attention: true}",
+     "decode: {tp: 16, nodes: 2, ep: 16, dp: 4}", r"dp \(attention DP ranks\) needs"),
+])
+def test_expert_parallel_fields_are_checked(old, new, message):
+    with pytest.raises(UserInputError, match=message):
+        _ep_row(**{old: new})
+
+
+def test_a_replica_spanning_nodes_needs_whole_nodes_and_the_rows_gpu():
+    (row,) = _ep_row(**{"decode: {tp: 16, nodes: 2": "decode: {tp: 16, nodes: 3"})
+    with pytest.raises(UserInputError, match="16 GPUs do not split over 3 nodes"):
+        run_row(row)
+    with pytest.raises(UserInputError, match="holds GB200, not H100-SXM"):
+        _ep_row(**{"gpu: H100-SXM": "gpu: H100-SXM\n    instance_type: p6e-gb200.36xlarge"})
+
+
+# Where the two halves of issue 28 meet in the row format: a disaggregated (EP) row with the
+# dense half's statistics, `per` and whole-prompt refusal.
+
+def test_a_phase_accepts_the_medians_and_input_throughput_of_its_own_side():
+    (prefill,) = _ep_row(**{"measured_phase: decode": "measured_phase: prefill",
+                            "output_tokens_per_s, measured: 1000":
+                            "input_tokens_per_s, measured: 10"})
+    assert run_row(prefill)["input_tokens_per_s"] > 0
+    (decode,) = _ep_row(**{"output_tokens_per_s, measured: 1000": "itl_p50_s, measured: 0.05"})
+    assert run_row(decode)["itl_p50_s"] > 0
+    with pytest.raises(UserInputError, match="decode phase reports"):
+        _ep_row(**{"output_tokens_per_s, measured: 1000": "ttft_p50_s, measured: 0.05"})
+
+
+def test_per_counts_the_measured_pool():
+    """The system a disaggregated row measures is its measured pool: 16 GPUs over 2 nodes of
+    8 here, where the row's own (unused) tp is 1."""
+    (row,) = _ep_row(**{"decode: {tp: 16, nodes: 2": "decode: {tp: 16, nodes: 2, replicas: 3"})
+    assert (row.units("replica"), row.units("gpu"), row.units("node")) == (3, 48, 6)
+
+
+def test_per_node_counts_the_nodes_a_replica_is_said_to_span():
+    """16 GPUs over 4 nodes are 4 nodes, not the two 8-GPU nodes the default assumes."""
+    (row,) = _ep_row(**{"decode: {tp: 16, nodes: 2": "decode: {tp: 16, nodes: 4, replicas: 3"})
+    assert (row.node_gpus(), row.units("node")) == (4, 12)
+
+
+def test_gpus_per_node_defaults_to_the_instance_types_and_may_not_contradict_it():
+    (row,) = _ep_row(**{"gpu: H100-SXM": "gpu: GB200\n    instance_type: p6e-gb200.36xlarge",
+                        "weights: fp8": "weights: fp8\n    gpus_per_node: 4"})
+    assert row.node_gpus() == 4 and row.units("node") == 4
+    (row,) = _ep_row(**{"gpu: H100-SXM": "gpu: GB200\n    instance_type: p6e-gb200.36xlarge"})
+    assert row.node_gpus() == 4
+    with pytest.raises(UserInputError, match="gpus_per_node 8 contradicts instance_type"):
+        _ep_row(**{"gpu: H100-SXM": "gpu: GB200\n    instance_type: p6e-gb200.36xlarge",
+                   "weights: fp8": "weights: fp8\n    gpus_per_node: 8"})
+
+
+def test_a_decode_pool_is_not_refused_for_prompts_longer_than_its_budget():
+    """Whole-prompt batching refuses a prompt longer than the budget because it never runs;
+    a decode pool never runs prompts (they arrive prefilled), so its rows replay."""
+    whole = {"max_num_batched_tokens: 64}": "max_num_batched_tokens: 64,\n"
+             "             batching: prefill_first}"}
+    (decode,) = _ep_row(**whole)
+    assert run_row(decode)["output_tokens_per_s"] > 0
+    (prefill,) = _ep_row(**whole, **{"measured_phase: decode": "measured_phase: prefill",
+                                     "output_tokens_per_s, measured: 1000":
+                                     "requests_per_s, measured: 10"})
+    with pytest.raises(UserInputError, match="1000-token prompt is longer than"):
+        run_row(prefill)

@@ -3,6 +3,8 @@ scenario's engine section and profile, and the refusals (unknown engine command,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpuscale.importer import sglang_args, trtllm_args
@@ -116,3 +118,28 @@ def test_trtllm_model_after_unknown_flags_is_not_a_flag_value():
         "trtllm-serve", "--backend", "pytorch", "--gpus_per_node", "8", "--trust_remote_code",
         "Qwen/Qwen3-32B", "--tp_size", "2"]})
     assert args.get("model") == "Qwen/Qwen3-32B" and args.get("tp") == 2
+
+
+LWS = Path(__file__).resolve().parent / "lws"
+
+
+@pytest.mark.parametrize(("bundle", "expected"), [
+    ("vllm_deepseek.yaml", {"tp": 16, "ep": 16, "dp_attention": True, "dp": 16,
+                            "redundant_experts": 32, "eplb": True}),
+    ("sglang_deepseek.yaml", {"tp": 16, "ep": 16, "dp_attention": True, "dp": 16,
+                              "two_batch_overlap": True}),
+])
+def test_a_leaderworkerset_group_is_one_replica_across_nodes(bundle, expected, tmp_path):
+    """vLLM's DP x TP ranks with --enable-expert-parallel, SGLang's --tp/--dp/--ep with DP
+    attention: one replica of 16 GPUs over a group of two 8-GPU pods (it was refused)."""
+    from gpuscale.importer.build import import_manifests
+    from gpuscale.sim.replica_setup import replica_hardware
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0.0,500,50\n1.0,500,50\n")
+    imported = import_manifests([str(LWS / bundle)], trace)
+    model = imported.scenario.model
+    assert {k: getattr(model, k) for k in expected} == expected
+    assert model.name == "DeepSeek-V3" and imported.scenario.cluster.instance_type == "p5.48xlarge"
+    assert replica_hardware(imported.scenario).layout.nodes == 2
+    assert any("LeaderWorkerSet group of 2 pods" in note for note in imported.notes)

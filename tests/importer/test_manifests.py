@@ -116,10 +116,11 @@ def test_statefulset_and_leaderworkerset_are_read(tmp_path):
                "size": 1, "workerTemplate": deployment["spec"]["template"]}}}
     docs = without(docs, "StatefulSet") + [lws]
     assert imported(tmp_path / "lws", docs).scenario.model.name == "Qwen3-32B"
+    # A group of 2 pods of 4 GPUs for an engine of 4 GPUs: refused (it ran as one pod); an
+    # engine of 8 GPUs over the two pods is one replica across nodes (tests/importer/lws).
     lws["spec"]["leaderWorkerTemplate"]["size"] = 2
-    refused(
-        tmp_path / "lws2", docs, "group of 2 pods per replica", "spec.leaderWorkerTemplate.size"
-    )
+    refused(tmp_path / "lws2", docs, "group of 2 pods requests 8 GPUs (4 each)",
+            "parallelism uses 4")
 
 
 def test_engine_arguments_are_read_in_both_spellings_and_from_env(tmp_path):

@@ -54,7 +54,8 @@ def test_example_simulates_and_says_what_it_simulated():
         (a, b) for a in resolved for b in resolved[a] if isinstance(resolved[a], dict)
     } >= RESOLVED_KEYS
     assert resolved["model"] == {"name": "Qwen3-32B", "tp": 4, "precision": "bf16",
-                                 "kv_precision": "bf16"}
+                                 "kv_precision": "bf16", "ep": 1, "attention_dp": 1,
+                                 "nodes_per_replica": 1}
     assert resolved["autoscaler"] == {"kind": "keda", "min_replicas": 1, "max_replicas": 4}
     assert resolved["nodes"]["kind"] == "karpenter"
     assert resolved["nodes"]["consolidation_policy"] == "WhenEmpty"

@@ -81,7 +81,8 @@ def test_bundle_simulates_with_what_its_manifests_say(bundle, trace):
     resolved = json.loads(result.output)["runs"][0]["resolved"]
     model, tp, precision, kv, kind, low, high, itype, nodes, policy = EXPECTED[bundle]
     assert resolved["model"] == {"name": model, "tp": tp, "precision": precision,
-                                 "kv_precision": kv}
+                                 "kv_precision": kv, "ep": 1, "attention_dp": 1,
+                                 "nodes_per_replica": 1}
     assert resolved["autoscaler"] == {"kind": kind, "min_replicas": low, "max_replicas": high}
     assert resolved["gpu"]["instance_type"] == itype
     assert (resolved["nodes"]["kind"], resolved["nodes"]["consolidation_policy"]) == (

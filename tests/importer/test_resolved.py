@@ -37,7 +37,8 @@ def test_values_come_from_each_strategy():
     assert second["nodes"]["consolidation_policy"] == "WhenEmpty"
     assert first["autoscaler"] == {"kind": "keda", "min_replicas": 2, "max_replicas": 16}
     assert first["model"] == {"name": "Llama-3.1-8B", "tp": 1, "precision": "bf16",
-                              "kv_precision": "bf16"}
+                              "kv_precision": "bf16", "ep": 1, "attention_dp": 1,
+                              "nodes_per_replica": 1}
     assert first["gpu"]["calibrated"] is False  # L40S factors are assumed (gpus.yaml)
 
 

@@ -56,12 +56,15 @@ def test_json_format_is_the_plan_as_data():
     )
     data = json.loads(result.output)
     assert data["name"] == "shared-h100"
-    # 3 requested traps + the replica spanning two nodes, which no simulation can verify
-    assert len(data["refusals"]) == 4 and {r["workload"] for r in data["roles"]} == {
+    # the 3 requested traps; the 405B replica spanning two nodes is planned (and simulated
+    # without --no-simulate) like any other, no longer refused as unverifiable
+    assert len(data["refusals"]) == 3 and {r["workload"] for r in data["roles"]} == {
         "assistant",
         "frontier",
     }
-    assert any("spanning 2 nodes" in r["requested"] for r in data["refusals"])
+    assert not any("spanning" in r["requested"] for r in data["refusals"])
+    frontier = next(r for r in data["roles"] if r["workload"] == "frontier")
+    assert (frontier["pods_per_replica"], frontier["gpus_per_pod"], frontier["pp"]) == (2, 8, 2)
 
 
 def test_refusal_plan_has_no_manifests(tmp_path):

@@ -1,9 +1,13 @@
 """Every generated manifest validates against its real CRD schema (../shared/schemas) or, for
 Kubernetes core kinds without a CRD (Deployment, Service, PDB, HPA, ConfigMap) and the
-LeaderWorkerSet (its CRD is over the shared folder's size limit), against minimal JSON
-schemas written here from the Kubernetes API field definitions (required fields and types of
-the parts we emit). CEL rules (x-kubernetes-validations) are not evaluated by jsonschema; the
-EC2NodeClass ones the renderer could break are checked by hand below."""
+LeaderWorkerSet, against minimal JSON schemas written here from the Kubernetes API and LWS
+field definitions (required fields and types of the parts we emit). The LeaderWorkerSets also
+validate against the real LWS CRD where ../shared/schemas holds it
+(leaderworkerset.x-k8s.io_leaderworkersets.yaml, kubernetes-sigs/lws config/crd/bases; the
+tests skip, saying so, where it does not), and their group structure (leader and worker
+templates, size, restart policy, the Service on the leader) is checked here either way. CEL
+rules (x-kubernetes-validations) are not evaluated by jsonschema; the EC2NodeClass ones the
+renderer could break are checked by hand below."""
 
 from functools import cache
 
@@ -82,6 +86,9 @@ CORE_SCHEMAS = {
             },
         }
     ),
+    # kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go: size defaults to 1
+    # (we always state it), restartPolicy and startupPolicy are these enums, the leader template
+    # is optional (the worker template then serves as the leader's too).
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): _obj(
         {
             "type": "object",
@@ -91,10 +98,11 @@ CORE_SCHEMAS = {
                 "startupPolicy": {"enum": ["LeaderCreated", "LeaderReady"]},
                 "leaderWorkerTemplate": {
                     "type": "object",
-                    "required": ["workerTemplate"],
+                    "required": ["size", "workerTemplate"],
                     "properties": {
                         "size": {"type": "integer", "minimum": 1},
                         "restartPolicy": {"enum": ["RecreateGroupOnPodRestart", "None"]},
+                        "leaderTemplate": _POD_TEMPLATE,
                         "workerTemplate": _POD_TEMPLATE,
                     },
                 },
@@ -147,7 +155,11 @@ def crd_schema(filename: str) -> dict:
     return version["schema"]["openAPIV3Schema"]
 
 
+LWS_CRD = "leaderworkerset.x-k8s.io_leaderworkersets.yaml"  # under ../shared/schemas
+
+
 OBJECTS = list(all_objects())
+LWS_OBJECTS = [(e, f, o) for e, f, o in OBJECTS if o["kind"] == "LeaderWorkerSet"]
 
 
 def test_the_examples_render_every_kind_the_plan_promises():
@@ -171,6 +183,56 @@ def test_manifest_validates(example, file, obj):
     # Validator(...).validate, not jsonschema.validate: the latter first checks the CRD against
     # the metaschema, and one upstream pattern, "^(?i)(abort|warn)?$", is not a Python regex.
     jsonschema.Draft7Validator(schema).validate(obj)
+
+
+@pytest.mark.parametrize("example,file,obj", LWS_OBJECTS,
+                         ids=[f"{e}/{o['metadata']['name']}" for e, _, o in LWS_OBJECTS])
+def test_leaderworkerset_validates_against_the_real_crd(example, file, obj):
+    jsonschema.Draft7Validator(crd_schema(LWS_CRD)).validate(obj)
+
+
+def _broken_groups(lws: dict):
+    """Copies of `lws` with a size that is no integer, or an unknown restart policy."""
+    for field, value in (("size", "two"), ("restartPolicy", "RestartAlways")):
+        bad = yaml.safe_load(yaml.safe_dump(lws))
+        bad["spec"]["leaderWorkerTemplate"][field] = value
+        yield bad
+
+
+def test_the_structural_lws_schema_rejects_a_broken_group():
+    """Not vacuous: the schema the LeaderWorkerSets always meet refuses a broken group."""
+    _, _, lws = LWS_OBJECTS[0]
+    schema = CORE_SCHEMAS[("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")]
+    for bad in _broken_groups(lws):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.Draft7Validator(schema).validate(bad)
+
+
+def test_the_real_lws_crd_rejects_a_broken_group():
+    """Likewise the real CRD, where present (it leaves the pod templates to the API server and
+    the size's range to LWS's webhook)."""
+    _, _, lws = LWS_OBJECTS[0]
+    for bad in _broken_groups(lws):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.Draft7Validator(crd_schema(LWS_CRD)).validate(bad)
+
+
+@pytest.mark.parametrize("example,file,obj", LWS_OBJECTS,
+                         ids=[f"{e}/{o['metadata']['name']}" for e, _, o in LWS_OBJECTS])
+def test_leaderworkerset_is_one_replica_across_nodes(example, file, obj):
+    """A group of `size` pods that fail and restart together: a leader that serves (the
+    Service selects it, LWS labels it worker-index 0) and workers of the same GPUs."""
+    template = obj["spec"]["leaderWorkerTemplate"]
+    assert template["size"] >= 2  # one pod would be a Deployment
+    assert template["restartPolicy"] == "RecreateGroupOnPodRestart"
+    leader = template["leaderTemplate"]["spec"]["containers"][0]
+    worker = template["workerTemplate"]["spec"]["containers"][0]
+    assert leader["resources"]["limits"]["nvidia.com/gpu"] == \
+        worker["resources"]["limits"]["nvidia.com/gpu"]
+    assert "readinessProbe" in leader
+    (service,) = [o for f, o in ((f, o) for _, f, o in OBJECTS if o["kind"] == "Service")
+                  if f == file and o["metadata"]["name"] == obj["metadata"]["name"]]
+    assert service["spec"]["selector"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
 
 
 def test_a_broken_nodepool_fails_validation():

@@ -398,6 +398,10 @@ def _shipped(prefix: str) -> Callable[[], list[CheckResult]]:
 # closed-loop concurrency on 2 x H100), S1 (SGLang v0.3.0 offline), V6 (vLLM 0.6.0 offline on
 # the same setups as S1).
 row_a11 = _shipped("A11")
+row_m1 = _shipped("M1")  # Mixtral 8x7B FP8, TensorRT-LLM v0.17 perf overview
+row_m2 = _shipped("M2")  # Mixtral 8x7B, vLLM CI latency test
+row_e1 = _shipped("E1")  # wide-EP DeepSeek-V3 on 96 H100s (LMSYS), prefill and decode
+row_e2 = _shipped("E2")  # wide-EP DeepSeek decode on a GB200 NVL72 (LMSYS)
 row_p1 = _shipped("P1")
 row_p2 = _shipped("P2")
 row_s1 = _shipped("S1")
@@ -479,7 +483,7 @@ ROWS: dict[str, Callable[[], list[CheckResult]]] = {
     "A1-A3": rows_a1_a3, "A4": row_a4, "A5": row_a5, "A6-A7": rows_a6_a7, "A8": row_a8,
     "A10": row_a10, "A11": row_a11, "A13": row_a13, "A15": row_a15, "A16": row_a16,
     "A17": row_a17, "A18": row_a18, "P1": row_p1, "P2": row_p2, "S1": row_s1, "V6": row_v6,
-    "M51": row_m51, "V9": row_v9,
+    "M51": row_m51, "V9": row_v9, "M1": row_m1, "M2": row_m2, "E1": row_e1, "E2": row_e2,
 }
 
 

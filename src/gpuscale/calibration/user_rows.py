@@ -15,10 +15,11 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpuscale.catalog import get_gpu, get_model
+from gpuscale.catalog import get_gpu, get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
 from gpuscale.inputs import load_yaml, parse_yaml
+from gpuscale.scenario.parallelism import ExpertParallelism
 from gpuscale.serving.bench import (
     STATISTICS,
     replay,
@@ -32,11 +33,13 @@ from gpuscale.serving.engines import (
     vllm_release,
     with_engine,
 )
+from gpuscale.serving.expert_parallel import ParallelLayout, default_network_gb_s
 from gpuscale.serving.frontend import FRONTENDS, Frontend
-from gpuscale.serving.kv_cache import num_kv_blocks
+from gpuscale.serving.kv_cache import num_kv_blocks, weights_per_gpu_bytes
 from gpuscale.serving.performance import ReplicaHardware, step_token_budget
 from gpuscale.serving.precision_support import default_kv_precision, precision_error
 from gpuscale.serving.replica import EngineConfig
+from gpuscale.sim.replica_setup import parallel_layout, per_rank_host
 from gpuscale.units import GIB
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.distributions import FixedTokens, TokenDistribution
@@ -139,7 +142,36 @@ class RowCheck(_Strict):
         return self
 
 
-class UserRow(_Strict):
+class RowPool(ExpertParallelism):
+    """One pool of a disaggregated deployment (its replicas' GPUs, EP and engine limits)."""
+
+    tp: int = Field(1, ge=1, description="GPUs per replica of this pool.")
+    nodes: int | None = Field(None, ge=1, description="Nodes one replica spans.")
+    replicas: int = Field(1, ge=1, description="Replicas of this pool.")
+    max_num_seqs: int | None = Field(None, ge=1, description="Per attention rank; None = "
+                                     "the row engine's.")
+    max_num_batched_tokens: int | None = Field(None, ge=16, description="Per rank, likewise.")
+
+
+class RowDisaggregated(_Strict):
+    """Prefill and decode pools, and which one the published figure measured (the other taken
+    as unlimited, as LMSYS's and DeepSeek's per-phase figures are measured)."""
+
+    prefill: RowPool
+    decode: RowPool
+    measured_phase: Literal["prefill", "decode"] = Field(description=(
+        "prefill: the prefill pool's rate (requests_per_s = prompts prefilled per second, "
+        "ttft_*: prefill time); decode: the decode pool's, each request arriving with its KV "
+        "and first token (output_tokens_per_s counts the tokens decode generates)."))
+
+
+PHASE_STATISTICS = {"prefill": ("requests_per_s", "input_tokens_per_s", "ttft_mean_s",
+                                "ttft_p50_s", "ttft_p99_s"),
+                    "decode": ("output_tokens_per_s", "tpot_mean_s", "tpot_p50_s", "tpot_p99_s",
+                               "itl_mean_s", "itl_p50_s", "requests_per_s")}
+
+
+class UserRow(ExpertParallelism):
     id: str = Field(min_length=1)  # the table's and the JSON's key: an empty one named nothing
     source: str = ""
     gpu: str
@@ -148,23 +180,49 @@ class UserRow(_Strict):
     kv_cache: Precision | None = None
     tp: int = Field(1, ge=1)
     pp: int = Field(1, ge=1)
+    nodes: int | None = Field(None, ge=1, description=(
+        "Nodes one replica spans (its GPUs split evenly over them); None = 1, or the "
+        "instance type's count."))
+    instance_type: str | None = Field(None, description=(
+        "Catalog instance type the replica runs on: GPUs per node, NVLink domain (GB200 "
+        "NVL72: 72 over nodes of 4), inter-node network. None = nodes of tp x pp / nodes GPUs, "
+        "one NVLink domain each, the GPU's default network (aiconfigurator)."))
     replicas: int = Field(1, ge=1)
     router: Literal["least_outstanding", "round_robin"] | None = None
     # What stands between the benchmark client and the engine (serving/frontend.py); None =
     # an OpenAI API server for online workloads, none for offline ones.
     frontend: Literal["none", "api_server", "nvidia_mlperf_harness"] | None = None
     gpus_per_node: int | None = Field(None, ge=1, description=(
-        "GPUs per node, for checks `per: node`; None = 8."))
+        "GPUs per node, for checks `per: node`; None = the instance type's, else a replica's "
+        "GPUs over its `nodes`, else 8."))
     engine: RowEngine
     workload: RowWorkload
+    disaggregated: RowDisaggregated | None = None
     checks: list[RowCheck] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _known(self) -> UserRow:
         known_name(get_gpu, self.gpu)
         known_name(get_model, self.model)
-        if error := get_model(self.model).tp_error(self.tp):
-            raise ValueError(error)
+        if self.instance_type is not None:
+            known_name(get_instance_type, self.instance_type)
+            instance = get_instance_type(self.instance_type)
+            if instance.gpu != self.gpu:
+                raise ValueError(f"instance_type {self.instance_type} holds "
+                                 f"{instance.gpu}, not {self.gpu}")
+            if self.gpus_per_node not in (None, instance.num_gpus):
+                raise ValueError(f"gpus_per_node {self.gpus_per_node} contradicts instance_type "
+                                 f"{self.instance_type}'s {instance.num_gpus}; give one")
+        for pool, tp, par in self.pools():
+            where = f"disaggregated.{pool}: " if pool else ""
+            if error := par.parallelism_error(get_model(self.model), tp):
+                raise ValueError(where + error)
+        if self.disaggregated is not None:
+            allowed = PHASE_STATISTICS[self.disaggregated.measured_phase]
+            wrong = [c.statistic for c in self.checks if c.statistic not in allowed]
+            if wrong:
+                raise ValueError(f"the {self.disaggregated.measured_phase} phase reports "
+                                 f"{', '.join(allowed)}, not {', '.join(wrong)}")
         # Fixed lengths past the context window: no server takes such a request (a prompt of
         # 1e12 tokens was capped to 10M and replayed, a FAIL that measured nothing).
         prompt, output = self.workload.prompt_tokens, self.workload.output_tokens
@@ -184,15 +242,42 @@ class UserRow(_Strict):
         return FRONTENDS[name]
 
     def units(self, per: str) -> int:
-        """How many of `per` the row's system holds (its replicas, nodes or GPUs)."""
-        gpus = self.replicas * self.tp * self.pp
+        """How many of `per` the row's system holds (its replicas, nodes or GPUs); a
+        disaggregated row's system is its measured pool."""
+        replicas, replica_gpus, _ = self._measured_replicas()
         if per == "replica":
-            return self.replicas
+            return replicas
         if per == "gpu":
-            return gpus
+            return replicas * replica_gpus
         if per == "node":
-            return -(-gpus // (self.gpus_per_node or DEFAULT_GPUS_PER_NODE))
+            return -(-replicas * replica_gpus // self.node_gpus())
         return 1
+
+    def _measured_replicas(self) -> tuple[int, int, int | None]:
+        """(replicas, GPUs per replica, nodes per replica as given) of the measured system."""
+        if self.disaggregated is not None:
+            pool = getattr(self.disaggregated, self.disaggregated.measured_phase)
+            return pool.replicas, pool.tp, pool.nodes
+        return self.replicas, self.tp * self.pp, self.nodes
+
+    def node_gpus(self) -> int:
+        """GPUs per node: the row's `gpus_per_node`, else its instance type's, else a replica
+        over the `nodes` it spans (its GPUs split evenly), else 8."""
+        if self.gpus_per_node is not None:
+            return self.gpus_per_node
+        if self.instance_type is not None:
+            return get_instance_type(self.instance_type).num_gpus
+        _, replica_gpus, nodes = self._measured_replicas()
+        if nodes is not None:
+            return max(1, replica_gpus // nodes)
+        return DEFAULT_GPUS_PER_NODE
+
+    def pools(self) -> list[tuple[str, int, ExpertParallelism]]:
+        """("" , tp, layout) of an aggregated row, else each pool's."""
+        if self.disaggregated is None:
+            return [("", self.tp, self)]
+        return [(name, pool.tp, pool) for name, pool in (("prefill", self.disaggregated.prefill),
+                                                          ("decode", self.disaggregated.decode))]
 
 
 class RowsFile(_Strict):
@@ -223,18 +308,44 @@ def builtin_rows() -> list[UserRow]:
     return parse_rows(text, "gpuscale/calibration/rows.yaml")
 
 
-def row_hardware(row: UserRow) -> ReplicaHardware:
+def _layout(row: UserRow, par: ExpertParallelism, tp: int, gpus: int,
+            nodes: int | None) -> ParallelLayout:
+    if row.instance_type is not None:
+        layout = parallel_layout(par, get_instance_type(row.instance_type), tp, gpus)
+        if nodes is not None and nodes != layout.nodes:
+            raise UserInputError(f"row {row.id}: {gpus} GPUs span {layout.nodes} "
+                                 f"{row.instance_type} nodes, not {nodes}", field="nodes")
+        return layout
+    nodes = nodes or 1
+    if gpus % nodes:
+        raise UserInputError(f"row {row.id}: {gpus} GPUs do not split over {nodes} nodes",
+                             field="nodes")
+    return ParallelLayout(ep=par.ep, attention_dp=par.attention_ranks(tp), nodes=nodes,
+                          nvlink_domain_gpus=gpus // nodes,
+                          network_gb_s_per_gpu=default_network_gb_s(row.gpu),
+                          redundant_experts=par.redundant_experts, eplb=par.eplb,
+                          two_batch_overlap=par.two_batch_overlap)
+
+
+def row_hardware(row: UserRow, pool: str = "") -> ReplicaHardware:
     """`tp` GPUs per stage, `pp` stages: the replica holds tp x pp GPUs (memory, KV pool) and
     runs the pipeline path of the step model (micro-batches, bubbles, stage-to-stage sends),
-    as scenarios' `model.pp` does (sim/run.py)."""
+    as scenarios' `model.pp` does (sim/run.py). A disaggregated row's `pool` replica has its
+    own GPUs and expert parallelism (no pipeline)."""
+    if pool:
+        assert row.disaggregated is not None
+        spec = getattr(row.disaggregated, pool)
+        tp, pp, par, nodes = spec.tp, 1, spec, spec.nodes
+    else:
+        tp, pp, par, nodes = row.tp, row.pp, row, row.nodes
     hw = ReplicaHardware(get_gpu(row.gpu), get_model(row.model), row.weights,
-                         row.kv_cache or default_kv_precision(row.weights), row.tp * row.pp,
-                         pp=row.pp)
+                         row.kv_cache or default_kv_precision(row.weights), tp * pp, pp=pp,
+                         layout=_layout(row, par, tp, tp * pp, nodes))
     profile = get_engine_profile(profile_name(row.engine.kind, row.engine.version))
     # Only a harness that streams on the engine's own loop costs the step anything
     # (serving/frontend.py); an API server's costs are the client's (`statistics`).
-    return with_engine(hw, profile, cuda_graphs=row.engine.cuda_graphs,
-                       stream_seq_s=row.frontend_spec().stream_seq_s)
+    return per_rank_host(with_engine(hw, profile, cuda_graphs=row.engine.cuda_graphs,
+                                     stream_seq_s=row.frontend_spec().stream_seq_s))
 
 
 def _kv_blocks(row: UserRow, hw: ReplicaHardware) -> int:
@@ -244,7 +355,7 @@ def _kv_blocks(row: UserRow, hw: ReplicaHardware) -> int:
         return eng.kv_cache_tokens // BLOCK_TOKENS
     util = eng.gpu_memory_utilization
     if eng.kv_cache_free_fraction is not None:  # TensorRT-LLM: a share of what is left
-        fixed = min(hw.gpu.memory_bytes, hw.model.weight_bytes(hw.weight_precision) / hw.tp
+        fixed = min(hw.gpu.memory_bytes, weights_per_gpu_bytes(hw)
                     + (ACTIVATION_RESERVE_GIB + NON_TORCH_GIB) * GIB)
         util = (fixed + eng.kv_cache_free_fraction * (hw.gpu.memory_bytes - fixed)) \
             / hw.gpu.memory_bytes
@@ -253,14 +364,14 @@ def _kv_blocks(row: UserRow, hw: ReplicaHardware) -> int:
                          non_torch_gib=NON_TORCH_GIB)
 
 
-def _refuse_unsplittable_prompts(row: UserRow, batching: str, prompts: np.ndarray) -> None:
+def _refuse_unsplittable_prompts(row: UserRow, batching: str, budget: int,
+                                 prompts: np.ndarray) -> None:
     """Whole-prompt batching never splits a prompt, so one longer than the token budget never
     runs: vLLM without chunked prefill refuses to start when max_num_batched_tokens is below
     max_model_len (SchedulerConfig._verify_args), and TensorRT-LLM without chunked context
     rejects the request (its max input length is min(max_seq_len - 1, max_num_tokens),
     trtGptModel.h; LlmRequest::validate; the PyTorch flow's "should not exceed
     max_num_tokens" in llmapi/llm.py). A row so set up measured nothing; refuse it."""
-    budget = row.engine.max_num_batched_tokens
     if batching != "chunked" and len(prompts) and int(prompts.max()) > budget:
         raise UserInputError(
             f"row {row.id}: a {int(prompts.max())}-token prompt is longer than "
@@ -270,21 +381,32 @@ def _refuse_unsplittable_prompts(row: UserRow, batching: str, prompts: np.ndarra
             "enable_chunked_context) or a budget of at least the longest prompt")
 
 
-def run_row(row: UserRow) -> dict[str, float]:
-    """Replay the row's workload; returns every statistic of `serving.bench.STATISTICS`."""
-    hw = row_hardware(row)
+def _engine_config(row: UserRow, hw: ReplicaHardware, pool: str) -> EngineConfig:
+    """The row engine's limits, per attention rank (the pool's own where it gives them)."""
     eng = row.engine
     profile = get_engine_profile(profile_name(eng.kind, eng.version))
-    batching = eng.batching or profile.batching
     blocks = _kv_blocks(row, hw)
     if blocks == 0:
-        raise UserInputError(f"row {row.id}: {row.model} does not fit {row.tp * row.pp} x "
+        raise UserInputError(f"row {row.id}: {row.model} does not fit {hw.tp} x "
                              f"{row.gpu} at gpu_memory_utilization {eng.gpu_memory_utilization}")
-    # A budget per pipeline micro-batch (serving/pipeline.py); pp = 1: the budget.
-    cfg = EngineConfig(eng.max_num_seqs, step_token_budget(eng.max_num_batched_tokens, row.pp),
-                       BLOCK_TOKENS, blocks,
-                       eng.max_model_len or 10**6, 1e9, batching=batching,
-                       admission=eng.admission or profile.admission)
+    spec = getattr(row.disaggregated, pool) if pool else None
+    seqs = (spec.max_num_seqs if spec else None) or eng.max_num_seqs
+    budget = (spec.max_num_batched_tokens if spec else None) or eng.max_num_batched_tokens
+    ranks = hw.layout.attention_dp
+    # Each rank's budget per pipeline micro-batch (serving/pipeline.py); pp = 1: the budget.
+    return EngineConfig(ranks * seqs, ranks * step_token_budget(budget, hw.pp), BLOCK_TOKENS,
+                        blocks, eng.max_model_len or 10**6, 1e9,
+                        batching=eng.batching or profile.batching,
+                        admission=eng.admission or profile.admission)
+
+
+def run_row(row: UserRow) -> dict[str, float]:
+    """Replay the row's workload; returns every statistic of `serving.bench.STATISTICS`. A
+    disaggregated row replays its measured phase's pool alone."""
+    pool = row.disaggregated.measured_phase if row.disaggregated is not None else ""
+    hw = row_hardware(row, pool)
+    cfg = _engine_config(row, hw, pool)
+    replicas = getattr(row.disaggregated, pool).replicas if pool else row.replicas
     wl = row.workload
     rng = np.random.default_rng(wl.seed)
     router = row.router or "least_outstanding"
@@ -297,20 +419,31 @@ def run_row(row: UserRow) -> dict[str, float]:
         n = wl.requests
     prompts = wl.prompt_tokens.sample(rng, n)
     outputs = wl.output_tokens.sample(rng, n)
-    _refuse_unsplittable_prompts(row, batching, prompts)
+    if pool != "decode":  # a decode pool takes its prompts prefilled
+        _refuse_unsplittable_prompts(
+            row, cfg.batching, cfg.max_num_batched_tokens // (hw.pp * hw.layout.attention_dp),
+            prompts)
     if wl.kind == "closed_loop":
         assert wl.concurrency is not None
+        if pool:
+            raise UserInputError(f"row {row.id}: a closed loop drives both phases; measure a "
+                                 "disaggregated phase offline or with poisson arrivals",
+                                 field="workload.kind")
         # A client's next request reaches the engine the front end's costs after the engine
         # finished its last one: to the engine that is think time (`statistics` adds them back
         # to what the client sees).
         gap_s = wl.think_time_s + frontend.request_s + frontend.finish_s
         table = replay_closed_loop(hw, cfg, prompts, outputs, wl.concurrency, gap_s,
-                                   row.replicas, router)
+                                   replicas, router)
     else:
         if wl.kind == "offline":
             arrival = np.zeros(n)
         else:
             assert wl.rate_per_s is not None
             arrival = np.cumsum(rng.exponential(1.0 / wl.rate_per_s, n))
-        table = replay(hw, cfg, Requests(arrival, prompts, outputs), row.replicas, router)
-    return statistics(table, frontend)
+        table = replay(hw, cfg, Requests(arrival, prompts, outputs), replicas, router,
+                       phase=pool or "serve")
+    out = statistics(table, frontend)
+    if pool == "decode":  # the first token came from prefill: decode generated the rest
+        out["output_tokens_per_s"] -= out["requests_per_s"]
+    return out

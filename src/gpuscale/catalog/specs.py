@@ -212,10 +212,44 @@ class ModelSpec:
     # Weights as the checkpoint stores them (config.json `quantization_config`): "fp8" for an
     # FP8 checkpoint, which vLLM serves in fp8 without --quantization; None = bf16.
     checkpoint_precision: str | None = None
+    # Multi-head latent attention (DeepSeek-V2/V3 config.json kv_lora_rank, qk_nope_head_dim,
+    # qk_rope_head_dim, v_head_dim); 0 = standard (grouped-query) attention.
+    mla_kv_lora_rank: int = 0
+    mla_qk_nope_head_dim: int = 0
+    mla_qk_rope_head_dim: int = 0
+    mla_v_head_dim: int = 0
+    # Layers whose KV cache grows with the context; None = all. gpt-oss alternates full and
+    # 128-token sliding-window layers (config.json layer_types): only the full ones grow.
+    full_attention_layers: int | None = None
 
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.mla_kv_lora_rank > 0
+
+    @property
+    def attention_flops_dim(self) -> int:
+        """q heads x the mean of the QK and PV head widths: a prefill chunk of c tokens over p
+        earlier ones costs 4 x this x c x p FLOPs per layer. MLA prefills as multi-head
+        attention over decompressed keys (nope + rope dims) and values (SGLang's and vLLM's
+        MLA backends run prefill in this form), not over the 576-wide latent it caches."""
+        if self.is_mla:
+            return self.q_heads * (self.mla_qk_nope_head_dim + self.mla_qk_rope_head_dim
+                                   + self.mla_v_head_dim) // 2
+        return self.q_heads * self.head_dim
+
+    @property
+    def decode_attention_flops_per_context_token(self) -> int:
+        """FLOPs one decoding token spends per cached token per layer: QK and PV. MLA decodes
+        in its absorbed form, every head against the latent (kv_lora_rank + rope for QK,
+        kv_lora_rank for PV; FlashMLA), so its attention is compute-heavy where GQA's is a
+        KV read (DeepSeek-V3: 278,528 FLOPs per 576 cached bytes in FP8)."""
+        if self.is_mla:
+            return 2 * self.q_heads * (2 * self.mla_kv_lora_rank + self.mla_qk_rope_head_dim)
+        return 4 * self.q_heads * self.head_dim
 
     def tp_error(self, tp: int) -> str:
         """Why vLLM cannot shard this model over `tp` GPUs ("" if it can): the attention heads
@@ -278,10 +312,12 @@ class ModelSpec:
         """K and V bytes per token over all layers: 2 x layers x kv_heads x head_dim x bytes.
 
         MLA models (DeepSeek-V3) cache one latent of `kv_elems_per_token_per_layer` elements.
-        Row A4 of calibration.md checks this exactly.
+        Only `full_attention_layers` count where a model has sliding-window layers (their KV
+        stops at the window: a few hundred tokens per sequence, left out). Row A4 of
+        calibration.md checks this exactly.
         """
         elems = self.kv_elems_per_token_per_layer or 2 * self.kv_heads * self.head_dim
-        return self.layers * elems * kv_precision.bytes_per_elem
+        return (self.full_attention_layers or self.layers) * elems * kv_precision.bytes_per_elem
 
     @property
     def parameter_count(self) -> int:
@@ -315,6 +351,15 @@ class InstanceType:
     verified: bool = True
     spot_discount_frac: float = 0.3
     labels: dict[str, str] = field(default_factory=dict)
+    # The node's inter-node network (EFA or InfiniBand), Gbit/s as the provider lists it: what
+    # TP / EP / PP traffic between the nodes of a replica crosses (serving/expert_parallel.py).
+    # 0 = not listed: the GPU's default of aiconfigurator's system files applies.
+    network_gbps: float = 0.0
+
+    @property
+    def network_gb_s_per_gpu(self) -> float:
+        """Inter-node bytes/s per GPU per direction, in GB/s (0 when the network is unknown)."""
+        return self.network_gbps / 8.0 / self.num_gpus if self.num_gpus else 0.0
 
     @property
     def spot_usd_per_hour(self) -> float:

@@ -190,6 +190,10 @@ def _hf_model(name: str, cfg: dict, source: str, where: str) -> dict:
         spec.update(_moe_fields(cfg, num, experts_key, spec["layers"], source, where))
     if cfg.get("kv_lora_rank"):
         spec.update(_mla_fields(cfg, hidden, heads, source, where))
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and "sliding_attention" in types:
+        # gpt-oss and others: only the full-attention layers' KV grows with the context.
+        spec["full_attention_layers"] = sum(1 for t in types if t == "full_attention")
     return spec
 
 
@@ -298,7 +302,9 @@ def _mla_fields(cfg: dict, hidden: int, heads: int, source: str, where: str) -> 
     q_params = hidden * q_out if not q_rank else hidden * q_rank + q_rank * q_out + q_rank
     kv_params = hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + kv_rank
     return {"kv_elems_per_token_per_layer": kv_rank + rope, "head_dim": kv_rank + rope,
-            "attention_params_per_layer": q_params + kv_params + heads * v_dim * hidden}
+            "attention_params_per_layer": q_params + kv_params + heads * v_dim * hidden,
+            "mla_kv_lora_rank": kv_rank, "mla_qk_nope_head_dim": nope,
+            "mla_qk_rope_head_dim": rope, "mla_v_head_dim": v_dim}
 
 
 def _with_overrides(cfg: dict, fields: dict) -> dict:
@@ -446,6 +452,9 @@ def _instance_type(name: str, entry: Any, source: str, known_gpus: set[str]) -> 
         raise _fail(f"needs num_gpus >= 1 and nvlink_domain_gpus >= 1, at most num_gpus or a "
                     f"whole number of nodes of it (NVL72: 72 on nodes of 4), got {gpus} and "
                     f"{domain}", source, where)
+    if data.get("network_gbps", 0) < 0:
+        raise _fail(f"expected a bandwidth >= 0 Gbit/s, got {data['network_gbps']!r}", source,
+                    f"{where}.network_gbps")
     if not 0 <= data["spot_discount_frac"] < 1:
         raise _fail(f"expected a fraction in [0, 1), got {data['spot_discount_frac']!r}",
                     source, f"{where}.spot_discount_frac")

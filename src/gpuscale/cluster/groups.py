@@ -17,6 +17,9 @@ PRIORITY_INFERENCE = 125
 NON_PREEMPTIBLE_MIN_PRIORITY = 100
 
 DEFAULT_QUEUE = "default-queue"  # KAI's fresh-install leaf queue (2.2)
+# The annotation LeaderWorkerSet puts on a group's pods (kubernetes-sigs/lws, its `size`): the
+# pods of one replica spanning nodes, which the default scheduler places as one gang.
+LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
 DEFAULT_STALENESS_GRACE_S = 60.0  # --default-staleness-grace-period (2.5)
 
 

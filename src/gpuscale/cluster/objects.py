@@ -9,6 +9,9 @@ from gpuscale.catalog import InstanceType
 from gpuscale.cluster.groups import PodGroupSpec
 
 GPU_RESOURCE = "nvidia.com/gpu"
+# GPU feature discovery's label of a multi-node NVLink domain (the ClusterUUID.CliqueID of an
+# NVL72 rack's GPUs; NVIDIA k8s-device-plugin gpu-feature-discovery, GPU Operator).
+NVLINK_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
 class NodeState(str, Enum):

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpuscale.cluster.objects import Node, NodeState, Pod, PodPhase
+from gpuscale.cluster.objects import NVLINK_CLIQUE_LABEL, Node, NodeState, Pod, PodPhase
 
 NodeListener = Callable[[Node], None]
 PodListener = Callable[[Pod], None]
@@ -50,6 +50,9 @@ class ClusterState:
     nominated: dict[str, set[str]] = field(default_factory=dict)  # node -> pods
     nomination_of: dict[str, str] = field(default_factory=dict)  # pod -> node
     nominated_at_s: dict[str, float] = field(default_factory=dict)  # pod -> when
+    # Nodes seen per (instance type, zone, pool) whose NVLink domain spans nodes: the next
+    # node's domain index (see `_label_nvlink_domain`).
+    domain_fill: Counter = field(default_factory=Counter)
 
     def mark_changed(self) -> None:
         """Advance the stamp (Karpenter's MarkUnconsolidated); every mutator below calls it."""
@@ -61,8 +64,22 @@ class ClusterState:
     def add_node(self, node: Node) -> None:
         if node.name in self.nodes:
             raise ValueError(f"node {node.name} already exists")
+        self._label_nvlink_domain(node)
         self.nodes[node.name] = node
         self.mark_changed()
+
+    def _label_nvlink_domain(self, node: Node) -> None:
+        """A node of a rack-scale NVLink domain (GB200 NVL72: 18 nodes of 4 GPUs) gets the
+        clique label GPU feature discovery sets on real nodes, unless it has one. Assumed:
+        a provider fills one domain (rack) before opening the next, nodes of one type, zone
+        and pool in launch order; a node's removal frees no place in its domain."""
+        it = node.instance_type
+        if it.nvlink_domain_gpus <= it.num_gpus or NVLINK_CLIQUE_LABEL in node.labels:
+            return
+        key = (it.name, node.zone, node.pool)
+        index = self.domain_fill[key] // (it.nvlink_domain_gpus // it.num_gpus)
+        self.domain_fill[key] += 1
+        node.labels[NVLINK_CLIQUE_LABEL] = f"{it.name}-{node.zone}-{node.pool or 'nodes'}-{index}"
 
     def mark_node_ready(self, node: Node, now_s: float) -> None:
         """GPUs are allocatable from now on (device plugin has advertised them)."""

@@ -284,7 +284,8 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     defaults: list[str] = []
     notes = wl.notes
     model = workload.model_section(wl)
-    tp = model["tp"] * model.get("pp", 1)
+    # GPUs per pod: the replica's (the engine's parallelism), over a LeaderWorkerSet group's pods.
+    tp = workload.gpus_per_pod(wl, model["tp"] * model.get("pp", 1))
     workload.gpus_requested(wl, tp)
     metrics, ctx = _metrics_labels(objects, wl)
     autoscaler = _autoscaler(objects, wl, defaults, notes, ctx)
@@ -295,8 +296,9 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     initial = _initial_replicas(autoscaler, wl, low, high, notes)
     high = max(high, initial)
     cold_start = workload.cold_start_section(wl, defaults)
-    cluster, nodes = _cluster_and_nodes(objects, wl, tp, initial, high, model["name"],
-                                        defaults, notes, cold_start)
+    size = wl.group_size
+    cluster, nodes = _cluster_and_nodes(objects, wl, tp, initial * size, high * size,
+                                        model["name"], defaults, notes, cold_start)
     _disruption_objects(objects, wl, tp, nodes, notes)
     scheduler, group = _scheduler(objects, wl, high, notes)
     workload_spec, duration_s, clock = _trace(trace, defaults)

@@ -1,13 +1,14 @@
 """`resolved`: what one simulate/compare run actually simulated, stated from the Scenario.
 
 Every run's JSON carries it (key names are part of the public output; checks depend on them):
-`model.{name,tp,precision,kv_precision}`, `engine.{kind,batching,max_num_batched_tokens,
-max_prompt_tokens[,note]}`, `gpu.{name,instance_type,calibrated,
-efficiency_source}`, `autoscaler.{kind,min_replicas,max_replicas}`, `nodes.{kind,
-consolidation_policy}`, `scheduler.kind`, `catalog` (which entries came from a user catalog),
-`start_time.{value,source}` (the wall clock of t = 0: the scenario's `start_time`, the trace's
-first request, or the default; scenario/clock.py). The table shows the same in one line per
-run (`resolved_line`).
+`model.{name,tp,precision,kv_precision,ep,attention_dp,nodes_per_replica}` (EP degree,
+DP attention ranks, nodes one replica spans: a LeaderWorkerSet group above 1),
+`engine.{kind,batching,max_num_batched_tokens,max_prompt_tokens[,note]}`,
+`gpu.{name,instance_type,calibrated,efficiency_source}`, `autoscaler.{kind,min_replicas,
+max_replicas}`, `nodes.{kind,consolidation_policy}`, `scheduler.kind`, `catalog` (which entries
+came from a user catalog), `start_time.{value,source}` (the wall clock of t = 0: the
+scenario's `start_time`, the trace's first request, or the default; scenario/clock.py).
+The table shows the same in one line per run (`resolved_line`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def resolved_for(scenario: Scenario, strategy: Strategy, clock_source: str = DEF
     hw = replica_hardware(scenario)
     return {
         "model": {"name": model.name, "tp": model.tp, "precision": model.precision.value,
-                  "kv_precision": hw.kv_precision.value},
+                  "kv_precision": hw.kv_precision.value, "ep": model.ep,
+                  "attention_dp": hw.layout.attention_dp,
+                  "nodes_per_replica": hw.layout.nodes},
         "engine": engine_resolved(scenario, hw, engine_config(scenario, hw)),
         "gpu": {"name": gpu.name, "instance_type": itype.name,
                 "calibrated": gpu_has_calibration_points(gpu.name),
@@ -102,10 +105,14 @@ def resolved_line(run: dict) -> str:
     bounds = "" if a["min_replicas"] is None else f" {a['min_replicas']}..{a['max_replicas']}"
     policy = f" {n['consolidation_policy']}" if n["consolidation_policy"] else ""
     calib = "" if g["calibrated"] else ", NO calibration points: efficiency assumed"
+    layout = (f" ep={m['ep']}" if m.get("ep", 1) > 1 else "") + (
+        f" dp-attention={m['attention_dp']}" if m.get("attention_dp", 1) > 1 else "") + (
+        f", {m['nodes_per_replica']} nodes/replica (LeaderWorkerSet)"
+        if m.get("nodes_per_replica", 1) > 1 else "")
     clock = r.get("start_time", {})
     # the wall clock only when it is not the default (the trace's, or one the user gave)
     start = "" if clock.get("source", DEFAULT) == DEFAULT else \
         f" | starts {clock['value']} ({clock['source']})"
-    return (f"{run['name']}: {m['name']} tp={m['tp']} {m['precision']} on "
+    return (f"{run['name']}: {m['name']} tp={m['tp']}{layout} {m['precision']} on "
             f"{g['instance_type']} ({g['name']}{calib}) | autoscaler {a['kind']}{bounds} | "
             f"nodes {n['kind']}{policy} | scheduler {r['scheduler']['kind']}{start}")

@@ -9,7 +9,10 @@ scenario's `engine` section is built the same way:
 step; -1 turns chunking off), `--max-prefill-tokens` (SGLang's cap on new prefill tokens per
 batch: the budget is the smaller of the two), `--mem-fraction-static` (the share of GPU memory
 for weights and KV cache: our gpu_memory_utilization), `--context-length` (-> max_model_len),
-`--kv-cache-dtype`, `--quantization`, `--dtype`, `--load-format`.
+`--kv-cache-dtype`, `--quantization`, `--dtype`, `--load-format`; expert parallelism:
+`--ep-size` / `--ep` / `--expert-parallel-size`, `--enable-dp-attention` (with `--dp-size`: the
+attention's data-parallel ranks inside the server), `--ep-num-redundant-experts`,
+`--enable-eplb`, `--enable-two-batch-overlap`, and `--nnodes` (the nodes one server spans).
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ FLAGS: dict[str, tuple[str, type]] = {
     "--tp-size": ("tp", int), "--tp": ("tp", int), "--tensor-parallel-size": ("tp", int),
     "--pp-size": ("pp", int), "--pipeline-parallel-size": ("pp", int),
     "--dp-size": ("dp", int), "--dp": ("dp", int), "--data-parallel-size": ("dp", int),
+    # Expert parallelism (docs/advanced_features/server_arguments.md, "Expert parallelism").
+    "--ep-size": ("ep", int), "--ep": ("ep", int), "--expert-parallel-size": ("ep", int),
+    "--ep-num-redundant-experts": ("redundant_experts", int),
+    "--nnodes": ("nnodes", int),
     "--max-running-requests": ("max_num_seqs", int),
     "--chunked-prefill-size": ("chunked_prefill_size", int),
     "--max-prefill-tokens": ("max_prefill_tokens", int),
@@ -32,7 +39,11 @@ FLAGS: dict[str, tuple[str, type]] = {
     "--dtype": ("dtype", str),
     "--load-format": ("load_format", str),
 }
-BOOL_FLAGS: dict[str, tuple[str, bool]] = {}
+BOOL_FLAGS: dict[str, tuple[str, bool]] = {
+    "--enable-dp-attention": ("dp_attention", True),
+    "--enable-eplb": ("eplb", True),
+    "--enable-two-batch-overlap": ("two_batch_overlap", True),
+}
 ENTRY_POINTS = ("sglang.launch_server",)
 
 

@@ -6,8 +6,9 @@ trtllm-serve command reference): the positional MODEL (after an optional `serve`
 token budget per step), `--max_seq_len` (-> max_model_len) and
 `--kv_cache_free_gpu_memory_fraction` (the share of the memory left after weights and buffers
 that the KV cache takes; converted to our gpu_memory_utilization once the GPU and model are
-known, `kv_cache_utilization`). `--ep_size`, `--backend`, `--extra_llm_api_options` /
-`--config` (a YAML file the manifests do not carry) are listed as not simulated.
+known, `kv_cache_utilization`), `--ep_size` (the MoE expert-parallel size). `--backend`,
+`--extra_llm_api_options` / `--config` (a YAML file the manifests do not carry; attention DP,
+`enable_attention_dp`, is set there) are listed as not simulated.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from gpuscale.importer.vllm_args import VllmArgs, _env_of, _words, parse_flags
 
 FLAGS: dict[str, tuple[str, type]] = {
-    "--tp_size": ("tp", int), "--pp_size": ("pp", int),
+    "--tp_size": ("tp", int), "--pp_size": ("pp", int), "--ep_size": ("ep", int),
     "--max_batch_size": ("max_num_seqs", int),
     "--max_num_tokens": ("max_num_batched_tokens", int),
     "--max_seq_len": ("max_model_len", int),

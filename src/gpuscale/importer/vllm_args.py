@@ -29,8 +29,12 @@ FLAGS: dict[str, tuple[str, Callable]] = {
     "--kv-cache-dtype": ("kv_cache_dtype", str),
     "--dtype": ("dtype", str),
     "--load-format": ("load_format", str),
-    # Several engines in one pod (refused: a replica is one engine; workload.model_section).
+    # Data-parallel engines: with an MoE model and --enable-expert-parallel the DP ranks are
+    # one replica's attention ranks (workload.model_section); a dense model's are refused.
     "--data-parallel-size": ("dp", int), "-dp": ("dp", int),
+    # EPLB's spare expert slots (vLLM < 0.11; later inside --eplb-config's JSON).
+    "--num-redundant-experts": ("redundant_experts", int),
+    "--eplb-config": ("eplb_config", str),
 }
 
 
@@ -49,11 +53,17 @@ def human_int(text: str) -> int:
 FLAGS["--max-model-len"] = ("max_model_len", human_int)
 FLAGS["--max-num-batched-tokens"] = ("max_num_batched_tokens", human_int)
 # Our keys of the parallel sizes (every engine's reader): each is a count of GPUs or engines.
-PARALLEL_KEYS = frozenset({"tp", "pp", "dp"})
+PARALLEL_KEYS = frozenset({"tp", "pp", "dp", "ep", "nnodes"})
 BOOL_FLAGS = {"--enable-chunked-prefill": ("chunked_prefill", True),
               "--no-enable-chunked-prefill": ("chunked_prefill", False),
               "--enable-prefix-caching": ("enable_prefix_caching", True),
-              "--no-enable-prefix-caching": ("enable_prefix_caching", False)}
+              "--no-enable-prefix-caching": ("enable_prefix_caching", False),
+              # Expert parallelism over the TP x DP GPUs (docs.vllm.ai serving/
+              # expert_parallel_deployment), its load balancer and dual-batch overlap.
+              "--enable-expert-parallel": ("expert_parallel", True),
+              "-ep": ("expert_parallel", True),
+              "--enable-eplb": ("eplb", True),
+              "--enable-dbo": ("two_batch_overlap", True)}
 _ENV_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 # `$NAME` and `${NAME}` inside a `sh -c` string: the shell expands them from the env.
 _SHELL_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")

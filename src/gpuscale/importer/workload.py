@@ -2,8 +2,9 @@
 `model`, `engine`, `cold_start` and `pod_annotations` read from its container.
 
 Deployment and StatefulSet (`spec.template`) and LeaderWorkerSet (`spec.leaderWorkerTemplate`,
-leader template, else worker template) are read. One replica is one pod with `tp` GPUs: a
-LeaderWorkerSet group of more than one pod (a replica spread over nodes) is refused.
+leader template, else worker template) are read. One replica is one pod, or a LeaderWorkerSet
+group of `size` pods (a replica spread over nodes: the leader's engine command says the whole
+replica's parallelism, each pod requests its node's GPUs).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class ServingWorkload:
     args: VllmArgs
     replicas: int
     notes: list[str] = field(default_factory=list)
+    group_size: int = 1  # pods per replica (a LeaderWorkerSet's leaderWorkerTemplate.size)
 
     @property
     def pod_spec(self) -> dict:
@@ -87,14 +89,21 @@ def _fail(obj: Manifest, path: tuple, message: str) -> UserInputError:
                           field=format_path(path))
 
 
+def _group_size(obj: Manifest) -> int:
+    """Pods per replica: a LeaderWorkerSet's `leaderWorkerTemplate.size` (LWS default 1)."""
+    if obj.kind != "LeaderWorkerSet":
+        return 1
+    where = ("spec", "leaderWorkerTemplate", "size")
+    size = obj.get(*where, default=1)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise _fail(obj, where, f"expected an integer >= 1, got {size!r}")
+    return size
+
+
 def _pod_path(obj: Manifest) -> tuple:
     if obj.kind != "LeaderWorkerSet":
         return ("spec", "template")
     base = ("spec", "leaderWorkerTemplate")
-    size = obj.get(*base, "size", default=1)
-    if size != 1:
-        raise _fail(obj, base + ("size",), f"a group of {size} pods per replica (multi-node "
-                    "serving) is not simulated; the simulator's replica is one pod")
     return base + (("leaderTemplate",) if obj.get(*base, "leaderTemplate") else ("workerTemplate",))
 
 
@@ -141,7 +150,13 @@ def find_serving_workload(objects: list[Manifest]) -> ServingWorkload:
     if args.ignored:
         notes.append(f"{ENGINE_NAMES[engine]} arguments not simulated: "
                      f"{', '.join(dict.fromkeys(args.ignored))}")
-    return ServingWorkload(obj, pod_path, obj.get(*pod_path), container, args, replicas, notes)
+    size = _group_size(obj)
+    if size > 1:
+        notes.append(f"{obj.ref}: a LeaderWorkerSet group of {size} pods per replica, placed "
+                     "all or nothing in one zone (or NVLink domain), restarted whole when a pod "
+                     "is lost (docs/serving.md, replicas spanning nodes)")
+    return ServingWorkload(obj, pod_path, obj.get(*pod_path), container, args, replicas, notes,
+                           group_size=size)
 
 
 def catalog_model(model_id: str) -> tuple[str, str]:
@@ -197,11 +212,7 @@ def model_section(wl: ServingWorkload) -> dict:
         # vLLM's --kv-cache-dtype auto keeps the cache in the activations' dtype (bf16) for
         # fp8 weights; the scenario's default (the weights' precision) would double the KV.
         out["kv_precision"] = "bf16"
-    if args.get("dp", 1) != 1:
-        flag = "--dp-size" if args.engine == "sglang" else "--data-parallel-size"
-        raise UserInputError(f"{flag} {args.get('dp')}: data-parallel engines inside one pod "
-                             "are not simulated (a replica is one engine); run one engine per "
-                             "pod and scale the replicas", source=obj.source, field="args")
+    out.update(expert_parallel_section(wl, get_model(name)))
     pp = args.get("pp", 1)
     if "pp" in ModelDeployment.model_fields:
         out["pp"] = pp
@@ -246,6 +257,12 @@ def gpus_requested(wl: ServingWorkload, gpus_needed: int) -> int:
         count = int(str(value))
     except ValueError:
         raise _fail(wl.obj, path, f"{GPU_RESOURCE} must be a whole number, got {value!r}") from None
+    size = wl.group_size
+    if size > 1 and count != gpus_needed:
+        raise _fail(wl.obj, path, f"the LeaderWorkerSet group of {size} pods requests "
+                    f"{size * count} GPUs ({count} each) but "
+                    f"{ENGINE_NAMES[wl.args.engine]}'s parallelism uses {size * gpus_needed}: a "
+                    "replica across nodes takes whole pods of its engine's GPUs")
     if count < gpus_needed:
         raise _fail(
             wl.obj,
@@ -355,3 +372,65 @@ def pod_annotations(wl: ServingWorkload) -> dict[str, str]:
     meta = wl.pod.get("metadata") or {}
     annotations = meta.get("annotations") if isinstance(meta, dict) else {}
     return {str(k): str(v) for k, v in annotations.items()} if isinstance(annotations, dict) else {}
+
+
+def expert_parallel_section(wl: ServingWorkload, model) -> dict:
+    """`tp`, `ep`, `dp_attention`, `dp`, `redundant_experts`, `eplb`, `two_batch_overlap`
+    from the engine's flags (scenario/parallelism.py gives the mapping). A dense model's
+    data-parallel engines in one pod are refused: they are replicas, not one engine."""
+    args, obj = wl.args, wl.obj
+    dp = args.get("dp", 1)
+    out: dict = {"tp": args.get("tp", 1)}
+    moe = model.is_moe
+    if args.engine == "vllm" and dp > 1 and moe:
+        # vLLM: each DP rank is an engine of --tensor-parallel-size GPUs, their expert layers
+        # one (DP x TP) group, expert-parallel with --enable-expert-parallel.
+        out.update(tp=out["tp"] * dp, dp_attention=True, dp=dp)
+        if args.get("expert_parallel"):
+            out["ep"] = out["tp"]
+    elif args.engine == "sglang" and args.get("dp_attention"):
+        out.update(dp_attention=True, dp=dp if dp > 1 else None)
+    elif dp != 1:
+        flag = "--dp-size" if args.engine == "sglang" else "--data-parallel-size"
+        raise UserInputError(f"{flag} {dp}: data-parallel engines inside one pod are not "
+                             "simulated (a replica is one engine); run one engine per pod and "
+                             "scale the replicas (an MoE model's DP attention is: vLLM with "
+                             "--enable-expert-parallel, SGLang with --enable-dp-attention)",
+                             source=obj.source, field="args")
+    if args.engine != "vllm" and args.get("ep", 1) > 1:
+        out["ep"] = args.get("ep")
+    elif args.engine == "vllm" and args.get("expert_parallel") and "ep" not in out:
+        out["ep"] = out["tp"]  # EP over the TP group alone (no DP)
+    redundant = args.get("redundant_experts") or _eplb_config_redundant(wl)
+    if redundant:
+        out["redundant_experts"] = redundant
+    for key in ("eplb", "two_batch_overlap"):
+        if args.get(key):
+            out[key] = True
+    return out
+
+
+def _eplb_config_redundant(wl: ServingWorkload) -> int:
+    """num_redundant_experts inside vLLM's --eplb-config JSON (0 when absent)."""
+    import json
+
+    text = wl.args.get("eplb_config")
+    if not text:
+        return 0
+    try:
+        value = json.loads(text).get("num_redundant_experts", 0)
+    except (ValueError, AttributeError):
+        raise UserInputError(f"--eplb-config {text!r}: expected a JSON object",
+                             source=wl.obj.source, field="args") from None
+    return int(value)
+
+
+def gpus_per_pod(wl: ServingWorkload, replica_gpus: int) -> int:
+    """The GPUs each pod of the replica holds: all of them, or a LeaderWorkerSet group's
+    share (its pods split the engine's GPUs evenly, one node each)."""
+    size = wl.group_size
+    if replica_gpus % size:
+        raise _fail(wl.obj, ("spec", "leaderWorkerTemplate", "size"),
+                    f"the engine's parallelism needs {replica_gpus} GPUs, which do not split "
+                    f"over the group's {size} pods")
+    return replica_gpus // size

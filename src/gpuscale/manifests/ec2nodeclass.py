@@ -2,15 +2,33 @@
 
 AMI by alias (the EKS-optimized AL2023 family; Karpenter picks the NVIDIA variant for GPU
 instance types), subnets and security groups by the cluster's `karpenter.sh/discovery` tag, a
-node role, a root volume large enough for multi-GB serving images and weights, and capacity
+node role, a root volume large enough for the serving image and the largest served model's
+weights (`root_volume_gib`), and capacity
 reservations when the input has any (layer1-node-provisioning.md 1.3: reserved is tried first).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-ROOT_VOLUME = "500Gi"  # a 20-28 GB vLLM image plus 70-140 GB of weights cached on the node
+from gpuscale.catalog import get_model
+from gpuscale.catalog.specs import Precision
+from gpuscale.units import GIB
+
+MIN_ROOT_VOLUME_GIB = 500  # a 20-28 GB vLLM image plus 70-140 GB of weights cached on the node
+# hardware-and-models.md section 4: vLLM images are up to 28.6 GB uncompressed, and a pull
+# holds the compressed layers and the extracted copy at once.
+IMAGE_PULL_GIB = 2 * 28.6e9 / GIB
+
+
+def root_volume_gib(models: tuple[str, ...] = ()) -> int:
+    """Room for the image and the largest served model's weights as downloaded (BF16: an
+    upper bound, `--quantization fp8` quantizes BF16 weights on load), in whole 100 GiB, at
+    least MIN_ROOT_VOLUME_GIB: DeepSeek-V3 (~1,250 GiB in BF16) needs 1,400 GiB."""
+    weights_gib = max((get_model(m).weight_bytes(Precision.BF16) / GIB for m in models),
+                      default=0.0)
+    return max(MIN_ROOT_VOLUME_GIB, 100 * math.ceil((weights_gib + IMAGE_PULL_GIB) / 100))
 
 
 def render_ec2nodeclass(
@@ -19,6 +37,7 @@ def render_ec2nodeclass(
     role: str,
     reservation_ids: tuple[str, ...] = (),
     reserved: bool = False,
+    models: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     discovery = {"karpenter.sh/discovery": cluster_name}
     spec: dict[str, Any] = {
@@ -27,7 +46,8 @@ def render_ec2nodeclass(
         "subnetSelectorTerms": [{"tags": dict(discovery)}],
         "securityGroupSelectorTerms": [{"tags": dict(discovery)}],
         "blockDeviceMappings": [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {
-            "volumeSize": ROOT_VOLUME, "volumeType": "gp3", "encrypted": True}}],
+            "volumeSize": f"{root_volume_gib(models)}Gi", "volumeType": "gp3",
+            "encrypted": True}}],
         "metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1},
     }
     if reservation_ids:

@@ -77,8 +77,9 @@ def render_plan_manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
     for pool in plan.nodepools:
         files[f"nodepool-{pool.name}.yaml"] = [render_nodepool(nodepool_params(pool))]
     reserved = any("reserved" in p.capacity_types for p in plan.nodepools)
+    models = tuple(sorted({r.model for r in plan.roles}))
     files["ec2nodeclass.yaml"] = [render_ec2nodeclass(NODE_CLASS, plan.cluster_name, plan.node_role,
-                                                      plan.reserved_ids, reserved)]
+                                                      plan.reserved_ids, reserved, models)]
     files["kai-queues.yaml"] = [render_queue(q) for q in plan.queues]
     topology = f"{plan.name}-topology" if plan.topology_levels else None
     if topology:

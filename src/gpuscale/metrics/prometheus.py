@@ -137,7 +137,7 @@ class SimulatedPrometheus:
         self._seen = set()
         for role, pool in pools.items():
             raw = raw_by_role.get(role, [])
-            self._pods(pool.name, raw, cluster, gpu_index)
+            self._pods(pool, raw, cluster, gpu_index)
             if self.request_families:
                 self._requests(pool.name, pool.engine_events(), table)
             self._deployment(pool, raw)
@@ -189,9 +189,11 @@ class SimulatedPrometheus:
             labels["engine"] = "0"
         return labels
 
-    def _pods(self, deployment: str, raw: list, cluster: Any,
+    def _pods(self, pool: EventSource, raw: list, cluster: Any,
               gpu_index: dict[str, list[int]]) -> None:
-        fams = self.families
+        fams, deployment = self.families, pool.name
+        per_pod = "gpu_util" in fams or "fb_used" in fams or "pod_phase" in fams \
+            or "pod_ready" in fams
         for name, bound, ready, values in raw:
             if WAITING in values:
                 target = self._target(deployment, name)
@@ -203,16 +205,29 @@ class SimulatedPrometheus:
                         self._emit(fams[quantity].sample_names[0], (name,), target, values[key])
             if bound:
                 self._dcgm(deployment, name, values, cluster, gpu_index)
-            if "pod_phase" in fams:
-                phase = "Running" if bound else "Pending"
-                for each in ex.POD_PHASES:
-                    self._emit(fams["pod_phase"].name, (name, each), self._ksm(
-                        pod=name, phase=each), float(each == phase))
-            if "pod_ready" in fams:
-                for condition in ("false", "true", "unknown"):
-                    self._emit(fams["pod_ready"].name, (name, condition), self._ksm(
-                        pod=name, condition=condition), float((condition == "true") == ready
-                                                              and condition != "unknown"))
+            self._pod_state(name, bound, ready)
+            # A LeaderWorkerSet group's other pods (sim/replica_pods.py): DCGM and
+            # kube-state-metrics see every pod; the worker's GPUs run each step with the
+            # leader's, so they report its utilisation and memory, and the group is ready as one.
+            slot = pool.slots.get(name) if per_pod else None
+            for worker in getattr(slot, "workers", ()):
+                if worker.node_name is not None:
+                    self._dcgm(deployment, worker.name, values, cluster, gpu_index)
+                self._pod_state(worker.name, worker.node_name is not None, ready)
+
+    def _pod_state(self, name: str, bound: bool, ready: bool) -> None:
+        """kube-state-metrics' phase and Ready condition of one pod."""
+        fams = self.families
+        if "pod_phase" in fams:
+            phase = "Running" if bound else "Pending"
+            for each in ex.POD_PHASES:
+                self._emit(fams["pod_phase"].name, (name, each), self._ksm(
+                    pod=name, phase=each), float(each == phase))
+        if "pod_ready" in fams:
+            for condition in ("false", "true", "unknown"):
+                self._emit(fams["pod_ready"].name, (name, condition), self._ksm(
+                    pod=name, condition=condition), float((condition == "true") == ready
+                                                          and condition != "unknown"))
 
     def _ksm(self, **labels: str) -> dict[str, str]:
         return {"namespace": self.namespace, "job": "kube-state-metrics",

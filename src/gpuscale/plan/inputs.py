@@ -24,6 +24,7 @@ from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import input_kind, load_yaml, validate_mapping
+from gpuscale.scenario.parallelism import ExpertParallelism
 from gpuscale.units import DEFAULT_START_TIME, seconds_of_day_utc
 from gpuscale.workloads.distributions import (
     DEFAULT_OUTPUT_TOKENS,
@@ -173,6 +174,13 @@ class WorkloadInput(Strict):
     precision: Precision = Precision.BF16
     tp: int | Literal["choose"] = Field("choose", description="Tensor-parallel size or 'choose'.")
     pp: int = Field(1, ge=1, le=16, description="Pipeline-parallel size.")
+    ep: int | None = Field(None, ge=1, le=1024, description=(
+        "Expert-parallel GPUs of a MoE model with a given tp (scenario model.ep); None = 1 "
+        "with a given tp, chosen with tp: choose (experts over the replica's nodes when one "
+        "node cannot hold the model)."))
+    dp_attention: bool | None = Field(None, description=(
+        "One attention rank per GPU (scenario model.dp_attention) with a given tp; None = "
+        "off with a given tp, chosen with tp: choose."))
     traffic: Traffic
 
     @field_validator("model")
@@ -208,9 +216,15 @@ class WorkloadInput(Strict):
 
     @model_validator(mode="after")
     def _tp(self) -> WorkloadInput:
-        if isinstance(self.tp, int) and not 1 <= self.tp <= 64:
-            raise ValueError("tp must be 1-64 or 'choose'")
-        if isinstance(self.tp, int) and (error := get_model(self.model).tp_error(self.tp)):
+        if isinstance(self.tp, int) and not 1 <= self.tp <= 1024:
+            raise ValueError("tp must be 1-1024 or 'choose'")
+        if not isinstance(self.tp, int):
+            if self.ep is not None or self.dp_attention is not None:
+                raise ValueError("ep and dp_attention go with a given tp (an integer); with "
+                                 "tp: choose the plan chooses them")
+            return self
+        par = ExpertParallelism(ep=self.ep or 1, dp_attention=bool(self.dp_attention))
+        if error := par.parallelism_error(get_model(self.model), self.tp):
             raise ValueError(error)
         return self
 

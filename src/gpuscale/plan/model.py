@@ -104,6 +104,8 @@ class Role:
     capacity_rps: float  # requests/s one replica serves at the target load
     topology_required: str | None = None
     topology_preferred: str | None = None
+    ep: int = 1  # expert-parallel GPUs (scenario model.ep)
+    dp_attention: bool = False  # one attention rank per GPU (scenario model.dp_attention)
     schedule: tuple[CronWindow, ...] = ()  # KEDA cron triggers beside the reactive ones
 
     @property

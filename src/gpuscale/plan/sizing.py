@@ -7,7 +7,7 @@ approximations are listed in docs/plan.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import numpy as np
 from gpuscale.catalog import InstanceType, ModelSpec
 from gpuscale.catalog.specs import Precision
 from gpuscale.plan.inputs import TrafficShape, WorkloadInput
+from gpuscale.scenario.parallelism import ExpertParallelism
 from gpuscale.serving.cold_start import cold_start_medians
 from gpuscale.serving.engine_defaults import (
     ACTIVATION_RESERVE_GIB,
@@ -29,9 +30,10 @@ from gpuscale.serving.engine_defaults import (
     default_max_num_seqs,
     default_weight_load_gbps,
 )
-from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu, num_kv_blocks
+from gpuscale.serving.kv_cache import kv_cache_bytes_per_gpu, kv_gpu_shares, num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware, step_time_s
 from gpuscale.serving.replica import EngineConfig
+from gpuscale.sim.replica_setup import parallel_layout, per_rank_host
 from gpuscale.units import GIB
 from gpuscale.workloads import build_requests
 
@@ -47,6 +49,10 @@ TARGET_LOAD_FRAC = 0.7
 # KV-cache share a replica may fill before vLLM starts preempting (WVA saturates at 0.8,
 # layer3-replica-autoscaling.md 6.3); the scaler targets a bit below it.
 KV_TARGET_FRAC = 0.7
+# Widest replica a plan proposes across nodes: LMSYS's wide-EP DeepSeek ran prefill on 4 and
+# decode on 9 H100 nodes (lmsys.org/blog/2025-05-05-large-scale-ep); 16 nodes bounds the
+# search (and its cost) well past that.
+MAX_REPLICA_NODES = 16
 # A TP size is refused when more than this share of requests could never meet the TTFT SLO
 # because their prompt alone takes longer to prefill on an idle replica; the plan then
 # widens TP or reports the bound (issue 13, defect 5).
@@ -54,9 +60,22 @@ KV_TARGET_FRAC = 0.7
 
 @dataclass(frozen=True)
 class Parallelism:
-    tp: int
+    tp: int  # GPUs per pipeline stage (across nodes when wider than one)
     pp: int
     reason: str
+    ep: int = 1  # expert-parallel GPUs (scenario/parallelism.py)
+    dp_attention: bool = False  # one attention rank per GPU (dp = tp)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def label(self) -> str:
+        """e.g. "TP16 EP16 DP-attention" or "TP8 x PP2"."""
+        return (f"TP{self.tp}" + (f" x PP{self.pp}" if self.pp > 1 else "")
+                + (f" EP{self.ep}" if self.ep > 1 else "")
+                + (" DP-attention" if self.dp_attention else ""))
 
 
 def usable_gib(instance: InstanceType) -> float:
@@ -81,8 +100,9 @@ def choose_parallelism(model: ModelSpec, precision: Precision, instance: Instanc
     in flight: at least its longest requests (p99 prompt + output) and a decode batch of its
     mean context (`replica_capacity`). KV headroom is the workload's, not a fixed share of
     memory: a model whose weights take most of a node still fits it when the tokens in flight
-    do (DeepSeek-V3 FP8 on one 8 x H200 node). Pipeline stages across nodes only when no TP
-    inside one node holds the weights at all (the simulator does not place such replicas)."""
+    do (DeepSeek-V3 FP8 on one 8 x H200 node). Only when no TP inside one node holds them does a
+    replica span nodes: a MoE model's experts spread over whole nodes (expert parallelism,
+    `_wide_expert_parallelism`), a dense model's layers in pipeline stages across nodes."""
     weights_gib = model.weight_bytes(precision) / GIB
     widest = min(domain_gpus, instance.num_gpus) if instance.num_gpus else domain_gpus
     longest = stats.p99_context_tokens if stats else 1
@@ -104,12 +124,69 @@ def choose_parallelism(model: ModelSpec, precision: Precision, instance: Instanc
                            f"enough for the workload's longest requests ({longest:,} tokens) and "
                            f"a decode batch of {cap.decode_batch}; the cheapest served request "
                            "among the TP sizes that fit one node")
+    if model.is_moe:
+        wide = _wide_expert_parallelism(model, precision, instance, stats, itl_slo_s)
+        if wide is not None:
+            return wide
     tp = max(_tp_sizes(model, widest) or [1])
     budget = max(usable_gib(instance) - 1.0, 1.0)
     pp = max(2, math.ceil(weights_gib / (tp * budget)))
+    if tp * pp > instance.num_gpus and (tp * pp) % instance.num_gpus:
+        # a replica wider than a node takes whole nodes (sim/replica_setup.nodes_spanned)
+        pp = math.ceil(tp * pp / instance.num_gpus) * instance.num_gpus // tp
     return Parallelism(tp, pp, f"{weights_gib:.0f} GiB of weights leave no KV cache for the "
                        f"workload's longest requests inside one {widest}-GPU node: TP{tp} inside "
                        f"a node, PP{pp} stages across nodes")
+
+
+def _wide_layouts(model: ModelSpec, gpus: int) -> list[Parallelism]:
+    """The layouts a MoE replica of `gpus` GPUs may take across nodes, valid for the model:
+    experts over every GPU with one attention rank per GPU (the wide-EP deployments: SGLang
+    --enable-dp-attention, vLLM --data-parallel-size), or with TP attention across the nodes,
+    or experts split TP-style (SGLang's plain --tp 16 --nnodes 2)."""
+    out = []
+    for ep, dp_attention in ((gpus, True), (gpus, False), (1, False)):
+        par = ExpertParallelism(ep=ep, dp_attention=dp_attention)
+        if not par.parallelism_error(model, gpus):
+            out.append(Parallelism(gpus, 1, "", ep, dp_attention))
+    return out
+
+
+def _wide_expert_parallelism(model: ModelSpec, precision: Precision, instance: InstanceType,
+                             stats: TrafficStats | None, itl_slo_s: float) -> Parallelism | None:
+    """A MoE model whose weights leave no room in one node: the replica spans 2 to
+    MAX_REPLICA_NODES whole nodes, experts spread over them. Among the layouts whose KV cache
+    holds the longest requests, the one needing the fewest GPUs to serve the mean rate in
+    whole replicas (a wide replica is a coarse step of capacity), then the cheapest request."""
+    per_node = max(1, instance.num_gpus)
+    longest = stats.p99_context_tokens if stats else 1
+    rate = stats.mean_rate_per_s if stats else 0.0
+    best = None
+    for nodes in range(2, MAX_REPLICA_NODES + 1):
+        for par in _wide_layouts(model, nodes * per_node):
+            hw = replica_hardware(model, precision, instance, par.gpus, par)
+            cap = replica_capacity(hw, stats.mean_prompt_tokens if stats else 1000.0,
+                                   stats.mean_output_tokens if stats else 200.0, itl_slo_s)
+            if cap.kv_tokens < longest:
+                continue
+            key = (replicas_for(rate, cap.requests_per_s) * par.gpus,
+                   par.gpus / cap.requests_per_s)
+            if best is None or key < best[0]:
+                best = (key, par, cap, nodes)
+    if best is None:
+        return None
+    _, par, cap, nodes = best
+    weights_gib = model.weight_bytes(precision) / GIB
+    attention = (f"one attention rank per GPU ({par.tp} DP ranks, each caching its own "
+                 "sequences)" if par.dp_attention else f"TP{par.tp} attention across the nodes")
+    experts = (f"the {model.num_experts} experts over EP{par.ep}" if par.ep > 1
+               else "every expert split over the GPUs")
+    return replace(par, reason=(
+        f"{weights_gib:.0f} GiB of {precision.value} weights leave no KV cache for the workload's "
+        f"longest requests inside one {per_node}-GPU node: one replica spans {nodes} nodes "
+        f"(a LeaderWorkerSet group), {experts}, {attention}; {cap.kv_tokens:,} KV tokens and a "
+        f"decode batch of {cap.decode_batch}; the fewest GPUs serving the mean rate among "
+        f"2-{MAX_REPLICA_NODES} nodes and the layouts the model allows"))
 
 
 def prefill_alone_s(hw: ReplicaHardware, prompt_tokens: int, budget_tokens: int) -> float:
@@ -233,10 +310,29 @@ def _p99(tokens: np.ndarray) -> int:
 
 
 def replica_hardware(model: ModelSpec, precision: Precision, instance: InstanceType,
-                     gpus: int) -> ReplicaHardware:
-    """The roofline view of one replica; PP stages are approximated as a wider TP group."""
-    return ReplicaHardware(gpu=instance.gpu_spec, model=model, weight_precision=precision,
-                           kv_precision=precision, tp=gpus)
+                     gpus: int, par: Parallelism | None = None) -> ReplicaHardware:
+    """The roofline view of one replica. Inside one node without EP, PP stages are approximated
+    as a wider TP group; a replica with EP / DP attention or spanning nodes gets the layout
+    `simulate` gives the same scenario (sim/replica_setup.py), so the plan sizes what it
+    simulates."""
+    if par is None or (par.ep == 1 and not par.dp_attention and gpus <= instance.num_gpus):
+        return ReplicaHardware(gpu=instance.gpu_spec, model=model, weight_precision=precision,
+                               kv_precision=precision, tp=gpus)
+    layout = parallel_layout(ExpertParallelism(ep=par.ep, dp_attention=par.dp_attention),
+                             instance, par.tp, gpus)
+    return per_rank_host(ReplicaHardware(gpu=instance.gpu_spec, model=model,
+                                         weight_precision=precision, kv_precision=precision,
+                                         tp=gpus, pp=par.pp, layout=layout))
+
+
+def replica_kv_tokens(hw: ReplicaHardware) -> int:
+    """Tokens the replica's KV cache holds (serving/kv_cache.py: each GPU its share of a
+    token's KV heads, each DP attention rank its own sequences)."""
+    per_gpu = kv_cache_bytes_per_gpu(hw, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                                     activation_reserve_gib=ACTIVATION_RESERVE_GIB,
+                                     non_torch_gib=NON_TORCH_GIB)
+    shares = hw.tp if hw.layout.is_plain else kv_gpu_shares(hw) * hw.layout.attention_dp
+    return max(0, int(per_gpu * shares / hw.kv_bytes_per_token))
 
 
 @dataclass(frozen=True)
@@ -251,13 +347,11 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
                      itl_slo_s: float) -> Capacity:
     """Requests/s one replica sustains: the largest decode batch whose step meets 0.8 x the ITL
     SLO and fits the KV cache at KV_TARGET_FRAC, with each request's prefill run in turn."""
-    kv_bytes = kv_cache_bytes_per_gpu(hw, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
-                                      activation_reserve_gib=ACTIVATION_RESERVE_GIB,
-                                      non_torch_gib=NON_TORCH_GIB) * hw.tp
-    kv_tokens = max(0, int(kv_bytes / hw.kv_bytes_per_token))
+    kv_tokens = replica_kv_tokens(hw)
     context = prompt_tokens + output_tokens / 2
     kv_batch = max(1, int(KV_TARGET_FRAC * kv_tokens / (prompt_tokens + output_tokens)))
-    batch = min(kv_batch, default_max_num_seqs(hw.gpu))
+    # with DP attention each rank runs its own scheduler and limit (sim/replica_setup.py)
+    batch = min(kv_batch, default_max_num_seqs(hw.gpu) * hw.layout.attention_dp)
     while batch > 1 and step_time_s(hw, decode_seqs=batch,
                                     decode_context_tokens=batch * context) > 0.8 * itl_slo_s:
         batch = max(1, batch * 3 // 4)
@@ -271,9 +365,10 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
 def engine_config_of(hw: ReplicaHardware, request_timeout_s: float = 600.0) -> EngineConfig:
     """The engine a default scenario runs for this hardware (sim/replica_setup.py `engine_config`
     with the scenario's EngineSettings defaults), for the shared oracle."""
+    ranks = hw.layout.attention_dp  # per-rank limits, as sim/replica_setup.engine_config
     return EngineConfig(
-        max_num_seqs=default_max_num_seqs(hw.gpu),
-        max_num_batched_tokens=default_max_num_batched_tokens(hw.gpu),
+        max_num_seqs=ranks * default_max_num_seqs(hw.gpu),
+        max_num_batched_tokens=ranks * default_max_num_batched_tokens(hw.gpu),
         block_size=BLOCK_SIZE,
         num_blocks=num_kv_blocks(
             hw,

@@ -6,8 +6,8 @@ cheapest always-on fleet that meets the SLO (`fixed-best`), re-runs what ships o
 was not chosen on (a shape's other seeds, a trace's held-out windows), and builds the replay
 scenario `plan --out` writes. When nothing up to the GPU limit meets the SLO, the analysis of
 plan/unreachable.py (the trace search's too) says what is reachable and what would reach it.
-Without simulation (or for a replica spanning nodes, which the simulator cannot place) the
-floor is the analytic estimate, said so in the decision.
+A replica spanning nodes is simulated like any other (a gang of whole-node pods). Without
+simulation the floor is the analytic estimate, said so in the decision.
 """
 
 from __future__ import annotations
@@ -90,9 +90,14 @@ def _gpu_limit_replicas(plan: PlanInput, opt: HardwareOption) -> int:
 def _setup(plan: PlanInput, opt: HardwareOption, scaler: ScalerChoice, max_repl: int,
            w: WorkloadInput, slo: SloInput) -> CandidateSetup:
     ttl_s, _ = consolidate_after_for(plan, scaler.cold_start_s)
-    return CandidateSetup(opt.it.name, min(opt.gpus, opt.it.num_gpus), _per_node(opt), max_repl,
-                          scaler.triggers, scaler.scale_down_window_s, w.cold_start_s,
-                          slo.ttft_p99_s, slo.itl_p99_s, float(ttl_s))
+    par = opt.par
+    # inside one node PP stages run as one wider TP group (plan/sizing.replica_hardware);
+    # across nodes the scenario states TP x PP, as it is deployed
+    tp, pp = (opt.gpus, 1) if opt.one_node else (par.tp, par.pp)
+    return CandidateSetup(opt.it.name, tp, _per_node(opt), max_repl, scaler.triggers,
+                          scaler.scale_down_window_s, w.cold_start_s, slo.ttft_p99_s,
+                          slo.itl_p99_s, float(ttl_s), pp=pp, ep=par.ep,
+                          dp_attention=par.dp_attention, nodes_per_replica=opt.nodes_per_replica)
 
 
 def _evaluator(plan, w, stats, setup, slo, base_dir, seed_offset: int = 0,
@@ -129,16 +134,14 @@ def _floor_method(fs: FloorSearch | None, slo: SloInput, hi: int, max_candidates
 def _fleet_trials(plan, w, stats, opt, setup, slo, base_dir, budget) -> FleetTrials:
     """Always-on fleets on the plan's own scenario (a shape's burst, a trace's first window),
     each from its own size, not the plan's floor (issue 27: a clean fixed fleet)."""
-    per_node = setup.replicas_per_node
-
     def strategy(n: int) -> dict:
         return {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n},
-                "initial_replicas": n, "ready_nodes": math.ceil(n / per_node)}
+                "initial_replicas": n, "ready_nodes": setup.nodes_for(n)}
 
     def scenario(n: int) -> dict:
         data = candidate_scenario_dict(plan, w, stats, setup, n)
         data["strategies"] = [strategy(n)]
-        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], math.ceil(n / per_node))
+        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], setup.nodes_for(n))
         return data
 
     where = ("its burst" if not isinstance(w.traffic, TraceWorkload) else
@@ -179,15 +182,15 @@ def replay_scenario(plan, w, stats, setup, scaler: ScalerChoice, floor: int,
         {"name": "plan", "autoscaler": keda},
         {"name": "baseline-queue-depth", "autoscaler": dict(baseline, min_replica_count=1,
                                                            triggers=[queue]),
-         "initial_replicas": 1, "ready_nodes": 1},
+         "initial_replicas": 1, "ready_nodes": setup.nodes_for(1)},
     ]
     if fixed is not None:
         n = fixed.min_replicas
         data["strategies"].append({"name": "fixed-best", "autoscaler": {
             "kind": "fixed", "replicas": n}, "initial_replicas": n,
-            "ready_nodes": math.ceil(n / setup.replicas_per_node)})
+            "ready_nodes": setup.nodes_for(n)})
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
-                                           math.ceil(fixed.min_replicas / setup.replicas_per_node))
+                                           setup.nodes_for(fixed.min_replicas))
     return data
 
 
@@ -233,7 +236,7 @@ def _cost_fn(stats: TrafficStats, opt: HardwareOption, slo: SloInput, chosen: Ev
         if any(r.max_replicas > r.min_replicas for r in roles):  # an always-on fleet is itself
             replicas = max(replicas, replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s))
         nodes = math.ceil(replicas / per_node) if opt.one_node else \
-            replicas * math.ceil(opt.gpus / it.num_gpus)
+            replicas * opt.nodes_per_replica
         gpu_hours = nodes * it.num_gpus * 24.0
         capacity = replica_sustained_rps(opt.hw, engine_config_of(opt.hw), stats.prompt_sample,
                                          stats.output_sample, tpot_slo_s=slo.itl_p99_s)
@@ -287,13 +290,10 @@ def _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool: War
     return verify
 
 
-def _analytic(plan, w, stats, slo, opt, scaler, max_repl, simulate) -> Sized:
+def _analytic(plan, w, stats, slo, opt, scaler, max_repl) -> Sized:
     estimate = min(analytic_warm_pool(stats, opt.cap.requests_per_s, scaler.reaction_s,
                                       slo.ttft_p99_s), max_repl)
-    why = ("simulation skipped (--no-simulate)" if not simulate else
-           "a replica spans nodes, which the simulator does not place; analytic estimate, "
-           "not verified")
-    pool = WarmPool(estimate, False, why, (), estimate)
+    pool = WarmPool(estimate, False, "simulation skipped (--no-simulate)", (), estimate)
     return Sized(opt, scaler, pool, max(max_repl, estimate + 1), [],
                  _cost_fn(stats, opt, slo, None, ()), lambda floors: (floors, pool))
 
@@ -303,14 +303,13 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
                   budget: SearchBudget, refusals: list) -> Sized:
     first = options[0]
     base = scaler_choice(plan, w, first, slo, refusals)
-    if not simulate or not first.one_node:
-        sized = _analytic(
-            plan, w, stats, slo, first, base, _max_replicas(plan, w, stats, first), simulate
-        )
+    if not simulate:
+        sized = _analytic(plan, w, stats, slo, first, base, _max_replicas(plan, w, stats, first))
         sized.decisions += _scaler_decisions(w, sized, slo)
         return sized
     tried: list[tuple[HardwareOption, ScalerChoice, int, int, FloorSearch]] = []
-    for opt in [o for o in options if o.one_node][:HARDWARE_OPTIONS]:
+    # one-node options when any exists (they come first), else those spanning nodes
+    for opt in [o for o in options if o.one_node == first.one_node][:HARDWARE_OPTIONS]:
         max_repl = _max_replicas(plan, w, stats, opt)
         hi = _gpu_limit_replicas(plan, opt) or SEARCH_CEILING_FACTOR * max_repl
         choice = base if opt is first else scaler_choice(plan, w, opt, slo, [])

@@ -147,9 +147,8 @@ class TraceSearch:
         data["duration_s"] = window.duration_s
         start = self.clock(other_trace) + timedelta(seconds=window.start_s)
         data["start_time"] = start.isoformat()
-        per_node = self.setup.replicas_per_node
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
-                                           math.ceil(self.max_replicas / per_node))
+                                           self.setup.nodes_for(self.max_replicas))
         data["strategies"] = [open_windows_only(strategy, start, window.duration_s)]
         return data
 
@@ -166,11 +165,11 @@ class TraceSearch:
         keda["max_replica_count"] = max(self.max_replicas, floor + 1)
         keda["triggers"] = list(self.setup.triggers) + [w.trigger() for w in windows]
         return {"name": name, "autoscaler": keda, "initial_replicas": initial,
-                "ready_nodes": math.ceil(initial / self.setup.replicas_per_node)}
+                "ready_nodes": self.setup.nodes_for(initial)}
 
     def fixed(self, n: int) -> dict:
         return {"name": "fixed-best", "autoscaler": {"kind": "fixed", "replicas": n},
-                "initial_replicas": n, "ready_nodes": math.ceil(n / self.setup.replicas_per_node)}
+                "initial_replicas": n, "ready_nodes": self.setup.nodes_for(n)}
 
     def baseline(self) -> dict:
         """KEDA on queue depth from 1 replica with KEDA's and the HPA's own defaults (no plan
@@ -180,7 +179,7 @@ class TraceSearch:
         return {"name": "baseline-queue-depth", "autoscaler": {
             "kind": "keda", "polling_interval_s": 15.0, "min_replica_count": 1,
             "max_replica_count": max(self.max_replicas, 2), "triggers": [queue]},
-            "initial_replicas": 1, "ready_nodes": 1}
+            "initial_replicas": 1, "ready_nodes": self.setup.nodes_for(1)}
 
     # -- runs -------------------------------------------------------------------------------
     def run(self, scenarios: list[dict], labels: list[str]) -> list[EvidenceRow]:

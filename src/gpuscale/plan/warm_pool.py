@@ -121,8 +121,8 @@ class CandidateSetup:
     """What a candidate scenario needs beyond the plan input."""
 
     instance_type: str
-    tp: int
-    replicas_per_node: int
+    tp: int  # GPUs per pipeline stage
+    replicas_per_node: int  # 1 for a replica spanning nodes
     max_replicas: int
     triggers: tuple[dict, ...]
     scale_down_window_s: int
@@ -130,6 +130,23 @@ class CandidateSetup:
     ttft_slo_s: float
     itl_slo_s: float
     empty_node_ttl_s: float = float("inf")  # the plan's consolidateAfter (WhenEmpty)
+    pp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    nodes_per_replica: int = 1  # whole nodes (LeaderWorkerSet pods) of a replica spanning nodes
+
+    def nodes_for(self, replicas: int) -> int:
+        """Nodes that hold `replicas` replicas."""
+        if self.nodes_per_replica > 1:
+            return replicas * self.nodes_per_replica
+        return math.ceil(replicas / max(1, self.replicas_per_node))
+
+    @property
+    def model_layout(self) -> dict:
+        """The scenario `model:` fields of the replica's parallelism (defaults left out)."""
+        return {"tp": self.tp, **({"pp": self.pp} if self.pp > 1 else {}),
+                **({"ep": self.ep} if self.ep > 1 else {}),
+                **({"dp_attention": True} if self.dp_attention else {})}
 
 
 def drain_s(stats: TrafficStats, setup: CandidateSetup) -> float:
@@ -160,18 +177,17 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
         load_s = model.weight_bytes(workload.precision) / (default_weight_load_gbps() * 1e9)
         cold = {"image_pull": {"kind": "fixed", "value_s": 0.0},
                 "engine_init": {"kind": "fixed", "value_s": max(0.0, setup.cold_start_s - load_s)}}
-    per_node = max(1, setup.replicas_per_node)
     return {
         "name": f"{plan.name}-{workload.name}-warm-{min_replicas}",
         "seed": plan.simulation.seed,
         "duration_s": duration,
         "drain_s": drain_s(stats, setup),
-        "model": {"name": workload.model, "precision": workload.precision.value, "tp": setup.tp},
+        "model": {"name": workload.model, "precision": workload.precision.value,
+                  **setup.model_layout},
         "cold_start": cold,
         "cluster": {"instance_type": setup.instance_type,
-                    "ready_nodes": math.ceil(min_replicas / per_node),
-                    "max_nodes": max(math.ceil(setup.max_replicas / per_node),
-                                     math.ceil(min_replicas / per_node)),
+                    "ready_nodes": setup.nodes_for(min_replicas),
+                    "max_nodes": setup.nodes_for(max(setup.max_replicas, min_replicas)),
                     "node_launch": {"kind": "lognormal", "median_s": plan.cluster.node_ready_s,
                                     "sigma": 0.25},
                     # the NodePool's consolidateAfter: an emptied node is released, as planned

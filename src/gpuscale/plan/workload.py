@@ -51,7 +51,8 @@ def _hardware_decisions(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, 
         Decision(
             "nodes",
             f"{w.name}: hardware",
-            f"{opt.it.name}, TP{opt.par.tp} x PP{opt.par.pp}",
+            f"{opt.it.name}, {opt.par.label}" + (
+                f", {opt.nodes_per_replica} nodes per replica" if not opt.one_node else ""),
             opt.par.reason + f"; instance types allowed: {names}",
         )
     )
@@ -69,22 +70,12 @@ def _hardware_decisions(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, 
                 f"the reachable bound, {bound:.2%}", "even the widest TP inside one node prefills "
                 "the longest prompts slower than the TTFT SLO; raise the SLO, shorten the prompts, "
                 "or use faster GPUs"))
-    if not opt.one_node:
-        out.refusals.append(
-            Refusal(
-                f"{w.name}: a simulated warm pool for a replica spanning "
-                f"{math.ceil(opt.gpus / opt.it.num_gpus)} nodes",
-                "an analytic estimate, not verified by simulation",
-                "the simulator places only replicas inside one node, so a configuration of "
-                "pipeline stages across nodes cannot be checked; prefer a model/precision that "
-                "fits one node",
-            )
-        )
 
 
 def _placement(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, out: PlanOut) -> Placement:
     par, it = opt.par, opt.it
-    gpus_per_pod, pods = (opt.gpus, 1) if opt.one_node else (par.tp, par.pp)
+    # a replica wider than a node takes whole nodes, one pod each (sim/replica_pods.py)
+    gpus_per_pod, pods = (opt.gpus, 1) if opt.one_node else (it.num_gpus, opt.nodes_per_replica)
     gang = pods > 1
     domain_label = plan.cluster.nvlink_domain_label
     finest = plan.cluster.topology_labels[-1] if plan.cluster.topology_labels else None
@@ -94,7 +85,7 @@ def _placement(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, out: Plan
                 Refusal(
                     f"{w.name}: no gang scheduling",
                     "a KAI gang of the whole replica",
-                    f"one replica is {pods} pods (TP{par.tp} x PP{par.pp}); scheduled pod by pod, "
+                    f"one replica is {pods} pods ({par.label}); scheduled pod by pod, "
                     "a partial placement holds GPUs idle and two replicas can deadlock "
                     "(layer2 1.4, audit GPU030)",
                 )
@@ -105,8 +96,8 @@ def _placement(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, out: Plan
                 f"{w.name}: gang",
                 f"LeaderWorkerSet of size {pods}, schedulerName "
                 f"kai-scheduler (KAI's pod-grouper makes one PodGroup per group, minMember {pods})",
-                "TP x PP spans pods; all of a replica's pods start together or none does "
-                "(layer2 2.10)",
+                f"{opt.par.label} spans pods; all of a replica's pods start together or none "
+                "does (layer2 2.10)",
             )
         )
     else:
@@ -118,7 +109,11 @@ def _placement(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, out: Plan
                 f"one replica is one pod with {opt.gpus} GPUs, already atomic",
             )
         )
-    required = domain_label if gang and par.tp > it.num_gpus else None
+    domain_gpus = plan.cluster.nvlink_domain_gpus or it.nvlink_domain_gpus
+    # a group inside a rack-scale NVLink domain (GB200 NVL72) must share it: its TP / EP
+    # traffic rides NVLink there, the network elsewhere
+    required = domain_label if (gang and opt.gpus <= domain_gpus
+                                and domain_label != "kubernetes.io/hostname") else None
     preferred = (
         (domain_label if domain_label != "kubernetes.io/hostname" else finest) if gang else None
     )
@@ -129,18 +124,28 @@ def _placement(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, out: Plan
             f"required {required}"
             if required
             else (f"preferred {preferred}" if preferred else "none"),
-            (
-                f"the TP{par.tp} group runs inside one pod on one node, i.e. one NVLink domain of "
-                f"{plan.cluster.nvlink_domain_gpus or it.nvlink_domain_gpus} GPUs"
-            )
-            + (
-                "; pipeline stages prefer one block so activations cross few switches"
-                if preferred
-                else ""
-            ),
+            _topology_reason(par.tp, opt, domain_gpus, required, preferred),
         )
     )
     return Placement(gpus_per_pod, pods, gang, required, preferred)
+
+
+def _topology_reason(tp: int, opt: HardwareOption, domain_gpus: int, required: str | None,
+                     preferred: str | None) -> str:
+    if opt.one_node:
+        return (f"the TP{tp} group runs inside one pod on one node, i.e. one NVLink domain of "
+                f"{domain_gpus} GPUs" + ("; pipeline stages prefer one block so activations "
+                                         "cross few switches" if preferred else ""))
+    if required:
+        return (f"the replica's {opt.nodes_per_replica} pods must share one {domain_gpus}-GPU "
+                "NVLink domain: its all-reduce and all-to-all ride NVLink only there")
+    par = opt.par
+    crossing = ("the EP all-to-all" if par.ep > 1 else "pipeline sends" if par.pp > 1
+                else "the TP all-reduce")
+    return (f"the replica's {opt.nodes_per_replica} nodes exchange activations over the "
+            f"inter-node network ({opt.hw.layout.network_gb_s_per_gpu:g} GB/s per GPU: "
+            f"{crossing})" + (f"; they prefer one {preferred} block so the traffic crosses "
+                              "few switches" if preferred else ""))
 
 
 def _role(w: WorkloadInput, role: str, opt: HardwareOption, placement: Placement,
@@ -152,7 +157,8 @@ def _role(w: WorkloadInput, role: str, opt: HardwareOption, placement: Placement
         workload=w.name, role=role, name=name, namespace=w.tenant, tenant=w.tenant,
         model=w.model, precision=w.precision.value, image=w.image, critical=w.critical,
         # where it runs (plan/hardware.py, _placement)
-        instance_type=opt.it.name, tp=opt.par.tp, pp=opt.par.pp,
+        instance_type=opt.it.name, tp=opt.par.tp, pp=opt.par.pp, ep=opt.par.ep,
+        dp_attention=opt.par.dp_attention,
         gpus_per_pod=placement.gpus_per_pod, pods_per_replica=placement.pods,
         gang=placement.gang, topology_required=placement.required,
         topology_preferred=placement.preferred,

@@ -1,10 +1,10 @@
 """`pool`: the default node provider of a `simulate` scenario without `nodes:`.
 
 A warm floor of ready nodes (adopted at t=0) plus nodes of one instance type launched on
-demand: pods reported unschedulable make enough nodes appear to cover their GPUs (minus the
-GPUs already launching), each ready after a drawn launch delay, removed after an optional
-empty TTL. It is what a scenario's `cluster:` block describes; Karpenter, Cluster Autoscaler
-and `static` plug into the same `NodeProvider` seam.
+demand, all in the type's first zone: pods reported unschedulable make enough nodes appear to
+cover their GPUs (minus the GPUs already launching), each ready after a drawn launch delay,
+removed after an optional empty TTL. It is what a scenario's `cluster:` block describes;
+Karpenter, Cluster Autoscaler and `static` plug into the same `NodeProvider` seam.
 """
 
 from __future__ import annotations
@@ -60,9 +60,11 @@ class NodePool:
 
     def _new_node(self, now_s: float) -> Node:
         self._seq += 1
-        zones = self.instance_type.zones
         name = f"{self.instance_type.name}-{self._seq}"
-        zone = zones[(self._seq - 1) % len(zones)]
+        # One zone: a replica spanning nodes needs its nodes in one (EFA / InfiniBand do not
+        # cross zones; sim/replica_pods.py), and a `cluster:` block names none. Spreading the
+        # pool over the type's zones left such a replica unplaceable on its own warm floor.
+        zone = self.instance_type.zones[0]
         node = Node(name=name, instance_type=self.instance_type, zone=zone,
                     capacity_type=self.capacity_type, created_s=now_s, pool="default",
                     labels={"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone,

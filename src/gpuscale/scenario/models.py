@@ -20,6 +20,7 @@ from gpuscale.metrics.exposition import known_series
 from gpuscale.metrics.prometheus_config import RuleGroup, unknown_metric
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
+from gpuscale.scenario.parallelism import ExpertParallelism
 from gpuscale.scheduling import SchedulerSpec
 from gpuscale.units import DEFAULT_START_TIME
 from gpuscale.workloads import WorkloadSpec
@@ -44,7 +45,7 @@ class LognormalSeconds(Strict):
 Duration = Annotated[FixedSeconds | LognormalSeconds, Field(discriminator="kind")]
 
 
-class ModelDeployment(Strict):
+class ModelDeployment(ExpertParallelism):
     name: str = Field(
         description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B."
     )
@@ -54,7 +55,11 @@ class ModelDeployment(Strict):
     kv_precision: Precision | None = Field(None, description=(
         "KV-cache precision (bf16, fp8, nvfp4 on Blackwell); default = weights' (fp8 for FP4 "
         "weights: no engine stores an MXFP4 KV cache)."))
-    tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
+    tp: int = Field(1, ge=1, le=1024, description=(
+        "GPUs per pipeline stage of one replica: a dense model's TP group; with ep and "
+        "dp_attention all the replica's GPUs (SGLang's --tp-size). A replica wider than a node "
+        "spans nodes: a LeaderWorkerSet group of tp x pp / GPUs-per-node pods, placed all or "
+        "nothing, its collectives crossing the inter-node network (docs/serving.md)."))
     pp: int = Field(1, ge=1, le=16, description=(
         "Pipeline-parallel stages per replica; the pod holds tp x pp GPUs. 1 = no pipeline "
         "(vLLM's default). Stages run the batch as micro-batches; fewer sequences than stages "
@@ -67,8 +72,9 @@ class ModelDeployment(Strict):
 
     @model_validator(mode="after")
     def _tp_splits_the_heads(self) -> ModelDeployment:
-        """vLLM shards attention heads across the TP group: tp must divide them."""
-        if error := get_model(self.name).tp_error(self.tp):
+        """vLLM shards attention heads across the TP group (each DP attention rank's): its
+        size must divide them; EP must split the experts evenly."""
+        if error := self.parallelism_error(get_model(self.name), self.tp):
             raise ValueError(error)
         return self
 
@@ -225,10 +231,29 @@ class MetricsSettings(Strict):
 
 
 class RoleSettings(Strict):
-    """One pool of a disaggregated deployment."""
+    """One pool of a disaggregated deployment: its own GPUs per replica and, for MoE models,
+    its own expert parallelism (wide-EP prefill and decode pools differ: LMSYS ran DeepSeek
+    with EP32 prefill and EP72 decode replicas)."""
 
-    tp: int | None = Field(None, ge=1, le=64, description="TP of this role; default model.tp.")
+    tp: int | None = Field(None, ge=1, le=1024, description="TP of this role; default model.tp.")
+    ep: int | None = Field(None, ge=1, le=1024, description="EP of this role; default model.ep.")
+    dp_attention: bool | None = Field(None, description=(
+        "DP attention in this role; default model.dp_attention."))
+    dp: int | None = Field(None, ge=1, description="Attention DP ranks; default model.dp.")
     initial_replicas: int = Field(1, ge=0, description="Ready replicas of this role at t=0.")
+
+    def layout(self, model: ModelDeployment) -> tuple[int, ExpertParallelism]:
+        """(tp, expert parallelism) of this role: its own fields over the model's."""
+        tp = self.tp or model.tp
+        fields = model.model_dump(include=set(ExpertParallelism.model_fields))
+        fields.update(ep=self.ep or model.ep,
+                      dp_attention=model.dp_attention if self.dp_attention is None
+                      else self.dp_attention,
+                      dp=self.dp if self.dp is not None else (
+                          model.dp if tp == model.tp else None))
+        if not fields["dp_attention"]:
+            fields["dp"] = None
+        return tp, ExpertParallelism(**fields)
 
 
 class Disaggregation(Strict):
@@ -410,6 +435,16 @@ class Scenario(Strict):
             for rule in group.rules:
                 if (why := unknown_metric(rule.expr, known)) is not None:
                     raise ValueError(f"metrics.rule_groups ({group.name}): {why}")
+        return self
+
+    @model_validator(mode="after")
+    def _roles_split_the_model(self) -> Scenario:
+        if self.disaggregation is not None:
+            model = get_model(self.model.name)
+            for role in ("prefill", "decode"):
+                tp, layout = getattr(self.disaggregation, role).layout(self.model)
+                if error := layout.parallelism_error(model, tp):
+                    raise ValueError(f"disaggregation.{role}: {error}")
         return self
 
     @property

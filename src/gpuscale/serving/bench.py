@@ -212,21 +212,32 @@ _NO_REQUESTS = Requests(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64
 
 def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
            num_replicas: int, router: str = "least_outstanding", *,
-           cost: StepCost | None = None) -> RequestTable:
+           cost: StepCost | None = None, phase: str = "serve") -> RequestTable:
     """`router`: least_outstanding (a load balancer), or round_robin (request i to replica
     i mod R, as Vidur's global scheduler does). `cost`: a `StepCost` of `hw` to reuse (the
     simulation's, whose memo is already warm; same floats, since the memo is a pure function
-    of `hw`), else one shared across replays."""
+    of `hw`), else one shared across replays. `phase`: one pool of a disaggregated
+    deployment measured alone, the other taken as unlimited (as LMSYS and DeepSeek measure
+    them): "prefill" replicas finish a request with its prefill (its first token); "decode"
+    replicas take each request with its KV and first token already there."""
     if cost is None or cost.hw != hw:
         cost = _step_cost(hw)
     sim = Simulation()
     table = RequestTable(requests)
-    replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost) for i in range(num_replicas)]
+
+    def prefilled(rid: int, now_s: float) -> None:
+        table.first_token_s[rid] = now_s
+        table.complete(rid, now_s)
+
+    replicas = [Replica(f"r{i}", hw, cfg, sim, table, cost=cost, role=phase,
+                        on_prefilled=prefilled if phase == "prefill" else None)
+                for i in range(num_replicas)]
     arrivals = table.arrival_s
     n = len(arrivals)
     round_robin = router == "round_robin"
+    kv_ready = phase == "decode"
     # One replica (the oracle's probe): every request goes to it, no router scan per request.
-    only = replicas[0] if num_replicas == 1 else None
+    only = replicas[0] if num_replicas == 1 and not kv_ready else None
 
     def arrive(rid: int) -> None:
         now_s = sim.now_s
@@ -238,7 +249,9 @@ def replay(hw: ReplicaHardware, cfg: EngineConfig, requests: Requests,
                 table.num_arrived = rid + 1
                 target = replicas[rid % num_replicas] if round_robin \
                     else least_outstanding(replicas)
-                target.enqueue(rid, now_s)
+                if kv_ready:
+                    table.first_token_s[rid] = now_s  # it came with its KV
+                target.enqueue(rid, now_s, kv_ready)
                 rid += 1
                 if rid >= n or arrivals[rid] > now_s:
                     break

@@ -70,7 +70,9 @@ def decode_segment(hw: ReplicaHardware, num_seqs: int, context_tokens: float) ->
 def decode_slope_s(hw: ReplicaHardware, num_seqs: int, context_tokens: float) -> float:
     """Growth of the step per step. While the eager launch floor binds, the GPU's KV growth is
     hidden behind it (slope 0 until the stretch ends: slightly optimistic at the crossing)."""
-    if hw.pp > 1:  # the period is piecewise linear in the context: take its local slope
+    # A pipeline period, or a layout whose collectives overlap the compute (two-batch overlap),
+    # is piecewise linear in the context: take its local slope.
+    if hw.pp > 1 or not hw.layout.is_plain:
         return step_time_s(hw, decode_seqs=num_seqs, decode_context_tokens=context_tokens
                            + num_seqs) - step_time_s(hw, decode_seqs=num_seqs,
                                                      decode_context_tokens=context_tokens)

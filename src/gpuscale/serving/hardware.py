@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuscale.catalog.specs import GpuSpec, ModelSpec, Precision
+from gpuscale.serving import expert_parallel
+from gpuscale.serving.expert_parallel import PLAIN_LAYOUT, ParallelLayout
 
 # Host coefficients BLIS fitted on H100 vLLM traces [S2] (hardware-and-models.md 1.2), the
 # default engine's host time per step and per sequence (BLIS's 32 us per layer was the launch
@@ -46,6 +48,9 @@ class ReplicaHardware:
     # Pipeline stages: the replica's `tp` GPUs form `pp` stages of tp / pp GPUs each (`tp` stays
     # the replica's GPU count, which pods, memory and cost read).
     pp: int = 1
+    # Expert parallelism, DP attention and the nodes the replica spans (serving/
+    # expert_parallel.py); the plain layout is one node's TP group.
+    layout: ParallelLayout = PLAIN_LAYOUT
 
     @property
     def tp_degree(self) -> int:
@@ -88,13 +93,19 @@ class ReplicaHardware:
 
     @property
     def attention_kv_bytes_per_s(self) -> float:
-        """HBM bytes/s at which decode attention reads the KV cache (a GQA model's batches pay
-        GpuSpec.attention_gqa_batch_overhead_frac on top of a uniform-batch profile's rate)."""
+        """HBM bytes/s at which decode attention reads the KV cache, in the replica's KV bytes:
+        only the GPUs reading distinct KV count (expert_parallel.kv_read_gpus: an MLA latent is
+        read whole by every GPU of a TP group). A GQA model's batches pay
+        GpuSpec.attention_gqa_batch_overhead_frac on top of a uniform-batch profile's rate;
+        MLA's absorbed decode adds its FLOPs (expert_parallel.mla_decode_bytes_per_s)."""
         frac = self.gpu.attention_decode_bw_frac
-        rate = self.gpu.memory_bandwidth_tbps * 1e12 * self.tp_degree \
+        readers = expert_parallel.kv_read_gpus(self.model, self.layout, self.tp_degree)
+        rate = self.gpu.memory_bandwidth_tbps * 1e12 * readers \
             * (self.gpu.hbm_efficiency * self.gpu.attention_bw_factor if frac is None else frac)
         if self.model.q_heads > self.model.kv_heads:
             rate /= 1.0 + self.gpu.attention_gqa_batch_overhead_frac
+        if self.model.is_mla:
+            rate = expert_parallel.mla_decode_bytes_per_s(self, rate)
         return rate
 
     @property

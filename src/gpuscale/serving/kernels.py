@@ -17,6 +17,11 @@
   floor, elsewhere at the GEMM factors;
 - two all-reduces per layer over the TP group: the measured NCCL curve (small messages flat)
   or, for engines with their own one-shot kernel below 8 MB, the affine fit;
+- a MoE layer's routed experts from their own shapes (serving/moe.py: tokens per expert,
+  grouped-GEMM tiles, routing kernels) and, for a replica with EP, DP attention or spanning
+  nodes, its layout's weights, KV reads and collectives (serving/expert_parallel.py), entered
+  at a few call sites (gemm_time_s, elementwise_time_s, layers_time_s below; the decode KV
+  rate in serving/hardware.py); a dense one-node replica's layout is plain and costs nothing;
 - host time of the engine (serving/engines.py) and, without CUDA graphs, the CPU's launch of
   every kernel (EAGER_LAUNCH_S per kernel).
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 import math
 
 from gpuscale.catalog.specs import ModelSpec, Precision
+from gpuscale.serving import expert_parallel, moe
 from gpuscale.serving.hardware import EAGER_KERNELS_PER_LAYER, ReplicaHardware
 
 ACTIVATION_BYTES = 2  # activations stay BF16 even with FP8 weights
@@ -47,31 +53,15 @@ def smooth_max(a: float, b: float) -> float:
     return math.sqrt(a * a + b * b)
 
 
-def expert_coverage_frac(num_tokens: int, num_experts: int, experts_per_token: int) -> float:
-    """Expected fraction of experts a batch of `num_tokens` touches under uniform routing.
-
-    1 - (1 - k/E)^tokens: one decode token reads k/E of the expert weights, a large batch all.
-    """
-    if num_experts == 0:
-        return 1.0
-    return 1.0 - (1.0 - experts_per_token / num_experts) ** max(num_tokens, 1)
-
-
 def lm_head_params(model: ModelSpec) -> int:
     return model.vocab * model.hidden
 
 
-def weight_bytes_read(model: ModelSpec, precision: Precision, num_tokens: int) -> float:
-    """Layer weight bytes (all GPUs together) streamed by one step of `num_tokens` tokens.
-
-    Excludes the embeddings: the input table is a row lookup and the LM head is its own term.
-    """
-    layers = model.total_params - 2 * lm_head_params(model)
-    if not model.is_moe:
-        return layers * precision.bytes_per_elem
-    routed = model.moe_layers * model.num_experts * model.expert_params
-    cover = expert_coverage_frac(num_tokens, model.num_experts, model.experts_per_token)
-    return (layers - routed + routed * cover) * precision.bytes_per_elem
+def layer_weight_bytes(model: ModelSpec, precision: Precision) -> float:
+    """Layer weight bytes (all GPUs together) a dense model streams every step. Excludes the
+    embeddings: the input table is a row lookup and the LM head is its own term. (An MoE step
+    reads only the experts its tokens reach: serving/moe.py.)"""
+    return (model.total_params - 2 * lm_head_params(model)) * precision.bytes_per_elem
 
 
 def active_layer_params(model: ModelSpec) -> int:
@@ -80,10 +70,14 @@ def active_layer_params(model: ModelSpec) -> int:
 
 
 def gemm_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
-    """QKV, O and MLP/expert GEMMs of every layer for `num_tokens` tokens (LM head apart)."""
+    """QKV, O and MLP/expert GEMMs of every layer for `num_tokens` tokens (LM head apart); an
+    MoE model's experts run as grouped GEMMs of their own token counts (serving/moe.py)."""
     if num_tokens <= 0:
         return 0.0
-    mem = weight_bytes_read(hw.model, hw.weight_precision, num_tokens) / hw.bytes_per_s
+    if hw.model.is_moe:
+        return moe.gemm_time_s(hw, num_tokens, GEMM_HALF_TOKENS) \
+            + hw.model.layers * GEMMS_PER_LAYER * hw.kernel_floor_s
+    mem = layer_weight_bytes(hw.model, hw.weight_precision) / hw.bytes_per_s
     comp = 2.0 * active_layer_params(hw.model) * (num_tokens + GEMM_HALF_TOKENS) / hw.flops_per_s
     return smooth_max(mem, comp) + hw.model.layers * GEMMS_PER_LAYER * hw.kernel_floor_s
 
@@ -123,11 +117,14 @@ def elementwise_bytes_per_token(model: ModelSpec, tp: int) -> float:
 
 
 def elementwise_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
-    """Per-token elementwise kernels of every layer (each GPU does its share in parallel)."""
+    """Per-token elementwise kernels of every layer (each GPU does its share in parallel; with
+    DP attention a GPU holds only its rank's tokens, split over the rank's GPUs)."""
     if num_tokens <= 0:
         return 0.0
     per_gpu_bw = hw.elementwise_bytes_per_s / hw.tp_degree
-    stream = num_tokens * elementwise_bytes_per_token(hw.model, hw.tp_degree) / per_gpu_bw
+    ranks = hw.layout.attention_dp
+    stream = num_tokens / ranks * elementwise_bytes_per_token(hw.model, hw.tp_degree // ranks) \
+        / per_gpu_bw
     floor = ELEMENTWISE_KERNELS_PER_LAYER * hw.kernel_floor_s
     return hw.model.layers * smooth_max(floor, stream)
 
@@ -138,8 +135,7 @@ def prefill_attention_time_s(hw: ReplicaHardware, chunk_tokens: int, prefix_toke
     `prefix_tokens` earlier chunks (or cached prefix) from HBM."""
     if chunk_tokens <= 0:
         return 0.0
-    q_dim = hw.model.q_heads * hw.model.head_dim
-    per_token_pair = 4.0 * hw.model.layers * q_dim
+    per_token_pair = 4.0 * hw.model.layers * hw.model.attention_flops_dim
     return (per_token_pair * chunk_tokens * prefix_tokens / hw.attention_prefix_flops_per_s
             + per_token_pair * chunk_tokens * chunk_tokens / 2.0 / hw.attention_causal_flops_per_s
             + prefix_tokens * hw.kv_bytes_per_token / hw.bytes_per_s)
@@ -158,10 +154,11 @@ def attention_floor_s(hw: ReplicaHardware, decode_seqs: int, num_chunks: int) ->
                               + (hw.attention_prefill_floor_s if num_chunks else 0.0))
 
 
-def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float) -> float:
-    """One all-reduce: the engine's own kernel (affine fit, or its measured small-message curve
-    where the catalog has one) or NCCL's curve plus the eager launch (`sarathi`)."""
-    tp = hw.tp_degree
+def one_allreduce_s(hw: ReplicaHardware, payload_bytes: float, gpus: int = 0) -> float:
+    """One all-reduce over the TP group (or `gpus` GPUs of one NVLink domain): the engine's own
+    kernel (affine fit, or its measured small-message curve where the catalog has one) or
+    NCCL's curve plus the eager launch (`sarathi`)."""
+    tp = gpus or hw.tp_degree
     if hw.custom_allreduce:
         if hw.gpu.allreduce_custom_small_us:
             return hw.gpu.allreduce_s(tp, payload_bytes, custom=True)
@@ -186,7 +183,14 @@ def allreduce_time_s(hw: ReplicaHardware, num_tokens: int) -> float:
 
 def layers_time_s(hw: ReplicaHardware, num_tokens: int, attention_s: float,
                   floors_s: float) -> float:
-    """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce."""
+    """Every layer of the model on one TP group: GEMMs, elementwise, attention, all-reduce.
+    With expert parallelism, DP attention or several nodes the collectives are the layout's
+    (serving/expert_parallel.py), overlapped with the compute where the engine does so."""
+    if not hw.layout.is_plain:
+        return expert_parallel.layers_s(
+            hw, num_tokens, attention_s, floors_s,
+            lambda tokens: gemm_time_s(hw, tokens) + elementwise_time_s(hw, tokens),
+            lambda gpus, payload: one_allreduce_s(hw, payload, gpus))
     return (gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) + attention_s
             + floors_s + allreduce_time_s(hw, num_tokens))
 

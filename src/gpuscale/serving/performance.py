@@ -4,7 +4,9 @@ folded in, for the simulation's hot path (compiled with mypyc, gpuscale/_hot_pat
 The physics lives in small modules, which this one also re-exports so the engine and its
 callers import one name: the replica's inputs (`serving/hardware.py`, ReplicaHardware), the
 kernels of a step (`serving/kernels.py`), the step they add up to and the pipeline path
-(`serving/step_time.py`), and the pure-decode stretch as a line (`serving/decode_segment.py`).
+(`serving/step_time.py`), and the pure-decode stretch as a line (`serving/decode_segment.py`);
+MoE layers (`serving/moe.py`) and expert-parallel / DP-attention / multi-node layouts
+(`serving/expert_parallel.py`) enter through the kernels and run the reference formula here.
 Sources of every constant: those modules, catalog/gpus.yaml and docs/calibration.md.
 """
 
@@ -39,17 +41,16 @@ from gpuscale.serving.kernels import (
     eager_launch_floor_s,
     elementwise_bytes_per_token,
     elementwise_time_s,
-    expert_coverage_frac,
     gemm_time_s,
     host_time_s,
     layer_linear_time_s,
+    layer_weight_bytes,
     layers_time_s,
     lm_head_params,
     lm_head_time_s,
     one_allreduce_s,
     prefill_attention_time_s,
     smooth_max,
-    weight_bytes_read,
 )
 from gpuscale.serving.pipeline import P2P_LATENCY_S, p2p_time_s, step_token_budget
 from gpuscale.serving.step_time import step_time_s
@@ -60,10 +61,10 @@ __all__ = [
     "HOST_STEP_S", "P2P_LATENCY_S", "DecodeSegment", "ReplicaHardware", "StepCost",
     "active_layer_params", "allreduce_time_s", "attention_floor_s", "decode_attention_time_s",
     "decode_segment", "decode_slope_s", "eager_launch_floor_s", "elementwise_bytes_per_token",
-    "elementwise_time_s", "expert_coverage_frac", "gemm_time_s", "host_time_s",
-    "layer_linear_time_s", "layers_time_s", "lm_head_params", "lm_head_time_s", "one_allreduce_s",
+    "elementwise_time_s", "gemm_time_s", "host_time_s", "layer_linear_time_s",
+    "layer_weight_bytes", "layers_time_s", "lm_head_params", "lm_head_time_s", "one_allreduce_s",
     "p2p_time_s", "prefill_attention_time_s", "segment_duration_s", "segment_steps_within",
-    "smooth_max", "step_time_s", "step_token_budget", "weight_bytes_read",
+    "smooth_max", "step_time_s", "step_token_budget",
 ]
 
 
@@ -113,7 +114,7 @@ class StepCost:
         self.hw = hw
         self._kv_s = hw.kv_bytes_per_token / hw.bytes_per_s  # prefix KV a prefill re-reads
         self._kv_dec_s = hw.kv_bytes_per_token / hw.attention_kv_bytes_per_s
-        q_dim = hw.model.q_heads * hw.model.head_dim
+        q_dim = hw.model.attention_flops_dim
         self._attn_prefix_s = 4.0 * hw.model.layers * q_dim / hw.attention_prefix_flops_per_s
         self._attn_causal_s = 4.0 * hw.model.layers * q_dim / hw.attention_causal_flops_per_s
         self._floor_write_s = hw.model.layers * hw.kernel_floor_s
@@ -127,7 +128,9 @@ class StepCost:
         # int key cost more than the list read in the compiled build).
         self._by_tokens: list[float] = []
         self._by_seqs: list[float] = []
-        self._pipelined = hw.pp > 1  # rare: the reference formula, not the folded one
+        # Rare layouts run the reference formula, not the folded one: pipeline stages, and
+        # expert parallelism / DP attention / several nodes (their collectives overlap).
+        self._pipelined = hw.pp > 1 or not hw.layout.is_plain
         self._decode_by_seqs: list[float] = []  # a decode step's context-free GPU time
         # The constant factors of gemm_time_s, elementwise_time_s and allreduce_time_s, so a
         # token count seen for the first time (thousands per run) costs a few float operations
@@ -135,10 +138,10 @@ class StepCost:
         # reference function computes, combined in the same order: the same floats
         # (tests/serving/test_performance.py checks equality, not closeness).
         model = hw.model
-        # A dense model reads all its layer weights whatever the batch; an MoE's share depends
-        # on the tokens (expert coverage), so it stays per count (None).
+        # A dense model reads all its layer weights whatever the batch; an MoE's grouped
+        # expert GEMMs depend on the tokens per expert, so they run the reference (None).
         self._weight_bytes: float | None = None if model.is_moe else float(
-            weight_bytes_read(model, hw.weight_precision, 1))
+            layer_weight_bytes(model, hw.weight_precision))
         self._weight_bytes_per_s = hw.bytes_per_s
         self._gemm_flop_coef = 2.0 * active_layer_params(model)
         self._gemm_flops_per_s = hw.flops_per_s
@@ -167,14 +170,15 @@ class StepCost:
         return cached
 
     def _tokens_uncached_s(self, num_tokens: int) -> float:
-        """gemm_time_s + elementwise_time_s + allreduce_time_s, from the folded constants."""
+        """gemm_time_s + elementwise_time_s + allreduce_time_s, from the folded constants (an
+        MoE model's grouped expert GEMMs from the reference functions)."""
         if num_tokens <= 0:
             return 0.0
         hw = self.hw
-        weight_bytes = self._weight_bytes
-        if weight_bytes is None:
-            weight_bytes = weight_bytes_read(hw.model, hw.weight_precision, num_tokens)
-        mem = weight_bytes / self._weight_bytes_per_s
+        if self._weight_bytes is None:
+            return gemm_time_s(hw, num_tokens) + elementwise_time_s(hw, num_tokens) \
+                + allreduce_time_s(hw, num_tokens)
+        mem = self._weight_bytes / self._weight_bytes_per_s
         comp = self._gemm_flop_coef * (num_tokens + GEMM_HALF_TOKENS) / self._gemm_flops_per_s
         gemm = math.sqrt(mem * mem + comp * comp) + self._gemm_floor_s
         stream = num_tokens * self._elem_bytes_per_token / self._elem_bytes_per_s

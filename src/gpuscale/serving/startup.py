@@ -29,9 +29,14 @@ class Startups:
         """Nodes that already hold the image (the warm floor at t=0)."""
         self.image_nodes.update(names)
 
-    def cold_start_s(self, pod: Pod) -> float:
-        pull = not (self.cold.image_cached_on_warm_nodes and pod.node_name in self.image_nodes)
-        self.image_nodes.add(pod.node_name or "")
+    def cold_start_s(self, pod: Pod, *group: Pod) -> float:
+        """One replica's start on the node(s) its pod(s) are bound to: a replica spanning
+        nodes (its leader and `group` workers) starts on all of them at once, pulling the
+        image if any of its nodes lacks it (each node's pull runs in parallel)."""
+        names = [p.node_name or "" for p in (pod, *group)]
+        pull = not (self.cold.image_cached_on_warm_nodes
+                    and all(name in self.image_nodes for name in names))
+        self.image_nodes.update(names)
         parts = cold_start_components(self.hw, self.cold, self.rng, pull_image=pull)
         self.starts.append(parts)
         return sum(parts.values())

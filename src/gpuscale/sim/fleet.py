@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, cast
 
 from gpuscale.cluster.groups import PodGroupSpec
-from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
+from gpuscale.cluster.objects import Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
@@ -35,6 +35,7 @@ from gpuscale.serving.prefix_cache import PrefixCache, PrefixCacheStats
 from gpuscale.serving.replica import EngineConfig, Replica, ReplicaEvents
 from gpuscale.serving.requests_table import RequestTable
 from gpuscale.serving.router import Router
+from gpuscale.sim.replica_pods import GROUP_RESTART, replica_pods
 
 STARTING, READY, DRAINING = "starting", "ready", "draining"
 _ARRIVAL_PRIORITY: Final = int(Priority.ARRIVAL)  # a plain int in the compiled hot path
@@ -42,11 +43,16 @@ _ARRIVAL_PRIORITY: Final = int(Priority.ARRIVAL)  # a plain int in the compiled 
 
 @dataclass
 class ReplicaSlot:
-    pod: Pod
+    pod: Pod  # the replica's pod, or its LeaderWorkerSet group's leader
     state: str = STARTING  # only meaningful once bound
     replica: Replica | None = None
     start_version: int = 0
     ready_s: float | None = None
+    workers: list[Pod] = field(default_factory=list)  # the group's other pods (sim/replica_pods)
+
+    def all_bound(self) -> bool:
+        return self.pod.node_name is not None and all(
+            w.node_name is not None for w in self.workers)
 
 
 class Fleet(TimerOwner):
@@ -84,6 +90,7 @@ class Fleet(TimerOwner):
         self.evicted_requests = evicted_requests
         self.pod_priority = pod_priority
         self.slots: dict[str, ReplicaSlot] = {}
+        self._worker_slots: dict[str, ReplicaSlot] = {}  # worker pod name -> its group's slot
         self.ready: list[Replica] = []  # routing targets, in order of readiness
         self.gateway: deque[tuple[int, bool]] = deque()  # (request id, kv_ready)
         self.desired = 0
@@ -127,17 +134,23 @@ class Fleet(TimerOwner):
         self.peak_replicas = max(self.peak_replicas, len(self.active_slots()))
 
     def _create_pod(self, now_s: float) -> Pod:
+        """The replica's pod, or its LeaderWorkerSet group's pods (leader first)."""
         self._pod_seq += 1
-        # GPU pods tolerate the nvidia.com/gpu taint: the ExtendedResourceToleration admission
-        # plugin adds this toleration to any pod requesting nvidia.com/gpu.
-        pod = Pod(name=f"{self.name}-{self._pod_seq}", gpus=self.hw.tp, created_s=now_s,
-                  priority=self.pod_priority, labels={"app": self.name, "role": self.role},
-                  tolerations=(Toleration(key=GPU_RESOURCE, operator="Exists"),),
-                  annotations=dict(self.pod_annotations), group_spec=self.pod_group,
-                  queue=None if self.pod_group is None else self.pod_group.queue)
-        self.slots[pod.name] = ReplicaSlot(pod=pod)
-        self.cluster.add_pod(pod)
-        return pod
+        pods = replica_pods(f"{self.name}-{self._pod_seq}", self.hw, now_s=now_s,
+                            priority=self.pod_priority,
+                            labels={"app": self.name, "role": self.role},
+                            annotations=self.pod_annotations, pod_group=self.pod_group)
+        slot = ReplicaSlot(pod=pods[0], workers=pods[1:])
+        self.slots[slot.pod.name] = slot
+        for worker in slot.workers:
+            self._worker_slots[worker.name] = slot
+        for pod in pods:
+            self.cluster.add_pod(pod)
+        return slot.pod
+
+    def _slot_of(self, pod: Pod) -> ReplicaSlot | None:
+        slot = self.slots.get(pod.name)
+        return slot if slot is not None else self._worker_slots.get(pod.name)
 
     def _remove(self, count: int, active: list[ReplicaSlot], now_s: float) -> None:
         def rank(slot: ReplicaSlot) -> tuple:
@@ -166,7 +179,9 @@ class Fleet(TimerOwner):
             slot.replica = None
         slot.start_version += 1  # cancels a cold start in progress
         del self.slots[slot.pod.name]
-        self.cluster.delete_pod(slot.pod)
+        for worker in slot.workers:
+            del self._worker_slots[worker.name]
+        self.cluster.delete_pods([slot.pod, *slot.workers])
 
     # -- lifecycle ----------------------------------------------------------------------------
     def make_ready_now(self, pod: Pod, now_s: float) -> None:
@@ -176,12 +191,12 @@ class Fleet(TimerOwner):
         self._become_ready(slot, slot.start_version)
 
     def _on_pod_bound(self, pod: Pod) -> None:
-        slot = self.slots.get(pod.name)
-        if slot is None:
+        slot = self._slot_of(pod)
+        if slot is None or not slot.all_bound():  # a group starts once all its pods are bound
             return
         slot.state = STARTING
         slot.start_version += 1
-        delay = self.cold_start_s(pod)
+        delay = self.cold_start_s(slot.pod, *slot.workers)
         self.sim.schedule(self.sim.now_s + delay, Priority.LIFECYCLE, self._become_ready, slot,
                           slot.start_version)
 
@@ -209,8 +224,8 @@ class Fleet(TimerOwner):
         self.router.remove(replica)
 
     def _on_pod_evicted(self, pod: Pod, cause: str) -> None:
-        slot = self.slots.get(pod.name)
-        if slot is None:
+        slot = self._slot_of(pod)
+        if slot is None or cause == GROUP_RESTART:
             return
         self.markers.append((self.sim.now_s, "eviction", cause))
         slot.start_version += 1
@@ -223,10 +238,14 @@ class Fleet(TimerOwner):
             self._handle_lost(lost)
         if slot.state == DRAINING:
             # It was going away anyway: do not let the ReplicaSet recreate it.
-            del self.slots[pod.name]
-            self.cluster.delete_pod(pod)
+            self._delete_slot(slot)
         else:
             slot.state = STARTING  # Pending again; the scheduler will place it
+            # A LeaderWorkerSet group restarts whole (RecreateGroupOnPodRestart): its other
+            # pods leave their nodes and wait to be placed with this one.
+            for other in (slot.pod, *slot.workers):
+                if other is not pod and other.node_name is not None:
+                    self.cluster.evict(other, GROUP_RESTART)
 
     def _handle_lost(self, lost: list[int]) -> None:
         now_s = self.sim.now_s

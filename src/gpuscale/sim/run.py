@@ -157,7 +157,7 @@ class _Run:
         if split is None:
             return {"serve": self._fleet(base, self.hw, self.cfg)}
         fleets: dict[str, Fleet] = {}
-        prefill_hw = replica_hardware(scenario, split.prefill.tp)
+        prefill_hw = replica_hardware(scenario, "prefill")
         self.kv_transfer = KvTransfer(
             self.sim, self.table, prefill_hw, split.kv_transfer_gbps_per_gpu,
             deliver=lambda rid, now_s, kv_ready: fleets["decode"].route(rid, now_s, kv_ready))
@@ -165,7 +165,7 @@ class _Run:
         fleets["prefill"] = self._fleet(f"{base}-prefill", prefill_hw,
                                         engine_config(scenario, prefill_hw), role="prefill",
                                         on_prefilled=self.kv_transfer.on_prefilled)
-        decode_hw = replica_hardware(scenario, split.decode.tp)
+        decode_hw = replica_hardware(scenario, "decode")
         fleets["decode"] = self._fleet(
             f"{base}-decode", decode_hw, engine_config(scenario, decode_hw), role="decode",
             retry=lambda rid, now_s: fleets["prefill"].route(rid, now_s))
@@ -217,7 +217,7 @@ class _Run:
         self.sim.run(until_s=0.0)  # the scheduler's t=0 cycle binds the initial pods
         for fleet in self.fleets.values():
             for slot in list(fleet.slots.values()):
-                if slot.pod.node_name is not None:
+                if slot.all_bound():  # a LeaderWorkerSet group: every pod placed
                     fleet.make_ready_now(slot.pod, 0.0)
 
     def _schedule_arrivals(self) -> None:

@@ -17,6 +17,19 @@ from gpuscale.audit.workloads import (
 )
 
 
+def _group_worker_without_server(obj: Manifest, path: tuple, container: dict) -> bool:
+    """A LeaderWorkerSet worker beside a leader serves no HTTP when it runs vLLM's headless
+    data-parallel ranks (`--headless`, vLLM docs/serving/data_parallel_deployment.md) or only
+    joins the leader's Ray cluster (no `serve` / entrypoint): nothing routes to it, so it has
+    nothing to probe."""
+    if path[-1:] != ("workerTemplate",) or not obj.get("spec", "leaderWorkerTemplate",
+                                                       "leaderTemplate"):
+        return False
+    words = " ".join(str(w) for w in (container.get("command") or [])
+                     + (container.get("args") or []))
+    return "--headless" in words or not ("serve" in words or "entrypoints" in words)
+
+
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     if not is_gpu_inference(obj):
         return
@@ -24,7 +37,8 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     paths = HEALTH_PATHS.get(engine, HEALTH_PATHS["vllm"])
     for tmpl in gpu_templates(obj):
         for i, container in enumerate(containers(tmpl.template)):
-            if container_gpus(container) == 0:
+            if container_gpus(container) == 0 or _group_worker_without_server(obj, tmpl.path,
+                                                                              container):
                 continue
             where = tmpl.path + ("spec", "containers", i)
             probe = container.get("readinessProbe")
