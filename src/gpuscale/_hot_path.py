@@ -35,6 +35,7 @@ HOT_MODULES = (
     "gpuscale.core.simulation",
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
+    "gpuscale.serving.finish_heap",
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
     "gpuscale.sim.fleet",

@@ -10,9 +10,9 @@ timer there. An arrival in the middle of a stretch cuts it at the end of the ste
 progress, where the newcomer joins, as it would in vLLM.
 
 Bookkeeping uses a per-replica step counter G: a sequence that entered decode at G0 has
-generated G - G0 tokens since, so finishing times are kept in a heap keyed by G (one
-`DecodeFinish` a sequence: its finish_G and request id, compared as native fields), and the
-total cached context is `decode_base + n_decode x G`, with no per-token or per-sequence loop.
+generated G - G0 tokens since, so finishing times are kept in a heap keyed by G
+(serving/finish_heap.py), and the total cached context is `decode_base + n_decode x G`, with
+no per-token or per-sequence loop.
 
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
 + half a block per running sequence (the last block of each sequence is on average half full);
@@ -30,6 +30,7 @@ from typing import Final, cast
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
+from gpuscale.serving.finish_heap import FinishHeap
 from gpuscale.serving.performance import (
     ReplicaHardware,
     StepCost,
@@ -77,68 +78,6 @@ class EngineConfig:
         return self.num_blocks * self.block_size
 
 
-class DecodeFinish:
-    """A decoding sequence's entry in its replica's finish heap: the step count G at which it
-    finishes and its request id (the tie-break: heap order is that of (finish_g, rid)). Never
-    changed once made, so copies of a replica (the oracle probe's fork) can share them.
-    Objects with native fields, not one `finish_g x span + rid` int a sequence: heapq compares
-    ints through the generic rich comparison (~60 instructions each), a compiled sift reads
-    two fields; an int key was one allocation a sequence too."""
-
-    __slots__ = ("finish_g", "rid")
-
-    def __init__(self, finish_g: int, rid: int) -> None:
-        self.finish_g = finish_g
-        self.rid = rid
-
-
-def _push_finish(heap: list[DecodeFinish], entry: DecodeFinish) -> None:
-    """Add `entry` to the binary min-heap `heap` (sift up)."""
-    heap.append(entry)
-    i = len(heap) - 1
-    finish_g = entry.finish_g
-    rid = entry.rid
-    while i > 0:
-        parent = (i - 1) >> 1
-        other = heap[parent]
-        other_g = other.finish_g
-        if other_g < finish_g or (other_g == finish_g and other.rid < rid):
-            break
-        heap[i] = other
-        i = parent
-    heap[i] = entry
-
-
-def _pop_finish(heap: list[DecodeFinish]) -> DecodeFinish:
-    """Remove and return the least entry of the non-empty min-heap `heap` (sift down)."""
-    top = heap[0]
-    last = heap.pop()
-    n = len(heap)
-    if n == 0:
-        return top
-    finish_g = last.finish_g
-    rid = last.rid
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        other = heap[child]
-        if child + 1 < n:
-            right = heap[child + 1]
-            if right.finish_g < other.finish_g or (right.finish_g == other.finish_g
-                                                   and right.rid < other.rid):
-                child += 1
-                other = right
-        other_g = other.finish_g
-        if finish_g < other_g or (finish_g == other_g and rid < other.rid):
-            break
-        heap[i] = other
-        i = child
-    heap[i] = last
-    return top
-
-
 class Replica(TimerOwner):
     """A serving engine bound to its event loop and the shared request table."""
 
@@ -150,7 +89,7 @@ class Replica(TimerOwner):
         "cfg",
         "cost",
         "decode_base",
-        "heap",
+        "finishes",
         "hw",
         "kv_ready",
         "load_log",
@@ -219,10 +158,8 @@ class Replica(TimerOwner):
         # table.prefill_left[rid]).
         self.prefilling: list[int] = []
         # A decoding sequence's G0 (step count when its decode began) is table.decode_g0[rid].
-        # Each decoding sequence's (finish_G, rid), least first (`_push_finish`); stale once
-        # the sequence was preempted (its G0 then differs from finish_G - output, or it is
-        # NOT_DECODING).
-        self.heap: list[DecodeFinish] = []
+        # When each decoding sequence finishes, in step counts, least first.
+        self.finishes = FinishHeap(table)
         self.resume_generated: dict[int, int] = {}  # preempted rid -> tokens already generated
         self.G = 0
         self.decode_base = 0  # sum over decoding of (prompt + generated_before - G0)
@@ -375,7 +312,7 @@ class Replica(TimerOwner):
         self.running.clear()
         self.num_running = 0
         self.prefilling.clear()
-        self.heap.clear()
+        self.finishes.clear()
         self.resume_generated.clear()
         self.kv_ready.clear()
         self.decode_base = self.n_decode = self.prefill_reserved = self.reserved_tokens = 0
@@ -549,16 +486,7 @@ class Replica(TimerOwner):
             self._schedule_step()
 
     def _start_segment(self, now_s: float) -> None:
-        heap = self.heap
-        decode_g0 = self.table.decode_g0
-        output = self.table.output_tokens_list
-        while True:
-            first = heap[0]
-            finish_g = first.finish_g
-            rid = first.rid
-            if decode_g0[rid] + output[rid] == finish_g:
-                break
-            _pop_finish(heap)  # stale entries of preempted sequences
+        finish_g = self.finishes.next_finish_g()
         G = self.G
         n = self.n_decode
         context = self.decode_base + n * G
@@ -622,8 +550,7 @@ class Replica(TimerOwner):
         table = self.table
         if self.step_decodes:
             self.G += 1
-            heap = self.heap
-            if heap and heap[0].finish_g <= self.G:  # one is due
+            if self.finishes.has_due(self.G):
                 self._finish_due(now_s)
         prefill_left = table.prefill_left
         for rid, take, _prefix in chunks:
@@ -671,22 +598,18 @@ class Replica(TimerOwner):
         self.table.decode_g0[rid] = g0
         self.decode_base += self.table.prompt_tokens_list[rid] - g0
         self.n_decode += 1
-        _push_finish(self.heap, DecodeFinish(g0 + self.table.output_tokens_list[rid], rid))
+        self.finishes.push(rid, g0 + self.table.output_tokens_list[rid])
 
     def _finish_due(self, now_s: float) -> None:
-        heap = self.heap
-        G = self.G
+        """Complete every sequence whose last token came at or before step count G."""
+        finishes = self.finishes
         table = self.table
-        decode_g0 = table.decode_g0
-        output = table.output_tokens_list
-        while heap and heap[0].finish_g <= G:
-            entry = _pop_finish(heap)
-            finish_g = entry.finish_g
-            rid = entry.rid
-            g0 = decode_g0[rid]
-            if g0 + output[rid] != finish_g:
-                continue  # stale entry of a preempted sequence
-            decode_g0[rid] = NOT_DECODING
+        while True:
+            rid = finishes.pop_due(self.G)
+            if rid < 0:
+                return
+            g0 = table.decode_g0[rid]
+            table.decode_g0[rid] = NOT_DECODING
             self._finish_running()
             self.decode_base -= table.prompt_tokens_list[rid] - g0
             self.n_decode -= 1
