@@ -36,6 +36,7 @@ HOT_MODULES = (
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
     "gpuscale.serving.finish_heap",
+    "gpuscale.serving.waiting_queue",
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
     "gpuscale.sim.fleet",

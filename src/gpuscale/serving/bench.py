@@ -152,9 +152,7 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
         return once, twice
     once_sim, once_table, once_replica = fork
     # Back to the once run's queue and counts: the second copy out of the waiting queue.
-    queue = once_replica.queue
-    del queue[len(queue) - tail:]
-    once_replica.waiting_prompt_tokens -= int(prompts[queued - n].sum())
+    once_replica.queue.drop_newest(tail, int(prompts[queued - n].sum()))
     once_table.num_arrived = n
     once_sim.run()
     return _first_rows(once_table.columns(), n), twice

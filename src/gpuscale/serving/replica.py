@@ -39,6 +39,7 @@ from gpuscale.serving.performance import (
 )
 from gpuscale.serving.prefix_cache import PrefixCache
 from gpuscale.serving.requests_table import NOT_DECODING, NOT_PREFILLING, RequestTable
+from gpuscale.serving.waiting_queue import WaitingQueue
 
 # Final: the compiled hot path reads them as constants, not as module globals.
 _IDLE: Final = 0
@@ -91,7 +92,6 @@ class Replica(TimerOwner):
         "decode_base",
         "finishes",
         "hw",
-        "kv_ready",
         "load_log",
         "n_decode",
         "name",
@@ -106,9 +106,7 @@ class Replica(TimerOwner):
         "prefilling",
         "prefix_cache",
         "queue",
-        "queue_head",
         "reserved_tokens",
-        "resume_generated",
         "role",
         "route_rank",
         "running",
@@ -126,7 +124,6 @@ class Replica(TimerOwner):
         "table",
         "timer",
         "ttft_observations",
-        "waiting_prompt_tokens",
         "whole_prompts",
     )
 
@@ -139,14 +136,7 @@ class Replica(TimerOwner):
         self.cfg = cfg
         self.sim = sim
         self.table = table
-        # The waiting queue, FCFS: queue[queue_head:] (a list and a head index, not a deque:
-        # the compiled build reads, appends and pops a list natively; the consumed prefix is
-        # dropped once it is half the list).
-        self.queue: list[int] = []
-        self.queue_head = 0
-        # Sum of the waiting requests' prompt tokens (vllm:num_prefill_tokens_waiting's
-        # input), kept as the queue changes so a scrape does not walk every queue.
-        self.waiting_prompt_tokens = 0
+        self.queue = WaitingQueue()
         # The running requests (admitted, prefilling or decoding) in admission order, the
         # newest last (preemption takes it), with the finished ones left in place until they
         # are half the list (`is_running`, `_finish_running`): a completion costs no removal (a
@@ -160,7 +150,6 @@ class Replica(TimerOwner):
         # A decoding sequence's G0 (step count when its decode began) is table.decode_g0[rid].
         # When each decoding sequence finishes, in step counts, least first.
         self.finishes = FinishHeap(table)
-        self.resume_generated: dict[int, int] = {}  # preempted rid -> tokens already generated
         self.G = 0
         self.decode_base = 0  # sum over decoding of (prompt + generated_before - G0)
         self.n_decode = 0
@@ -190,12 +179,11 @@ class Replica(TimerOwner):
         self.no_evict = cfg.admission == "guaranteed_no_evict"
         self.reserved_tokens = 0  # guaranteed_no_evict: prompt + output of every running request
         # Disaggregation: a "prefill" replica hands each request off after its prefill
-        # (on_prefilled); a "decode" replica admits requests whose KV arrived (kv_ready)
-        # straight into decode.
+        # (on_prefilled); a "decode" replica admits requests whose KV arrived (the queue's
+        # kv_ready) straight into decode.
         self.role = role
         self.prefill_role = role == "prefill"  # read per finished prefill: a bool, not a str ==
         self.on_prefilled = on_prefilled
-        self.kv_ready: set[int] = set()
         # Closed-loop clients: told when their request is done (serving/bench.py).
         self.on_complete: Callable[[int, float], None] | None = None
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
@@ -216,11 +204,11 @@ class Replica(TimerOwner):
         return self.num_waiting() + self.num_running
 
     def num_waiting(self) -> int:
-        return len(self.queue) - self.queue_head
+        return self.queue.count()
 
     def waiting_rids(self) -> list[int]:
         """The waiting queue, head first."""
-        return self.queue[self.queue_head:]
+        return self.queue.in_order()
 
     def running_rids(self) -> list[int]:
         """The running requests, in admission order."""
@@ -261,10 +249,7 @@ class Replica(TimerOwner):
             # prompt that leaves no room for one output token; it is never served.
             self.table.drop(rid, now_s, "exceeds_max_model_len")
             return
-        if kv_ready:
-            self.kv_ready.add(rid)
-        self.queue.append(rid)
-        self.waiting_prompt_tokens += self.table.prompt_tokens_list[rid]
+        self.queue.append(rid, self.table.prompt_tokens_list[rid], kv_ready)
         if self.load_log is not None:
             self.load_log.append(self)
         if self.state == _IDLE:
@@ -306,15 +291,11 @@ class Replica(TimerOwner):
             self.table.decode_g0[rid] = NOT_DECODING
         for rid in self.prefilling:
             self.table.prefill_left[rid] = NOT_PREFILLING
-        self.queue = []
-        self.queue_head = 0
-        self.waiting_prompt_tokens = 0
+        self.queue.clear()
         self.running.clear()
         self.num_running = 0
         self.prefilling.clear()
         self.finishes.clear()
-        self.resume_generated.clear()
-        self.kv_ready.clear()
         self.decode_base = self.n_decode = self.prefill_reserved = self.reserved_tokens = 0
         self.accepting = False
         return lost
@@ -339,48 +320,24 @@ class Replica(TimerOwner):
 
     def _drop_first_waiting(self, rid: int, now_s: float, reason: str) -> None:
         """Drop the head of the waiting queue (`rid`): it timed out or can never fit."""
-        self._pop_waiting(self.table.prompt_tokens_list[rid])
-        self.resume_generated.pop(rid, None)
-        self.kv_ready.discard(rid)
+        self.queue.drop_first(rid, self.table.prompt_tokens_list[rid])
         self.table.drop(rid, now_s, reason)
         if self.load_log is not None:
             self.load_log.append(self)
-
-    def _pop_waiting(self, prompt_tokens: int) -> None:
-        """Take the head (of `prompt_tokens`) off the waiting queue."""
-        self.waiting_prompt_tokens -= prompt_tokens
-        head = self.queue_head + 1
-        if head >= 64 and 2 * head >= len(self.queue):  # drop the consumed prefix
-            del self.queue[:head]
-            head = 0
-        self.queue_head = head
-
-    def _push_front(self, rid: int, prompt_tokens: int) -> None:
-        """Put `rid` (of `prompt_tokens`) back at the head of the waiting queue (a preempted
-        request)."""
-        self.waiting_prompt_tokens += prompt_tokens
-        if self.queue_head:
-            self.queue_head -= 1
-            self.queue[self.queue_head] = rid
-        else:
-            self.queue.insert(0, rid)
 
     def _admit(self, now_s: float, budget: int, chunks: list[tuple[int, int, int]]) -> int:
         """Admit waiting requests FCFS while seats, KV blocks and token budget allow."""
         table = self.table
         cfg = self.cfg
         queue = self.queue
-        while self.queue_head < len(queue) and budget > 0 \
-                and self.num_running < cfg.max_num_seqs:
-            rid = queue[self.queue_head]
+        while queue.count() and budget > 0 and self.num_running < cfg.max_num_seqs:
+            rid = queue.first()
             if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
                 continue
-            # Empty but in disaggregated serving: tested first, as a lookup boxes the request
-            # id (an int object allocated and freed) to hash it.
-            kv_ready = len(self.kv_ready) != 0 and rid in self.kv_ready
+            kv_ready = queue.has_kv(rid)
             prompt = table.prompt_tokens_list[rid]
-            need = prompt + (1 if kv_ready else self._resumed_tokens(rid))
+            need = prompt + (1 if kv_ready else queue.resumed_tokens(rid))
             # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
             tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
                       + need)
@@ -398,9 +355,8 @@ class Replica(TimerOwner):
                         continue
                     break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
-                self._pop_waiting(prompt)
+                queue.pop_first_with_kv(rid, prompt)
                 self._reserve(rid, 1)
-                self.kv_ready.discard(rid)
                 if table.output_tokens_list[rid] <= 1:
                     self._complete(rid, now_s)  # done at once: never among the running
                 else:
@@ -412,7 +368,7 @@ class Replica(TimerOwner):
                 # Whole prompts only: it waits for the next step. One longer than the budget
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
-            self._pop_waiting(prompt)
+            queue.pop_first(prompt)
             self._add_running(rid)
             self._reserve(rid, 1)
             cache = self.prefix_cache
@@ -446,7 +402,7 @@ class Replica(TimerOwner):
             if budget <= 0:
                 break
             take = remaining if remaining < budget else budget
-            total = self.table.prompt_tokens_list[rid] + self._resumed_tokens(rid)
+            total = self.table.prompt_tokens_list[rid] + self.queue.resumed_tokens(rid)
             chunks.append((rid, take, total - remaining))
             budget -= take
             if cache is not None:
@@ -564,8 +520,7 @@ class Replica(TimerOwner):
             # Prefill done: this step also produced the next token.
             prefill_left[rid] = NOT_PREFILLING
             self._remove_prefilling(rid)
-            generated = (self.resume_generated.pop(rid, 0) if len(self.resume_generated)
-                         else 0) + 1
+            generated = self.queue.take_resumed_tokens(rid) + 1
             prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
             first_token_s = table.first_token_s_view[rid]
@@ -615,12 +570,6 @@ class Replica(TimerOwner):
             self.n_decode -= 1
             self._complete(rid, now_s)
 
-    def _resumed_tokens(self, rid: int) -> int:
-        """Tokens `rid` had generated before it was preempted (0 if it never was). The dict is
-        empty until a preemption: tested first, as a lookup boxes the id to hash it."""
-        resumed = self.resume_generated
-        return resumed.get(rid, 0) if len(resumed) else 0
-
     def _add_running(self, rid: int) -> None:
         self.running.append(rid)
         self.num_running += 1
@@ -645,6 +594,11 @@ class Replica(TimerOwner):
         while order[j] != rid:
             j += 1
         order.pop(j)
+
+    def prefill_tokens_waiting(self) -> int:
+        """Prompt tokens not prefilled yet: the waiting prompts and what the prefilling
+        requests still have to compute (gpuscale:num_prefill_tokens_waiting)."""
+        return self.queue.prompt_tokens + self.prefill_tokens_left()
 
     def prefill_tokens_left(self) -> int:
         """Prompt tokens the prefilling requests still have to compute."""
@@ -691,15 +645,16 @@ class Replica(TimerOwner):
             self._reserve(rid, -1)
             self.table.num_preemptions[rid] += 1
             prompt = self.table.prompt_tokens_list[rid]
+            generated = 0  # a prefilling one keeps what the queue knows of it
             if self.table.prefill_left[rid] >= 0:
                 self.table.prefill_left[rid] = NOT_PREFILLING
                 self._remove_prefilling(rid)
-                self.prefill_reserved -= prompt + self._resumed_tokens(rid)
+                self.prefill_reserved -= prompt + self.queue.resumed_tokens(rid)
             else:
                 g0 = self.table.decode_g0[rid]
                 self.table.decode_g0[rid] = NOT_DECODING
                 self.decode_base -= prompt - g0
                 self.n_decode -= 1
-                self.resume_generated[rid] = self.G - g0
+                generated = self.G - g0
             self._release_prefix(rid)
-            self._push_front(rid, prompt)
+            self.queue.push_front(rid, prompt, generated)

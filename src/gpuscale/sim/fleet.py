@@ -324,8 +324,7 @@ class Fleet(TimerOwner):
                     values[WAITING] = pod_waiting
                     values[RUNNING] = pod_running
                     values[KV_USAGE] = pod_kv
-                    values[PREFILL_TOKENS_WAITING] = float(
-                        replica.waiting_prompt_tokens + replica.prefill_tokens_left())
+                    values[PREFILL_TOKENS_WAITING] = float(replica.prefill_tokens_waiting())
                     if replica.prefix_cache is not None:  # counters since the engine started
                         values[PREFIX_CACHE_QUERIES] = float(
                             replica.prefix_cache.stats.queries_tokens)
