@@ -15,8 +15,6 @@ The sifts are written out instead of `heapq` for speed: see docs/hot-path.md.
 
 from __future__ import annotations
 
-from gpuscale.serving.requests_table import RequestTable
-
 
 class DecodeFinish:
     """A decoding sequence's entry: the step count at which it finishes and its request id
@@ -37,15 +35,20 @@ class DecodeFinish:
 class FinishHeap:
     """One replica's decode finishes, least first (a binary min-heap over a list)."""
 
-    __slots__ = ("entries", "table")
+    __slots__ = ("decode_g0", "entries", "output_tokens")
 
-    def __init__(self, table: RequestTable) -> None:
-        self.table = table
+    def __init__(self, decode_g0: list[int], output_tokens: list[int]) -> None:
+        # The request table's two columns that tell a live entry from a stale one
+        # (`RequestTable.decode_g0`, `output_tokens_list`), held here rather than read through
+        # the table at each call: two attribute loads fewer a finish. A fork maps them to its
+        # twin table's (core/fork.py).
+        self.decode_g0 = decode_g0
+        self.output_tokens = output_tokens
         self.entries: list[DecodeFinish] = []
 
     def fork_blank(self) -> FinishHeap:
-        """An empty heap for a fork of the replica to fill (core/fork.py)."""
-        return FinishHeap(self.table)
+        """A heap for a fork of the replica to fill (core/fork.py)."""
+        return FinishHeap(self.decode_g0, self.output_tokens)
 
     def push(self, rid: int, finish_g: int) -> None:
         """A sequence starts decoding; it finishes when the step count reaches `finish_g`."""
@@ -61,8 +64,8 @@ class FinishHeap:
         """Remove and return the request id of a live sequence due at step count `g` (least
         first), or -1 when none is."""
         entries = self.entries
-        decode_g0 = self.table.decode_g0
-        output = self.table.output_tokens_list
+        decode_g0 = self.decode_g0
+        output = self.output_tokens
         while entries and entries[0].finish_g <= g:
             entry = _pop_least(entries)
             rid = entry.rid
@@ -74,8 +77,8 @@ class FinishHeap:
         """The step count at which the next live sequence finishes; stale entries above it
         are dropped. Only called while some sequence decodes (one live entry at least)."""
         entries = self.entries
-        decode_g0 = self.table.decode_g0
-        output = self.table.output_tokens_list
+        decode_g0 = self.decode_g0
+        output = self.output_tokens
         while True:
             first = entries[0]
             finish_g = first.finish_g

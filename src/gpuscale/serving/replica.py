@@ -149,7 +149,7 @@ class Replica(TimerOwner):
         self.prefilling: list[int] = []
         # A decoding sequence's G0 (step count when its decode began) is table.decode_g0[rid].
         # When each decoding sequence finishes, in step counts, least first.
-        self.finishes = FinishHeap(table)
+        self.finishes = FinishHeap(table.decode_g0, table.output_tokens_list)
         self.G = 0
         self.decode_base = 0  # sum over decoding of (prompt + generated_before - G0)
         self.n_decode = 0
