@@ -37,6 +37,7 @@ HOT_MODULES = (
     "gpuscale.serving.replica",
     "gpuscale.serving.finish_heap",
     "gpuscale.serving.waiting_queue",
+    "gpuscale.serving.running_set",
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
     "gpuscale.sim.fleet",

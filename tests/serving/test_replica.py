@@ -247,16 +247,16 @@ def test_the_running_list_holds_exactly_the_admitted_unfinished_requests(workloa
     sim, table, replica = _replica_fed(cfg, arrivals, prompts, outputs)
     compacted = False
     while sim.peek_s() < math.inf:
-        before = len(replica.running)
+        before = len(replica.running.rids)
         sim.run(until_s=sim.peek_s())
-        compacted |= len(replica.running) < before - 1
+        compacted |= len(replica.running.rids) < before - 1
         finish_s = table.columns().finish_s
         waiting = set(replica.waiting_rids())
         expected = {rid for rid, arrival_s in enumerate(arrivals)
                     if arrival_s <= sim.now_s and np.isnan(finish_s[rid]) and rid not in waiting}
         assert set(replica.running_rids()) == expected
         assert replica.num_running == len(expected)
-        assert len(replica.running) < 2 * replica.num_running + 64
-        assert set(replica.prefilling) <= expected
+        assert len(replica.running.rids) < 2 * replica.num_running + 64
+        assert set(replica.running.prefilling) <= expected
     assert compacted or len(arrivals) < 80
     assert replica.num_running == 0 and (table.columns().status == COMPLETED).all()

@@ -38,7 +38,8 @@ from gpuscale.serving.performance import (
     segment_steps_within,
 )
 from gpuscale.serving.prefix_cache import PrefixCache
-from gpuscale.serving.requests_table import NOT_DECODING, NOT_PREFILLING, RequestTable
+from gpuscale.serving.requests_table import NOT_DECODING, RequestTable
+from gpuscale.serving.running_set import RunningSet
 from gpuscale.serving.waiting_queue import WaitingQueue
 
 # Final: the compiled hot path reads them as constants, not as module globals.
@@ -96,14 +97,12 @@ class Replica(TimerOwner):
         "n_decode",
         "name",
         "no_evict",
-        "num_running",
         "on_complete",
         "on_drained",
         "on_prefilled",
         "prefill_first",
         "prefill_reserved",
         "prefill_role",
-        "prefilling",
         "prefix_cache",
         "queue",
         "reserved_tokens",
@@ -137,16 +136,7 @@ class Replica(TimerOwner):
         self.sim = sim
         self.table = table
         self.queue = WaitingQueue()
-        # The running requests (admitted, prefilling or decoding) in admission order, the
-        # newest last (preemption takes it), with the finished ones left in place until they
-        # are half the list (`is_running`, `_finish_running`): a completion costs no removal (a
-        # dict's delete boxes the id and frees the key, ~450 instructions a request). Its
-        # live count is `num_running`.
-        self.running: list[int] = []
-        self.num_running = 0
-        # The prefilling requests in admission order (their tokens still to compute are
-        # table.prefill_left[rid]).
-        self.prefilling: list[int] = []
+        self.running = RunningSet(table.decode_g0, table.prefill_left)
         # A decoding sequence's G0 (step count when its decode began) is table.decode_g0[rid].
         # When each decoding sequence finishes, in step counts, least first.
         self.finishes = FinishHeap(table.decode_g0, table.output_tokens_list)
@@ -201,7 +191,7 @@ class Replica(TimerOwner):
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
         """Waiting + running requests (the router's load)."""
-        return self.num_waiting() + self.num_running
+        return self.num_waiting() + self.running.num_running
 
     def num_waiting(self) -> int:
         return self.queue.count()
@@ -210,9 +200,18 @@ class Replica(TimerOwner):
         """The waiting queue, head first."""
         return self.queue.in_order()
 
+    @property
+    def num_running(self) -> int:
+        """Running requests (vllm:num_requests_running)."""
+        return self.running.num_running
+
     def running_rids(self) -> list[int]:
         """The running requests, in admission order."""
-        return [rid for rid in self.running if self.is_running(rid)]
+        return self.running.in_order()
+
+    def is_running(self, rid: int) -> bool:
+        """Whether `rid`, a request routed here, runs here now (prefilling or decoding)."""
+        return self.running.is_running(rid)
 
     def current_G(self, now_s: float) -> int:
         if self.state == _SEGMENT:
@@ -225,7 +224,7 @@ class Replica(TimerOwner):
         return self.decode_base + self.n_decode * self.current_G(now_s) + self.prefill_reserved
 
     def kv_usage_frac(self, now_s: float) -> float:
-        blocks = self.kv_tokens(now_s) / self.cfg.block_size + self.num_running / 2
+        blocks = self.kv_tokens(now_s) / self.cfg.block_size + self.running.num_running / 2
         return min(1.0, blocks / self.cfg.num_blocks) if self.cfg.num_blocks else 1.0
 
     def is_busy(self) -> bool:
@@ -285,16 +284,8 @@ class Replica(TimerOwner):
         """Stop at once (pod killed): returns the request ids that were in flight here."""
         self._go_idle(self.sim.now_s)
         self.sim.cancel_timer(self.timer)
-        running = self.running_rids()
-        lost = running + self.waiting_rids()
-        for rid in running:
-            self.table.decode_g0[rid] = NOT_DECODING
-        for rid in self.prefilling:
-            self.table.prefill_left[rid] = NOT_PREFILLING
+        lost = self.running.evict() + self.waiting_rids()
         self.queue.clear()
-        self.running.clear()
-        self.num_running = 0
-        self.prefilling.clear()
         self.finishes.clear()
         self.decode_base = self.n_decode = self.prefill_reserved = self.reserved_tokens = 0
         self.accepting = False
@@ -306,7 +297,7 @@ class Replica(TimerOwner):
                   + extra_tokens)
         # (n / 2, not 0.5 * n: the same double, and the compiled build divides two ints
         # natively where a float times an int is a generic multiply of two boxed numbers.)
-        return tokens / self.cfg.block_size + (self.num_running + extra_seqs) / 2
+        return tokens / self.cfg.block_size + (self.running.num_running + extra_seqs) / 2
 
     def _go_idle(self, now_s: float) -> None:
         if self.state != _IDLE:
@@ -330,7 +321,7 @@ class Replica(TimerOwner):
         table = self.table
         cfg = self.cfg
         queue = self.queue
-        while queue.count() and budget > 0 and self.num_running < cfg.max_num_seqs:
+        while queue.count() and budget > 0 and self.running.num_running < cfg.max_num_seqs:
             rid = queue.first()
             if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
                 self._drop_first_waiting(rid, now_s, "timeout")
@@ -341,16 +332,16 @@ class Replica(TimerOwner):
             # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
             tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
                       + need)
-            if tokens / cfg.block_size + (self.num_running + 1) / 2 > cfg.num_blocks:
-                if not self.num_running:  # can never fit, even alone: vLLM rejects it
+            if tokens / cfg.block_size + (self.running.num_running + 1) / 2 > cfg.num_blocks:
+                if not self.running.num_running:  # can never fit, even alone: vLLM rejects it
                     self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
             if self.no_evict:
                 full = prompt + table.output_tokens_list[rid]
                 if (self.reserved_tokens + full) / cfg.block_size \
-                        + (self.num_running + 1) / 2 > cfg.num_blocks:
-                    if not self.num_running:  # its whole length can never be reserved
+                        + (self.running.num_running + 1) / 2 > cfg.num_blocks:
+                    if not self.running.num_running:  # its whole length can never be reserved
                         self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
                         continue
                     break
@@ -360,7 +351,7 @@ class Replica(TimerOwner):
                 if table.output_tokens_list[rid] <= 1:
                     self._complete(rid, now_s)  # done at once: never among the running
                 else:
-                    self._add_running(rid)
+                    self.running.add(rid)
                     self._join_decode(rid, 1)
                 continue
             if self.whole_prompts and need > budget and (
@@ -369,16 +360,15 @@ class Replica(TimerOwner):
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
             queue.pop_first(prompt)
-            self._add_running(rid)
+            self.running.add(rid)
             self._reserve(rid, 1)
             cache = self.prefix_cache
             # Tokens found in the prefix cache are not computed; the chunk's attention still
             # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
             hit = 0 if cache is None else cache.acquire(
-                rid, need, tokens / cfg.block_size + self.num_running / 2)
+                rid, need, tokens / cfg.block_size + self.running.num_running / 2)
             todo = need - hit
-            table.prefill_left[rid] = todo
-            self.prefilling.append(rid)
+            self.running.start_prefill(rid, todo)
             self.prefill_reserved += need
             take = todo if todo < budget or self.whole_prompts else budget
             chunks.append((rid, take, hit))
@@ -389,7 +379,7 @@ class Replica(TimerOwner):
 
     def _plan(self, now_s: float) -> None:
         """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
-        if not self.prefilling and not self.num_waiting() and self.n_decode:
+        if not self.running.prefilling and not self.num_waiting() and self.n_decode:
             self._start_segment(now_s)  # fast path: nothing to admit or prefill
             return
         # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
@@ -397,7 +387,7 @@ class Replica(TimerOwner):
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
         cache = self.prefix_cache
         prefill_left = self.table.prefill_left
-        for rid in self.prefilling:
+        for rid in self.running.prefilling:
             remaining = prefill_left[rid]
             if budget <= 0:
                 break
@@ -421,7 +411,7 @@ class Replica(TimerOwner):
             self._start_segment(now_s)
             return
         self._go_idle(now_s)
-        if not self.accepting and not self.num_running and not self.num_waiting() \
+        if not self.accepting and not self.running.num_running and not self.num_waiting() \
                 and self.on_drained:
             callback, self.on_drained = self.on_drained, None
             callback(self)
@@ -454,7 +444,7 @@ class Replica(TimerOwner):
         # Free tokens = (num_blocks - running / 2) x block_size - context - prefill_reserved,
         # a whole number of half tokens: floored over n in integers, the exact value the float
         # division gave, without its fmod.
-        free_half_tokens = ((2 * cfg.num_blocks - self.num_running) * cfg.block_size
+        free_half_tokens = ((2 * cfg.num_blocks - self.running.num_running) * cfg.block_size
                             - 2 * (context + self.prefill_reserved))
         steps_to_full = free_half_tokens // (2 * n)
         steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
@@ -518,8 +508,7 @@ class Replica(TimerOwner):
                 prefill_left[rid] = remaining
                 continue
             # Prefill done: this step also produced the next token.
-            prefill_left[rid] = NOT_PREFILLING
-            self._remove_prefilling(rid)
+            self.running.end_prefill(rid)
             generated = self.queue.take_resumed_tokens(rid) + 1
             prompt = table.prompt_tokens_list[rid]
             self.prefill_reserved -= prompt + generated - 1
@@ -529,10 +518,8 @@ class Replica(TimerOwner):
                 table.first_token_s_view[rid] = now_s
                 self.ttft_observations.append(now_s - table.arrival_s_view[rid])
             if self.prefill_role and self.on_prefilled is not None:
-                # Its KV (and first token) leave for a decode replica. Removed from the list
-                # (not left to `is_running`: the id may come back here after an eviction retry).
+                # Its KV (and first token) leave for a decode replica.
                 self.running.remove(rid)
-                self.num_running -= 1
                 self._reserve(rid, -1)
                 self._release_prefix(rid)
                 if self.load_log is not None:
@@ -540,7 +527,7 @@ class Replica(TimerOwner):
                 self.on_prefilled(rid, now_s)
                 continue
             if generated >= table.output_tokens_list[rid]:
-                self._finish_running()
+                self.running.finish_one()
                 self._complete(rid, now_s)
                 continue
             self._join_decode(rid, generated)
@@ -565,48 +552,15 @@ class Replica(TimerOwner):
                 return
             g0 = table.decode_g0[rid]
             table.decode_g0[rid] = NOT_DECODING
-            self._finish_running()
+            self.running.finish_one()
             self.decode_base -= table.prompt_tokens_list[rid] - g0
             self.n_decode -= 1
             self._complete(rid, now_s)
 
-    def _add_running(self, rid: int) -> None:
-        self.running.append(rid)
-        self.num_running += 1
-
-    def _finish_running(self) -> None:
-        """One running request finished (it stays in `running` until compacted)."""
-        self.num_running -= 1
-        if len(self.running) >= 2 * self.num_running + 64:
-            self.running = self.running_rids()
-
-    def is_running(self, rid: int) -> bool:
-        """Whether `rid`, a request routed here, runs here now: decoding, or prefilling. A
-        finished request is neither (it left decode, or never reached it); a preempted or
-        handed-off one was removed from `running`, so an entry there is never another
-        replica's."""
-        return self.table.decode_g0[rid] != NOT_DECODING or self.table.prefill_left[rid] >= 0
-
-    def _remove_prefilling(self, rid: int) -> None:
-        """Take `rid` out of `prefilling`: found from the front, where the step's chunks are."""
-        order = self.prefilling
-        j = 0
-        while order[j] != rid:
-            j += 1
-        order.pop(j)
-
     def prefill_tokens_waiting(self) -> int:
         """Prompt tokens not prefilled yet: the waiting prompts and what the prefilling
         requests still have to compute (gpuscale:num_prefill_tokens_waiting)."""
-        return self.queue.prompt_tokens + self.prefill_tokens_left()
-
-    def prefill_tokens_left(self) -> int:
-        """Prompt tokens the prefilling requests still have to compute."""
-        left = self.table.prefill_left
-        total = 0
-        for rid in self.prefilling:
-            total += left[rid]
-        return total
+        return self.queue.prompt_tokens + self.running.prefill_tokens_left()
 
     def _reserve(self, rid: int, sign: int) -> None:
         """guaranteed_no_evict bookkeeping: a request's whole length, reserved while it runs."""
@@ -635,20 +589,16 @@ class Replica(TimerOwner):
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
         cfg = self.cfg
         tokens = self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
-        if tokens / cfg.block_size + self.num_running / 2 <= cfg.num_blocks:
+        if tokens / cfg.block_size + self.running.num_running / 2 <= cfg.num_blocks:
             return  # the common case: no pressure
-        while self.num_running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
-            rid = self.running.pop()
-            if not self.is_running(rid):
-                continue  # a finished one left in place
-            self.num_running -= 1
+        while self.running.num_running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
+            rid = self.running.pop_newest()
             self._reserve(rid, -1)
             self.table.num_preemptions[rid] += 1
             prompt = self.table.prompt_tokens_list[rid]
             generated = 0  # a prefilling one keeps what the queue knows of it
             if self.table.prefill_left[rid] >= 0:
-                self.table.prefill_left[rid] = NOT_PREFILLING
-                self._remove_prefilling(rid)
+                self.running.end_prefill(rid)
                 self.prefill_reserved -= prompt + self.queue.resumed_tokens(rid)
             else:
                 g0 = self.table.decode_g0[rid]
