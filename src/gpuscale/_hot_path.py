@@ -38,6 +38,8 @@ HOT_MODULES = (
     "gpuscale.serving.finish_heap",
     "gpuscale.serving.waiting_queue",
     "gpuscale.serving.running_set",
+    "gpuscale.serving.kv_budget",
+    "gpuscale.serving.admission",
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
     "gpuscale.sim.fleet",

@@ -11,8 +11,8 @@ progress, where the newcomer joins, as it would in vLLM.
 
 Bookkeeping uses a per-replica step counter G: a sequence that entered decode at G0 has
 generated G - G0 tokens since, so finishing times are kept in a heap keyed by G
-(serving/finish_heap.py), and the total cached context is `decode_base + n_decode x G`, with
-no per-token or per-sequence loop.
+(serving/finish_heap.py), and the total cached context is `decode_base + num_decoding x G`
+(serving/kv_budget.py), with no per-token or per-sequence loop.
 
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
 + half a block per running sequence (the last block of each sequence is on average half full);
@@ -30,7 +30,9 @@ from typing import Final, cast
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
+from gpuscale.serving.admission import admission_for
 from gpuscale.serving.finish_heap import FinishHeap
+from gpuscale.serving.kv_budget import KvBudget
 from gpuscale.serving.performance import (
     ReplicaHardware,
     StepCost,
@@ -86,26 +88,23 @@ class Replica(TimerOwner):
     __slots__ = (
         "G",
         "accepting",
+        "admission",
         "busy_accum_s",
         "busy_since_s",
         "cfg",
         "cost",
-        "decode_base",
         "finishes",
         "hw",
+        "kv",
         "load_log",
-        "n_decode",
         "name",
-        "no_evict",
         "on_complete",
         "on_drained",
         "on_prefilled",
         "prefill_first",
-        "prefill_reserved",
         "prefill_role",
         "prefix_cache",
         "queue",
-        "reserved_tokens",
         "role",
         "route_rank",
         "running",
@@ -141,9 +140,9 @@ class Replica(TimerOwner):
         # When each decoding sequence finishes, in step counts, least first.
         self.finishes = FinishHeap(table.decode_g0, table.output_tokens_list)
         self.G = 0
-        self.decode_base = 0  # sum over decoding of (prompt + generated_before - G0)
-        self.n_decode = 0
-        self.prefill_reserved = 0  # sum of whole prefill lengths of prefilling sequences
+        self.kv = KvBudget(cfg.block_size, cfg.num_blocks)
+        self.admission = admission_for(cfg.admission, self.kv, table.prompt_tokens_list,
+                                       table.output_tokens_list)
         self.state = _IDLE
         # The end of the step or decode stretch in progress: one pending firing, replaced
         # whenever the plan changes (an arrival cuts a stretch, joins a planned step), so a
@@ -166,8 +165,6 @@ class Replica(TimerOwner):
         self.step_decodes = True  # False for a prefill-only step (prefill_first batching)
         self.prefill_first = cfg.batching == "prefill_first"
         self.whole_prompts = self.prefill_first or cfg.batching == "whole_prompt"
-        self.no_evict = cfg.admission == "guaranteed_no_evict"
-        self.reserved_tokens = 0  # guaranteed_no_evict: prompt + output of every running request
         # Disaggregation: a "prefill" replica hands each request off after its prefill
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (the queue's
         # kv_ready) straight into decode.
@@ -220,12 +217,9 @@ class Replica(TimerOwner):
             return self.seg_G0 + min(done, self.seg_steps)
         return self.G
 
-    def kv_tokens(self, now_s: float) -> float:
-        return self.decode_base + self.n_decode * self.current_G(now_s) + self.prefill_reserved
-
     def kv_usage_frac(self, now_s: float) -> float:
-        blocks = self.kv_tokens(now_s) / self.cfg.block_size + self.running.num_running / 2
-        return min(1.0, blocks / self.cfg.num_blocks) if self.cfg.num_blocks else 1.0
+        """KV blocks in use / blocks (vllm:kv_cache_usage_perc, 0..1)."""
+        return self.kv.usage_frac(self.current_G(now_s), self.running.num_running)
 
     def is_busy(self) -> bool:
         """Executing a step or a decode stretch (DCGM sees the GPU busy)."""
@@ -287,18 +281,11 @@ class Replica(TimerOwner):
         lost = self.running.evict() + self.waiting_rids()
         self.queue.clear()
         self.finishes.clear()
-        self.decode_base = self.n_decode = self.prefill_reserved = self.reserved_tokens = 0
+        self.kv.clear()
         self.accepting = False
         return lost
 
     # -- internals ------------------------------------------------------------------------------
-    def _blocks_needed(self, extra_tokens: int, extra_seqs: int, steps_ahead: int) -> float:
-        tokens = (self.decode_base + self.n_decode * (self.G + steps_ahead) + self.prefill_reserved
-                  + extra_tokens)
-        # (n / 2, not 0.5 * n: the same double, and the compiled build divides two ints
-        # natively where a float times an int is a generic multiply of two boxed numbers.)
-        return tokens / self.cfg.block_size + (self.running.num_running + extra_seqs) / 2
-
     def _go_idle(self, now_s: float) -> None:
         if self.state != _IDLE:
             self.busy_accum_s += now_s - self.busy_since_s
@@ -329,25 +316,14 @@ class Replica(TimerOwner):
             kv_ready = queue.has_kv(rid)
             prompt = table.prompt_tokens_list[rid]
             need = prompt + (1 if kv_ready else queue.resumed_tokens(rid))
-            # KV blocks after admitting it, one step ahead (`_blocks_needed`, inlined).
-            tokens = (self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
-                      + need)
-            if tokens / cfg.block_size + (self.running.num_running + 1) / 2 > cfg.num_blocks:
+            if not self.admission.admits(rid, need, self.G, self.running.num_running):
                 if not self.running.num_running:  # can never fit, even alone: vLLM rejects it
                     self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
                     continue
                 break
-            if self.no_evict:
-                full = prompt + table.output_tokens_list[rid]
-                if (self.reserved_tokens + full) / cfg.block_size \
-                        + (self.running.num_running + 1) / 2 > cfg.num_blocks:
-                    if not self.running.num_running:  # its whole length can never be reserved
-                        self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
-                        continue
-                    break
             if kv_ready:  # its KV is here already: straight into decode, no prefill compute
                 queue.pop_first_with_kv(rid, prompt)
-                self._reserve(rid, 1)
+                self.admission.reserve(rid)
                 if table.output_tokens_list[rid] <= 1:
                     self._complete(rid, now_s)  # done at once: never among the running
                 else:
@@ -355,21 +331,22 @@ class Replica(TimerOwner):
                     self._join_decode(rid, 1)
                 continue
             if self.whole_prompts and need > budget and (
-                    chunks or (self.n_decode and not self.prefill_first)):
+                    chunks or (self.kv.num_decoding and not self.prefill_first)):
                 # Whole prompts only: it waits for the next step. One longer than the budget
                 # runs alone (in a prefill-only step, or once the decodes beside it are done).
                 break
             queue.pop_first(prompt)
             self.running.add(rid)
-            self._reserve(rid, 1)
+            self.admission.reserve(rid)
             cache = self.prefix_cache
             # Tokens found in the prefix cache are not computed; the chunk's attention still
             # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
             hit = 0 if cache is None else cache.acquire(
-                rid, need, tokens / cfg.block_size + self.running.num_running / 2)
+                rid, need, self.kv.blocks(self.kv.cached_tokens(self.G + 1) + need,
+                                          self.running.num_running))
             todo = need - hit
             self.running.start_prefill(rid, todo)
-            self.prefill_reserved += need
+            self.kv.reserve_prefill(need)
             take = todo if todo < budget or self.whole_prompts else budget
             chunks.append((rid, take, hit))
             budget -= take
@@ -379,11 +356,12 @@ class Replica(TimerOwner):
 
     def _plan(self, now_s: float) -> None:
         """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
-        if not self.running.prefilling and not self.num_waiting() and self.n_decode:
+        if not self.running.prefilling and not self.num_waiting() and self.kv.num_decoding:
             self._start_segment(now_s)  # fast path: nothing to admit or prefill
             return
         # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
-        budget = self.cfg.max_num_batched_tokens - (0 if self.prefill_first else self.n_decode)
+        budget = self.cfg.max_num_batched_tokens - (0 if self.prefill_first
+                                                    else self.kv.num_decoding)
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
         cache = self.prefix_cache
         prefill_left = self.table.prefill_left
@@ -407,7 +385,7 @@ class Replica(TimerOwner):
             self.step_decodes = not self.prefill_first
             self._schedule_step()
             return
-        if self.n_decode:
+        if self.kv.num_decoding:
             self._start_segment(now_s)
             return
         self._go_idle(now_s)
@@ -418,35 +396,31 @@ class Replica(TimerOwner):
 
     def _schedule_step(self) -> None:
         chunks = self.step_chunks
-        decodes = self.n_decode if self.step_decodes else 0
+        decodes = self.kv.num_decoding if self.step_decodes else 0
         duration = self.cost.engine_step_s(
-            decodes, self.decode_base + decodes * self.G if decodes else 0, chunks)
+            decodes, self.kv.decode_context(self.G) if decodes else 0, chunks)
         self.sim.set_timer(self.timer, self.step_start_s + duration, _ENGINE_PRIORITY, _STEP,
                            chunks)
 
     def _join_planned_step(self) -> None:
         """A request arriving before a planned step starts still joins that step."""
-        before = (len(self.step_chunks), self.n_decode)
+        chunks_before = len(self.step_chunks)
+        decoding_before = self.kv.num_decoding
         self.step_budget = self._admit(self.step_start_s, self.step_budget, self.step_chunks)
-        if (len(self.step_chunks), self.n_decode) != before:
+        if len(self.step_chunks) != chunks_before or self.kv.num_decoding != decoding_before:
             self._schedule_step()
 
     def _start_segment(self, now_s: float) -> None:
-        finish_g = self.finishes.next_finish_g()
+        """A stretch of pure decode, to the first finish or until the KV cache is full (the
+        preemption then comes at that boundary)."""
         G = self.G
-        n = self.n_decode
-        context = self.decode_base + n * G
-        steps_to_finish = finish_g - G
+        kv = self.kv
+        n = kv.num_decoding
+        context = kv.decode_context(G)
+        steps_to_finish = self.finishes.next_finish_g() - G
         if steps_to_finish < 1:
             steps_to_finish = 1
-        # KV: the step index at which blocks would run out (preempt at that boundary).
-        cfg = self.cfg
-        # Free tokens = (num_blocks - running / 2) x block_size - context - prefill_reserved,
-        # a whole number of half tokens: floored over n in integers, the exact value the float
-        # division gave, without its fmod.
-        free_half_tokens = ((2 * cfg.num_blocks - self.running.num_running) * cfg.block_size
-                            - 2 * (context + self.prefill_reserved))
-        steps_to_full = free_half_tokens // (2 * n)
+        steps_to_full = kv.decode_steps_until_full(G, self.running.num_running)
         steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
         cost = self.cost
         first_s = cost.decode_step_s(n, context)
@@ -511,7 +485,7 @@ class Replica(TimerOwner):
             self.running.end_prefill(rid)
             generated = self.queue.take_resumed_tokens(rid) + 1
             prompt = table.prompt_tokens_list[rid]
-            self.prefill_reserved -= prompt + generated - 1
+            self.kv.release_prefill(prompt + generated - 1)
             first_token_s = table.first_token_s_view[rid]
             if not self.prefill_role and first_token_s != first_token_s:
                 # NaN: the first token is out now (a prefill replica's leaves with its KV)
@@ -520,7 +494,7 @@ class Replica(TimerOwner):
             if self.prefill_role and self.on_prefilled is not None:
                 # Its KV (and first token) leave for a decode replica.
                 self.running.remove(rid)
-                self._reserve(rid, -1)
+                self.admission.release(rid)
                 self._release_prefix(rid)
                 if self.load_log is not None:
                     self.load_log.append(self)
@@ -538,8 +512,7 @@ class Replica(TimerOwner):
         """Enter decode having generated `generated` tokens; finishes when G reaches its end."""
         g0 = self.G - generated
         self.table.decode_g0[rid] = g0
-        self.decode_base += self.table.prompt_tokens_list[rid] - g0
-        self.n_decode += 1
+        self.kv.join_decode(self.table.prompt_tokens_list[rid], g0)
         self.finishes.push(rid, g0 + self.table.output_tokens_list[rid])
 
     def _finish_due(self, now_s: float) -> None:
@@ -553,8 +526,7 @@ class Replica(TimerOwner):
             g0 = table.decode_g0[rid]
             table.decode_g0[rid] = NOT_DECODING
             self.running.finish_one()
-            self.decode_base -= table.prompt_tokens_list[rid] - g0
-            self.n_decode -= 1
+            self.kv.leave_decode(table.prompt_tokens_list[rid], g0)
             self._complete(rid, now_s)
 
     def prefill_tokens_waiting(self) -> int:
@@ -562,20 +534,15 @@ class Replica(TimerOwner):
         requests still have to compute (gpuscale:num_prefill_tokens_waiting)."""
         return self.queue.prompt_tokens + self.running.prefill_tokens_left()
 
-    def _reserve(self, rid: int, sign: int) -> None:
-        """guaranteed_no_evict bookkeeping: a request's whole length, reserved while it runs."""
-        if self.no_evict:
-            self.reserved_tokens += sign * (self.table.prompt_tokens_list[rid]
-                                            + self.table.output_tokens_list[rid])
-
     def _release_prefix(self, rid: int) -> None:
         """Its prompt blocks go back to the pool, still cached (serving/prefix_cache.py)."""
         cache = self.prefix_cache
         if cache is not None:
-            cache.release(rid, self._blocks_needed(0, 0, 0))
+            cache.release(rid, self.kv.blocks(self.kv.cached_tokens(self.G),
+                                              self.running.num_running))
 
     def _complete(self, rid: int, now_s: float) -> None:
-        self._reserve(rid, -1)
+        self.admission.release(rid)
         if self.prefix_cache is not None:
             self._release_prefix(rid)
         if self.load_log is not None:
@@ -587,24 +554,25 @@ class Replica(TimerOwner):
 
     def _relieve_kv_pressure(self) -> None:
         """Preempt (recompute) the newest sequences until the next step's KV fits."""
-        cfg = self.cfg
-        tokens = self.decode_base + self.n_decode * (self.G + 1) + self.prefill_reserved
-        if tokens / cfg.block_size + self.running.num_running / 2 <= cfg.num_blocks:
+        kv = self.kv
+        running = self.running
+        g_next = self.G + 1
+        if kv.fits(g_next, 0, running.num_running):
             return  # the common case: no pressure
-        while self.running.num_running and self._blocks_needed(0, 0, 1) > cfg.num_blocks:
-            rid = self.running.pop_newest()
-            self._reserve(rid, -1)
-            self.table.num_preemptions[rid] += 1
-            prompt = self.table.prompt_tokens_list[rid]
+        table = self.table
+        while running.num_running and not kv.fits(g_next, 0, running.num_running):
+            rid = running.pop_newest()
+            self.admission.release(rid)
+            table.num_preemptions[rid] += 1
+            prompt = table.prompt_tokens_list[rid]
             generated = 0  # a prefilling one keeps what the queue knows of it
-            if self.table.prefill_left[rid] >= 0:
-                self.running.end_prefill(rid)
-                self.prefill_reserved -= prompt + self.queue.resumed_tokens(rid)
+            if table.prefill_left[rid] >= 0:
+                running.end_prefill(rid)
+                kv.release_prefill(prompt + self.queue.resumed_tokens(rid))
             else:
-                g0 = self.table.decode_g0[rid]
-                self.table.decode_g0[rid] = NOT_DECODING
-                self.decode_base -= prompt - g0
-                self.n_decode -= 1
+                g0 = table.decode_g0[rid]
+                table.decode_g0[rid] = NOT_DECODING
+                kv.leave_decode(prompt, g0)
                 generated = self.G - g0
             self._release_prefix(rid)
             self.queue.push_front(rid, prompt, generated)
