@@ -40,6 +40,8 @@ HOT_MODULES = (
     "gpuscale.serving.running_set",
     "gpuscale.serving.kv_budget",
     "gpuscale.serving.admission",
+    "gpuscale.serving.batching",
+    "gpuscale.serving.engine_step",
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
     "gpuscale.sim.fleet",

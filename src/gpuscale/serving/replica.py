@@ -24,6 +24,7 @@ chunk fills, and given a request's blocks back when it finishes or is preempted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, cast
@@ -31,6 +32,8 @@ from typing import Final, cast
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
 from gpuscale.serving.admission import admission_for
+from gpuscale.serving.batching import batching_for
+from gpuscale.serving.engine_step import ScheduledStep, StepChunk
 from gpuscale.serving.finish_heap import FinishHeap
 from gpuscale.serving.kv_budget import KvBudget
 from gpuscale.serving.performance import (
@@ -89,6 +92,7 @@ class Replica(TimerOwner):
         "G",
         "accepting",
         "admission",
+        "batching",
         "busy_accum_s",
         "busy_since_s",
         "cfg",
@@ -101,7 +105,6 @@ class Replica(TimerOwner):
         "on_complete",
         "on_drained",
         "on_prefilled",
-        "prefill_first",
         "prefill_role",
         "prefix_cache",
         "queue",
@@ -115,14 +118,10 @@ class Replica(TimerOwner):
         "seg_steps",
         "sim",
         "state",
-        "step_budget",
-        "step_chunks",
-        "step_decodes",
-        "step_start_s",
+        "step",
         "table",
         "timer",
         "ttft_observations",
-        "whole_prompts",
     )
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
@@ -159,12 +158,8 @@ class Replica(TimerOwner):
         self.busy_accum_s = 0.0
         self.accepting = True
         self.on_drained: Callable[[Replica], None] | None = None
-        self.step_start_s = 0.0  # a planned step may start in the future (after a cut)
-        self.step_chunks: list[tuple[int, int, int]] = []
-        self.step_budget = 0
-        self.step_decodes = True  # False for a prefill-only step (prefill_first batching)
-        self.prefill_first = cfg.batching == "prefill_first"
-        self.whole_prompts = self.prefill_first or cfg.batching == "whole_prompt"
+        self.batching = batching_for(cfg.batching, cfg.max_num_batched_tokens)
+        self.step = ScheduledStep()  # the step planned or in progress (state _STEP)
         # Disaggregation: a "prefill" replica hands each request off after its prefill
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (the queue's
         # kv_ready) straight into decode.
@@ -249,7 +244,7 @@ class Replica(TimerOwner):
             self._plan(now_s)
         elif self.state == _SEGMENT:
             self._cut_segment(now_s)
-        elif now_s <= self.step_start_s and self.num_waiting() == 1:
+        elif now_s <= self.step.start_s and self.queue.count() == 1:
             self._join_planned_step()
 
     def enqueue_burst(self, rid: int, now_s: float) -> int:
@@ -303,111 +298,128 @@ class Replica(TimerOwner):
         if self.load_log is not None:
             self.load_log.append(self)
 
-    def _admit(self, now_s: float, budget: int, chunks: list[tuple[int, int, int]]) -> int:
-        """Admit waiting requests FCFS while seats, KV blocks and token budget allow."""
-        table = self.table
-        cfg = self.cfg
-        queue = self.queue
-        while queue.count() and budget > 0 and self.running.num_running < cfg.max_num_seqs:
-            rid = queue.first()
-            if now_s - table.arrival_s_view[rid] > cfg.request_timeout_s:
-                self._drop_first_waiting(rid, now_s, "timeout")
-                continue
-            kv_ready = queue.has_kv(rid)
-            prompt = table.prompt_tokens_list[rid]
-            need = prompt + (1 if kv_ready else queue.resumed_tokens(rid))
-            if not self.admission.admits(rid, need, self.G, self.running.num_running):
-                if not self.running.num_running:  # can never fit, even alone: vLLM rejects it
-                    self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
-                    continue
-                break
-            if kv_ready:  # its KV is here already: straight into decode, no prefill compute
-                queue.pop_first_with_kv(rid, prompt)
-                self.admission.reserve(rid)
-                if table.output_tokens_list[rid] <= 1:
-                    self._complete(rid, now_s)  # done at once: never among the running
-                else:
-                    self.running.add(rid)
-                    self._join_decode(rid, 1)
-                continue
-            if self.whole_prompts and need > budget and (
-                    chunks or (self.kv.num_decoding and not self.prefill_first)):
-                # Whole prompts only: it waits for the next step. One longer than the budget
-                # runs alone (in a prefill-only step, or once the decodes beside it are done).
-                break
-            queue.pop_first(prompt)
-            self.running.add(rid)
-            self.admission.reserve(rid)
-            cache = self.prefix_cache
-            # Tokens found in the prefix cache are not computed; the chunk's attention still
-            # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
-            hit = 0 if cache is None else cache.acquire(
-                rid, need, self.kv.blocks(self.kv.cached_tokens(self.G + 1) + need,
-                                          self.running.num_running))
-            todo = need - hit
-            self.running.start_prefill(rid, todo)
-            self.kv.reserve_prefill(need)
-            take = todo if todo < budget or self.whole_prompts else budget
-            chunks.append((rid, take, hit))
-            budget -= take
-            if cache is not None:
-                cache.scheduled(rid, hit + take)
-        return budget
-
     def _plan(self, now_s: float) -> None:
-        """At a step boundary: choose the next step (mixed with prefill) or a decode stretch."""
-        if not self.running.prefilling and not self.num_waiting() and self.kv.num_decoding:
+        """At a step boundary: choose the next step (with prefill) or a decode stretch."""
+        running = self.running
+        kv = self.kv
+        if not running.prefilling and not self.queue.count() and kv.num_decoding:
             self._start_segment(now_s)  # fast path: nothing to admit or prefill
             return
-        # prefill_first: a prefill-only step gets the whole budget; decodes wait for it.
-        budget = self.cfg.max_num_batched_tokens - (0 if self.prefill_first
-                                                    else self.kv.num_decoding)
-        chunks: list[tuple[int, int, int]] = []  # (rid, tokens this step, prefix already done)
-        cache = self.prefix_cache
-        prefill_left = self.table.prefill_left
-        for rid in self.running.prefilling:
-            remaining = prefill_left[rid]
-            if budget <= 0:
-                break
-            take = remaining if remaining < budget else budget
-            total = self.table.prompt_tokens_list[rid] + self.queue.resumed_tokens(rid)
-            chunks.append((rid, take, total - remaining))
-            budget -= take
-            if cache is not None:
-                cache.scheduled(rid, total - remaining + take)
-        if self.accepting or self.num_waiting():
+        budget = self.batching.step_budget(kv.num_decoding)
+        chunks: list[StepChunk] = []
+        if running.prefilling:
+            budget = self._continue_prefills(budget, chunks)
+        if self.accepting or self.queue.count():
             budget = self._admit(now_s, budget, chunks)
         if chunks:
             self._start_busy(now_s, _STEP)
-            self.step_start_s = now_s
-            self.step_chunks = chunks
-            self.step_budget = budget
-            self.step_decodes = not self.prefill_first
+            self.step.plan(now_s, chunks, budget, self.batching.decodes)
             self._schedule_step()
             return
-        if self.kv.num_decoding:
+        if kv.num_decoding:
             self._start_segment(now_s)
             return
         self._go_idle(now_s)
-        if not self.accepting and not self.running.num_running and not self.num_waiting() \
+        if not self.accepting and not running.num_running and not self.queue.count() \
                 and self.on_drained:
             callback, self.on_drained = self.on_drained, None
             callback(self)
 
+    def _continue_prefills(self, budget: int, chunks: list[StepChunk]) -> int:
+        """The prefilling requests' next chunks, oldest first, while `budget` tokens last;
+        returns what is left of it."""
+        cache = self.prefix_cache
+        prefill_left = self.table.prefill_left
+        prompt_tokens = self.table.prompt_tokens_list
+        for rid in self.running.prefilling:
+            if budget <= 0:
+                break
+            remaining = prefill_left[rid]
+            take = self.batching.chunk_tokens(remaining, budget)
+            computed = prompt_tokens[rid] + self.queue.resumed_tokens(rid) - remaining
+            chunks.append(StepChunk(rid, take, computed))
+            budget -= take
+            if cache is not None:
+                cache.scheduled(rid, computed + take)
+        return budget
+
+    def _admit(self, now_s: float, budget: int, chunks: list[StepChunk]) -> int:
+        """Admit waiting requests FCFS while seats, KV blocks and `budget` tokens allow;
+        returns what is left of the budget."""
+        table = self.table
+        queue = self.queue
+        running = self.running
+        max_num_seqs = self.cfg.max_num_seqs
+        while queue.count() and budget > 0 and running.num_running < max_num_seqs:
+            rid = queue.first()
+            if now_s - table.arrival_s_view[rid] > self.cfg.request_timeout_s:
+                self._drop_first_waiting(rid, now_s, "timeout")
+                continue
+            kv_ready = queue.has_kv(rid)
+            need = table.prompt_tokens_list[rid] + (1 if kv_ready else queue.resumed_tokens(rid))
+            if not self.admission.admits(rid, need, self.G, running.num_running):
+                if not running.num_running:  # can never fit, even alone: vLLM rejects it
+                    self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
+                    continue
+                break
+            if kv_ready:
+                self._admit_to_decode(rid, now_s)
+            elif self.batching.waits(need, budget, len(chunks) != 0, self.kv.num_decoding):
+                break
+            else:
+                budget -= self._admit_to_prefill(rid, need, budget, chunks)
+        return budget
+
+    def _admit_to_decode(self, rid: int, now_s: float) -> None:
+        """Admit the head `rid`, whose KV came from a prefill replica: straight into decode."""
+        self.queue.pop_first_with_kv(rid, self.table.prompt_tokens_list[rid])
+        self.admission.reserve(rid)
+        if self.table.output_tokens_list[rid] <= 1:
+            self._complete(rid, now_s)  # done at once: never among the running
+        else:
+            self.running.add(rid)
+            self._join_decode(rid, 1)
+
+    def _admit_to_prefill(self, rid: int, need: int, budget: int,
+                          chunks: list[StepChunk]) -> int:
+        """Admit the head `rid` to prefill `need` tokens (prompt + any it recomputes): its
+        first chunk joins `chunks`; returns that chunk's tokens."""
+        self.queue.pop_first(self.table.prompt_tokens_list[rid])
+        running = self.running
+        running.add(rid)
+        self.admission.reserve(rid)
+        kv = self.kv
+        cache = self.prefix_cache
+        # Tokens found in the prefix cache are not computed; the chunk's attention still
+        # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
+        hit = 0 if cache is None else cache.acquire(
+            rid, need, kv.blocks(kv.cached_tokens(self.G + 1) + need, running.num_running))
+        todo = need - hit
+        running.start_prefill(rid, todo)
+        kv.reserve_prefill(need)
+        take = self.batching.chunk_tokens(todo, budget)
+        chunks.append(StepChunk(rid, take, hit))
+        if cache is not None:
+            cache.scheduled(rid, hit + take)
+        return take
+
     def _schedule_step(self) -> None:
-        chunks = self.step_chunks
-        decodes = self.kv.num_decoding if self.step_decodes else 0
+        """Set the timer to the end of the planned step."""
+        step = self.step
+        kv = self.kv
+        decodes = kv.num_decoding if step.decodes else 0
         duration = self.cost.engine_step_s(
-            decodes, self.kv.decode_context(self.G) if decodes else 0, chunks)
-        self.sim.set_timer(self.timer, self.step_start_s + duration, _ENGINE_PRIORITY, _STEP,
-                           chunks)
+            decodes, kv.decode_context(self.G) if decodes else 0, step.cost_chunks())
+        self.sim.set_timer(self.timer, step.start_s + duration, _ENGINE_PRIORITY, _STEP,
+                           step.chunks)
 
     def _join_planned_step(self) -> None:
         """A request arriving before a planned step starts still joins that step."""
-        chunks_before = len(self.step_chunks)
+        step = self.step
+        chunks_before = len(step.chunks)
         decoding_before = self.kv.num_decoding
-        self.step_budget = self._admit(self.step_start_s, self.step_budget, self.step_chunks)
-        if len(self.step_chunks) != chunks_before or self.kv.num_decoding != decoding_before:
+        step.budget_tokens = self._admit(step.start_s, step.budget_tokens, step.chunks)
+        if len(step.chunks) != chunks_before or self.kv.num_decoding != decoding_before:
             self._schedule_step()
 
     def _start_segment(self, now_s: float) -> None:
@@ -454,7 +466,7 @@ class Replica(TimerOwner):
     def on_timer(self, kind: int, arg: object) -> None:
         """The step (`_STEP`, its chunks) or decode stretch (`_SEGMENT`, its steps) ends."""
         if kind == _STEP:
-            self._end_step(cast("list[tuple[int, int, int]]", arg))
+            self._end_step(cast("list[StepChunk]", arg))
         else:
             self._end_segment(cast(int, arg))
 
@@ -465,48 +477,50 @@ class Replica(TimerOwner):
         self._relieve_kv_pressure()
         self._plan(now_s)
 
-    def _end_step(self, chunks: list[tuple[int, int, int]]) -> None:
+    def _end_step(self, chunks: list[StepChunk]) -> None:
         now_s = self.sim.now_s
-        table = self.table
-        if self.step_decodes:
+        if self.step.decodes:
             self.G += 1
             if self.finishes.has_due(self.G):
                 self._finish_due(now_s)
-        prefill_left = table.prefill_left
-        for rid, take, _prefix in chunks:
+        prefill_left = self.table.prefill_left
+        for chunk in chunks:
+            rid = chunk.rid
             left = prefill_left[rid]
             if left < 0:
                 continue  # preempted meanwhile
-            remaining = left - take
+            remaining = left - chunk.num_tokens
             if remaining > 0:
                 prefill_left[rid] = remaining
-                continue
-            # Prefill done: this step also produced the next token.
-            self.running.end_prefill(rid)
-            generated = self.queue.take_resumed_tokens(rid) + 1
-            prompt = table.prompt_tokens_list[rid]
-            self.kv.release_prefill(prompt + generated - 1)
-            first_token_s = table.first_token_s_view[rid]
-            if not self.prefill_role and first_token_s != first_token_s:
-                # NaN: the first token is out now (a prefill replica's leaves with its KV)
-                table.first_token_s_view[rid] = now_s
-                self.ttft_observations.append(now_s - table.arrival_s_view[rid])
-            if self.prefill_role and self.on_prefilled is not None:
-                # Its KV (and first token) leave for a decode replica.
-                self.running.remove(rid)
-                self.admission.release(rid)
-                self._release_prefix(rid)
-                if self.load_log is not None:
-                    self.load_log.append(self)
-                self.on_prefilled(rid, now_s)
-                continue
-            if generated >= table.output_tokens_list[rid]:
-                self.running.finish_one()
-                self._complete(rid, now_s)
-                continue
-            self._join_decode(rid, generated)
+            else:
+                self._end_prefill(rid, now_s)
         self._relieve_kv_pressure()
         self._plan(now_s)
+
+    def _end_prefill(self, rid: int, now_s: float) -> None:
+        """`rid`'s prefill is done; the step also produced its next token."""
+        table = self.table
+        self.running.end_prefill(rid)
+        generated = self.queue.take_resumed_tokens(rid) + 1
+        self.kv.release_prefill(table.prompt_tokens_list[rid] + generated - 1)
+        if not self.prefill_role and math.isnan(table.first_token_s_view[rid]):
+            # The first token is out now (a prefill replica's leaves with its KV).
+            table.first_token_s_view[rid] = now_s
+            self.ttft_observations.append(now_s - table.arrival_s_view[rid])
+        on_prefilled = self.on_prefilled
+        if self.prefill_role and on_prefilled is not None:
+            # Its KV (and first token) leave for a decode replica.
+            self.running.remove(rid)
+            self.admission.release(rid)
+            self._release_prefix(rid)
+            if self.load_log is not None:
+                self.load_log.append(self)
+            on_prefilled(rid, now_s)
+        elif generated >= table.output_tokens_list[rid]:
+            self.running.finish_one()
+            self._complete(rid, now_s)
+        else:
+            self._join_decode(rid, generated)
 
     def _join_decode(self, rid: int, generated: int) -> None:
         """Enter decode having generated `generated` tokens; finishes when G reaches its end."""
