@@ -33,15 +33,10 @@ from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
 from gpuscale.serving.admission import admission_for
 from gpuscale.serving.batching import batching_for
-from gpuscale.serving.engine_step import ScheduledStep, StepChunk
+from gpuscale.serving.engine_step import DecodeStretch, ScheduledStep, StepChunk
 from gpuscale.serving.finish_heap import FinishHeap
 from gpuscale.serving.kv_budget import KvBudget
-from gpuscale.serving.performance import (
-    ReplicaHardware,
-    StepCost,
-    segment_duration_s,
-    segment_steps_within,
-)
+from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache
 from gpuscale.serving.requests_table import NOT_DECODING, RequestTable
 from gpuscale.serving.running_set import RunningSet
@@ -50,7 +45,7 @@ from gpuscale.serving.waiting_queue import WaitingQueue
 # Final: the compiled hot path reads them as constants, not as module globals.
 _IDLE: Final = 0
 _STEP: Final = 1
-_SEGMENT: Final = 2
+_STRETCH: Final = 2
 # The engine's event priority as a plain int (an IntEnum member is a class attribute lookup
 # and a generic int subclass each time it is read in the compiled build).
 _ENGINE_PRIORITY: Final = int(Priority.ENGINE)
@@ -111,14 +106,10 @@ class Replica(TimerOwner):
         "role",
         "route_rank",
         "running",
-        "seg_G0",
-        "seg_first_s",
-        "seg_slope_s",
-        "seg_start_s",
-        "seg_steps",
         "sim",
         "state",
         "step",
+        "stretch",
         "table",
         "timer",
         "ttft_observations",
@@ -147,13 +138,7 @@ class Replica(TimerOwner):
         # whenever the plan changes (an arrival cuts a stretch, joins a planned step), so a
         # superseded end never runs (core/simulation.py timers).
         self.timer = sim.new_timer(self)
-        # The decode stretch in progress (state _SEGMENT): its step-time line a + b k
-        # (performance.py DecodeSegment's two numbers, kept here: no object per stretch).
-        self.seg_first_s = 0.0
-        self.seg_slope_s = 0.0
-        self.seg_start_s = 0.0
-        self.seg_G0 = 0
-        self.seg_steps = 0
+        self.stretch = DecodeStretch()  # the decode stretch in progress (state _STRETCH)
         self.busy_since_s = 0.0
         self.busy_accum_s = 0.0
         self.accepting = True
@@ -206,10 +191,8 @@ class Replica(TimerOwner):
         return self.running.is_running(rid)
 
     def current_G(self, now_s: float) -> int:
-        if self.state == _SEGMENT:
-            done = segment_steps_within(self.seg_first_s, self.seg_slope_s,
-                                        now_s - self.seg_start_s)
-            return self.seg_G0 + min(done, self.seg_steps)
+        if self.state == _STRETCH:
+            return self.stretch.start_g + self.stretch.steps_done(now_s)
         return self.G
 
     def kv_usage_frac(self, now_s: float) -> float:
@@ -242,8 +225,8 @@ class Replica(TimerOwner):
             self.load_log.append(self)
         if self.state == _IDLE:
             self._plan(now_s)
-        elif self.state == _SEGMENT:
-            self._cut_segment(now_s)
+        elif self.state == _STRETCH:
+            self._cut_stretch(now_s)
         elif now_s <= self.step.start_s and self.queue.count() == 1:
             self._join_planned_step()
 
@@ -303,7 +286,7 @@ class Replica(TimerOwner):
         running = self.running
         kv = self.kv
         if not running.prefilling and not self.queue.count() and kv.num_decoding:
-            self._start_segment(now_s)  # fast path: nothing to admit or prefill
+            self._start_stretch(now_s)  # fast path: nothing to admit or prefill
             return
         budget = self.batching.step_budget(kv.num_decoding)
         chunks: list[StepChunk] = []
@@ -317,7 +300,7 @@ class Replica(TimerOwner):
             self._schedule_step()
             return
         if kv.num_decoding:
-            self._start_segment(now_s)
+            self._start_stretch(now_s)
             return
         self._go_idle(now_s)
         if not self.accepting and not running.num_running and not self.queue.count() \
@@ -422,7 +405,7 @@ class Replica(TimerOwner):
         if len(step.chunks) != chunks_before or self.kv.num_decoding != decoding_before:
             self._schedule_step()
 
-    def _start_segment(self, now_s: float) -> None:
+    def _start_stretch(self, now_s: float) -> None:
         """A stretch of pure decode, to the first finish or until the KV cache is full (the
         preemption then comes at that boundary)."""
         G = self.G
@@ -434,43 +417,34 @@ class Replica(TimerOwner):
             steps_to_finish = 1
         steps_to_full = kv.decode_steps_until_full(G, self.running.num_running)
         steps = steps_to_finish if steps_to_finish < steps_to_full else max(1, steps_to_full)
-        cost = self.cost
-        first_s = cost.decode_step_s(n, context)
-        slope_s = cost.segment_slope_s(n, context, first_s)
-        self.seg_first_s = first_s
-        self.seg_slope_s = slope_s
-        self.seg_start_s = now_s
-        self.seg_G0 = G
-        self.seg_steps = steps
-        self._start_busy(now_s, _SEGMENT)
-        self.sim.set_timer(self.timer, now_s + segment_duration_s(first_s, slope_s, steps),
-                           _ENGINE_PRIORITY, _SEGMENT, steps)
+        first_s = self.cost.decode_step_s(n, context)
+        slope_s = self.cost.segment_slope_s(n, context, first_s)
+        end_s = self.stretch.start(now_s, G, steps, first_s, slope_s)
+        self._start_busy(now_s, _STRETCH)
+        self.sim.set_timer(self.timer, end_s, _ENGINE_PRIORITY, _STRETCH, steps)
 
-    def _cut_segment(self, now_s: float) -> None:
+    def _cut_stretch(self, now_s: float) -> None:
         """End the decode stretch at the end of the step in progress, where the newcomer joins.
 
         Nothing finishes and the KV cache cannot run out before that boundary (the stretch was
         sized to end at the first such event), so the state there is known now: advance to it
         and plan the next step to start at the boundary, without an event in between.
         """
-        first_s = self.seg_first_s
-        slope_s = self.seg_slope_s
-        done = segment_steps_within(first_s, slope_s, now_s - self.seg_start_s)
-        boundary = done + 1
-        if boundary >= self.seg_steps:
+        stretch = self.stretch
+        boundary = stretch.steps_done(now_s) + 1
+        if boundary >= stretch.num_steps:
             return  # the stretch ends at that step anyway
-        boundary_s = self.seg_start_s + segment_duration_s(first_s, slope_s, boundary)
         self.G += boundary
-        self._plan(boundary_s)
+        self._plan(stretch.end_of_step_s(boundary))
 
     def on_timer(self, kind: int, arg: object) -> None:
-        """The step (`_STEP`, its chunks) or decode stretch (`_SEGMENT`, its steps) ends."""
+        """The step (`_STEP`, its chunks) or decode stretch (`_STRETCH`, its steps) ends."""
         if kind == _STEP:
             self._end_step(cast("list[StepChunk]", arg))
         else:
-            self._end_segment(cast(int, arg))
+            self._end_stretch(cast(int, arg))
 
-    def _end_segment(self, steps: int) -> None:
+    def _end_stretch(self, steps: int) -> None:
         now_s = self.sim.now_s
         self.G += steps
         self._finish_due(now_s)
