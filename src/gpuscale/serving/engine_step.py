@@ -14,13 +14,16 @@ one object a step (docs/hot-path.md).
 
 from __future__ import annotations
 
+from gpuscale._mypyc_hints import mypyc_attr
 from gpuscale.serving.performance import segment_duration_s, segment_steps_within
 
 
+@mypyc_attr(acyclic=True)
 class StepChunk:
     """Request `rid`'s `num_tokens` prefill tokens computed in one step, after its first
     `num_computed_tokens` (computed in earlier steps or found in the prefix cache: the chunk's
-    attention reads them)."""
+    attention reads them). Numbers only, so acyclic: not tracked by the cycle collector
+    (docs/hot-path.md)."""
 
     __slots__ = ("num_computed_tokens", "num_tokens", "rid")
 
@@ -35,11 +38,16 @@ class ScheduledStep:
     end of the step in progress, in the future), its chunks, the token budget left for
     requests that join it before it starts, and whether the decoding sequences run in it."""
 
-    __slots__ = ("budget_tokens", "chunks", "decodes", "start_s")
+    __slots__ = ("budget_tokens", "chunks", "cost_chunks", "decodes", "start_s")
 
     def __init__(self) -> None:
         self.start_s = 0.0
         self.chunks: list[StepChunk] = []
+        # The same chunks as the step cost reads them (`StepCost.engine_step_s`: request id,
+        # tokens, tokens computed before), added beside them rather than rebuilt for each cost
+        # call. The step cost (serving/performance.py) takes tuples; the day it reads
+        # StepChunks, this list goes.
+        self.cost_chunks: list[tuple[int, int, int]] = []
         self.budget_tokens = 0
         self.decodes = True
 
@@ -47,17 +55,22 @@ class ScheduledStep:
         """A step for a fork of the replica to fill (core/fork.py)."""
         return ScheduledStep()
 
-    def plan(self, start_s: float, chunks: list[StepChunk], budget_tokens: int,
-             decodes: bool) -> None:
+    def clear(self) -> None:
+        """Forget the last step's chunks (the lists are kept: no allocation a step)."""
+        self.chunks.clear()
+        self.cost_chunks.clear()
+
+    def add(self, rid: int, num_tokens: int, num_computed_tokens: int) -> None:
+        """Schedule `num_tokens` prefill tokens of `rid` after its first
+        `num_computed_tokens`."""
+        self.chunks.append(StepChunk(rid, num_tokens, num_computed_tokens))
+        self.cost_chunks.append((rid, num_tokens, num_computed_tokens))
+
+    def plan(self, start_s: float, budget_tokens: int, decodes: bool) -> None:
+        """The chunks added since `clear` run as one step from `start_s`."""
         self.start_s = start_s
-        self.chunks = chunks
         self.budget_tokens = budget_tokens
         self.decodes = decodes
-
-    def cost_chunks(self) -> list[tuple[int, int, int]]:
-        """The chunks as the step cost reads them (`StepCost.engine_step_s`: request id,
-        tokens, tokens computed before)."""
-        return [(c.rid, c.num_tokens, c.num_computed_tokens) for c in self.chunks]
 
 
 class DecodeStretch:

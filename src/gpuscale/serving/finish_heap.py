@@ -15,7 +15,10 @@ The sifts are written out instead of `heapq` for speed: see docs/hot-path.md.
 
 from __future__ import annotations
 
+from gpuscale._mypyc_hints import mypyc_attr
 
+
+@mypyc_attr(acyclic=True)
 class DecodeFinish:
     """A decoding sequence's entry: the step count at which it finishes and its request id
     (the tie-break: heap order is that of (finish_g, rid)). Never changed once made, so the
@@ -23,7 +26,8 @@ class DecodeFinish:
 
     Objects with native fields, not one `finish_g x span + rid` int a sequence through
     `heapq`: heapq compares ints through the generic rich comparison (~60 instructions
-    each), a compiled sift reads two fields; an int key was one allocation a sequence too."""
+    each), a compiled sift reads two fields; an int key was one allocation a sequence too.
+    Numbers only, so acyclic: not tracked by the cycle collector (docs/hot-path.md)."""
 
     __slots__ = ("finish_g", "rid")
 

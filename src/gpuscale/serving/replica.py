@@ -33,7 +33,7 @@ from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
 from gpuscale.serving.admission import admission_for
 from gpuscale.serving.batching import batching_for
-from gpuscale.serving.engine_step import DecodeStretch, ScheduledStep, StepChunk
+from gpuscale.serving.engine_step import DecodeStretch, ScheduledStep
 from gpuscale.serving.finish_heap import FinishHeap
 from gpuscale.serving.kv_budget import KvBudget
 from gpuscale.serving.performance import ReplicaHardware, StepCost
@@ -289,14 +289,15 @@ class Replica(TimerOwner):
             self._start_stretch(now_s)  # fast path: nothing to admit or prefill
             return
         budget = self.batching.step_budget(kv.num_decoding)
-        chunks: list[StepChunk] = []
+        step = self.step
+        step.clear()
         if running.prefilling:
-            budget = self._continue_prefills(budget, chunks)
+            budget = self._continue_prefills(budget)
         if self.accepting or self.queue.count():
-            budget = self._admit(now_s, budget, chunks)
-        if chunks:
+            budget = self._admit(now_s, budget)
+        if step.chunks:
             self._start_busy(now_s, _STEP)
-            self.step.plan(now_s, chunks, budget, self.batching.decodes)
+            step.plan(now_s, budget, self.batching.decodes)
             self._schedule_step()
             return
         if kv.num_decoding:
@@ -308,7 +309,7 @@ class Replica(TimerOwner):
             callback, self.on_drained = self.on_drained, None
             callback(self)
 
-    def _continue_prefills(self, budget: int, chunks: list[StepChunk]) -> int:
+    def _continue_prefills(self, budget: int) -> int:
         """The prefilling requests' next chunks, oldest first, while `budget` tokens last;
         returns what is left of it."""
         cache = self.prefix_cache
@@ -320,13 +321,13 @@ class Replica(TimerOwner):
             remaining = prefill_left[rid]
             take = self.batching.chunk_tokens(remaining, budget)
             computed = prompt_tokens[rid] + self.queue.resumed_tokens(rid) - remaining
-            chunks.append(StepChunk(rid, take, computed))
+            self.step.add(rid, take, computed)
             budget -= take
             if cache is not None:
                 cache.scheduled(rid, computed + take)
         return budget
 
-    def _admit(self, now_s: float, budget: int, chunks: list[StepChunk]) -> int:
+    def _admit(self, now_s: float, budget: int) -> int:
         """Admit waiting requests FCFS while seats, KV blocks and `budget` tokens allow;
         returns what is left of the budget."""
         table = self.table
@@ -347,10 +348,11 @@ class Replica(TimerOwner):
                 break
             if kv_ready:
                 self._admit_to_decode(rid, now_s)
-            elif self.batching.waits(need, budget, len(chunks) != 0, self.kv.num_decoding):
+            elif self.batching.waits(need, budget, len(self.step.chunks) != 0,
+                                     self.kv.num_decoding):
                 break
             else:
-                budget -= self._admit_to_prefill(rid, need, budget, chunks)
+                budget -= self._admit_to_prefill(rid, need, budget)
         return budget
 
     def _admit_to_decode(self, rid: int, now_s: float) -> None:
@@ -363,10 +365,9 @@ class Replica(TimerOwner):
             self.running.add(rid)
             self._join_decode(rid, 1)
 
-    def _admit_to_prefill(self, rid: int, need: int, budget: int,
-                          chunks: list[StepChunk]) -> int:
+    def _admit_to_prefill(self, rid: int, need: int, budget: int) -> int:
         """Admit the head `rid` to prefill `need` tokens (prompt + any it recomputes): its
-        first chunk joins `chunks`; returns that chunk's tokens."""
+        first chunk joins the planned step; returns that chunk's tokens."""
         self.queue.pop_first(self.table.prompt_tokens_list[rid])
         running = self.running
         running.add(rid)
@@ -381,7 +382,7 @@ class Replica(TimerOwner):
         running.start_prefill(rid, todo)
         kv.reserve_prefill(need)
         take = self.batching.chunk_tokens(todo, budget)
-        chunks.append(StepChunk(rid, take, hit))
+        self.step.add(rid, take, hit)
         if cache is not None:
             cache.scheduled(rid, hit + take)
         return take
@@ -392,16 +393,15 @@ class Replica(TimerOwner):
         kv = self.kv
         decodes = kv.num_decoding if step.decodes else 0
         duration = self.cost.engine_step_s(
-            decodes, kv.decode_context(self.G) if decodes else 0, step.cost_chunks())
-        self.sim.set_timer(self.timer, step.start_s + duration, _ENGINE_PRIORITY, _STEP,
-                           step.chunks)
+            decodes, kv.decode_context(self.G) if decodes else 0, step.cost_chunks)
+        self.sim.set_timer(self.timer, step.start_s + duration, _ENGINE_PRIORITY, _STEP, None)
 
     def _join_planned_step(self) -> None:
         """A request arriving before a planned step starts still joins that step."""
         step = self.step
         chunks_before = len(step.chunks)
         decoding_before = self.kv.num_decoding
-        step.budget_tokens = self._admit(step.start_s, step.budget_tokens, step.chunks)
+        step.budget_tokens = self._admit(step.start_s, step.budget_tokens)
         if len(step.chunks) != chunks_before or self.kv.num_decoding != decoding_before:
             self._schedule_step()
 
@@ -438,9 +438,9 @@ class Replica(TimerOwner):
         self._plan(stretch.end_of_step_s(boundary))
 
     def on_timer(self, kind: int, arg: object) -> None:
-        """The step (`_STEP`, its chunks) or decode stretch (`_STRETCH`, its steps) ends."""
+        """The step (`_STEP`) or decode stretch (`_STRETCH`, its steps) ends."""
         if kind == _STEP:
-            self._end_step(cast("list[StepChunk]", arg))
+            self._end_step()
         else:
             self._end_stretch(cast(int, arg))
 
@@ -451,14 +451,14 @@ class Replica(TimerOwner):
         self._relieve_kv_pressure()
         self._plan(now_s)
 
-    def _end_step(self, chunks: list[StepChunk]) -> None:
+    def _end_step(self) -> None:
         now_s = self.sim.now_s
         if self.step.decodes:
             self.G += 1
             if self.finishes.has_due(self.G):
                 self._finish_due(now_s)
         prefill_left = self.table.prefill_left
-        for chunk in chunks:
+        for chunk in self.step.chunks:
             rid = chunk.rid
             left = prefill_left[rid]
             if left < 0:
