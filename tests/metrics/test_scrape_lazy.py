@@ -23,6 +23,8 @@ from gpuscale.metrics.store import (
     WAITING,
     MetricsStore,
     PodMetrics,
+    PodSample,
+    PoolScrape,
     scraped_pod,
 )
 from gpuscale.serving.requests_table import RequestTable
@@ -73,9 +75,9 @@ class _Pool:
                 running += values[RUNNING]
                 kv.append(values[KV_USAGE])
                 util.append(values[GPU_UTIL])
-            pods.append((slot.pod.name, bound, slot.replica is not None and slot.state == "ready",
-                         values))
-        return pods, pending, starting, waiting, running, kv, util, 0
+            pods.append(PodSample(slot.pod.name, bound,
+                                  slot.replica is not None and slot.state == "ready", values))
+        return PoolScrape(pods, pending, starting, waiting, running, kv, util, 0)
 
 
 def _expected(pool: _Pool) -> list[PodMetrics]:
@@ -162,6 +164,10 @@ def test_scraped_pod_is_the_dataclass_built_pod(name, phase, ready, values):
 @dataclass
 class _TtftFeed:
     ttft_observations: list[float] = field(default_factory=list)
+
+    def take_ttft_observations(self) -> list[float]:
+        taken, self.ttft_observations = self.ttft_observations, []
+        return taken
 
 
 def _signals_at_scrape(table: RequestTable, first: int, completed: list[int], interval_s: float,

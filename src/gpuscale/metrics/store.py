@@ -92,12 +92,31 @@ class SeriesRow(NamedTuple):
 
 SERIES_COLUMNS = SeriesRow._fields
 
-# One deployment's scrape (`Fleet.replica_samples`): each pod's (name, bound, ready, series) in
-# slot order; the pending and starting pod counts; of the pods that serve, the sums of their
-# waiting and running requests and their KV usages and GPU utilisations in pod order; the
-# ready replicas not idle.
-PoolScrape = tuple[list[tuple[str, bool, bool, dict[str, float]]], int, int, float, float,
-                   list[float], list[float], int]
+class PodSample(NamedTuple):
+    """One pod as a scrape found it (`Fleet.replica_samples`); its `PodMetrics` is built from
+    this when a controller first reads it (metrics/scrape.py)."""
+
+    name: str
+    bound: bool  # on a node, its GPUs held
+    ready: bool  # its replica serves and takes requests
+    values: dict[str, float]  # its series by name (above); none until it exports them
+
+
+class PoolScrape(NamedTuple):
+    """One deployment's scrape (`Fleet.replica_samples`): its pods, and what the scrape sums
+    of them."""
+
+    pods: list[PodSample]  # in slot order
+    pending: int  # pods not on a node
+    starting: int  # pods on a node whose replica is not serving yet
+    # Of the pods that serve: the sums of their waiting and running requests (integers held
+    # in floats, so the sums are exact in any grouping), their KV usages and GPU
+    # utilisations in pod order.
+    waiting: float
+    running: float
+    kv_usages: list[float]
+    gpu_utils: list[float]
+    num_busy: int  # ready replicas executing a step or a decode stretch
 
 
 def percentile_sorted(values: list[float], q: float) -> float:
@@ -155,7 +174,7 @@ def percentile_linear(values: Iterable[float], q: float) -> float:
     way, back from the upper one from half way on. Checked against numpy bit for bit
     (tests/core/test_percentile.py)."""
     ordered = sorted(map(float, values))  # Python floats: the same IEEE operations, no warnings
-    if any(v != v for v in ordered):
+    if any(math.isnan(v) for v in ordered):
         return math.nan  # numpy: a NaN sorts last and makes the percentile NaN
     n = len(ordered)
     virtual = (n - 1) * (q / 100)

@@ -160,9 +160,8 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
 
 def _taken(replica: Replica, table: RequestTable, rid: int) -> bool:
     """Whether the engine has ever taken `rid` off its waiting queue (admitted or dropped)."""
-    finish_s = table.finish_s_view[rid]  # not NaN: it finished (completed or dropped)
-    return replica.is_running(rid) or finish_s == finish_s \
-        or table.num_preemptions[rid] > 0
+    finished = not math.isnan(table.finish_s_view[rid])  # completed or dropped
+    return replica.is_running(rid) or finished or table.num_preemptions[rid] > 0
 
 
 def _fork(sim: Simulation, table: RequestTable, replica: Replica
@@ -171,8 +170,8 @@ def _fork(sim: Simulation, table: RequestTable, replica: Replica
     memo: dict[int, object] = {}
     # The lists a metrics scrape drains are emptied first (nothing reads them here): a fork
     # then copies ~2 lists of the mix's length, not 4.
-    table.recently_completed.clear()
-    replica.ttft_observations.clear()
+    table.take_recently_completed()
+    replica.take_ttft_observations()
     twin_sim = Simulation(indexed_timers=sim._timers is not None)
     memo[id(sim)] = twin_sim
     twin_table = _copy_table(table, memo)

@@ -199,6 +199,13 @@ class Replica(TimerOwner):
         """KV blocks in use / blocks (vllm:kv_cache_usage_perc, 0..1)."""
         return self.kv.usage_frac(self.current_G(now_s), self.running.num_running)
 
+    def take_ttft_observations(self) -> list[float]:
+        """The TTFTs observed here since the last call (each metrics scrape drains them)."""
+        taken = self.ttft_observations
+        if taken:
+            self.ttft_observations = []
+        return taken
+
     def is_busy(self) -> bool:
         """Executing a step or a decode stretch (DCGM sees the GPU busy)."""
         return self.state != _IDLE

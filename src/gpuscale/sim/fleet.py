@@ -9,6 +9,7 @@ until their timeout.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from gpuscale.metrics.store import (
     PREFIX_CACHE_QUERIES,
     RUNNING,
     WAITING,
+    PodSample,
     PoolScrape,
 )
 from gpuscale.serving.performance import ReplicaHardware, StepCost
@@ -278,7 +280,7 @@ class Fleet(TimerOwner):
         while self.gateway:
             rid = self.gateway[0][0]
             # Only a request still waiting for its first token can time out.
-            if table.first_token_s[rid] == table.first_token_s[rid] or \
+            if not math.isnan(table.first_token_s[rid]) or \
                     now_s - table.arrival_s[rid] <= timeout_s:
                 break
             self.gateway.popleft()
@@ -287,11 +289,11 @@ class Fleet(TimerOwner):
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
                         fb_used_mib: float, ttfts: list[float]) -> PoolScrape:
         """Scrape every pod of the deployment (see metrics/store.py for the series): one
-        `(name, bound, ready, values)` per pod in slot order, and what the scrape sums of them
-        (metrics/store.py `PoolScrape`), worked out here rather than by reading each pod's
-        dict back in the interpreted scrape. The ready replicas' TTFTs since the last scrape
-        move to `ttfts`, in the order of `ready`."""
-        pods: list[tuple[str, bool, bool, dict[str, float]]] = []
+        `PodSample` per pod in slot order, and what the scrape sums of them (metrics/store.py
+        `PoolScrape`), worked out here rather than by reading each pod's dict back in the
+        interpreted scrape. The ready replicas' TTFTs since the last scrape move to `ttfts`,
+        in the order of `ready`."""
+        pods: list[PodSample] = []
         kv: list[float] = []
         util: list[float] = []
         pending = starting = 0
@@ -335,12 +337,11 @@ class Fleet(TimerOwner):
                     util.append(pod_util)
             else:
                 pending += 1
-            pods.append((pod.name, bound, replica is not None and slot.state == READY, values))
+            pods.append(PodSample(pod.name, bound, replica is not None and slot.state == READY,
+                                  values))
         num_busy = 0  # ready replicas executing a step or a decode stretch (not idle)
         for serving in self.ready:
-            if serving.ttft_observations:
-                ttfts.extend(serving.ttft_observations)
-                serving.ttft_observations = []
+            ttfts.extend(serving.take_ttft_observations())
             if serving.is_busy():
                 num_busy += 1
-        return pods, pending, starting, waiting, running, kv, util, num_busy
+        return PoolScrape(pods, pending, starting, waiting, running, kv, util, num_busy)
