@@ -58,14 +58,14 @@ class GuaranteedNoEvict(Admission):
         kv = self.kv
         if not kv.fits(g + 1, need_tokens, num_running + 1):
             return False
-        whole = self.prompt_tokens[rid] + self.output_tokens[rid]
-        return kv.blocks(kv.reserved_tokens + whole, num_running + 1) <= kv.num_blocks
+        return kv.fits_reserved(self.prompt_tokens[rid] + self.output_tokens[rid],
+                                num_running + 1)
 
     def reserve(self, rid: int) -> None:
-        self.kv.reserved_tokens += self.prompt_tokens[rid] + self.output_tokens[rid]
+        self.kv.reserve_whole(self.prompt_tokens[rid] + self.output_tokens[rid])
 
     def release(self, rid: int) -> None:
-        self.kv.reserved_tokens -= self.prompt_tokens[rid] + self.output_tokens[rid]
+        self.kv.release_whole(self.prompt_tokens[rid] + self.output_tokens[rid])
 
 
 def admission_for(name: str, kv: KvBudget, prompt_tokens: list[int],
