@@ -45,6 +45,7 @@ HOT_MODULES = (
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
     "gpuscale.sim.fleet",
+    "gpuscale.metrics.samples",
 )
 MANIFEST = "_compiled_sources.json"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuscale.cluster.state import ClusterState
+from gpuscale.metrics.samples import PodSample, PoolScrape
 from gpuscale.metrics.scrape import Scraper
 from gpuscale.metrics.store import (
     GPU_UTIL,
@@ -23,8 +24,6 @@ from gpuscale.metrics.store import (
     WAITING,
     MetricsStore,
     PodMetrics,
-    PodSample,
-    PoolScrape,
     scraped_pod,
 )
 from gpuscale.serving.requests_table import RequestTable

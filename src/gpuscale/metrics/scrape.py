@@ -18,14 +18,8 @@ import numpy as np
 from gpuscale.cluster.objects import NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
-from gpuscale.metrics.store import (
-    MetricsStore,
-    PodMetrics,
-    PodSample,
-    PoolScrape,
-    SeriesRow,
-    scraped_pod,
-)
+from gpuscale.metrics.samples import PodSample, PoolScrape
+from gpuscale.metrics.store import MetricsStore, PodMetrics, SeriesRow, scraped_pod
 from gpuscale.serving.requests_table import RequestTable
 
 

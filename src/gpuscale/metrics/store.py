@@ -92,33 +92,6 @@ class SeriesRow(NamedTuple):
 
 SERIES_COLUMNS = SeriesRow._fields
 
-class PodSample(NamedTuple):
-    """One pod as a scrape found it (`Fleet.replica_samples`); its `PodMetrics` is built from
-    this when a controller first reads it (metrics/scrape.py)."""
-
-    name: str
-    bound: bool  # on a node, its GPUs held
-    ready: bool  # its replica serves and takes requests
-    values: dict[str, float]  # its series by name (above); none until it exports them
-
-
-class PoolScrape(NamedTuple):
-    """One deployment's scrape (`Fleet.replica_samples`): its pods, and what the scrape sums
-    of them."""
-
-    pods: list[PodSample]  # in slot order
-    pending: int  # pods not on a node
-    starting: int  # pods on a node whose replica is not serving yet
-    # Of the pods that serve: the sums of their waiting and running requests (integers held
-    # in floats, so the sums are exact in any grouping), their KV usages and GPU
-    # utilisations in pod order.
-    waiting: float
-    running: float
-    kv_usages: list[float]
-    gpu_utils: list[float]
-    num_busy: int  # ready replicas executing a step or a decode stretch
-
-
 def percentile_sorted(values: list[float], q: float) -> float:
     """numpy's default (linear) percentile of an already sorted list, without numpy's
     per-call overhead (this runs at every scrape)."""

@@ -20,6 +20,7 @@ from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
+from gpuscale.metrics.samples import PodSample, PoolScrape
 from gpuscale.metrics.store import (
     FB_USED,
     GPU_UTIL,
@@ -29,8 +30,6 @@ from gpuscale.metrics.store import (
     PREFIX_CACHE_QUERIES,
     RUNNING,
     WAITING,
-    PodSample,
-    PoolScrape,
 )
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache, PrefixCacheStats
@@ -289,7 +288,7 @@ class Fleet(TimerOwner):
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
                         fb_used_mib: float, ttfts: list[float]) -> PoolScrape:
         """Scrape every pod of the deployment (see metrics/store.py for the series): one
-        `PodSample` per pod in slot order, and what the scrape sums of them (metrics/store.py
+        `PodSample` per pod in slot order, and what the scrape sums of them (metrics/samples.py
         `PoolScrape`), worked out here rather than by reading each pod's dict back in the
         interpreted scrape. The ready replicas' TTFTs since the last scrape move to `ttfts`,
         in the order of `ready`."""
