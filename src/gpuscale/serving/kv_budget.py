@@ -6,7 +6,9 @@ same quantities in closed form, in the approximation docs/serving.md states (KV 
 
     blocks in use = cached tokens / block_size + half a block per running sequence
 
-(the last block of each sequence is on average half full), the one formula, in `blocks`.
+(the last block of each sequence is on average half full), the one formula, multiplied out
+in `free_half_tokens` (exact integers, for the decisions) and as it reads in `blocks`
+(doubles, for the metrics).
 The cached tokens are
 
 - those of the decoding sequences, `decode_base + num_decoding x G` at the replica's step
@@ -28,9 +30,7 @@ class KvBudget:
     """One replica's KV blocks in use, as a function of its step count G.
 
     Its counts are native 64-bit ints in the compiled build (`i64`, gpuscale/_mypyc_hints.py):
-    this arithmetic runs at every admission, step end and stretch, and token counts are far
-    below 2**53, where a float holds them exactly, so every division below gives the double
-    Python's int division gives."""
+    this arithmetic runs at every admission, step end and stretch (docs/hot-path.md)."""
 
     __slots__ = ("block_size", "decode_base", "num_blocks", "num_decoding", "prefill_reserved",
                  "reserved_tokens")
@@ -49,47 +49,52 @@ class KvBudget:
         return KvBudget(self.block_size, self.num_blocks)
 
     # -- the formula ---------------------------------------------------------------------------
-    def blocks(self, tokens: i64, seqs: i64) -> float:
-        """Blocks that `seqs` sequences holding `tokens` cached tokens in all occupy.
+    def free_half_tokens(self, tokens: i64, seqs: i64) -> i64:
+        """The room left when `seqs` sequences hold `tokens` cached tokens in all, in half
+        tokens: (num_blocks - blocks in use) x 2 x block_size, the formula above multiplied
+        out, so exact in integers. Every decision is taken on it (`fits`, ...)."""
+        return (2 * self.num_blocks - seqs) * self.block_size - 2 * tokens
 
-        (Both divisions in doubles: exactly Python's `tokens / block_size + seqs / 2` below
-        2**53, which the compiled build computes natively from the i64s.)"""
-        return float(tokens) / float(self.block_size) + float(seqs) / 2.0
+    def blocks(self, tokens: int, seqs: int) -> float:
+        """Blocks in use when `seqs` sequences hold `tokens` cached tokens in all, in doubles:
+        what the usage metric and the prefix cache read (their arithmetic since they exist).
+        It is <= num_blocks exactly when `free_half_tokens` >= 0: the doubles round below
+        2**-52 of the value, and a nonzero room is at least half a token, 1 / (2 block_size)
+        of a block (tests/serving/test_kv_budget.py)."""
+        return tokens / self.block_size + seqs / 2
+
+    def _tokens(self, g: i64) -> i64:
+        return self.decode_base + self.num_decoding * g + self.prefill_reserved
+
+    def cached_tokens(self, g: i64) -> int:
+        """Tokens held at step count `g`: the decoding context and the reserved prefills."""
+        return self._tokens(g)
 
     def decode_context(self, g: i64) -> int:
         """Tokens the decoding sequences hold at step count `g` (what a decode step reads)."""
         return self.decode_base + self.num_decoding * g
 
-    def cached_tokens(self, g: i64) -> int:
-        """Tokens held at step count `g`: the decoding context and the reserved prefills."""
-        return self.decode_base + self.num_decoding * g + self.prefill_reserved
-
     def fits(self, g: i64, extra_tokens: i64, seqs: i64) -> bool:
         """Whether `seqs` running sequences, with `extra_tokens` more than are held now, fit
-        the cache at step count `g`. (`cached_tokens` written out: one call fewer on the
-        hottest test here, at every admission and step end.)"""
-        tokens = self.decode_base + self.num_decoding * g + self.prefill_reserved + extra_tokens
-        return self.blocks(tokens, seqs) <= float(self.num_blocks)
+        the cache at step count `g`."""
+        return self.free_half_tokens(self._tokens(g) + extra_tokens, seqs) >= 0
 
     def fits_reserved(self, whole_tokens: i64, seqs: i64) -> bool:
         """Whether `seqs` sequences fit the cache with `whole_tokens` reserved beside the
         running requests' reservations (guaranteed-no-evict admission)."""
-        return self.blocks(self.reserved_tokens + whole_tokens, seqs) <= float(self.num_blocks)
+        return self.free_half_tokens(self.reserved_tokens + whole_tokens, seqs) >= 0
 
     def usage_frac(self, g: i64, seqs: i64) -> float:
         """Blocks in use / blocks at step count `g` (vllm:kv_cache_usage_perc, 0..1)."""
         if not self.num_blocks:
             return 1.0
-        return min(1.0, self.blocks(self.cached_tokens(g), seqs) / float(self.num_blocks))
+        return min(1.0, self.blocks(self._tokens(g), seqs) / float(self.num_blocks))
 
     def decode_steps_until_full(self, g: i64, seqs: i64) -> int:
         """The most decode steps k from step count `g` with `fits(g + k, 0, seqs)`, while
-        `seqs` sequences run and only the decoding ones grow (negative if even `g` does not
-        fit; some sequence decodes). In integers: the free room is a whole number of half
-        tokens, floored over 2 x num_decoding, the exact value the float division gave."""
-        free_half_tokens = ((2 * self.num_blocks - seqs) * self.block_size
-                            - 2 * self.cached_tokens(g))
-        return free_half_tokens // (2 * self.num_decoding)
+        `seqs` sequences run and only the decoding ones, num_decoding tokens a step, grow
+        (negative if even `g` does not fit; some sequence decodes)."""
+        return self.free_half_tokens(self._tokens(g), seqs) // (2 * self.num_decoding)
 
     # -- changes -------------------------------------------------------------------------------
     def reserve_whole(self, tokens: i64) -> None:
