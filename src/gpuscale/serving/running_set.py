@@ -65,6 +65,11 @@ class RunningSet:
         `rids` until compacted. A completion costs no removal (a dict's delete boxed the id
         and freed the key, ~450 instructions a request)."""
         self.num_running -= 1
+        self._compact_if_sparse()
+
+    def _compact_if_sparse(self) -> None:
+        """Drop the finished entries once the list is over twice the live count plus the
+        slack (after any removal: a finish, a preemption, a hand-off)."""
         if len(self.rids) >= 2 * self.num_running + _COMPACT_SLACK:
             self.rids = self.in_order()
 
@@ -73,6 +78,7 @@ class RunningSet:
         the id may come back here later (an eviction's retry)."""
         self.rids.remove(rid)
         self.num_running -= 1
+        self._compact_if_sparse()
 
     def pop_newest(self) -> int:
         """Remove and return the newest running request (a preemption's victim). Only called
@@ -82,6 +88,7 @@ class RunningSet:
             rid = rids.pop()
             if self.is_running(rid):  # else a finished one left in place
                 self.num_running -= 1
+                self._compact_if_sparse()
                 return rid
 
     def start_prefill(self, rid: int, tokens_to_compute: int) -> None:
