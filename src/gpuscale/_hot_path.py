@@ -35,6 +35,7 @@ HOT_MODULES = (
     "gpuscale.core.simulation",
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
+    "gpuscale.serving.engine_config",
     "gpuscale.serving.finish_heap",
     "gpuscale.serving.waiting_queue",
     "gpuscale.serving.running_set",

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final, cast
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
 from gpuscale.serving.admission import admission_for
 from gpuscale.serving.batching import batching_for
+from gpuscale.serving.engine_config import EngineConfig as EngineConfig  # callers build from it
 from gpuscale.serving.engine_step import DecodeStretch, ScheduledStep
 from gpuscale.serving.finish_heap import FinishHeap
 from gpuscale.serving.kv_budget import KvBudget
@@ -49,35 +49,6 @@ _STRETCH: Final = 2
 # The engine's event priority as a plain int (an IntEnum member is a class attribute lookup
 # and a generic int subclass each time it is read in the compiled build).
 _ENGINE_PRIORITY: Final = int(Priority.ENGINE)
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    block_size: int
-    num_blocks: int
-    max_model_len: int
-    request_timeout_s: float
-    # "chunked" (vLLM V1, Sarathi): decodes and prefill chunks share each step's token budget.
-    # "prefill_first" (vLLM V0's default scheduler, Vidur's `vllm`): waiting prompts run whole
-    # in prefill-only steps (up to the budget) before any decode step; decodes wait meanwhile.
-    # "whole_prompt" (TensorRT-LLM in-flight batching, chunked context off, its default): decodes
-    # and prefills share a step, but a prompt is never split; one that does not fit the budget
-    # left waits for the next step.
-    batching: str = "chunked"
-    # "max_utilization" (vLLM; TensorRT-LLM's MAX_UTILIZATION): admit while the KV in use fits,
-    # preempt when it runs out. "guaranteed_no_evict" (TensorRT-LLM's default capacity
-    # scheduler): admit only if the KV of the prompt and of every output token still to come
-    # fits beside what the running requests have reserved, so nothing is ever preempted.
-    admission: str = "max_utilization"
-    # vLLM V1's automatic prefix caching (on by default since V1); it acts only on a trace
-    # that carries prompt block hashes (serving/prefix_cache.py).
-    enable_prefix_caching: bool = True
-
-    @property
-    def capacity_tokens(self) -> int:
-        return self.num_blocks * self.block_size
 
 
 class Replica(TimerOwner):
