@@ -36,6 +36,7 @@ HOT_MODULES = (
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
     "gpuscale.serving.engine_config",
+    "gpuscale.serving.batch_formation",
     "gpuscale.serving.finish_heap",
     "gpuscale.serving.waiting_queue",
     "gpuscale.serving.running_set",

@@ -6,9 +6,9 @@ the request's prefill fits beside what the running requests hold one step ahead
 (serving/kv_budget.py `fits`); where it does not and nothing runs, the request can never fit
 and is dropped (`exceeds_kv_cache`), as vLLM rejects it; else it waits.
 
-- `MaxUtilization` (vLLM; TensorRT-LLM's MAX_UTILIZATION): that is all; when the cache runs
-  out later, the newest running request is preempted by recompute (serving/replica.py
-  `_relieve_kv_pressure`).
+- `Admission`, max utilization (vLLM; TensorRT-LLM's MAX_UTILIZATION): that is all; when the
+  cache runs out later, the newest running request is preempted by recompute
+  (serving/batch_formation.py `relieve_kv_pressure`).
 - `GuaranteedNoEvict` (TensorRT-LLM's default): the request's prompt and every output token
   still to come must also fit beside the whole lengths the running requests have reserved,
   so the cache never runs out and nothing is preempted.

@@ -1,7 +1,7 @@
 """How a replica fills a step's token budget: the batching strategies (`engine.batching`).
 
-Chosen once per replica (`batching_for`); the replica asks its strategy four things when it
-plans a step (serving/replica.py `_plan`, `_admit`) instead of reading flags:
+Chosen once per replica (`batching_for`); its batch formation asks the strategy four things
+when it plans a step (serving/batch_formation.py `form`, `admit`) instead of reading flags:
 
 - the step's token budget, given the decoding sequences (`step_budget`);
 - whether the decoding sequences run in the step (`decodes`);

@@ -95,7 +95,7 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
     head), so the engine decides the same until it first takes a request of the second copy:
     until then it only ever reads the queue's head, and where the once run's queue is empty
     the twice run's examining the second copy's head without taking it changes nothing
-    (`Replica._admit` breaks, `_plan` starts the same decode stretch). So the twice run is run
+    (`BatchFormation.admit` breaks, `_plan` starts the same decode stretch). So the twice run is run
     in time slices aimed at the first copy's last admission; the replica, table and
     simulation are forked when at most `_FORK_WAITING` of the first copy are left waiting and
     again at the last of them, and the last fork taken while no request of the second copy

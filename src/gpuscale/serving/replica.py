@@ -10,9 +10,17 @@ timer there. An arrival in the middle of a stretch cuts it at the end of the ste
 progress, where the newcomer joins, as it would in vLLM.
 
 Bookkeeping uses a per-replica step counter G: a sequence that entered decode at G0 has
-generated G - G0 tokens since, so finishing times are kept in a heap keyed by G
-(serving/finish_heap.py), and the total cached context is `decode_base + num_decoding x G`
-(serving/kv_budget.py), with no per-token or per-sequence loop.
+generated G - G0 tokens since, so finishing times are kept in a heap keyed by G and the
+cached context is a line in G, with no per-token or per-sequence loop.
+
+`Replica` keeps the clock: what runs (a step, a stretch, idle), when it ends, what its end
+changes (prefills done, sequences finished, first tokens, completions) and what the metrics
+read. The rest are rooms of their own, named as vLLM names them (docs/architecture.md):
+`BatchFormation` (serving/batch_formation.py: what the next step computes, admission and
+preemption, with the batching and admission strategies of serving/batching.py and
+serving/admission.py), `WaitingQueue`, `RunningSet`, `KvBudget` (the KV formula, once),
+`FinishHeap`, and `ScheduledStep` / `DecodeStretch` (serving/engine_step.py). Their speed
+tricks, and why each exists, are in docs/hot-path.md.
 
 KV approximation (documented in docs/serving.md): blocks in use = cached tokens / block_size
 + half a block per running sequence (the last block of each sequence is on average half full);
@@ -30,8 +38,7 @@ from typing import Final, cast
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
-from gpuscale.serving.admission import admission_for
-from gpuscale.serving.batching import batching_for
+from gpuscale.serving.batch_formation import BatchFormation
 from gpuscale.serving.engine_config import EngineConfig as EngineConfig  # callers build from it
 from gpuscale.serving.engine_step import DecodeStretch, ScheduledStep
 from gpuscale.serving.finish_heap import FinishHeap
@@ -54,37 +61,11 @@ _ENGINE_PRIORITY: Final = int(Priority.ENGINE)
 class Replica(TimerOwner):
     """A serving engine bound to its event loop and the shared request table."""
 
-    __slots__ = (
-        "G",
-        "accepting",
-        "admission",
-        "batching",
-        "busy_accum_s",
-        "busy_since_s",
-        "cfg",
-        "cost",
-        "finishes",
-        "hw",
-        "kv",
-        "load_log",
-        "name",
-        "on_complete",
-        "on_drained",
-        "on_prefilled",
-        "prefill_role",
-        "prefix_cache",
-        "queue",
-        "role",
-        "route_rank",
-        "running",
-        "sim",
-        "state",
-        "step",
-        "stretch",
-        "table",
-        "timer",
-        "ttft_observations",
-    )
+    __slots__ = ("G", "accepting", "busy_accum_s", "busy_since_s", "cfg", "cost", "finishes",
+                 "formation", "hw", "kv", "load_log", "name", "on_complete", "on_drained",
+                 "on_prefilled", "prefill_role", "prefix_cache", "queue", "role", "route_rank",
+                 "running", "sim", "state", "step", "stretch", "table", "timer",
+                 "ttft_observations")
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
                  table: RequestTable, cost: StepCost | None = None, role: str = "serve",
@@ -102,8 +83,7 @@ class Replica(TimerOwner):
         self.finishes = FinishHeap(table.decode_g0, table.output_tokens_list)
         self.G = 0
         self.kv = KvBudget(cfg.block_size, cfg.num_blocks)
-        self.admission = admission_for(cfg.admission, self.kv, table.prompt_tokens_list,
-                                       table.output_tokens_list)
+        self.step = ScheduledStep()  # the step planned or in progress (state _STEP)
         self.state = _IDLE
         # The end of the step or decode stretch in progress: one pending firing, replaced
         # whenever the plan changes (an arrival cuts a stretch, joins a planned step), so a
@@ -114,8 +94,6 @@ class Replica(TimerOwner):
         self.busy_accum_s = 0.0
         self.accepting = True
         self.on_drained: Callable[[Replica], None] | None = None
-        self.batching = batching_for(cfg.batching, cfg.max_num_batched_tokens)
-        self.step = ScheduledStep()  # the step planned or in progress (state _STEP)
         # Disaggregation: a "prefill" replica hands each request off after its prefill
         # (on_prefilled); a "decode" replica admits requests whose KV arrived (the queue's
         # kv_ready) straight into decode.
@@ -135,6 +113,8 @@ class Replica(TimerOwner):
         # ready list (0 = not routed to).
         self.load_log: list[Replica] | None = None
         self.route_rank = 0
+        # What the next step computes and whom it preempts (serving/batch_formation.py).
+        self.formation = BatchFormation(self, cfg)
 
     # -- observation (metrics) -----------------------------------------------------------------
     def outstanding(self) -> int:
@@ -170,6 +150,11 @@ class Replica(TimerOwner):
         """KV blocks in use / blocks (vllm:kv_cache_usage_perc, 0..1)."""
         return self.kv.usage_frac(self.current_G(now_s), self.running.num_running)
 
+    def prefill_tokens_waiting(self) -> int:
+        """Prompt tokens not prefilled yet: the waiting prompts and what the prefilling
+        requests still have to compute (gpuscale:num_prefill_tokens_waiting)."""
+        return self.queue.prompt_tokens + self.running.prefill_tokens_left()
+
     def take_ttft_observations(self) -> list[float]:
         """The TTFTs observed here since the last call (each metrics scrape drains them)."""
         taken = self.ttft_observations
@@ -199,8 +184,7 @@ class Replica(TimerOwner):
             self.table.drop(rid, now_s, "exceeds_max_model_len")
             return
         self.queue.append(rid, self.table.prompt_tokens_list[rid], kv_ready)
-        if self.load_log is not None:
-            self.load_log.append(self)
+        self._load_changed()
         if self.state == _IDLE:
             self._plan(now_s)
         elif self.state == _STRETCH:
@@ -252,33 +236,22 @@ class Replica(TimerOwner):
             self.busy_since_s = now_s
         self.state = state
 
-    def _drop_first_waiting(self, rid: int, now_s: float, reason: str) -> None:
-        """Drop the head of the waiting queue (`rid`): it timed out or can never fit."""
-        self.queue.drop_first(rid, self.table.prompt_tokens_list[rid])
-        self.table.drop(rid, now_s, reason)
+    def _load_changed(self) -> None:
+        """Its outstanding() count changed: the router's index re-reads it (`load_log`)."""
         if self.load_log is not None:
             self.load_log.append(self)
 
     def _plan(self, now_s: float) -> None:
-        """At a step boundary: choose the next step (with prefill) or a decode stretch."""
+        """At a step boundary: the next step (with prefill), a decode stretch, or idle."""
         running = self.running
-        kv = self.kv
-        if not running.prefilling and not self.queue.count() and kv.num_decoding:
+        if not running.prefilling and not self.queue.count() and self.kv.num_decoding:
             self._start_stretch(now_s)  # fast path: nothing to admit or prefill
             return
-        budget = self.batching.step_budget(kv.num_decoding)
-        step = self.step
-        step.clear()
-        if running.prefilling:
-            budget = self._continue_prefills(budget)
-        if self.accepting or self.queue.count():
-            budget = self._admit(now_s, budget)
-        if step.chunks:
+        if self.formation.form(now_s, self.G, self.accepting):
             self._start_busy(now_s, _STEP)
-            step.plan(now_s, budget, self.batching.decodes)
             self._schedule_step()
             return
-        if kv.num_decoding:
+        if self.kv.num_decoding:
             self._start_stretch(now_s)
             return
         self._go_idle(now_s)
@@ -286,84 +259,6 @@ class Replica(TimerOwner):
                 and self.on_drained:
             callback, self.on_drained = self.on_drained, None
             callback(self)
-
-    def _continue_prefills(self, budget: int) -> int:
-        """The prefilling requests' next chunks, oldest first, while `budget` tokens last;
-        returns what is left of it."""
-        cache = self.prefix_cache
-        prefill_left = self.table.prefill_left
-        prompt_tokens = self.table.prompt_tokens_list
-        for rid in self.running.prefilling:
-            if budget <= 0:
-                break
-            remaining = prefill_left[rid]
-            take = self.batching.chunk_tokens(remaining, budget)
-            computed = prompt_tokens[rid] + self.queue.resumed_tokens(rid) - remaining
-            self.step.add(rid, take, computed)
-            budget -= take
-            if cache is not None:
-                cache.scheduled(rid, computed + take)
-        return budget
-
-    def _admit(self, now_s: float, budget: int) -> int:
-        """Admit waiting requests FCFS while seats, KV blocks and `budget` tokens allow;
-        returns what is left of the budget."""
-        table = self.table
-        queue = self.queue
-        running = self.running
-        max_num_seqs = self.cfg.max_num_seqs
-        while queue.count() and budget > 0 and running.num_running < max_num_seqs:
-            rid = queue.first()
-            if now_s - table.arrival_s_view[rid] > self.cfg.request_timeout_s:
-                self._drop_first_waiting(rid, now_s, "timeout")
-                continue
-            kv_ready = queue.has_kv(rid)
-            need = table.prompt_tokens_list[rid] + (1 if kv_ready else queue.resumed_tokens(rid))
-            if not self.admission.admits(rid, need, self.G, running.num_running):
-                if not running.num_running:  # can never fit, even alone: vLLM rejects it
-                    self._drop_first_waiting(rid, now_s, "exceeds_kv_cache")
-                    continue
-                break
-            if kv_ready:
-                self._admit_to_decode(rid, now_s)
-            elif self.batching.waits(need, budget, len(self.step.chunks) != 0,
-                                     self.kv.num_decoding):
-                break
-            else:
-                budget -= self._admit_to_prefill(rid, need, budget)
-        return budget
-
-    def _admit_to_decode(self, rid: int, now_s: float) -> None:
-        """Admit the head `rid`, whose KV came from a prefill replica: straight into decode."""
-        self.queue.pop_first_with_kv(rid, self.table.prompt_tokens_list[rid])
-        self.admission.reserve(rid)
-        if self.table.output_tokens_list[rid] <= 1:
-            self._complete(rid, now_s)  # done at once: never among the running
-        else:
-            self.running.add(rid)
-            self._join_decode(rid, 1)
-
-    def _admit_to_prefill(self, rid: int, need: int, budget: int) -> int:
-        """Admit the head `rid` to prefill `need` tokens (prompt + any it recomputes): its
-        first chunk joins the planned step; returns that chunk's tokens."""
-        self.queue.pop_first(self.table.prompt_tokens_list[rid])
-        running = self.running
-        running.add(rid)
-        self.admission.reserve(rid)
-        kv = self.kv
-        cache = self.prefix_cache
-        # Tokens found in the prefix cache are not computed; the chunk's attention still
-        # reads them (its prefix). The whole prompt stays reserved: it is this request's KV.
-        hit = 0 if cache is None else cache.acquire(
-            rid, need, kv.blocks(kv.cached_tokens(self.G + 1) + need, running.num_running))
-        todo = need - hit
-        running.start_prefill(rid, todo)
-        kv.reserve_prefill(need)
-        take = self.batching.chunk_tokens(todo, budget)
-        self.step.add(rid, take, hit)
-        if cache is not None:
-            cache.scheduled(rid, hit + take)
-        return take
 
     def _schedule_step(self) -> None:
         """Set the timer to the end of the planned step."""
@@ -379,7 +274,7 @@ class Replica(TimerOwner):
         step = self.step
         chunks_before = len(step.chunks)
         decoding_before = self.kv.num_decoding
-        step.budget_tokens = self._admit(step.start_s, step.budget_tokens)
+        step.budget_tokens = self.formation.admit(step.start_s, self.G, step.budget_tokens)
         if len(step.chunks) != chunks_before or self.kv.num_decoding != decoding_before:
             self._schedule_step()
 
@@ -426,7 +321,7 @@ class Replica(TimerOwner):
         now_s = self.sim.now_s
         self.G += steps
         self._finish_due(now_s)
-        self._relieve_kv_pressure()
+        self.formation.relieve_kv_pressure(self.G)
         self._plan(now_s)
 
     def _end_step(self) -> None:
@@ -446,7 +341,7 @@ class Replica(TimerOwner):
                 prefill_left[rid] = remaining
             else:
                 self._end_prefill(rid, now_s)
-        self._relieve_kv_pressure()
+        self.formation.relieve_kv_pressure(self.G)
         self._plan(now_s)
 
     def _end_prefill(self, rid: int, now_s: float) -> None:
@@ -463,10 +358,8 @@ class Replica(TimerOwner):
         if self.prefill_role and on_prefilled is not None:
             # Its KV (and first token) leave for a decode replica.
             self.running.remove(rid)
-            self.admission.release(rid)
-            self._release_prefix(rid)
-            if self.load_log is not None:
-                self.load_log.append(self)
+            self.formation.release(rid, self.G)
+            self._load_changed()
             on_prefilled(rid, now_s)
         elif generated >= table.output_tokens_list[rid]:
             self.running.finish_one()
@@ -495,50 +388,12 @@ class Replica(TimerOwner):
             self.kv.leave_decode(table.prompt_tokens_list[rid], g0)
             self._complete(rid, now_s)
 
-    def prefill_tokens_waiting(self) -> int:
-        """Prompt tokens not prefilled yet: the waiting prompts and what the prefilling
-        requests still have to compute (gpuscale:num_prefill_tokens_waiting)."""
-        return self.queue.prompt_tokens + self.running.prefill_tokens_left()
-
-    def _release_prefix(self, rid: int) -> None:
-        """Its prompt blocks go back to the pool, still cached (serving/prefix_cache.py)."""
-        cache = self.prefix_cache
-        if cache is not None:
-            cache.release(rid, self.kv.blocks(self.kv.cached_tokens(self.G),
-                                              self.running.num_running))
-
     def _complete(self, rid: int, now_s: float) -> None:
-        self.admission.release(rid)
-        if self.prefix_cache is not None:
-            self._release_prefix(rid)
-        if self.load_log is not None:
-            self.load_log.append(self)
+        """`rid` is done here (its last token came, or it needed only the one its KV came
+        with)."""
+        self.formation.release(rid, self.G)
+        self._load_changed()
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
         if self.on_complete is not None:
             self.on_complete(rid, now_s)
-
-    def _relieve_kv_pressure(self) -> None:
-        """Preempt (recompute) the newest sequences until the next step's KV fits."""
-        kv = self.kv
-        running = self.running
-        g_next = self.G + 1
-        if kv.fits(g_next, 0, running.num_running):
-            return  # the common case: no pressure
-        table = self.table
-        while running.num_running and not kv.fits(g_next, 0, running.num_running):
-            rid = running.pop_newest()
-            self.admission.release(rid)
-            table.num_preemptions[rid] += 1
-            prompt = table.prompt_tokens_list[rid]
-            generated = 0  # a prefilling one keeps what the queue knows of it
-            if table.prefill_left[rid] >= 0:
-                running.end_prefill(rid)
-                kv.release_prefill(prompt + self.queue.resumed_tokens(rid))
-            else:
-                g0 = table.decode_g0[rid]
-                table.decode_g0[rid] = NOT_DECODING
-                kv.leave_decode(prompt, g0)
-                generated = self.G - g0
-            self._release_prefix(rid)
-            self.queue.push_front(rid, prompt, generated)
