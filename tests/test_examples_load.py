@@ -11,11 +11,12 @@ from gpuscale.plan import load_plan_input
 from gpuscale.scenario import load_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario
 
+from .golden.regen import MANIFEST_BUNDLES
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-# my-cluster is a manifest bundle + catalog, read by `simulate --manifests`
-# (tests/importer/test_my_cluster.py runs it).
+# Manifest bundles + catalogs are read by `simulate --manifests` (their own tests run them).
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
-               if p.name != "grid.yaml" and "my-cluster" not in p.parts)
+               if p.name != "grid.yaml" and not MANIFEST_BUNDLES & set(p.parts))
 
 
 def _reader(path: Path):
@@ -34,4 +35,4 @@ def test_example_validates(path):
 def test_every_example_folder_is_covered():
     assert {p.parent.name for p in FILES} >= {
         "consolidation-trap", "midnight-spike", "pd-split", "scale-from-zero", "seven-of-eight",
-        "two-teams", "gang-partial-launch", "plans", "warm-pool-sweep"}
+        "two-teams", "gang-partial-launch", "plans", "warm-pool-sweep", "promql-triggers"}

@@ -33,9 +33,15 @@ if TYPE_CHECKING:
 # The one list: setup.py reads it (and MANIFEST) from this file to know what to compile.
 HOT_MODULES = (
     "gpuscale.core.simulation",
+    "gpuscale.serving.hardware",
+    "gpuscale.serving.kernels",
+    "gpuscale.serving.pipeline",
+    "gpuscale.serving.step_time",
+    "gpuscale.serving.decode_segment",
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
     "gpuscale.serving.engine_config",
+    "gpuscale.serving.engine_events",
     "gpuscale.serving.batch_formation",
     "gpuscale.serving.finish_heap",
     "gpuscale.serving.waiting_queue",

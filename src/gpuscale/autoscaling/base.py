@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 # The one per-pod metrics type: the scrape (metrics/) writes it, every policy reads it.
 from gpuscale.metrics.store import PodMetrics
 from gpuscale.registry import PolicySpec as RegistryPolicySpec
+
+
+class PromQuerier(Protocol):
+    """The simulated Prometheus as a controller reaches it (gpuscale.promql.Engine)."""
+
+    def instant_at(self, query: str, t_s: float) -> Any:
+        """The instant query's value at simulated time `t_s` (a promql Vector or Scalar)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,9 @@ class AutoscalerView:
     pods: tuple[PodMetrics, ...]
     # Extra signals a planner may read (request rate, TTFT percentiles...), name -> value.
     signals: Mapping[str, float] = field(default_factory=dict)
+    # The run's Prometheus, for PromQL queries (MetricQuery.promql); None when no query of
+    # the run needs series.
+    prometheus: PromQuerier | None = None
 
     def aggregate(self, metric: str, how: str = "sum") -> float | None:
         """PromQL-like `sum|avg|max(metric)` over Running pods that export it; None if none do."""
@@ -85,6 +97,9 @@ class AutoscalerContext:
     engine: Any = None
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
+    # Wall-clock instant of simulated t=0 (Scenario.start_time): what time-of-day triggers
+    # (KEDA cron) read; None = units.DEFAULT_START_TIME.
+    start_time: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import scenario_file_argument
-from gpuscale.cli.run_common import report_options, run_and_report, run_options
+from gpuscale.cli.metrics_out import metrics_options
+from gpuscale.cli.run_common import report_options, run_and_report, run_options, scenario_units
 from gpuscale.cli.simulate import manifest_options
-from gpuscale.scenario import load_scenario
 
 
 @click.command("compare")
@@ -31,11 +30,13 @@ from gpuscale.scenario import load_scenario
     "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
 )
 @report_options
+@metrics_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path | None,
             emit: Path | None, seed: int | None, fmt: str, out: Path | None, force: bool,
             series: bool, report: Path | None, wide: bool, seeds: int,
-            fail_under: float | None, decisions: Path | None) -> None:
+            fail_under: float | None, decisions: Path | None, metrics_out: Path | None,
+            start_time) -> None:
     """Run every strategy in SCENARIO_FILE (- for stdin; or each --manifests bundle) on one
     workload draw and compare them; the last line is the verdict (the cheapest strategy that
     meets the SLO)."""
@@ -46,18 +47,13 @@ def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path 
             raise click.UsageError("--emit-scenario goes with `simulate --manifests` (one bundle)")
         if "-" in manifests and len(manifests) > 1:
             raise click.UsageError("stdin (-) can hold only one of the bundles compared")
-        from gpuscale.cli.manifests_run import import_bundles, run_imported
+        from gpuscale.cli.manifests_run import manifest_units
 
-        imported = import_bundles(manifests, trace)
-        for imp in imported:
-            if seed is not None:
-                imp.scenario = imp.scenario.model_copy(update={"seed": seed})
-        run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
-        return
-    scenario_file = scenario_file_argument(scenario_file, trace, emit)
-    scenario = load_scenario(scenario_file)
-    if seed is not None:
-        scenario = scenario.model_copy(update={"seed": seed})
-    run_and_report(scenario, scenario_file.parent, strategies=None, fmt=fmt, out=out, force=force,
-                   series=series, report=report, wide=wide, seeds=seeds, fail_under=fail_under,
-                   decisions=decisions)
+        _, units, footer = manifest_units(manifests, trace, seed, start_time=start_time)
+    else:
+        units = scenario_units(scenario_file, trace, emit, seed, start_time=start_time)
+        footer = []
+    # One code path for both modes: the same verdict, gates, seeds and outputs.
+    run_and_report(units, fmt=fmt, out=out, force=force, series=series, report=report,
+                   wide=wide, seeds=seeds, fail_under=fail_under, decisions=decisions,
+                   metrics_out=metrics_out, footer=footer)

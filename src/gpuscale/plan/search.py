@@ -6,8 +6,9 @@ variants (signal, threshold, scale-down window) times the warm-pool floor, whose
 found by `warm_pool.search_min_replicas`. Every candidate is a scenario of the workload's own
 traffic (the trace itself when one is given) run on the engine. The cheapest candidate in
 simulated GPU-hours that meets the SLO (P99 TTFT and `goodput_frac`) wins; the evidence
-lists every simulation with why it lost. The winner is then re-run on other seeds (and, for a
-trace, a shifted window) and the worst is reported. `SearchBudget` stops the search when the
+lists every simulation with why it lost. What ships is then re-run on traffic it was not
+chosen on (a shape on other seeds, each a new draw; a trace on its held-out windows) and the
+worst is reported. `SearchBudget` stops the search when the
 time budget is spent (the clock comes from the CLI; nothing below it reads the wall clock).
 """
 
@@ -33,6 +34,8 @@ class SearchBudget:
     started_s: float | None = None
     simulations: int = 0
     exhausted: bool = False
+    workers: int = 1  # --workers: processes the search's simulations run in (plan/parallel.py)
+    backend: str = "local"  # or "ray"
 
     def spent(self) -> bool:
         if self.time_budget_s is None or self.clock is None:

@@ -7,13 +7,17 @@ generated from these models.
 from __future__ import annotations
 
 import difflib
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuscale.autoscaling import AutoscalerSpec
+from gpuscale.autoscaling import AutoscalerSpec, promql_queries
+from gpuscale.autoscaling.keda_cron import opens_within
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
+from gpuscale.metrics.exposition import known_series
+from gpuscale.metrics.prometheus_config import RuleGroup, unknown_metric
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
@@ -44,10 +48,12 @@ class ModelDeployment(Strict):
     name: str = Field(
         description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B."
     )
-    precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
-    kv_precision: Precision | None = Field(
-        None, description="KV-cache precision; default = weights'."
-    )
+    precision: Precision = Field(Precision.BF16, description=(
+        "Weight precision: bf16, fp8, nvfp4 or mxfp4 (FP4 natively on Blackwell / MI355X, "
+        "weight-only elsewhere where the engine has the kernel; serving/precision_support.py)."))
+    kv_precision: Precision | None = Field(None, description=(
+        "KV-cache precision (bf16, fp8, nvfp4 on Blackwell); default = weights' (fp8 for FP4 "
+        "weights: no engine stores an MXFP4 KV cache)."))
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
     pp: int = Field(1, ge=1, le=16, description=(
         "Pipeline-parallel stages per replica; the pod holds tp x pp GPUs. 1 = no pipeline "
@@ -113,6 +119,21 @@ class EngineSettings(Strict):
             "recompute when it runs out) or `guaranteed_no_evict` (TensorRT-LLM's default "
             "capacity scheduler: admit only if the prompt and every output token still to come "
             "fit beside the running requests' reservations; never preempts)."))
+
+
+class PrefixAwareWeights(Strict):
+    """`router: prefix_aware`'s scorer weights, as llm-d's EndpointPickerConfig gives them to
+    its scorers (its well-lit inference-scheduling path: 3 / 2 / 2; serving/router.py)."""
+
+    prefix_cache: float = Field(3.0, ge=0, description=(
+        "Weight of the share of the prompt's blocks cached on the replica (prefix-cache-scorer)."))
+    queue: float = Field(2.0, ge=0, description=(
+        "Weight of the short-queue score, min-max over the replicas (queue-scorer)."))
+    kv_cache: float = Field(2.0, ge=0, description=(
+        "Weight of the free KV-cache share (kv-cache-utilization-scorer)."))
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return self.prefix_cache, self.queue, self.kv_cache
 
 
 class ColdStart(Strict):
@@ -184,6 +205,23 @@ class Slo(Strict):
 class MetricsSettings(Strict):
     scrape_interval_s: float = Field(15.0, gt=0, description=(
         "Prometheus scrape interval; autoscalers see data this stale (15 s is a common default)."))
+    evaluation_interval_s: float = Field(60.0, gt=0, description=(
+        "Prometheus `evaluation_interval`: the tick of a rule group without its own interval "
+        "and the step of a subquery without one (Prometheus default 1m)."))
+    namespace: str = Field("default", description=(
+        "Kubernetes namespace of the serving pods: the `namespace` label of their series."))
+    served_model_name: str | None = Field(None, description=(
+        "The engine's served model name (vLLM `--served-model-name`): the `model_name` label; "
+        "None = the model's catalog name."))
+    deployment: str | None = Field(None, description=(
+        "Name of the serving Deployment (`deployment`/`job` labels, pod name prefix); None = "
+        "the model name, lower case."))
+    extra_labels: dict[str, dict[str, str]] = Field(default_factory=dict, description=(
+        "Labels added to the series of a metric, by sample name (e.g. a `service` label the "
+        "user's scrape configuration adds and their queries pin); the importer fills it."))
+    rule_groups: tuple[RuleGroup, ...] = Field((), description=(
+        "Recording rules (a PrometheusRule's `spec.groups`), evaluated at their group interval "
+        "and stored as series that queries read (docs/promql.md)."))
 
 
 class RoleSettings(Strict):
@@ -245,6 +283,12 @@ class Strategy(Strict):
         "Karpenter settings or Karpenter vs Cluster Autoscaler on one workload."))
     scheduler: SchedulerSpec | None = Field(None, description=(
         "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
+    initial_replicas: int | None = Field(None, ge=0, description=(
+        "Replicas ready at t=0 for this strategy only (aggregated serving); None = the "
+        "scenario's. Lets each strategy of a comparison start from its own minimum, as it "
+        "would run in a cluster, instead of all from one warm fleet."))
+    ready_nodes: int | None = Field(None, ge=0, description=(
+        "Nodes ready at t=0 for this strategy only; None = the scenario's cluster.ready_nodes."))
 
     @model_validator(mode="after")
     def _one_shape(self) -> Strategy:
@@ -298,7 +342,10 @@ class Scenario(Strict):
         DEFAULT_START_TIME, description=(
             "Wall-clock time of simulated t=0 (RFC 3339 with an offset, e.g. "
             "2026-01-01T00:00:00Z): what time-of-day schedules (KEDA cron triggers) and "
-            "exported sample timestamps read. A trace's arrival 0 is this instant."))
+            "exported sample timestamps read. A trace's arrival 0 is this instant. Not given: "
+            "a trace's own first request where the trace records wall-clock time (Azure's "
+            "TIMESTAMP, BurstGPT's seconds from midnight), else 2026-01-01T00:00:00Z; "
+            "`resolved.start_time` of each run says which."))
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(
         600.0, ge=0, description="Extra time after duration_s for in-flight work."
@@ -317,9 +364,12 @@ class Scenario(Strict):
     router: Literal["least_outstanding", "round_robin", "prefix_aware"] = Field(
         "least_outstanding", description=(
             "How requests pick a ready replica: `least_outstanding` (fewest waiting + "
-            "running), `round_robin`, or `prefix_aware` (the replica holding the longest "
-            "cached prefix of the prompt, fewest outstanding as the tie break, as llm-d's "
-            "and Dynamo's KV-aware routers; docs/serving.md)."))
+            "running), `round_robin`, or `prefix_aware` (the best weighted score of cached "
+            "prefix share, queue and free KV cache, as llm-d's inference scheduler scores "
+            "endpoints; `prefix_aware_weights`; docs/serving.md)."))
+    prefix_aware_weights: PrefixAwareWeights = Field(
+        default_factory=PrefixAwareWeights, description=(
+            "Scorer weights of `router: prefix_aware` (llm-d's defaults 3 / 2 / 2)."))
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
     pod_annotations: dict[str, str] = Field(default_factory=dict, description=(
@@ -345,11 +395,53 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _known_metric_names(self) -> Scenario:
+        # PromQL may read any series the simulated cluster exposes or a rule records.
+        known = [*known_series(self.engine.kind),
+                 *(r.record for g in self.metrics.rule_groups for r in g.rules)]
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
                 spec = getattr(strategy, role)
                 if spec is not None:
                     _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+                    for query in promql_queries(spec):
+                        if (why := unknown_metric(query, known)) is not None:
+                            raise ValueError(f"strategies[{index}].{role}: {why}")
+        for group in self.metrics.rule_groups:
+            for rule in group.rules:
+                if (why := unknown_metric(rule.expr, known)) is not None:
+                    raise ValueError(f"metrics.rule_groups ({group.name}): {why}")
+        return self
+
+    @property
+    def takes_trace_clock(self) -> bool:
+        """No `start_time` given and the trace records its own wall clock: t = 0 is the
+        trace's first request, known once the trace is read (scenario/clock.py)."""
+        return "start_time" not in self.model_fields_set and bool(
+            getattr(self.workload, "records_wall_clock", False))
+
+    def closed_cron_window(self) -> str | None:
+        """What is wrong when a KEDA cron window never opens while the traffic runs (a
+        schedule meant for other hours), else None."""
+        end = self.start_time + timedelta(seconds=self.duration_s)
+        for index, strategy in enumerate(self.strategies):
+            for role in ("autoscaler", "prefill", "decode"):
+                spec = getattr(strategy, role)
+                for j, trigger in enumerate(getattr(spec, "triggers", ()) or ()):
+                    if getattr(trigger, "type", "") == "cron" and not opens_within(
+                            trigger, self.start_time, end):
+                        return (f"strategies[{index}].{role}.triggers[{j}]: cron window "
+                                f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) "
+                                f"never opens between {self.start_time.isoformat()} and "
+                                f"{end.isoformat()}, the traffic's wall-clock span (start_time "
+                                "+ duration_s); fix the schedule or start_time")
+        return None
+
+    @model_validator(mode="after")
+    def _cron_windows_open(self) -> Scenario:
+        """Refused, not run silently; a run on a trace's own clock is checked once the trace
+        is read (scenario/clock.py), since its start is not known before."""
+        if not self.takes_trace_clock and (error := self.closed_cron_window()) is not None:
+            raise ValueError(error)
         return self
 
     @model_validator(mode="after")
@@ -366,6 +458,10 @@ class Scenario(Strict):
             if split:
                 raise ValueError(f"strategies {', '.join(split)} set prefill/decode autoscalers "
                                  "but the scenario has no `disaggregation`")
+        if self.disaggregation is not None and any(
+                s.initial_replicas is not None for s in self.strategies):
+            raise ValueError("a strategy's initial_replicas applies to aggregated serving; with "
+                             "disaggregation set disaggregation.<role>.initial_replicas")
         names = [s.name for s in self.strategies]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

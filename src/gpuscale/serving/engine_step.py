@@ -5,7 +5,7 @@ serving/batching.py) and the prefill chunks scheduled into it: `StepChunk`s, a r
 tokens computed this step after those computed before (vLLM's scheduler output,
 `vllm/v1/core/sched/output.py` `SchedulerOutput.num_scheduled_tokens`, with the request's
 `num_computed_tokens`). A stretch of pure decode is advanced in closed form: step k of it
-takes `first_step_s + slope_s x k` (serving/performance.py `DecodeSegment`), so its end and
+takes `first_step_s + slope_s x k` (serving/decode_segment.py `DecodeSegment`), so its end and
 the steps done by any instant are arithmetic (`DecodeStretch`).
 
 Each replica holds one `ScheduledStep` and one `DecodeStretch`, rewritten for every plan, not
@@ -15,7 +15,7 @@ one object a step (docs/hot-path.md).
 from __future__ import annotations
 
 from gpuscale._mypyc_hints import mypyc_attr
-from gpuscale.serving.performance import segment_duration_s, segment_steps_within
+from gpuscale.serving.decode_segment import segment_duration_s, segment_steps_within
 
 
 @mypyc_attr(acyclic=True)

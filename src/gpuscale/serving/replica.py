@@ -40,6 +40,7 @@ from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
 from gpuscale.serving.batch_formation import BatchFormation
 from gpuscale.serving.engine_config import EngineConfig as EngineConfig  # callers build from it
+from gpuscale.serving.engine_events import ReplicaEvents
 from gpuscale.serving.engine_step import DecodeStretch, ScheduledStep
 from gpuscale.serving.finish_heap import FinishHeap
 from gpuscale.serving.kv_budget import KvBudget
@@ -61,10 +62,10 @@ _ENGINE_PRIORITY: Final = int(Priority.ENGINE)
 class Replica(TimerOwner):
     """A serving engine bound to its event loop and the shared request table."""
 
-    __slots__ = ("G", "accepting", "busy_accum_s", "busy_since_s", "cfg", "cost", "finishes",
-                 "formation", "hw", "kv", "load_log", "name", "on_complete", "on_drained",
-                 "on_prefilled", "prefill_role", "prefix_cache", "queue", "role", "route_rank",
-                 "running", "sim", "state", "step", "stretch", "table", "timer",
+    __slots__ = ("G", "accepting", "busy_accum_s", "busy_since_s", "cfg", "cost", "events",
+                 "finishes", "formation", "hw", "kv", "load_log", "name", "on_complete",
+                 "on_drained", "on_prefilled", "prefill_role", "prefix_cache", "queue", "role",
+                 "route_rank", "running", "sim", "state", "step", "stretch", "table", "timer",
                  "ttft_observations")
 
     def __init__(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, sim: Simulation,
@@ -103,6 +104,7 @@ class Replica(TimerOwner):
         # Closed-loop clients: told when their request is done (serving/bench.py).
         self.on_complete: Callable[[int, float], None] | None = None
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
+        self.events: ReplicaEvents | None = None  # per-pod request series (ReplicaEvents)
         # Automatic prefix caching (serving/prefix_cache.py), set by the fleet only when the
         # trace has prompt block hashes and engine.enable_prefix_caching is on; None costs
         # nothing but one test per admission, chunk and completion.
@@ -136,6 +138,10 @@ class Replica(TimerOwner):
     def running_rids(self) -> list[int]:
         """The running requests, in admission order."""
         return self.running.in_order()
+
+    def prefilling_rids(self) -> list[int]:
+        """The prefilling requests, oldest first."""
+        return list(self.running.prefilling)
 
     def is_running(self, rid: int) -> bool:
         """Whether `rid`, a request routed here, runs here now (prefilling or decoding)."""
@@ -354,6 +360,8 @@ class Replica(TimerOwner):
             # The first token is out now (a prefill replica's leaves with its KV).
             table.first_token_s_view[rid] = now_s
             self.ttft_observations.append(now_s - table.arrival_s_view[rid])
+            if self.events is not None:
+                self.events.first_tokens.append(rid)
         on_prefilled = self.on_prefilled
         if self.prefill_role and on_prefilled is not None:
             # Its KV (and first token) leave for a decode replica.
@@ -395,5 +403,7 @@ class Replica(TimerOwner):
         self._load_changed()
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
+        if self.events is not None:
+            self.events.completions.append(rid)
         if self.on_complete is not None:
             self.on_complete(rid, now_s)
