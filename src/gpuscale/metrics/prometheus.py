@@ -17,7 +17,7 @@ returns (docs/promql.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -357,6 +357,28 @@ class SimulatedPrometheus:
                             "namespace": "kube-system"}, float(count))
 
     # -- KEDA's own metrics -----------------------------------------------------------------
+    def controller_publisher(self, controller: Any, strategy: str, role: str | None
+                             ) -> Callable[[Any, Any, int | None, int], None] | None:
+        """What a controller's decision publishes, as `publish(view, state, desired,
+        num_pods)` after each one: KEDA's operator its triggers' values
+        (keda_scaler_metrics_value), an HPA its spec and status as kube-state-metrics reads
+        them; None when neither is collected."""
+        if controller.name == "keda-operator" and self.wants_keda:
+            def publish_keda(view: Any, state: Any, desired: int | None, num_pods: int) -> None:
+                explained = controller.explain(view, state)
+                self.publish_keda(strategy, list(explained.get("triggers", [])))
+            return publish_keda
+        hpa = hpa_object_name(controller.name, strategy, role)
+        if hpa is None or not self.wants_hpa:
+            return None
+
+        def publish_hpa(view: Any, state: Any, desired: int | None, num_pods: int) -> None:
+            params = controller.params
+            # status.currentReplicas: the pods the Deployment has (scale status.replicas)
+            self.publish_hpa(hpa, params.min_replicas, params.max_replicas, num_pods,
+                             view.current_replicas if desired is None else desired)
+        return publish_hpa
+
     def publish_keda(self, scaled_object: str, triggers: list[dict]) -> None:
         """A KEDA poll's trigger values, exposed by the operator until the next poll."""
         for index, trigger in enumerate(triggers):
@@ -416,6 +438,16 @@ def _prompt_tokens_before_first_token(replica: Any, table: Any) -> float:
         if math.isnan(first[rid]):  # no first token yet
             total += prompt[rid]
     return float(total)
+
+
+def hpa_object_name(controller: str, strategy: str, role: str | None) -> str | None:
+    """The HPA object's name, for an HPA controller: KEDA's generated HPA is
+    keda-hpa-<ScaledObject> (KEDA's default), an HPA the strategy's; a P/D role's gets the
+    role appended."""
+    if controller not in ("hpa", "keda-hpa"):
+        return None
+    base = strategy if controller == "hpa" else f"keda-hpa-{strategy}"
+    return base if role in (None, "serve") else f"{base}-{role}"
 
 
 def _mean(values: list[float]) -> float:

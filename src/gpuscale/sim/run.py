@@ -241,12 +241,9 @@ class _Run:
         log = self.sim.decisions
         prometheus = self.prometheus
         engine = prometheus.engine if prometheus is not None else None
-        # KEDA's operator exposes its triggers' values (keda_scaler_metrics_value).
-        publish = prometheus is not None and prometheus.wants_keda \
-            and controller.name == "keda-operator"
-        # The HPAs' spec and status as kube-state-metrics exposes them.
-        hpa_name = self._hpa_name(controller, role)
-        publish_hpa = prometheus is not None and prometheus.wants_hpa and hpa_name is not None
+        # What the controller's objects expose (KEDA's trigger values, the HPAs' status).
+        publish = None if prometheus is None else prometheus.controller_publisher(
+            controller, self.strategy.name, role)
 
         def tick(now_s: float) -> None:
             view = AutoscalerView(now_s=now_s, current_replicas=lead.desired,
@@ -255,32 +252,13 @@ class _Run:
             desired, state_box[0] = controller.decide(view, state_box[0])
             if log is not None:
                 log_replica_decision(log, controller, view, state_box[0], desired, role)
-            if publish:
-                assert prometheus is not None
-                explained = controller.explain(view, state_box[0])
-                prometheus.publish_keda(self.strategy.name, list(explained.get("triggers", [])))
-            if publish_hpa:
-                assert prometheus is not None and hpa_name is not None
-                params = controller.params  # type: ignore[attr-defined]
-                # status.currentReplicas: the pods the Deployment has (scale status.replicas)
-                prometheus.publish_hpa(hpa_name, params.min_replicas, params.max_replicas,
-                                       len(lead.slots),
-                                       view.current_replicas if desired is None else desired)
+            if publish is not None:
+                publish(view, state_box[0], desired, len(lead.slots))
             if desired is not None:
                 for fleet in fleets:
                     if desired != fleet.desired:
                         fleet.scale_to(desired, now_s)
         return tick
-
-    def _hpa_name(self, controller: ReplicaAutoscaler, role: str | None) -> str | None:
-        """The HPA object's name, for an HPA controller: KEDA's generated HPA is
-        keda-hpa-<ScaledObject> (KEDA's default), an HPA the strategy's; a P/D role's gets
-        the role appended."""
-        if controller.name not in ("hpa", "keda-hpa"):
-            return None
-        base = self.strategy.name if controller.name == "hpa" else \
-            f"keda-hpa-{self.strategy.name}"
-        return base if role in (None, "serve") else f"{base}-{role}"
 
     # -- run ----------------------------------------------------------------------------------
     def run(self) -> RunResult:
