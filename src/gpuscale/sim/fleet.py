@@ -13,7 +13,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 from gpuscale.cluster.groups import PodGroupSpec
 from gpuscale.cluster.objects import GPU_RESOURCE, Pod, Toleration
@@ -40,6 +40,14 @@ from gpuscale.serving.router import Router
 
 STARTING, READY, DRAINING = "starting", "ready", "draining"
 _ARRIVAL_PRIORITY: Final = int(Priority.ARRIVAL)  # a plain int in the compiled hot path
+
+
+class Marker(NamedTuple):
+    """A moment of the deployment the report's timeline marks."""
+
+    time_s: float
+    kind: str  # scale_up, scale_down or eviction
+    detail: str  # "2->3" (replicas before -> after), or the eviction's cause
 
 
 @dataclass
@@ -90,8 +98,7 @@ class Fleet(TimerOwner):
         self.gateway: deque[tuple[int, bool]] = deque()  # (request id, kv_ready)
         self.desired = 0
         self.scale_events = 0
-        # (time_s, kind, detail) for reports: scale events and evictions, a few per run.
-        self.markers: list[tuple[float, str, str]] = []
+        self.markers: list[Marker] = []  # scale events and evictions, a few per run
         self.peak_replicas = 0
         self.retired_busy_gpu_s = 0.0  # busy GPU-seconds of replicas that are gone
         self._pod_seq = 0
@@ -114,12 +121,19 @@ class Fleet(TimerOwner):
         return (self.retired_busy_gpu_s + live) * self.hw.tp
 
     # -- scaling ------------------------------------------------------------------------------
+    def start_with(self, replicas: int) -> None:
+        """The run's initial replicas, at t = 0: created as a scale-out creates them, but not
+        a scale event (neither counted nor marked)."""
+        self.scale_to(replicas, 0.0)
+        self.scale_events = 0
+        self.markers.clear()
+
     def scale_to(self, desired: int, now_s: float) -> None:
         desired = max(0, int(desired))
         if desired != self.desired:
             self.scale_events += 1
             kind = "scale_up" if desired > self.desired else "scale_down"
-            self.markers.append((now_s, kind, f"{self.desired}->{desired}"))
+            self.markers.append(Marker(now_s, kind, f"{self.desired}->{desired}"))
         self.desired = desired
         active = self.active_slots()
         for _ in range(desired - len(active)):
@@ -214,7 +228,7 @@ class Fleet(TimerOwner):
         slot = self.slots.get(pod.name)
         if slot is None:
             return
-        self.markers.append((self.sim.now_s, "eviction", cause))
+        self.markers.append(Marker(self.sim.now_s, "eviction", cause))
         slot.start_version += 1
         if slot.replica is not None:
             self.retired_busy_gpu_s += slot.replica.busy_s(self.sim.now_s)

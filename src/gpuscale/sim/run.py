@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,7 +60,10 @@ def scenario_requests(scenario: Scenario, base_dir: Path) -> Requests:
     return requests.take(slice(0, int(np.searchsorted(arrival_s, scenario.duration_s))))
 
 
-Controller = tuple[ReplicaAutoscaler, list[Fleet], "str | None"]  # its fleets, role it sees
+class Controller(NamedTuple):
+    autoscaler: ReplicaAutoscaler
+    fleets: list[Fleet]  # the pools its decision sets
+    role: str | None  # the pool whose metrics it reads (None: all of them)
 
 
 def _node_provider(scenario: Scenario, strategy: Strategy) -> NodeProvider:
@@ -184,12 +188,12 @@ class _Run:
             # One autoscaler: its decision sets every pool, its metrics span every pool.
             role = "serve" if "serve" in self.fleets else "prefill"
             controllers = build_autoscalers(strategy.autoscaler, context(role, self.entry))
-            return [(c, list(self.fleets.values()), None) for c in controllers]
+            return [Controller(c, list(self.fleets.values()), None) for c in controllers]
         out: list[Controller] = []
         for role in ("prefill", "decode"):
             fleet = self.fleets[role]
             for c in build_autoscalers(getattr(strategy, role), context(role, fleet)):
-                out.append((c, [fleet], role))
+                out.append(Controller(c, [fleet], role))
         return out
 
     # -- set-up -------------------------------------------------------------------------------
@@ -211,9 +215,7 @@ class _Run:
                        if self.strategy.initial_replicas is None
                        else self.strategy.initial_replicas)
             self.initial_replicas += initial
-            fleet.scale_to(initial, 0.0)
-            fleet.scale_events = 0
-            fleet.markers.clear()
+            fleet.start_with(initial)
         self.sim.run(until_s=0.0)  # the scheduler's t=0 cycle binds the initial pods
         for fleet in self.fleets.values():
             for slot in list(fleet.slots.values()):
