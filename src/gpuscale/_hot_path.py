@@ -40,9 +40,20 @@ HOT_MODULES = (
     "gpuscale.serving.decode_segment",
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
+    "gpuscale.serving.engine_config",
+    "gpuscale.serving.engine_events",
+    "gpuscale.serving.batch_formation",
+    "gpuscale.serving.finish_heap",
+    "gpuscale.serving.waiting_queue",
+    "gpuscale.serving.running_set",
+    "gpuscale.serving.kv_budget",
+    "gpuscale.serving.admission",
+    "gpuscale.serving.batching",
+    "gpuscale.serving.engine_step",
     "gpuscale.serving.router",
     "gpuscale.serving.requests_table",
     "gpuscale.sim.fleet",
+    "gpuscale.metrics.samples",
 )
 MANIFEST = "_compiled_sources.json"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gpuscale.metrics.prometheus import SimulatedPrometheus
+from gpuscale.metrics.samples import PodSample
 from gpuscale.metrics.store import KV_USAGE, RUNNING, WAITING
 from gpuscale.serving.requests_table import RequestTable
 from gpuscale.workloads.base import Requests
@@ -26,6 +27,9 @@ class Engine:
     def waiting_rids(self) -> list[int]:
         return list(self.waiting)
 
+    def prefilling_rids(self) -> list[int]:
+        return list(self.prefilling)
+
 
 class Pool:
     def __init__(self, engines: dict[str, Engine]) -> None:
@@ -33,7 +37,7 @@ class Pool:
         self.slots = {n: SimpleNamespace(replica=e) for n, e in engines.items()}
 
     def engine_events(self):
-        return []
+        return {}
 
 
 def _collect(raw: list, engines: dict[str, Engine], table: RequestTable):
@@ -45,8 +49,8 @@ def _collect(raw: list, engines: dict[str, Engine], table: RequestTable):
     return prometheus.engine
 
 
-def _pod(name: str, waiting: float, running: float, kv: float) -> tuple:
-    return (name, True, True, {WAITING: waiting, RUNNING: running, KV_USAGE: kv})
+def _pod(name: str, waiting: float, running: float, kv: float) -> PodSample:
+    return PodSample(name, True, True, {WAITING: waiting, RUNNING: running, KV_USAGE: kv})
 
 
 def _value(engine, query: str) -> float:
@@ -65,7 +69,7 @@ def test_pool_saturation_is_the_mean_roofline_over_the_endpoints():
 
 def test_a_pool_without_endpoints_is_saturated():
     table = RequestTable(Requests(np.zeros(1), np.full(1, 10), np.full(1, 1)))
-    engine = _collect([("loading", False, False, {})], {}, table)
+    engine = _collect([PodSample("loading", False, False, {})], {}, table)
     assert _value(engine, "llm_d_epp_flow_control_pool_saturation") == 1.0
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from gpuscale.metrics.prometheus import SimulatedPrometheus
-from gpuscale.serving.replica import ReplicaEvents
+from gpuscale.serving.engine_events import ReplicaEvents
 from gpuscale.serving.requests_table import RequestTable
 from gpuscale.workloads.base import Requests
 
@@ -19,7 +19,7 @@ class FakePool:
         self.name = name
         self.desired = 1
         self.gateway: deque = deque()
-        self.logs: list[tuple[str, ReplicaEvents]] = []
+        self.logs: dict[str, ReplicaEvents] = {}
 
     def engine_events(self):
         return self.logs
@@ -48,7 +48,7 @@ def _success(prometheus: SimulatedPrometheus, pod: str, t_s: float) -> float:
 
 def _scrape(prometheus, pools, t_s, table, rid) -> None:
     for pool in pools:
-        for _, log in pool.logs:
+        for log in pool.logs.values():
             log.completions.append(rid)
     cluster = SimpleNamespace(nodes={}, pods={})
     prometheus.collect(t_s, {p.name: p for p in pools}, {p.name: [] for p in pools}, cluster,
@@ -58,8 +58,8 @@ def _scrape(prometheus, pools, t_s, table, rid) -> None:
 def test_every_pool_keeps_counting():
     table, prometheus = _table(), _prometheus()
     prefill, decode = FakePool("prefill"), FakePool("decode")
-    prefill.logs = [("p-1", ReplicaEvents())]
-    decode.logs = [("d-1", ReplicaEvents())]
+    prefill.logs = {"p-1": ReplicaEvents()}
+    decode.logs = {"d-1": ReplicaEvents()}
     for k in range(3):
         _scrape(prometheus, [prefill, decode], 15.0 * (k + 1), table, k)
     assert _success(prometheus, "p-1", 45.0) == _success(prometheus, "d-1", 45.0) == 3.0
@@ -68,16 +68,16 @@ def test_every_pool_keeps_counting():
 def test_a_new_engine_on_a_pod_starts_from_zero():
     table, prometheus = _table(), _prometheus()
     pool = FakePool("serve")
-    pool.logs = [("s-1", ReplicaEvents())]
+    pool.logs = {"s-1": ReplicaEvents()}
     _scrape(prometheus, [pool], 15.0, table, 0)
     _scrape(prometheus, [pool], 30.0, table, 1)
-    old_id = id(pool.logs[0][1])
-    pool.logs = []
+    old_id = id(pool.logs["s-1"])
+    pool.logs = {}
     # The engine restarts: CPython tends to give the new event log the old one's address,
     # which must not carry the old counters over.
     fresh = [ReplicaEvents() for _ in range(64)]
     reused = next((log for log in fresh if id(log) == old_id), fresh[0])
-    pool.logs = [("s-1", reused)]
+    pool.logs = {"s-1": reused}
     _scrape(prometheus, [pool], 45.0, table, 2)
     assert _success(prometheus, "s-1", 30.0) == 2.0
     assert _success(prometheus, "s-1", 45.0) == 1.0

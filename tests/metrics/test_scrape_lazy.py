@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuscale.cluster.state import ClusterState
+from gpuscale.metrics.samples import PodSample, PoolScrape
 from gpuscale.metrics.scrape import Scraper
 from gpuscale.metrics.store import (
     GPU_UTIL,
@@ -73,9 +74,9 @@ class _Pool:
                 running += values[RUNNING]
                 kv.append(values[KV_USAGE])
                 util.append(values[GPU_UTIL])
-            pods.append((slot.pod.name, bound, slot.replica is not None and slot.state == "ready",
-                         values))
-        return pods, pending, starting, waiting, running, kv, util, 0
+            pods.append(PodSample(slot.pod.name, bound,
+                                  slot.replica is not None and slot.state == "ready", values))
+        return PoolScrape(pods, pending, starting, waiting, running, kv, util, 0)
 
 
 def _expected(pool: _Pool) -> list[PodMetrics]:
@@ -162,6 +163,10 @@ def test_scraped_pod_is_the_dataclass_built_pod(name, phase, ready, values):
 @dataclass
 class _TtftFeed:
     ttft_observations: list[float] = field(default_factory=list)
+
+    def take_ttft_observations(self) -> list[float]:
+        taken, self.ttft_observations = self.ttft_observations, []
+        return taken
 
 
 def _signals_at_scrape(table: RequestTable, first: int, completed: list[int], interval_s: float,

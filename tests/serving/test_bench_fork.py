@@ -160,3 +160,33 @@ def test_fork_sim_refuses_pending_events_and_remaps_timer_owners():
     assert twin_table.num_completed == 1 and table.num_completed == 0
     sim.run()
     assert table.finish_s[0] == twin_table.finish_s[0]
+
+
+def test_a_forked_replica_owns_its_parts():
+    # The replica's queues, finish heap, KV budget and batch formation are objects of their
+    # own: a fork copies each one (through its `fork_blank`), or the twin's steps would move
+    # the original's.
+    sim = Simulation()
+    table = RequestTable(Requests(np.zeros(4), np.array([100, 200, 300, 400]),
+                                  np.array([30, 3, 8, 5])))
+    replica = Replica("r0", HW, EngineConfig(2, 512, 16, 1000, 100_000, math.inf), sim, table)
+    for rid in range(4):
+        replica.enqueue(rid, 0.0)
+    sim.run(until_s=sim.peek_s())  # the first step is done: two decode, two wait
+    twin_sim, twin_table, twin = bench._fork(sim, table, replica)
+    parts = [name for name in attribute_names(Replica)
+             if hasattr(getattr(replica, name, None), "fork_blank")]
+    assert "finishes" in parts
+    for name in parts:
+        assert getattr(twin, name) is not getattr(replica, name), name
+    assert twin.finishes.decode_g0 is twin_table.decode_g0
+    # The batch formation works on its own replica's parts, the twin's on the twin's.
+    formation = twin.formation
+    assert formation.replica is twin and formation.table is twin_table
+    assert formation.queue is twin.queue and formation.running is twin.running
+    assert formation.kv is twin.kv and formation.step is twin.step
+    assert formation.admission.kv is twin.kv
+    twin_sim.run()
+    assert twin_table.num_completed == 4 and table.num_completed == 0
+    sim.run()
+    assert np.array_equal(table.columns().finish_s, twin_table.columns().finish_s)

@@ -15,6 +15,7 @@ from gpuscale.core import Simulation
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import COMPLETED, RequestTable
+from gpuscale.serving.waiting_queue import WaitingQueue
 from gpuscale.workloads.base import Requests
 
 from .reference_engine import run_reference
@@ -199,35 +200,33 @@ def test_waiting_prompt_tokens_is_the_sum_over_the_waiting_queue(workload, timeo
     sim, _table, replica = _replica_fed(cfg, arrivals, prompts, outputs)
     while sim.peek_s() < math.inf:
         sim.run(until_s=sim.peek_s())
-        assert replica.waiting_prompt_tokens == sum(prompts[rid] for rid in replica.waiting_rids())
+        assert replica.queue.prompt_tokens == sum(prompts[rid] for rid in replica.waiting_rids())
     replica.evict()
-    assert replica.waiting_prompt_tokens == 0
+    assert replica.queue.prompt_tokens == 0
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["append", "pop", "pop", "front"]), min_size=150, max_size=400))
 def test_the_waiting_queue_is_a_deque(ops):
-    # queue[queue_head:] with its consumed prefix dropped now and then must read as a deque
-    # through appends, pops from the head and preempted requests put back at the head.
+    # rids[head:] with its consumed prefix dropped now and then must read as a deque through
+    # appends, pops from the head and preempted requests put back at the head, and its prompt
+    # token sum must follow it.
     from collections import deque
 
-    table = RequestTable(Requests(np.zeros(1), np.array([10]), np.array([5])))
-    replica = Replica("r", HW, EngineConfig(max_num_seqs=4, max_num_batched_tokens=512,
-                                            block_size=16, num_blocks=1000, max_model_len=3000,
-                                            request_timeout_s=1e9), Simulation(), table)
+    queue = WaitingQueue()
     model: deque[int] = deque()
     for i, op in enumerate(ops):
         if op == "append":
-            replica.queue.append(i)
+            queue.append(i, i % 7, False)
             model.append(i)
         elif op == "front":
-            replica._push_front(i, 0)
+            queue.push_front(i, i % 7, 0)
             model.appendleft(i)
         elif model:
-            replica._pop_waiting(0)
-            model.popleft()
-        assert replica.waiting_rids() == list(model)
-        assert replica.num_waiting() == len(model)
+            queue.pop_first(model.popleft() % 7)
+        assert queue.in_order() == list(model)
+        assert queue.count() == len(model)
+        assert queue.prompt_tokens == sum(rid % 7 for rid in model)
 
 
 many_short = workloads_of((70, 160), 3, 600, 30)
@@ -248,16 +247,16 @@ def test_the_running_list_holds_exactly_the_admitted_unfinished_requests(workloa
     sim, table, replica = _replica_fed(cfg, arrivals, prompts, outputs)
     compacted = False
     while sim.peek_s() < math.inf:
-        before = len(replica.running)
+        before = len(replica.running.rids)
         sim.run(until_s=sim.peek_s())
-        compacted |= len(replica.running) < before - 1
+        compacted |= len(replica.running.rids) < before - 1
         finish_s = table.columns().finish_s
         waiting = set(replica.waiting_rids())
         expected = {rid for rid, arrival_s in enumerate(arrivals)
                     if arrival_s <= sim.now_s and np.isnan(finish_s[rid]) and rid not in waiting}
         assert set(replica.running_rids()) == expected
         assert replica.num_running == len(expected)
-        assert len(replica.running) < 2 * replica.num_running + 64
-        assert set(replica.prefilling) <= expected
+        assert len(replica.running.rids) < 2 * replica.num_running + 64
+        assert set(replica.running.prefilling) <= expected
     assert compacted or len(arrivals) < 80
     assert replica.num_running == 0 and (table.columns().status == COMPLETED).all()

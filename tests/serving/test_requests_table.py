@@ -33,3 +33,18 @@ def test_the_table_lists_match_its_numpy_columns():
     assert table.prompt_tokens_list == cols.prompt_tokens.tolist() == [700, 12, 700]
     assert table.output_tokens_list == cols.output_tokens.tolist() == [3, 400, 1]
     assert table.prompt_tokens_list[0] is table.prompt_tokens_list[2]
+
+
+def test_take_recently_completed_hands_over_each_completion_once():
+    # The scrape drains the completions through this: what it took must not change when the
+    # table records more, and nothing is handed over twice.
+    table = RequestTable(Requests(np.zeros(3), np.array([1, 2, 3]), np.array([4, 5, 6])))
+    for rid in (2, 0):
+        table.complete(rid, 1.0)
+        table.recently_completed.append(rid)  # as the replica records a completion
+    taken = table.take_recently_completed()
+    assert taken == [2, 0]
+    table.recently_completed.append(1)
+    assert taken == [2, 0]
+    assert table.take_recently_completed() == [1]
+    assert table.take_recently_completed() == []

@@ -27,16 +27,17 @@ def test_replica_samples_sums_are_those_of_its_pods():
         expected_ttfts = [t for r in fleet.ready for t in r.ttft_observations]
         expected_busy = sum(1 for r in fleet.ready if r.state != 0)
         ttfts: list[float] = [-1.0]  # the batch the scrape has so far: extended, not replaced
-        pods, pending, starting, waiting, running, kv, util, busy = fleet.replica_samples(
-            now_s, 15.0, prev_busy, 1.0, ttfts)
-        assert [name for name, *_ in pods] == [s.pod.name for s in fleet.slots.values()]
-        assert pending == sum(1 for _, bound, _, _ in pods if not bound)
-        assert starting == sum(1 for _, bound, _, v in pods if bound and WAITING not in v)
-        serving = [v for _, _, _, v in pods if WAITING in v]
-        assert waiting == sum(v[WAITING] for v in serving)
-        assert running == sum(v[RUNNING] for v in serving)
-        assert kv == [v[KV_USAGE] for v in serving]
-        assert util == [v[GPU_UTIL] for v in serving]
+        scraped = fleet.replica_samples(now_s, 15.0, prev_busy, 1.0, ttfts)
+        pods, pending, starting, busy = (scraped.pods, scraped.pending, scraped.starting,
+                                         scraped.num_busy)
+        assert [p.name for p in pods] == [s.pod.name for s in fleet.slots.values()]
+        assert pending == sum(1 for p in pods if not p.bound)
+        assert starting == sum(1 for p in pods if p.bound and WAITING not in p.values)
+        serving = [p.values for p in pods if WAITING in p.values]
+        assert scraped.waiting == sum(v[WAITING] for v in serving)
+        assert scraped.running == sum(v[RUNNING] for v in serving)
+        assert scraped.kv_usages == [v[KV_USAGE] for v in serving]
+        assert scraped.gpu_utils == [v[GPU_UTIL] for v in serving]
         assert busy == expected_busy
         assert ttfts == [-1.0, *expected_ttfts]
         assert all(not r.ttft_observations for r in fleet.ready)

@@ -11,6 +11,9 @@ attribute added to `Replica` or `RequestTable` later is copied without a change 
   right for these classes' containers of ints, floats and tuples of them (a container holding
   the copied objects themselves needs its own fix-up, as the timers' owners in `fork_sim`);
 - a memoryview is made again over the copy of what it views (the table's typed views);
+- an object with a `fork_blank()` method is a part of its owner's state (the replica's queues,
+  finish heap, KV budget): its twin is the blank that method returns, given copies of its
+  attributes by these same rules;
 - anything else is shared: numbers, strings, None, frozen configs, the replica's `StepCost`
   (its memo is a pure function of the hardware, serving/performance.py).
 
@@ -55,7 +58,12 @@ def copy_value(value: Any, memo: dict[int, Any]) -> Any:
         base = copy_value(value.obj, memo)
         twin = memoryview(base).cast("B").cast(value.format)
     else:
-        return value
+        blank = getattr(value, "fork_blank", None)
+        if blank is None:
+            return value
+        twin = blank()
+        copy_attributes(value, twin, memo)  # memoises it first
+        return twin
     memo[id(value)] = twin
     return twin
 

@@ -16,13 +16,15 @@ returns (docs/promql.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from gpuscale.metrics import exposition as ex
 from gpuscale.metrics.request_series import EngineCounters
+from gpuscale.metrics.samples import PodSample
 from gpuscale.metrics.store import FB_USED, GPU_UTIL, KV_USAGE, RUNNING, WAITING
 from gpuscale.promql import Engine, SeriesStore
 from gpuscale.promql import labels as lbl
@@ -50,7 +52,7 @@ class EventSource(Protocol):
     @property
     def slots(self) -> Mapping[str, Any]: ...  # pod name -> slot (`.replica`, the engine)
 
-    def engine_events(self) -> list[tuple[str, Any]]: ...
+    def engine_events(self) -> Mapping[str, Any]: ...  # pod name -> serving.ReplicaEvents
 
 
 def wanted_names(queries: Iterable[str], rules: Sequence[Rule]) -> frozenset[str] | None:
@@ -129,7 +131,7 @@ class SimulatedPrometheus:
 
     # -- the scrape ------------------------------------------------------------------------
     def collect(self, now_s: float, pools: Mapping[str, EventSource],
-                raw_by_role: Mapping[str, list[tuple[str, bool, bool, dict[str, float]]]],
+                raw_by_role: Mapping[str, list[PodSample]],
                 cluster: Any, table: Any) -> None:
         t_ms = self.engine.time_ms(now_s)
         gpu_index = _gpu_indices(cluster) if "gpu_util" in self.families \
@@ -189,12 +191,13 @@ class SimulatedPrometheus:
             labels["engine"] = "0"
         return labels
 
-    def _pods(self, pool: EventSource, raw: list, cluster: Any,
+    def _pods(self, pool: EventSource, raw: list[PodSample], cluster: Any,
               gpu_index: dict[str, list[int]]) -> None:
         fams, deployment = self.families, pool.name
         per_pod = "gpu_util" in fams or "fb_used" in fams or "pod_phase" in fams \
             or "pod_ready" in fams
-        for name, bound, ready, values in raw:
+        for pod in raw:
+            name, bound, ready, values = pod.name, pod.bound, pod.ready, pod.values
             if WAITING in values:
                 target = self._target(deployment, name)
                 for quantity, key in _ENGINE_GAUGES:
@@ -251,18 +254,16 @@ class SimulatedPrometheus:
                 self._emit(self.families[quantity].name, (pod_name, node, gpu), labels,
                            values[key])
 
-    def _requests(self, deployment: str, events: list[tuple[str, Any]], table: Any) -> None:
+    def _requests(self, deployment: str, events: Mapping[str, Any], table: Any) -> None:
         live = {}
-        for pod, log in events:
+        for pod, log in events.items():
             # Keyed by the engine's event log itself (held, so its id is not reused): a new
             # engine on the same pod starts from 0, as a restarted vLLM does.
             known = self._counters.get(id(log))
             counters = known[1] if known is not None and known[0] is log else EngineCounters(
                 self.request_families)
             live[id(log)] = (log, counters)
-            counters.observe(table, log.first_tokens, log.completions)
-            log.first_tokens = []
-            log.completions = []
+            counters.observe(table, log.take_first_tokens(), log.take_completions())
             target = self._target(deployment, pod)
             self._engine_counters(pod, target, counters)
         self._counters.update(live)
@@ -285,17 +286,17 @@ class SimulatedPrometheus:
             self._emit(total_name, (pod,), target, hist.sum)
             self._emit(count_name, (pod,), target, hist.total)
 
-    def _deployment(self, pool: EventSource, raw: list) -> None:
+    def _deployment(self, pool: EventSource, raw: list[PodSample]) -> None:
         fams = self.families
-        ready = sum(1 for _, _, is_ready, _ in raw if is_ready)
+        ready = sum(1 for pod in raw if pod.ready)
         labels = self._ksm(deployment=pool.name)
         values = {"deployment_spec_replicas": pool.desired, "deployment_status_replicas": len(raw),
                   "deployment_ready": ready, "deployment_available": ready,
                   "deployment_unavailable": max(len(raw) - ready, 0)}
-        for quantity, value in values.items():
+        for quantity, count in values.items():
             if quantity in fams:
-                self._emit(fams[quantity].name, (pool.name,), labels, float(value))
-        serving = [values_ for _, _, is_ready, values_ in raw if WAITING in values_]
+                self._emit(fams[quantity].name, (pool.name,), labels, float(count))
+        serving = [pod.values for pod in raw if WAITING in pod.values]
         epp = {"namespace": self.namespace, "job": f"{pool.name}-epp",
                "instance": f"{pool.name}-epp:9090"}
         saturation = {**epp, "inference_pool": pool.name}
@@ -318,7 +319,7 @@ class SimulatedPrometheus:
             if quantity in fams:
                 self._emit(fams[quantity].name, (pool.name,), labels_, value)
 
-    def _inflight(self, pool: EventSource, raw: list, table: Any) -> None:
+    def _inflight(self, pool: EventSource, raw: list[PodSample], table: Any) -> None:
         """The EPP's in-flight load producer, per endpoint: the requests dispatched to it and
         not finished, and their prompt tokens until the first token (producer.go books both
         at PreRequest; with output tokens not estimated, the default, a request's tokens are
@@ -326,7 +327,8 @@ class SimulatedPrometheus:
         fams = self.families
         if "inflight_tokens" not in fams and "inflight_requests" not in fams:
             return
-        for name, _, _, values in raw:
+        for pod in raw:
+            name, values = pod.name, pod.values
             slot = pool.slots.get(name)
             replica = slot.replica if slot is not None else None
             if replica is None or WAITING not in values:
@@ -370,6 +372,28 @@ class SimulatedPrometheus:
                             "namespace": "kube-system"}, float(count))
 
     # -- KEDA's own metrics -----------------------------------------------------------------
+    def controller_publisher(self, controller: Any, strategy: str, role: str | None
+                             ) -> Callable[[Any, Any, int | None, int], None] | None:
+        """What a controller's decision publishes, as `publish(view, state, desired,
+        num_pods)` after each one: KEDA's operator its triggers' values
+        (keda_scaler_metrics_value), an HPA its spec and status as kube-state-metrics reads
+        them; None when neither is collected."""
+        if controller.name == "keda-operator" and self.wants_keda:
+            def publish_keda(view: Any, state: Any, desired: int | None, num_pods: int) -> None:
+                explained = controller.explain(view, state)
+                self.publish_keda(strategy, list(explained.get("triggers", [])))
+            return publish_keda
+        hpa = hpa_object_name(controller.name, strategy, role)
+        if hpa is None or not self.wants_hpa:
+            return None
+
+        def publish_hpa(view: Any, state: Any, desired: int | None, num_pods: int) -> None:
+            params = controller.params
+            # status.currentReplicas: the pods the Deployment has (scale status.replicas)
+            self.publish_hpa(hpa, params.min_replicas, params.max_replicas, num_pods,
+                             view.current_replicas if desired is None else desired)
+        return publish_hpa
+
     def publish_keda(self, scaled_object: str, triggers: list[dict]) -> None:
         """A KEDA poll's trigger values, exposed by the operator until the next poll."""
         for index, trigger in enumerate(triggers):
@@ -425,10 +449,20 @@ def _prompt_tokens_before_first_token(replica: Any, table: Any) -> float:
     cached-prefix discount is not applied (docs/promql.md)."""
     first, prompt = table.first_token_s_view, table.prompt_tokens_list
     total = 0
-    for rid in replica.waiting_rids() + list(replica.prefilling):
-        if first[rid] != first[rid]:  # NaN: no first token yet
+    for rid in replica.waiting_rids() + replica.prefilling_rids():
+        if math.isnan(first[rid]):  # no first token yet
             total += prompt[rid]
     return float(total)
+
+
+def hpa_object_name(controller: str, strategy: str, role: str | None) -> str | None:
+    """The HPA object's name, for an HPA controller: KEDA's generated HPA is
+    keda-hpa-<ScaledObject> (KEDA's default), an HPA the strategy's; a P/D role's gets the
+    role appended."""
+    if controller not in ("hpa", "keda-hpa"):
+        return None
+    base = strategy if controller == "hpa" else f"keda-hpa-{strategy}"
+    return base if role in (None, "serve") else f"{base}-{role}"
 
 
 def _mean(values: list[float]) -> float:

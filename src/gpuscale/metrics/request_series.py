@@ -2,7 +2,7 @@
 
 A replica's engine counts from 0 when it starts (a new process: a restarted pod's counters
 reset, which `rate()` absorbs); each scrape adds the requests whose first token or
-completion came since the last one (`serving.replica.ReplicaEvents`), reading their times
+completion came since the last one (`serving.engine_events.ReplicaEvents`), reading their times
 and lengths from the request table. What is counted when:
 - at the first token: the TTFT observation (first token - arrival, as vLLM measures from the
   frontend's arrival), the prompt's tokens (`prompt_tokens`), one generated token;

@@ -19,13 +19,8 @@ from gpuscale.cluster.objects import NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
 from gpuscale.metrics.prometheus import SimulatedPrometheus
-from gpuscale.metrics.store import (
-    MetricsStore,
-    PodMetrics,
-    PoolScrape,
-    SeriesRow,
-    scraped_pod,
-)
+from gpuscale.metrics.samples import PodSample, PoolScrape
+from gpuscale.metrics.store import MetricsStore, PodMetrics, SeriesRow, scraped_pod
 from gpuscale.serving.requests_table import RequestTable
 
 
@@ -38,17 +33,29 @@ class PoolTotals(NamedTuple):
     gpus_busy: int
 
 
+class RoleRow(NamedTuple):
+    """One pool's part of the series row (a disaggregated run's prefill or decode pool)."""
+
+    desired: float
+    ready: float
+    waiting: float
+    kv_usage_mean: float
+
+
+_NO_ROLE = RoleRow(0.0, 0.0, 0.0, 0.0)
+
+
 class ScrapedPool(Protocol):
     """What the scrape needs of a deployment (sim.fleet.Fleet); read-only but for
     `replica_samples`, which moves the ready replicas' TTFT observations to the scrape, and
-    `engine_events`, whose lists the run's Prometheus drains."""
+    `engine_events`, whose requests the run's Prometheus takes."""
 
     name: str
 
     @property
     def desired(self) -> int: ...
 
-    def engine_events(self) -> list[tuple[str, Any]]: ...
+    def engine_events(self) -> Mapping[str, Any]: ...  # pod name -> serving.ReplicaEvents
 
     @property
     def gateway(self) -> Sized: ...
@@ -66,7 +73,9 @@ class ScrapedPool(Protocol):
 
 
 class TtftSource(Protocol):
-    ttft_observations: list[float]
+    """TTFTs observed outside the replicas (serving/kv_transfer.py), drained by each scrape."""
+
+    def take_ttft_observations(self) -> list[float]: ...
 
 
 class Scraper:
@@ -84,7 +93,7 @@ class Scraper:
         # The run's Prometheus (metrics/prometheus.py), when some query or export reads series.
         self.prometheus: SimulatedPrometheus | None = None
         self.interval_s = store.scrape_interval_s
-        self._raw_by_role: dict[str, list[tuple[str, bool, bool, dict[str, float]]]] = {}
+        self._raw_by_role: dict[str, list[PodSample]] = {}
         self.latest_by_role: dict[str, list[PodMetrics]] = {}  # built on first read
         self.signals: Mapping[str, float] = {}
         self._prev_busy: dict[str, float] = {}
@@ -104,48 +113,48 @@ class Scraper:
         if built is None:
             raw = self._raw_by_role.get(role, ())
             built = self.latest_by_role[role] = [
-                scraped_pod(name, "Running" if bound else "Pending", ready, values)
-                for name, bound, ready, values in raw]
+                scraped_pod(pod.name, "Running" if pod.bound else "Pending", pod.ready,
+                            pod.values)
+                for pod in raw]
         return built
 
     def _all_pods(self) -> list[PodMetrics]:
         return [pod for role in self._raw_by_role for pod in self._role_pods(role)]
 
     def scrape(self, now_s: float) -> None:
-        # What each pod looked like (name, bound, ready, series); the `PodMetrics` are built
-        # from it when a controller first reads them (`pods`), as scrapes outnumber the ticks
-        # that read them. Captured now: the slots move on after the scrape.
-        raw_by_role: dict[str, list[tuple[str, bool, bool, dict[str, float]]]] = {}
+        # What each pod looked like (`PodSample`); the `PodMetrics` are built from it when a
+        # controller first reads them (`pods`), as scrapes outnumber the ticks that read them.
+        # Captured now: the slots move on after the scrape.
+        raw_by_role: dict[str, list[PodSample]] = {}
         pending = starting = 0
         waiting = running = 0.0
         kv: list[float] = []
         util: list[float] = []
-        role_rows: dict[str, tuple[float, float, float, float]] = {}
+        role_rows: dict[str, RoleRow] = {}
         observed: list[float] = []
         # The pools' gateway queues, desired and ready replicas and busy GPUs (integers).
         gateway_queue = desired = ready = gpus_busy = 0
         for source in self.ttft_sources:
-            observed.extend(source.ttft_observations)
-            source.ttft_observations = []
+            observed.extend(source.take_ttft_observations())
         for role, pool in self.pools.items():
-            (raw, role_pending, role_starting, role_waiting, role_running, role_kv, role_util,
-             role_busy) = pool.replica_samples(now_s, self.interval_s, self._prev_busy,
-                                               self.fb_used_mib, observed)  # and the TTFTs
-            raw_by_role[role] = raw
-            pending += role_pending
-            starting += role_starting
+            scraped = pool.replica_samples(now_s, self.interval_s, self._prev_busy,
+                                           self.fb_used_mib, observed)  # and the TTFTs
+            raw_by_role[role] = scraped.pods
+            pending += scraped.pending
+            starting += scraped.starting
             # Request counts in floats: integers, so the sums are the same in any grouping.
-            waiting += role_waiting
-            running += role_running
+            waiting += scraped.waiting
+            running += scraped.running
+            role_kv = scraped.kv_usages
             kv.extend(role_kv)
-            util.extend(role_util)
+            util.extend(scraped.gpu_utils)
             role_desired, role_ready = pool.desired, pool.num_ready()
             gateway_queue += len(pool.gateway)
             desired += role_desired
             ready += role_ready
-            gpus_busy += pool.hw.tp * role_busy
-            role_rows[role] = (float(role_desired), float(role_ready), role_waiting,
-                               sum(role_kv) / len(role_kv) if role_kv else 0.0)
+            gpus_busy += pool.hw.tp * scraped.num_busy
+            role_rows[role] = RoleRow(float(role_desired), float(role_ready), scraped.waiting,
+                                      sum(role_kv) / len(role_kv) if role_kv else 0.0)
         totals = PoolTotals(gateway_queue, desired, ready, gpus_busy)
         if self.prometheus is not None:
             self.prometheus.collect(now_s, self.pools, raw_by_role, self.cluster, self.table)
@@ -160,7 +169,7 @@ class Scraper:
 
     def _row(self, now_s: float, arrived: int, waiting: float, running: float,
              kv: list[float], util: list[float], starting: int, pending: int,
-             role_rows: dict[str, tuple[float, float, float, float]],
+             role_rows: dict[str, RoleRow],
              totals: PoolTotals) -> SeriesRow:
         done = self.table.num_completed
         drops = self.table.num_dropped
@@ -173,8 +182,8 @@ class Scraper:
             nodes_ready += n.state is NodeState.READY
             gpus_billed += n.instance_type.num_gpus  # Node.num_gpus, read without the property
             gpus_allocated += n.gpus_allocated
-        prefill = role_rows.get("prefill", (0.0, 0.0, 0.0, 0.0))
-        decode = role_rows.get("decode", (0.0, 0.0, 0.0, 0.0))
+        prefill = role_rows.get("prefill", _NO_ROLE)
+        decode = role_rows.get("decode", _NO_ROLE)
         return SeriesRow(
             time_s=now_s, arrivals=arrived - prev_arrived, completions=done - prev_done,
             drops=drops - prev_drops, queue_waiting=waiting, running=running,
@@ -188,9 +197,10 @@ class Scraper:
             gpus_billed=gpus_billed, gpus_allocated=gpus_allocated,
             gpus_busy=totals.gpus_busy,
             cost_usd=cost_usd(self.cluster, now_s),
-            prefill_desired=prefill[0], prefill_ready=prefill[1], prefill_waiting=prefill[2],
-            decode_desired=decode[0], decode_ready=decode[1], decode_waiting=decode[2],
-            decode_kv_usage_mean=decode[3])
+            prefill_desired=prefill.desired, prefill_ready=prefill.ready,
+            prefill_waiting=prefill.waiting, decode_desired=decode.desired,
+            decode_ready=decode.ready, decode_waiting=decode.waiting,
+            decode_kv_usage_mean=decode.kv_usage_mean)
 
     def _signals(self, arrived: int, totals: PoolTotals) -> Mapping[str, float]:
         """Fleet-level signals a planner reads (a gateway or frontend would export these).
@@ -201,8 +211,7 @@ class Scraper:
         is a gather over every completion of the interval."""
         table = self.table
         first = self._last_counts[0]
-        completed = table.recently_completed
-        table.recently_completed = []
+        completed = table.take_recently_completed()
         ttft_p99_s = self.store.ttft_p99_s
         gateway_queue, ready_replicas = float(totals.gateway_queue), float(totals.ready)
 

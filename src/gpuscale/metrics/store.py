@@ -92,14 +92,6 @@ class SeriesRow(NamedTuple):
 
 SERIES_COLUMNS = SeriesRow._fields
 
-# One deployment's scrape (`Fleet.replica_samples`): each pod's (name, bound, ready, series) in
-# slot order; the pending and starting pod counts; of the pods that serve, the sums of their
-# waiting and running requests and their KV usages and GPU utilisations in pod order; the
-# ready replicas not idle.
-PoolScrape = tuple[list[tuple[str, bool, bool, dict[str, float]]], int, int, float, float,
-                   list[float], list[float], int]
-
-
 def percentile_sorted(values: list[float], q: float) -> float:
     """numpy's default (linear) percentile of an already sorted list, without numpy's
     per-call overhead (this runs at every scrape)."""
@@ -155,7 +147,7 @@ def percentile_linear(values: Iterable[float], q: float) -> float:
     way, back from the upper one from half way on. Checked against numpy bit for bit
     (tests/core/test_percentile.py)."""
     ordered = sorted(map(float, values))  # Python floats: the same IEEE operations, no warnings
-    if any(v != v for v in ordered):
+    if any(math.isnan(v) for v in ordered):
         return math.nan  # numpy: a NaN sorts last and makes the percentile NaN
     n = len(ordered)
     virtual = (n - 1) * (q / 100)

@@ -10,6 +10,7 @@ boundary. Definitions are in docs/scheduling.md ("Metrics").
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,6 +21,90 @@ from gpuscale.scheduling.gangs import form_gangs, group_name, queue_of, resize_d
 from gpuscale.scheduling.topology import crossed_levels
 
 MAX_SERIES_POINTS = 240  # keeps the JSON small; the series is thinned evenly past this
+
+
+class GangSums(NamedTuple):
+    """What the gangs hold at one observation."""
+
+    queue_rate: dict[str, int]  # GPUs bound, by queue
+    held_gpus: float  # GPUs bound to gangs that cannot start (the 7-of-8 waste)
+    held_usd: float  # their price, per second
+    blocked: bool  # a multi-pod gang has a pod pending
+
+
+def _gang_sums(gangs: dict, cluster: ClusterState) -> GangSums:
+    held_gpus = held_usd = 0.0
+    blocked = False
+    # int-defaulting as the Counter was, without its Python-level __missing__ per queue
+    queue_rate: defaultdict[str, int] = defaultdict(int)
+    for gang in gangs.values():
+        spec = gang.spec
+        pods = gang.pods
+        if len(pods) == 1 and spec.min_member <= 1:
+            # One pod that needs no gang (a serving replica, most gangs of a run): it is
+            # complete once bound and never blocked or held, so only its queue's allocation
+            # counts; what the general path below does for it, without the list and the tests.
+            pod = pods[0]
+            if pod.node_name is not None:
+                queue_rate[spec.queue] += pod.gpus
+            continue
+        # `Gang.bound` and `Gang.min_member` inlined: this runs at every observation over
+        # every gang; same order and sums as the properties give.
+        bound = [p for p in pods if p.node_name is not None]
+        if bound:
+            queue = spec.queue
+            for pod in bound:
+                queue_rate[queue] += pod.gpus
+        min_member = spec.min_member if spec.min_member > 1 else 1
+        if len(bound) >= min_member:  # gang.is_complete
+            continue
+        if min_member > 1 and len(bound) < len(gang.pods):  # some pod is pending
+            blocked = True
+        for pod in bound:  # bound but the job cannot start: the 7-of-8 waste
+            node = cluster.nodes.get(pod.node_name) if pod.node_name else None
+            held_gpus += pod.gpus
+            if node is not None and node.num_gpus:
+                held_usd += pod.gpus * node.price_usd_per_hour / node.num_gpus / 3600.0
+    return GangSums(queue_rate, held_gpus, held_usd, blocked)
+
+
+class NodeSums(NamedTuple):
+    """What the ready nodes hold at one observation."""
+
+    free_gpus: int
+    allocated_gpus: int
+    frees: list[int]  # each ready node's free GPUs, in the cluster's order
+    free_usd: float  # the free GPUs' price, per second
+    empty_gpus: int  # GPUs of ready nodes that host no pod
+    empty_usd: float  # their price, per second
+
+
+def _node_sums(ready: list[Node]) -> NodeSums:
+    """One pass over the ready nodes, each node's properties read once (`Node.num_gpus`,
+    `gpus_free` of a ready node and `price_usd_per_hour` written out): the integer sums are
+    order-free, the float ones add the same terms in the same order as one generator per sum
+    did."""
+    free = allocated = empty_gpus = 0
+    frees: list[int] = []
+    free_usd_terms: list[float] = []
+    empty_prices: list[float] = []
+    for n in ready:
+        num_gpus = n.instance_type.num_gpus
+        free_gpus = num_gpus - n.gpus_allocated
+        frees.append(free_gpus)
+        free += free_gpus
+        allocated += n.gpus_allocated
+        if num_gpus:
+            price = n.instance_type.price_usd_per_hour(n.capacity_type)
+            free_usd_terms.append(free_gpus * price / num_gpus / 3600.0)
+            # Ready nodes hosting no pod: billing, and under a gang scheduler typically the
+            # nodes already launched for a gang still waiting for its last ones (no atomic
+            # multi-node launch, reference layer2-scheduling.md 1.4).
+            if not n.pod_names:
+                empty_gpus += num_gpus
+                empty_prices.append(price)
+    return NodeSums(free, allocated, frees, sum(free_usd_terms), empty_gpus,
+                    sum(empty_prices) / 3600.0)
 
 
 class SchedulingMetrics:
@@ -133,76 +218,21 @@ class SchedulingMetrics:
             resize_default_gang(gang)
 
     def _recompute(self, now_s: float, cluster: ClusterState) -> None:
-        gangs = self.gangs(cluster)
-        held_gpus = held_usd = 0.0
-        blocked = False
-        # int-defaulting as the Counter was, without its Python-level __missing__ per queue
-        queue_rate: defaultdict[str, int] = defaultdict(int)
-        for gang in gangs.values():
-            spec = gang.spec
-            pods = gang.pods
-            if len(pods) == 1 and spec.min_member <= 1:
-                # One pod that needs no gang (a serving replica, most gangs of a run): it is
-                # complete once bound and never blocked or held, so only its queue's
-                # allocation counts; what the general path below does for it, without the
-                # list and the tests.
-                pod = pods[0]
-                if pod.node_name is not None:
-                    queue_rate[spec.queue] += pod.gpus
-                continue
-            # `Gang.bound` and `Gang.min_member` inlined: this runs at every observation over
-            # every gang; same order and sums as the properties give.
-            bound = [p for p in pods if p.node_name is not None]
-            if bound:
-                queue = spec.queue
-                for pod in bound:
-                    queue_rate[queue] += pod.gpus
-            min_member = spec.min_member if spec.min_member > 1 else 1
-            if len(bound) >= min_member:  # gang.is_complete
-                continue
-            if min_member > 1 and len(bound) < len(gang.pods):  # some pod is pending
-                blocked = True
-            for pod in bound:  # bound but the job cannot start: the 7-of-8 waste
-                node = cluster.nodes.get(pod.node_name) if pod.node_name else None
-                held_gpus += pod.gpus
-                if node is not None and node.num_gpus:
-                    held_usd += pod.gpus * node.price_usd_per_hour / node.num_gpus / 3600.0
+        gangs = _gang_sums(self.gangs(cluster), cluster)
         ready = cluster.ready_nodes()
-        # One pass over the ready nodes, each node's properties read once (`Node.num_gpus`,
-        # `gpus_free` of a ready node and `price_usd_per_hour` written out): the integer sums
-        # are order-free, the float ones add the same terms in the same order as one
-        # generator per sum did.
-        free = allocated = empty_gpus = 0
-        frees: list[int] = []
-        free_usd_terms: list[float] = []
-        empty_prices: list[float] = []
-        for n in ready:
-            num_gpus = n.instance_type.num_gpus
-            free_gpus = num_gpus - n.gpus_allocated
-            frees.append(free_gpus)
-            free += free_gpus
-            allocated += n.gpus_allocated
-            if num_gpus:
-                price = n.instance_type.price_usd_per_hour(n.capacity_type)
-                free_usd_terms.append(free_gpus * price / num_gpus / 3600.0)
-                # Ready nodes hosting no pod: billing, and under a gang scheduler typically
-                # the nodes already launched for a gang still waiting for its last ones (no
-                # atomic multi-node launch, reference layer2-scheduling.md 1.4).
-                if not n.pod_names:
-                    empty_gpus += num_gpus
-                    empty_prices.append(price)
-        free_usd = sum(free_usd_terms)
-        empty_usd = sum(empty_prices) / 3600.0
-        fragmented = self._fragmented_gpus(cluster, ready, frees)
-        self.queue_rate = dict(queue_rate)
+        nodes = _node_sums(ready)
+        free = nodes.free_gpus
+        blocked = gangs.blocked
+        fragmented = self._fragmented_gpus(cluster, ready, nodes.frees)
+        self.queue_rate = dict(gangs.queue_rate)
         self.rates = {
-            "gang_idle_gpu_s": held_gpus, "gang_idle_usd": held_usd,
+            "gang_idle_gpu_s": gangs.held_gpus, "gang_idle_usd": gangs.held_usd,
             "free_gpu_s_while_gang_blocked": free if blocked else 0.0,
-            "free_usd_while_gang_blocked": free_usd if blocked else 0.0,
-            "empty_node_gpu_s_while_gang_blocked": empty_gpus if blocked else 0.0,
-            "empty_node_usd_while_gang_blocked": empty_usd if blocked else 0.0,
+            "free_usd_while_gang_blocked": nodes.free_usd if blocked else 0.0,
+            "empty_node_gpu_s_while_gang_blocked": nodes.empty_gpus if blocked else 0.0,
+            "empty_node_usd_while_gang_blocked": nodes.empty_usd if blocked else 0.0,
             "free_gpu_s": free, "fragmented_gpu_s": fragmented,
-            "allocated_gpu_s": allocated,
+            "allocated_gpu_s": nodes.allocated_gpus,
         }
         if not self.series or self.series[-1][1:] != (free, fragmented):
             self.series.append((now_s, free, fragmented))

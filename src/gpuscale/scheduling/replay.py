@@ -205,67 +205,96 @@ def replay_timed(pods: AlibabaPods, nodes: AlibabaNodes, policy: str, *, seed: i
     retries check the freed node only, shape by shape (head-of-line order), which keeps the
     whole trace to seconds.
     """
-    rn = ReplayNodes.from_trace(nodes)
-    placer = Placer(rn, policy, np.random.default_rng(seed))
-    shapes, weights = _shapes(pods)
-    total = float(nodes.num_gpu.sum())
-    demand = pods.num_gpu * np.minimum(pods.gpu_milli, WHOLE) / WHOLE
+    run = _TimedReplay(pods, nodes, policy, seed, num_samples)
     events = [(int(t), 1, i) for i, t in enumerate(pods.creation_s)]
     events += [(int(t), 0, i) for i, t in enumerate(pods.deletion_s)]  # frees before arrivals
     heapq.heapify(events)
-    t0, t1 = int(pods.creation_s.min()), int(pods.deletion_s.max())
-    sample_times = list(np.linspace(t0, t1, num_samples))
-    placed: dict[int, tuple[int, np.ndarray]] = {}
-    waiting: dict[tuple, list[int]] = {}  # shape -> FIFO of pod indices
-    gone: set[int] = set()
-    waits, allocated, series = [], 0.0, []
-
-    def bind(i: int, node: int, gpus: np.ndarray, now: int) -> None:
-        nonlocal allocated
-        cpu, mem, _k, m = _request(pods, i)
-        placer.apply(node, gpus, cpu, mem, m, +1)
-        placed[i] = (node, gpus)
-        allocated += demand[i]
-        waits.append(now - int(pods.creation_s[i]))
-
     while events:
         now, kind, i = heapq.heappop(events)
-        while sample_times and sample_times[0] <= now:
-            sample_times.pop(0)
-            series.append([round((now - t0) / 86400.0, 3), round(float(allocated) / total, 4),
-                           round(fragmented_gpus(rn, shapes, weights) / total, 4),
-                           sum(len(q) for q in waiting.values())])
-        req = _request(pods, i)
+        run.sample_until(now)
         if kind == 1:
-            choice = placer.place(*req)
-            if choice is None:
-                waiting.setdefault(req, []).append(i)
-            else:
-                bind(i, choice[0], choice[1], now)
-            continue
-        if i not in placed:
-            gone.add(i)
-            queue = waiting.get(req)
+            run.arrive(i, now)
+        else:
+            run.leave(i, now)
+    return run.summary(policy)
+
+
+class _TimedReplay:
+    """`replay_timed`'s cluster, queues and measures, as its events are applied in time
+    order."""
+
+    def __init__(self, pods: AlibabaPods, nodes: AlibabaNodes, policy: str, seed: int,
+                 num_samples: int) -> None:
+        self.pods = pods
+        self.nodes = ReplayNodes.from_trace(nodes)
+        self.placer = Placer(self.nodes, policy, np.random.default_rng(seed))
+        self.shapes, self.weights = _shapes(pods)
+        self.total = float(nodes.num_gpu.sum())
+        self.demand = pods.num_gpu * np.minimum(pods.gpu_milli, WHOLE) / WHOLE
+        self.t0 = int(pods.creation_s.min())
+        self.sample_times = list(np.linspace(self.t0, int(pods.deletion_s.max()), num_samples))
+        self.placed: dict[int, tuple[int, np.ndarray]] = {}  # pod -> (node, its GPUs)
+        self.waiting: dict[tuple, list[int]] = {}  # shape -> FIFO of pod indices
+        self.gone: set[int] = set()
+        self.waits: list[int] = []
+        self.allocated = 0.0
+        self.series: list[list] = []
+
+    def sample_until(self, now: int) -> None:
+        """A series row for every sample time up to `now`, with the state before it."""
+        while self.sample_times and self.sample_times[0] <= now:
+            self.sample_times.pop(0)
+            self.series.append([
+                round((now - self.t0) / 86400.0, 3), round(float(self.allocated) / self.total, 4),
+                round(fragmented_gpus(self.nodes, self.shapes, self.weights) / self.total, 4),
+                sum(len(q) for q in self.waiting.values())])
+
+    def _bind(self, i: int, node: int, gpus: np.ndarray, now: int) -> None:
+        cpu, mem, _k, m = _request(self.pods, i)
+        self.placer.apply(node, gpus, cpu, mem, m, +1)
+        self.placed[i] = (node, gpus)
+        self.allocated += self.demand[i]
+        self.waits.append(now - int(self.pods.creation_s[i]))
+
+    def arrive(self, i: int, now: int) -> None:
+        req = _request(self.pods, i)
+        choice = self.placer.place(*req)
+        if choice is None:
+            self.waiting.setdefault(req, []).append(i)
+        else:
+            self._bind(i, choice[0], choice[1], now)
+
+    def leave(self, i: int, now: int) -> None:
+        """Pod `i` is deleted: out of its queue if it never ran, else its node is freed and
+        the waiting shapes that now fit it are placed there, oldest head first."""
+        req = _request(self.pods, i)
+        if i not in self.placed:
+            self.gone.add(i)
+            queue = self.waiting.get(req)
             if queue and i in queue:
                 queue.remove(i)
-            continue
-        node, gpus = placed.pop(i)
-        placer.apply(node, gpus, req[0], req[1], req[3], -1)
-        allocated -= demand[i]
+            return
+        node, gpus = self.placed.pop(i)
+        self.placer.apply(node, gpus, req[0], req[1], req[3], -1)
+        self.allocated -= self.demand[i]
+        waiting = self.waiting
         for shape in sorted((s for s in waiting if waiting[s]), key=lambda s: waiting[s][0]):
             queue = waiting[shape]
-            while queue and _fits_node(rn, node, *shape):
+            while queue and _fits_node(self.nodes, node, *shape):
                 j = queue.pop(0)
-                bind(j, node, placer._gpus(node, shape[2], shape[3]), now)
-    never = sum(1 for i in range(len(pods)) if i not in placed and i in gone)
-    busy = [row for row in series if row[0] >= 116.0]  # 98.7 % of pods arrive after day 116
-    return {"policy": policy, "mode": "timed", "pods": len(pods), "never_placed": never,
-            "gpu_capacity": total,
-            "wait_s_p50": float(np.percentile(waits, 50)) if waits else None,
-            "wait_s_p99": float(np.percentile(waits, 99)) if waits else None,
-            "mean_allocated_frac_after_day_116":
-                round(float(np.mean([r[1] for r in busy])), 4) if busy else None,
-            "mean_fragmented_frac_after_day_116":
-                round(float(np.mean([r[2] for r in busy])), 4) if busy else None,
-            "series_columns": ["day", "allocated_frac", "fragmented_frac", "waiting_pods"],
-            "series": series}
+                self._bind(j, node, self.placer._gpus(node, shape[2], shape[3]), now)
+
+    def summary(self, policy: str) -> dict:
+        pods, waits, series = self.pods, self.waits, self.series
+        never = sum(1 for i in range(len(pods)) if i not in self.placed and i in self.gone)
+        busy = [row for row in series if row[0] >= 116.0]  # 98.7 % of pods arrive after day 116
+        return {"policy": policy, "mode": "timed", "pods": len(pods), "never_placed": never,
+                "gpu_capacity": self.total,
+                "wait_s_p50": float(np.percentile(waits, 50)) if waits else None,
+                "wait_s_p99": float(np.percentile(waits, 99)) if waits else None,
+                "mean_allocated_frac_after_day_116":
+                    round(float(np.mean([r[1] for r in busy])), 4) if busy else None,
+                "mean_fragmented_frac_after_day_116":
+                    round(float(np.mean([r[2] for r in busy])), 4) if busy else None,
+                "series_columns": ["day", "allocated_frac", "fragmented_frac", "waiting_pods"],
+                "series": series}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -86,10 +87,24 @@ def twice_queued_table(prompt_tokens: np.ndarray, output_tokens: np.ndarray) -> 
                                  np.concatenate([outputs, outputs])))
 
 
+class OnceAndTwice(NamedTuple):
+    """The columns of one mix queued at t = 0, run once and twice over (the oracle's probe)."""
+
+    once: RequestColumns
+    twice: RequestColumns
+
+
+class _Replay(NamedTuple):
+    """A paused one-replica replay: its loop, request table and engine."""
+
+    sim: Simulation
+    table: RequestTable
+    replica: Replica
+
+
 def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np.ndarray,
                            output_tokens: np.ndarray, *, cost: StepCost | None = None,
-                           template: RequestTable | None = None
-                           ) -> tuple[RequestColumns, RequestColumns]:
+                           template: RequestTable | None = None) -> OnceAndTwice:
     """The columns `run_table` gives for the mix queued at t = 0 once and twice (the oracle's
     differential probe), the same numbers for about the cost of the twice run alone.
 
@@ -98,14 +113,12 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
     head), so the engine decides the same until it first takes a request of the second copy:
     until then it only ever reads the queue's head, and where the once run's queue is empty
     the twice run's examining the second copy's head without taking it changes nothing
-    (`Replica._admit` breaks, `_plan` starts the same decode stretch). So the twice run is run
-    in time slices aimed at the first copy's last admission; the replica, table and
-    simulation are forked when at most `_FORK_WAITING` of the first copy are left waiting and
-    again at the last of them, and the last fork taken while no request of the second copy
-    had been taken becomes the once run, with the second copy removed from its queue (the
-    table rows of the second copy are cut off its columns; the scrape-drained lists, which
-    nothing reads here, are not kept). Without such a fork (everything admitted at t = 0) the
-    once run is run on its own.
+    (`BatchFormation.admit` breaks, `_plan` starts the same decode stretch). So the twice run
+    is forked at the first copy's last admission (`_fork_before_the_second_copy`), and the
+    fork, with the second copy removed from its queue, becomes the once run (the table rows
+    of the second copy are cut off its columns; the scrape-drained lists, which nothing reads
+    here, are not kept). Without such a fork (everything admitted at t = 0) the once run is
+    run on its own.
     tests/serving/test_bench_fork.py checks both against two separate runs. `template`: this
     mix's `twice_queued_table`, copied instead of built (it stays unrun)."""
     n = len(prompt_tokens)
@@ -113,6 +126,27 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
     outputs = np.asarray(output_tokens, np.int64)
     if cost is None or cost.hw != hw:
         cost = _step_cost(hw)
+    twice_run = _queued_twice(hw, cfg, prompts, outputs, cost, template)
+    # The second copy's queued requests (enqueue drops a prompt over max_model_len) are the
+    # queue's tail; the first of them is the first the engine would take.
+    queued = n + np.flatnonzero(prompts < cfg.max_model_len)
+    fork = _fork_before_the_second_copy(twice_run, queued)
+    twice_run.sim.run()
+    twice = twice_run.table.columns()
+    if fork is None:
+        return OnceAndTwice(run_table(hw, cfg, np.zeros(n), prompts, outputs,
+                                      cost=cost).columns(), twice)
+    # Back to the once run's queue and counts: the second copy out of the waiting queue.
+    fork.replica.queue.drop_newest(len(queued), int(prompts[queued - n].sum()))
+    fork.table.num_arrived = n
+    fork.sim.run()
+    return OnceAndTwice(_first_rows(fork.table.columns(), n), twice)
+
+
+def _queued_twice(hw: ReplicaHardware, cfg: EngineConfig, prompts: np.ndarray,
+                  outputs: np.ndarray, cost: StepCost, template: RequestTable | None) -> _Replay:
+    """The twice run with the whole mix queued at t = 0, not run further."""
+    n = len(prompts)
     sim = Simulation()
     if template is None:
         table = twice_queued_table(prompts, outputs)
@@ -124,60 +158,53 @@ def offline_once_and_twice(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens
     if n:  # as `replay` queues a burst at t = 0: one event, the whole mix enqueued in it
         sim.schedule(0.0, Priority.ARRIVAL, replica.enqueue_burst, 0, 0.0)
     sim.run(0.0)
-    # The second copy's queued requests (enqueue drops a prompt over max_model_len) are the
-    # queue's tail; the first of them is the first the engine would take.
-    queued = n + np.flatnonzero(prompts < cfg.max_model_len)
+    return _Replay(sim, table, replica)
+
+
+def _fork_before_the_second_copy(run: _Replay, queued: np.ndarray) -> _Replay | None:
+    """Run the twice run in time slices aimed at the first copy's last admission, forking
+    it when at most `_FORK_WAITING` of the first copy are left waiting and again at the last
+    of them; returns the last fork taken while no request of the second copy (`queued`, their
+    ids) had been taken, or None."""
+    sim, table, replica = run
     tail = len(queued)
+    if not tail or _taken(replica, table, int(queued[0])):
+        return None
+    first = int(queued[0])
     fork = None
-    if tail and not _taken(replica, table, int(queued[0])):
-        first = int(queued[0])
-        while True:  # at most two forks: the first under _FORK_WAITING, the one at the last
-            now_s = sim.now_s
-            waiting = replica.num_waiting() - tail  # of the first copy
-            if waiting <= 1 or (fork is None and waiting <= _FORK_WAITING):
-                fork = _fork(sim, table, replica)
-                if waiting <= 1:
-                    break
-            taken = tail - waiting  # of the first copy, so far
-            next_s = sim.peek_s()
-            # Aim at three quarters of the way to the queue's end at the pace so far.
-            horizon_s = now_s + 0.75 * waiting * now_s / taken if now_s > 0 and taken > 0 \
-                else next_s
-            if next_s == math.inf:
+    while True:  # at most two forks: the first under _FORK_WAITING, the one at the last
+        now_s = sim.now_s
+        waiting = replica.num_waiting() - tail  # of the first copy
+        if waiting <= 1 or (fork is None and waiting <= _FORK_WAITING):
+            fork = _fork(sim, table, replica)
+            if waiting <= 1:
                 break
-            sim.run(max(horizon_s, next_s))
-            if _taken(replica, table, first):
-                break
-    sim.run()
-    twice = table.columns()
-    if fork is None:
-        once = run_table(hw, cfg, np.zeros(n), prompts, outputs, cost=cost).columns()
-        return once, twice
-    once_sim, once_table, once_replica = fork
-    # Back to the once run's queue and counts: the second copy out of the waiting queue.
-    queue = once_replica.queue
-    del queue[len(queue) - tail:]
-    once_replica.waiting_prompt_tokens -= int(prompts[queued - n].sum())
-    once_table.num_arrived = n
-    once_sim.run()
-    return _first_rows(once_table.columns(), n), twice
+        taken = tail - waiting  # of the first copy, so far
+        next_s = sim.peek_s()
+        # Aim at three quarters of the way to the queue's end at the pace so far.
+        horizon_s = now_s + 0.75 * waiting * now_s / taken if now_s > 0 and taken > 0 \
+            else next_s
+        if next_s == math.inf:
+            break
+        sim.run(max(horizon_s, next_s))
+        if _taken(replica, table, first):
+            break
+    return fork
 
 
 def _taken(replica: Replica, table: RequestTable, rid: int) -> bool:
     """Whether the engine has ever taken `rid` off its waiting queue (admitted or dropped)."""
-    finish_s = table.finish_s_view[rid]  # not NaN: it finished (completed or dropped)
-    return replica.is_running(rid) or finish_s == finish_s \
-        or table.num_preemptions[rid] > 0
+    finished = not math.isnan(table.finish_s_view[rid])  # completed or dropped
+    return replica.is_running(rid) or finished or table.num_preemptions[rid] > 0
 
 
-def _fork(sim: Simulation, table: RequestTable, replica: Replica
-          ) -> tuple[Simulation, RequestTable, Replica]:
+def _fork(sim: Simulation, table: RequestTable, replica: Replica) -> _Replay:
     """Independent copies of a paused one-replica replay (core/fork.py)."""
     memo: dict[int, object] = {}
     # The lists a metrics scrape drains are emptied first (nothing reads them here): a fork
     # then copies ~2 lists of the mix's length, not 4.
-    table.recently_completed.clear()
-    replica.ttft_observations.clear()
+    table.take_recently_completed()
+    replica.take_ttft_observations()
     twin_sim = Simulation(indexed_timers=sim._timers is not None)
     memo[id(sim)] = twin_sim
     twin_table = _copy_table(table, memo)
@@ -185,7 +212,7 @@ def _fork(sim: Simulation, table: RequestTable, replica: Replica
                    cost=replica.cost)
     copy_attributes(replica, twin, memo)
     fork_sim(sim, twin_sim, memo)
-    return twin_sim, twin_table, twin
+    return _Replay(twin_sim, twin_table, twin)
 
 
 def _copy_table(table: RequestTable, memo: dict[int, object]) -> RequestTable:

@@ -128,6 +128,13 @@ class RequestTable:
         self.num_completed += 1
         self.finish_s_view[rid] = now_s
 
+    def take_recently_completed(self) -> list[int]:
+        """The requests completed since the last call, in completion order (each metrics
+        scrape drains them)."""
+        taken = self.recently_completed
+        self.recently_completed = []
+        return taken
+
     def columns(self) -> RequestColumns:
         """Numpy views of the columns (no copy; `status`, derived, is new); valid while this
         table lives."""

@@ -9,16 +9,18 @@ until their timeout.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 from gpuscale.cluster.groups import PodGroupSpec
 from gpuscale.cluster.objects import Pod
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.simulation import TimerOwner
+from gpuscale.metrics.samples import PodSample, PoolScrape
 from gpuscale.metrics.store import (
     FB_USED,
     GPU_UTIL,
@@ -28,17 +30,25 @@ from gpuscale.metrics.store import (
     PREFIX_CACHE_QUERIES,
     RUNNING,
     WAITING,
-    PoolScrape,
 )
+from gpuscale.serving.engine_events import ReplicaEvents
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache, PrefixCacheStats
-from gpuscale.serving.replica import EngineConfig, Replica, ReplicaEvents
+from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import RequestTable
 from gpuscale.serving.router import Router
 from gpuscale.sim.replica_pods import GROUP_RESTART, replica_pods
 
 STARTING, READY, DRAINING = "starting", "ready", "draining"
 _ARRIVAL_PRIORITY: Final = int(Priority.ARRIVAL)  # a plain int in the compiled hot path
+
+
+class Marker(NamedTuple):
+    """A moment of the deployment the report's timeline marks."""
+
+    time_s: float
+    kind: str  # scale_up, scale_down or eviction
+    detail: str  # "2->3" (replicas before -> after), or the eviction's cause
 
 
 @dataclass
@@ -95,8 +105,7 @@ class Fleet(TimerOwner):
         self.gateway: deque[tuple[int, bool]] = deque()  # (request id, kv_ready)
         self.desired = 0
         self.scale_events = 0
-        # (time_s, kind, detail) for reports: scale events and evictions, a few per run.
-        self.markers: list[tuple[float, str, str]] = []
+        self.markers: list[Marker] = []  # scale events and evictions, a few per run
         self.peak_replicas = 0
         self.retired_busy_gpu_s = 0.0  # busy GPU-seconds of replicas that are gone
         self._pod_seq = 0
@@ -119,12 +128,19 @@ class Fleet(TimerOwner):
         return (self.retired_busy_gpu_s + live) * self.hw.tp
 
     # -- scaling ------------------------------------------------------------------------------
+    def start_with(self, replicas: int) -> None:
+        """The run's initial replicas, at t = 0: created as a scale-out creates them, but not
+        a scale event (neither counted nor marked)."""
+        self.scale_to(replicas, 0.0)
+        self.scale_events = 0
+        self.markers.clear()
+
     def scale_to(self, desired: int, now_s: float) -> None:
         desired = max(0, int(desired))
         if desired != self.desired:
             self.scale_events += 1
             kind = "scale_up" if desired > self.desired else "scale_down"
-            self.markers.append((now_s, kind, f"{self.desired}->{desired}"))
+            self.markers.append(Marker(now_s, kind, f"{self.desired}->{desired}"))
         self.desired = desired
         active = self.active_slots()
         for _ in range(desired - len(active)):
@@ -227,7 +243,7 @@ class Fleet(TimerOwner):
         slot = self._slot_of(pod)
         if slot is None or cause == GROUP_RESTART:
             return
-        self.markers.append((self.sim.now_s, "eviction", cause))
+        self.markers.append(Marker(self.sim.now_s, "eviction", cause))
         slot.start_version += 1
         if slot.replica is not None:
             self.retired_busy_gpu_s += slot.replica.busy_s(self.sim.now_s)
@@ -301,30 +317,30 @@ class Fleet(TimerOwner):
         while self.gateway:
             rid = self.gateway[0][0]
             # Only a request still waiting for its first token can time out.
-            if table.first_token_s[rid] == table.first_token_s[rid] or \
+            if not math.isnan(table.first_token_s[rid]) or \
                     now_s - table.arrival_s[rid] <= timeout_s:
                 break
             self.gateway.popleft()
             table.drop(rid, now_s, "timeout")
 
-    def engine_events(self) -> list[tuple[str, ReplicaEvents]]:
+    def engine_events(self) -> dict[str, ReplicaEvents]:
         """Each engine's ReplicaEvents (those that keep them), by pod name in slot order;
-        the caller drains them."""
-        out: list[tuple[str, ReplicaEvents]] = []
+        the caller takes their requests (`take_first_tokens`, `take_completions`)."""
+        out: dict[str, ReplicaEvents] = {}
         for name, slot in self.slots.items():
             replica = slot.replica
             if replica is not None and replica.events is not None:
-                out.append((name, replica.events))
+                out[name] = replica.events
         return out
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
                         fb_used_mib: float, ttfts: list[float]) -> PoolScrape:
         """Scrape every pod of the deployment (see metrics/store.py for the series): one
-        `(name, bound, ready, values)` per pod in slot order, and what the scrape sums of them
-        (metrics/store.py `PoolScrape`), worked out here rather than by reading each pod's
-        dict back in the interpreted scrape. The ready replicas' TTFTs since the last scrape
-        move to `ttfts`, in the order of `ready`."""
-        pods: list[tuple[str, bool, bool, dict[str, float]]] = []
+        `PodSample` per pod in slot order, and what the scrape sums of them (metrics/samples.py
+        `PoolScrape`), worked out here rather than by reading each pod's dict back in the
+        interpreted scrape. The ready replicas' TTFTs since the last scrape move to `ttfts`,
+        in the order of `ready`."""
+        pods: list[PodSample] = []
         kv: list[float] = []
         util: list[float] = []
         pending = starting = 0
@@ -357,8 +373,7 @@ class Fleet(TimerOwner):
                     values[WAITING] = pod_waiting
                     values[RUNNING] = pod_running
                     values[KV_USAGE] = pod_kv
-                    values[PREFILL_TOKENS_WAITING] = float(
-                        replica.waiting_prompt_tokens + replica.prefill_tokens_left())
+                    values[PREFILL_TOKENS_WAITING] = float(replica.prefill_tokens_waiting())
                     if replica.prefix_cache is not None:  # counters since the engine started
                         values[PREFIX_CACHE_QUERIES] = float(
                             replica.prefix_cache.stats.queries_tokens)
@@ -369,12 +384,11 @@ class Fleet(TimerOwner):
                     util.append(pod_util)
             else:
                 pending += 1
-            pods.append((pod.name, bound, replica is not None and slot.state == READY, values))
+            pods.append(PodSample(pod.name, bound, replica is not None and slot.state == READY,
+                                  values))
         num_busy = 0  # ready replicas executing a step or a decode stretch (not idle)
         for serving in self.ready:
-            if serving.ttft_observations:
-                ttfts.extend(serving.ttft_observations)
-                serving.ttft_observations = []
+            ttfts.extend(serving.take_ttft_observations())
             if serving.is_busy():
                 num_busy += 1
-        return pods, pending, starting, waiting, running, kv, util, num_busy
+        return PoolScrape(pods, pending, starting, waiting, running, kv, util, num_busy)

@@ -36,7 +36,7 @@ from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import RequestColumns, RequestTable
 from gpuscale.serving.startup import Startups
-from gpuscale.sim.fleet import Fleet
+from gpuscale.sim.fleet import Fleet, Marker
 from gpuscale.units import SECONDS_PER_HOUR
 
 
@@ -75,12 +75,12 @@ class RunParts:
     prometheus: SimulatedPrometheus | None = None
 
 
-def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
+def _markers_of(fleets: dict[str, Fleet]) -> list[Marker]:
     """Scale events and evictions of every pool, in time order (role-tagged when split)."""
     tag = len(fleets) > 1
-    out = [(t, kind, f"{role}: {detail}" if tag else detail)
-           for role, fleet in fleets.items() for t, kind, detail in fleet.markers]
-    return sorted(out, key=lambda m: m[0])
+    out = [m._replace(detail=f"{role}: {m.detail}") if tag else m
+           for role, fleet in fleets.items() for m in fleet.markers]
+    return sorted(out, key=lambda m: m.time_s)
 
 
 def _nodes_summary(run: RunParts, series: dict) -> NodesSummary:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,7 +60,10 @@ def scenario_requests(scenario: Scenario, base_dir: Path) -> Requests:
     return requests.take(slice(0, int(np.searchsorted(arrival_s, scenario.duration_s))))
 
 
-Controller = tuple[ReplicaAutoscaler, list[Fleet], "str | None"]  # its fleets, role it sees
+class Controller(NamedTuple):
+    autoscaler: ReplicaAutoscaler
+    fleets: list[Fleet]  # the pools its decision sets
+    role: str | None  # the pool whose metrics it reads (None: all of them)
 
 
 def _node_provider(scenario: Scenario, strategy: Strategy) -> NodeProvider:
@@ -184,12 +188,12 @@ class _Run:
             # One autoscaler: its decision sets every pool, its metrics span every pool.
             role = "serve" if "serve" in self.fleets else "prefill"
             controllers = build_autoscalers(strategy.autoscaler, context(role, self.entry))
-            return [(c, list(self.fleets.values()), None) for c in controllers]
+            return [Controller(c, list(self.fleets.values()), None) for c in controllers]
         out: list[Controller] = []
         for role in ("prefill", "decode"):
             fleet = self.fleets[role]
             for c in build_autoscalers(getattr(strategy, role), context(role, fleet)):
-                out.append((c, [fleet], role))
+                out.append(Controller(c, [fleet], role))
         return out
 
     # -- set-up -------------------------------------------------------------------------------
@@ -211,9 +215,7 @@ class _Run:
                        if self.strategy.initial_replicas is None
                        else self.strategy.initial_replicas)
             self.initial_replicas += initial
-            fleet.scale_to(initial, 0.0)
-            fleet.scale_events = 0
-            fleet.markers.clear()
+            fleet.start_with(initial)
         self.sim.run(until_s=0.0)  # the scheduler's t=0 cycle binds the initial pods
         for fleet in self.fleets.values():
             for slot in list(fleet.slots.values()):
@@ -241,12 +243,9 @@ class _Run:
         log = self.sim.decisions
         prometheus = self.prometheus
         engine = prometheus.engine if prometheus is not None else None
-        # KEDA's operator exposes its triggers' values (keda_scaler_metrics_value).
-        publish = prometheus is not None and prometheus.wants_keda \
-            and controller.name == "keda-operator"
-        # The HPAs' spec and status as kube-state-metrics exposes them.
-        hpa_name = self._hpa_name(controller, role)
-        publish_hpa = prometheus is not None and prometheus.wants_hpa and hpa_name is not None
+        # What the controller's objects expose (KEDA's trigger values, the HPAs' status).
+        publish = None if prometheus is None else prometheus.controller_publisher(
+            controller, self.strategy.name, role)
 
         def tick(now_s: float) -> None:
             view = AutoscalerView(now_s=now_s, current_replicas=lead.desired,
@@ -255,32 +254,13 @@ class _Run:
             desired, state_box[0] = controller.decide(view, state_box[0])
             if log is not None:
                 log_replica_decision(log, controller, view, state_box[0], desired, role)
-            if publish:
-                assert prometheus is not None
-                explained = controller.explain(view, state_box[0])
-                prometheus.publish_keda(self.strategy.name, list(explained.get("triggers", [])))
-            if publish_hpa:
-                assert prometheus is not None and hpa_name is not None
-                params = controller.params  # type: ignore[attr-defined]
-                # status.currentReplicas: the pods the Deployment has (scale status.replicas)
-                prometheus.publish_hpa(hpa_name, params.min_replicas, params.max_replicas,
-                                       len(lead.slots),
-                                       view.current_replicas if desired is None else desired)
+            if publish is not None:
+                publish(view, state_box[0], desired, len(lead.slots))
             if desired is not None:
                 for fleet in fleets:
                     if desired != fleet.desired:
                         fleet.scale_to(desired, now_s)
         return tick
-
-    def _hpa_name(self, controller: ReplicaAutoscaler, role: str | None) -> str | None:
-        """The HPA object's name, for an HPA controller: KEDA's generated HPA is
-        keda-hpa-<ScaledObject> (KEDA's default), an HPA the strategy's; a P/D role's gets
-        the role appended."""
-        if controller.name not in ("hpa", "keda-hpa"):
-            return None
-        base = self.strategy.name if controller.name == "hpa" else \
-            f"keda-hpa-{self.strategy.name}"
-        return base if role in (None, "serve") else f"{base}-{role}"
 
     # -- run ----------------------------------------------------------------------------------
     def run(self) -> RunResult:
