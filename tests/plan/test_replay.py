@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -55,12 +56,13 @@ def test_a_trace_winner_is_rechecked_on_other_seeds_and_a_shifted_window():
     from gpuscale.plan import make_plan, plan_input_from_dict
 
     from .helpers import SHARED
+    trace = SHARED / "traces" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
+    if not trace.is_file():  # a fresh clone has no ../shared beside it
+        pytest.skip(f"{trace} not present (needs ../shared next to the repository)")
     data = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "plans"
                            / "acceptance" / "azure-conv.yaml").read_text())
     w = data["workloads"][0]
-    w["traffic"]["path"] = str(
-        SHARED / "traces" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
-    )
+    w["traffic"]["path"] = str(trace)
     data["simulation"] = {"trace_window_s": 1200, "max_candidates": 4}
     plan = make_plan(plan_input_from_dict(data), Path("."))
     recheck = plan.warm_pools["conv"].recheck
