@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 
 import click
 
@@ -22,9 +23,12 @@ def render_text(diagnoses) -> str:
         return "gpuscale diagnose: no Pending GPU pods\n"
     lines = []
     for d in diagnoses:
-        lines.append(f"{d.pod} ({d.gpus} GPUs): {d.cause} [{d.layer}]")
-        lines.append(f"  {d.summary}")
-        lines += [f"    - {e}" for e in d.evidence]
+        lines.append(f"{d.pod} ({d.gpus} GPU{'' if d.gpus == 1 else 's'}): {d.cause} [{d.layer}]")
+        lines.append(textwrap.fill(d.summary, 100, initial_indent="  ", subsequent_indent="  ",
+                                   break_on_hyphens=False))
+        # The scheduler's message runs to hundreds of characters: wrapped at 100 columns.
+        lines += [textwrap.fill(e, 100, initial_indent="    - ", subsequent_indent="      ",
+                                break_on_hyphens=False) for e in d.evidence]
     return "\n".join(lines) + "\n"
 
 

@@ -208,11 +208,20 @@ def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
                 f"{len(fit.mismatched)} node(s) fail the pod's nodeSelector/affinity",
                 evidence,
             )
-    return (
-        "insufficient-gpus",
-        f"no node has {pod.gpus} free GPUs and no NodePool in the snapshot can add one",
-        evidence,
-    )
+    return "insufficient-gpus", _insufficient_summary(snap, pod), evidence
+
+
+def _insufficient_summary(snap: Snapshot, pod: PodView) -> str:
+    """What holds the pod when no node has room: a `kubectl get nodes,pods` dump has no
+    NodePools, so "none can add one" would be a guess; the nodes' pool labels say whether
+    Karpenter manages them and what to add to the dump."""
+    head = f"no node has {pod.gpus} free GPU{'' if pod.gpus == 1 else 's'}"
+    pools = sorted({n.nodepool for n in snap.nodes if n.nodepool})
+    if snap.nodepools or not pools:
+        return f"{head} and no NodePool in the snapshot can add one"
+    return (f"{head}; nodes belong to NodePool {', '.join(pools)}, which the snapshot does not "
+            "hold: add `nodepools,nodeclaims` to the `kubectl get` to see whether one can be "
+            "added")
 
 
 def _claim_initialized(claim: Manifest) -> bool:
@@ -223,6 +232,8 @@ def _claim_initialized(claim: Manifest) -> bool:
 
 def diagnose_pod(snap: Snapshot, pod: PodView) -> Diagnosis:
     events = [f"event {e}" for e in snap.events_for(pod)]
+    if pod.unschedulable_message:
+        events.insert(0, f"scheduler: {pod.unschedulable_message}")
     for check in (_queue_check, _gang_check):
         found = check(snap, pod)
         if found:
