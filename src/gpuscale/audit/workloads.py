@@ -211,15 +211,13 @@ def cold_start_s(obj: Manifest) -> tuple[float, str]:
     return DEFAULT_COLD_START_S, "the default estimate for a 70B engine"
 
 
+# Every engine's spellings, compared with underscores read as dashes: vLLM takes both
+# (`--tensor_parallel_size`), trtllm-serve declares `--tp_size` / `--tensor_parallel_size`,
+# SGLang `--tp-size` / `--tensor-parallel-size` (importer/vllm_args.py, sglang_args.py,
+# trtllm_args.py).
 _PARALLEL_FLAGS = {
-    "tensor": ("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--tensor_parallel_size"),
-    "pipeline": (
-        "--pipeline-parallel-size",
-        "-pp",
-        "--pp-size",
-        "--pp",
-        "--pipeline_parallel_size",
-    ),
+    "tensor": ("--tensor-parallel-size", "-tp", "--tp-size", "--tp"),
+    "pipeline": ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp"),
 }
 
 
@@ -233,6 +231,6 @@ def parallel_size(obj: Manifest, kind: str) -> int:
                 str(x) for x in (container.get("command") or []) + (container.get("args") or [])
             )
             for flag, value in re.findall(r"(--?[\w-]+)[ =]+(\d+)", tokens):
-                if flag in flags:
+                if (flag.replace("_", "-") if flag.startswith("--") else flag) in flags:
                     best = max(best, int(value))
     return best
