@@ -24,7 +24,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         annotations = (tmpl.template.get("metadata") or {}).get("annotations") or {}
         if str(annotations.get(DO_NOT_DISRUPT, "")).lower() in ("", "false"):
             yield Hit(
-                tmpl.path + ("metadata",), {"gpus": gpus_per_pod(tmpl.template) * tmpl.replicas}
+                tmpl.metadata_at(), {"gpus": gpus_per_pod(tmpl.template) * tmpl.replicas}
             )
 
 

@@ -16,7 +16,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     if pods <= 1 or gang_marker(obj):
         return
     gpus = sum(gpus_per_pod(t.template) * t.replicas for t in gpu_templates(obj))
-    path = gpu_templates(obj)[0].path + ("spec",)
+    path = gpu_templates(obj)[0].spec_at()
     yield Hit(path, {"pods": pods, "why": why, "gpus": gpus, "scheduler": scheduler_name(obj)})
 
 
@@ -24,7 +24,8 @@ RULE = Rule(
     id="GPU030",
     name="multi-pod-gpu-workload-without-gang-scheduling",
     severity=Severity.ERROR,
-    kinds=("LeaderWorkerSet", "RayCluster", "Job", "CronJob", "Deployment", "StatefulSet"),
+    kinds=("LeaderWorkerSet", "RayCluster", "Job", "CronJob", "Deployment", "StatefulSet",
+           "LLMInferenceService"),
     family="scheduling",
     summary=(
         "A GPU workload that needs several pods at once is placed pod by pod, without a gang "

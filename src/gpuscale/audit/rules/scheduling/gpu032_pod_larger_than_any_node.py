@@ -26,7 +26,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
                 else "0 (no GPU instance type matches)"
             )
             yield Hit(
-                tmpl.path + ("spec", "containers"), {"want": want, "most": most, "source": source}
+                tmpl.spec_at("containers"), {"want": want, "most": most, "source": source}
             )
 
 
@@ -34,7 +34,8 @@ RULE = Rule(
     id="GPU032",
     name="pod-requests-more-gpus-than-any-node",
     severity=Severity.ERROR,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "CronJob", "RayCluster", "Pod"),
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "CronJob", "RayCluster", "Pod",
+           "LLMInferenceService"),
     family="scheduling",
     summary="A pod requests more GPUs than the largest instance type it may run on.",
     message=(
