@@ -314,6 +314,11 @@ class Scenario(Strict):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings,
                                      description="Metrics pipeline settings.")
     initial_replicas: int = Field(1, ge=0, description="Replicas (ready) at t=0.")
+    initial_replicas_at_floor: bool = Field(False, description=(
+        "Start each strategy at least at its autoscaler's floor (min replicas), with the nodes "
+        "they need ready at t=0: the steady state under that autoscaler. `--emit-scenario` "
+        "sets it, so a sweep raising min_replica_count starts at the new floor "
+        "(scenario/start.py)."))
     router: Literal["least_outstanding", "round_robin", "prefix_aware"] = Field(
         "least_outstanding", description=(
             "How requests pick a ready replica: `least_outstanding` (fewest waiting + "

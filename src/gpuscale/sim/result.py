@@ -67,6 +67,7 @@ class RunParts:
     hw: ReplicaHardware
     cfg: EngineConfig
     decisions: list[dict]
+    initial_replicas: int = 0  # of aggregated serving at t=0 (scenario/start.py)
 
 
 def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
@@ -116,7 +117,7 @@ def build_result(run: RunParts) -> RunResult:
     gpu_s = billing.gpu_s(run.cluster, end_s)
     fleets = run.fleets
     busy_gpu_s = sum(f.busy_gpu_s(end_s) for f in fleets.values())
-    initial = (scenario.initial_replicas if scenario.disaggregation is None else
+    initial = (run.initial_replicas if scenario.disaggregation is None else
                scenario.disaggregation.prefill.initial_replicas
                + scenario.disaggregation.decode.initial_replicas)
     summary["replicas"] = ReplicaStats(

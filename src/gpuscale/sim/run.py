@@ -26,6 +26,7 @@ from gpuscale.metrics.store import MetricsStore
 from gpuscale.provisioning import NodeProvider, build_node_provider
 from gpuscale.provisioning.pool import NodePool
 from gpuscale.scenario.models import Scenario, Strategy
+from gpuscale.scenario.start import initial_state
 from gpuscale.scheduling import PodScheduler, build_scheduler
 from gpuscale.scheduling.first_fit import FirstFitScheduler
 from gpuscale.serving.cold_start import draw_seconds
@@ -166,7 +167,9 @@ class _Run:
     # -- set-up -------------------------------------------------------------------------------
     def _initial_state(self) -> None:
         scenario = self.scenario
-        self.provider.adopt_ready_nodes(scenario.cluster.ready_nodes,
+        serve_initial, ready_nodes = initial_state(scenario, self.strategy)
+        self.initial_replicas = serve_initial
+        self.provider.adopt_ready_nodes(ready_nodes,
                                         get_instance_type(scenario.cluster.instance_type),
                                         scenario.cluster.capacity_type)
         # The warm floor: every node at t=0, adopted or the provider's own; it has the image.
@@ -174,7 +177,7 @@ class _Run:
         self.startups.add_warm_nodes(node.name for node in floor)
         self.initial_node_count = len(floor)
         for role, fleet in self.fleets.items():
-            initial = (scenario.initial_replicas if role == "serve"
+            initial = (serve_initial if role == "serve"
                        else getattr(scenario.disaggregation, role).initial_replicas)
             fleet.scale_to(initial, 0.0)
             fleet.scale_events = 0
@@ -235,7 +238,8 @@ class _Run:
             store=self.scraper.store, fleets=self.fleets, cluster=self.cluster,
             provider=self.provider, scheduler=self.scheduler, startups=self.startups,
             initial_node_count=self.initial_node_count, hw=self.hw, cfg=self.cfg,
-            decisions=self.sim.decisions.records if self.sim.decisions else []))
+            decisions=self.sim.decisions.records if self.sim.decisions else [],
+            initial_replicas=self.initial_replicas))
 
 
 def run_strategy(scenario: Scenario, strategy: Strategy, requests: Requests,
