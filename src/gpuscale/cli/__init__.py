@@ -74,7 +74,14 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except OSError as exc:  # writing stdout failed (/dev/full), a file vanished, ...
+                from gpuscale.cli.environment import write_failure
+
+                if (error := write_failure(exc)) is None:
+                    raise
+                raise error from None
         except GpuscaleError as exc:
             # One clear line, no traceback; the exit code lives on the exception class. User
             # text in it (names, values, paths) is shown with control characters escaped.
@@ -105,13 +112,20 @@ def cli(ctx: click.Context) -> None:
     name = ctx.invoked_subcommand
     if name in SUBCOMMANDS and not ctx.resilient_parsing:
         from gpuscale.cli.config import defaults_for, find_config
+        from gpuscale.cli.environment import check_process, escape_unencodable_output
 
+        escape_unencodable_output()
+        check_process()
+
+        from gpuscale.cli.config import check_environment
+
+        command = importlib.import_module(SUBCOMMANDS[name][0]).command
+        check_environment(name, command)
         path = find_config()
         if path is not None:
-            command = importlib.import_module(SUBCOMMANDS[name][0]).command
             # click reads a subcommand's default_map from here; flags and the environment
             # still win over it (click's order).
-            ctx.default_map = {name: defaults_for(path, name, command)}
+            ctx.default_map = {name: defaults_for(path, name, command, frozenset(SUBCOMMANDS))}
 
 
 # Thread pools of numpy's BLAS (OpenBLAS in the wheels; MKL or OpenMP builds read the others).

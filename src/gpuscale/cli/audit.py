@@ -16,7 +16,7 @@ from gpuscale.audit.engine import kinds_not_read
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.output import render_json, render_sarif, render_text
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import json_text_as, output_option
+from gpuscale.cli.options import MAX_INPUT_BYTES, json_text_as, output_option
 from gpuscale.errors import UserInputError
 
 # What `--cluster` lists (read-only); the same kinds the file loader understands.
@@ -59,7 +59,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--disable", multiple=True, help="Skip these rules (ids or names, comma-separated).")
 @click.option(
     "--max-bytes",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_INPUT_BYTES),
     default=DEFAULT_MAX_BYTES,
     show_default=True,
     help="Refuse any input larger than this.",

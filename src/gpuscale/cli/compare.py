@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.options import scenario_file_argument
 from gpuscale.cli.run_common import report_options, run_and_report, run_options
 from gpuscale.cli.simulate import manifest_options
@@ -28,7 +29,7 @@ from gpuscale.scenario import load_scenario
 )
 @run_options
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
+    "--out", type=OutputFile(), default=None, help="Write the JSON summary here."
 )
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")

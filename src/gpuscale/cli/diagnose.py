@@ -11,7 +11,7 @@ from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
 from gpuscale.audit.diagnose.causes import SNAPSHOT_KINDS, diagnose
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import json_text_as, output_option
+from gpuscale.cli.options import MAX_INPUT_BYTES, json_text_as, output_option
 from gpuscale.errors import UserInputError
 
 SNAPSHOT_HELP = ("a cluster snapshot from "
@@ -49,7 +49,8 @@ def render_text(diagnoses) -> str:
 @click.option("--pod", "pod_name", default=None, help="Only this pod (NAME or NAMESPACE/NAME).")
 @output_option()
 @click.option(
-    "--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True
+    "--max-bytes", type=click.IntRange(min=1, max=MAX_INPUT_BYTES), default=DEFAULT_MAX_BYTES,
+    show_default=True
 )
 def command(snapshot, cluster, kube_context, kubeconfig, namespace, pod_name, fmt, max_bytes):
     """Explain Pending GPU pods from SNAPSHOT, a `kubectl get

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.run_common import check_result_path, write_result
 from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
 from gpuscale.report.export import EXPORT_FORMATS, export_charts, require_format
@@ -79,7 +80,7 @@ def load_inputs(paths: list[Path], title: str | None) -> ReportInputs:
 @click.command("report")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
-    "--out", type=click.Path(path_type=Path), required=True, help="The HTML file to write."
+    "--out", type=OutputFile(), required=True, help="The HTML file to write."
 )
 @click.option("--force", is_flag=True, help="Overwrite --out (and chart files) if they exist.")
 @click.option("--title", default=None, help="Page title (default: the scenario names).")

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import click
 
-from gpuscale.cli.io import check_output_path, is_stream
+from gpuscale.cli.io import OutputFile, check_output_path, is_stream
 from gpuscale.cli.options import output_option
 from gpuscale.errors import UserInputError
 from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
 from gpuscale.sim import simulate_scenario
+from gpuscale.workloads.limits import MAX_RUNS
 
 
 def run_options(fn):
@@ -23,7 +24,8 @@ def run_options(fn):
     fn = click.option("--fail-under-slo", "fail_under", type=SloFraction(), default=None,
                       help="Exit 1 when no strategy reaches this SLO attainment on every seed "
                            "(0.99 or 99).")(fn)
-    fn = click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+    fn = click.option("--seeds", type=click.IntRange(min=1, max=MAX_RUNS), default=1,
+                      show_default=True,
                       help="Run seeds SEED..SEED+N-1 and show the spread.")(fn)
     fn = click.option("--wide", is_flag=True, help="One table with every column.")(fn)
     return output_option()(fn)
@@ -47,10 +49,10 @@ class SloFraction(click.ParamType):
 
 def report_options(fn):
     """`--series`, `--report FILE` and `--decisions FILE`, shared by simulate, compare, demo."""
-    fn = click.option("--decisions", "decisions", type=click.Path(path_type=Path), default=None,
+    fn = click.option("--decisions", "decisions", type=OutputFile(), default=None,
                       help="Also write every controller decision (time, inputs, reason) here, "
                            "one JSON object per line (docs/decision-log.md).")(fn)
-    fn = click.option("--report", "report", type=click.Path(path_type=Path), default=None,
+    fn = click.option("--report", "report", type=OutputFile(), default=None,
                       help="Also write the HTML report (timelines, CDFs, cost vs SLO) here.")(fn)
     return click.option("--series", is_flag=True,
                         help="Add each run's time series to the JSON (implied by --report).")(fn)
@@ -92,6 +94,8 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
     from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
     from gpuscale.report.verdict import failing_gate, spread, verdict
 
+    strategies = _chosen_strategies(scenario, strategies)
+    _check_seeds(scenario, strategies, seeds)
     if out is not None and str(out) == "-":  # `--out -`: the JSON is the output
         fmt, out = ("yaml" if fmt == "yaml" else "json"), None
     if out is not None:  # before the (possibly long) runs; written once the verdict is known
@@ -130,6 +134,31 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
         click.echo(f"gpuscale: {gate}", err=True)
         click.get_current_context().exit(1)
     return data
+
+
+def _chosen_strategies(scenario: Scenario, strategies: list[str] | None) -> list[str] | None:
+    """`--strategy` names once each, in the order given (a repeated name ran twice)."""
+    if not strategies:
+        return None
+    for name in strategies:
+        if not name.strip():
+            raise UserInputError("--strategy: an empty name; known: "
+                                 f"{', '.join(s.name for s in scenario.strategies)}")
+    return list(dict.fromkeys(strategies))
+
+
+def _check_seeds(scenario: Scenario, strategies: list[str] | None, seeds: int) -> None:
+    """The runs `--seeds` starts, and its last seed, bounded before any runs
+    (workloads/limits.py): 10^9 seeds ran for days; a seed past 64 bits was echoed back."""
+    from gpuscale.workloads.limits import MAX_SEED, check_runs, planned_load
+
+    last = scenario.seed + seeds - 1
+    if last > MAX_SEED:
+        raise UserInputError(f"seeds {scenario.seed}..{last} pass the 64-bit range "
+                             f"(at most {MAX_SEED})", field="--seed")
+    count = len(strategies) if strategies else len(scenario.strategies)
+    check_runs(f"--seeds {seeds} x {count} strategies", seeds * count,
+               planned_load(scenario.workload)[0])
 
 
 def print_spread(data: dict) -> None:

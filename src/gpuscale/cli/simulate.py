@@ -11,13 +11,14 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.options import scenario_file_argument
 from gpuscale.cli.run_common import report_options, run_and_report, run_options
 from gpuscale.scenario import load_scenario
 
 
 def manifest_options(fn):
-    fn = click.option("--emit-scenario", "emit", type=click.Path(path_type=Path), default=None,
+    fn = click.option("--emit-scenario", "emit", type=OutputFile(), default=None,
                       help="With --manifests: also write the equivalent scenario YAML here.")(fn)
     fn = click.option("--trace", type=click.Path(path_type=Path), default=None,
                       help="With --manifests: requests to replay (generic CSV, Azure, "
@@ -40,7 +41,7 @@ def manifest_options(fn):
 )
 @run_options
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
+    "--out", type=OutputFile(), default=None, help="Write the JSON summary here."
 )
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")

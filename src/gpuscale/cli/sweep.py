@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.io import OutputFile
+from gpuscale.cli.options import MAX_WORKERS
 from gpuscale.errors import UserInputError
 from gpuscale.report.terminal import make_console
 from gpuscale.scenario.load import load_yaml
@@ -24,10 +26,10 @@ from gpuscale.sweep import BACKENDS, expand_grid, load_grid, run_sweep
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--grid", "grid_file", type=click.Path(path_type=Path), required=True,
               help="grid.yaml: `parameters` (cartesian product) or `runs` (a list of overrides).")
-@click.option("--out", type=click.Path(path_type=Path), required=True,
+@click.option("--out", type=OutputFile(), required=True,
               help="Results table, .csv or .parquet; an existing one is resumed.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True)
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=None,
               help="Parallel runs (default: CPU count, at most the number of runs).")
 @click.option("--address", default=None, help="Ray cluster address (default: start Ray locally).")
 @click.option("--dry-run", is_flag=True, help="List the runs and exit.")

@@ -137,6 +137,28 @@ def check_finite(model: BaseModel, *, source: str) -> None:
                              source=source, field=_field_path(loc))
 
 
+def _bool_as_number(value: Any, given: Any, loc: tuple = ()) -> tuple | None:
+    """Where a YAML `true`/`false` became a number (pydantic's lax mode reads `seed: true` as
+    seed 1): the path of the first such field, comparing the validated model with the input."""
+    if isinstance(value, BaseModel) and isinstance(given, dict):
+        for name, field in type(value).model_fields.items():
+            key = next((k for k in (name, field.alias) if k is not None and k in given), None)
+            if key is None:
+                continue
+            found = _bool_as_number(getattr(value, name, None), given[key], loc + (key,))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)) and isinstance(given, list):
+        for index, (item, raw) in enumerate(zip(value, given, strict=False)):
+            found = _bool_as_number(item, raw, loc + (index,))
+            if found:
+                return found
+    elif isinstance(given, bool) and isinstance(value, (int, float)) and \
+            not isinstance(value, bool):
+        return loc
+    return None
+
+
 def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
     """Validate user data into `model`, turning pydantic's report into one UserInputError line
     (file, field path as the user wrote it, what was expected). Shared by every input file."""
@@ -150,6 +172,9 @@ def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
     except UserInputError as exc:  # catalog lookups inside validators
         raise UserInputError(str(exc), source=source) from None
     check_finite(validated, source=source)
+    if (loc := _bool_as_number(validated, data)) is not None:
+        raise UserInputError("expected a number, got true or false", source=source,
+                             field=_field_path(loc))
     return validated
 
 

@@ -232,7 +232,8 @@ class ServingPodGroup(Strict):
 
 
 class Strategy(Strict):
-    name: str = Field(description="Label in reports.")
+    name: str = Field(description="Label in reports (not blank: `--strategy` and sweeps pick "
+                      "strategies by it).")
     autoscaler: AutoscalerSpec | None = Field(None, description=(
         "Layer-3 policy, chosen by `kind`. With disaggregation: ONE autoscaler whose decision "
         "sets both pools and whose metrics span both (the single-HPA-over-both-roles setup)."))
@@ -245,6 +246,13 @@ class Strategy(Strict):
         "Karpenter settings or Karpenter vs Cluster Autoscaler on one workload."))
     scheduler: SchedulerSpec | None = Field(None, description=(
         "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
+
+    @field_validator("name")
+    @classmethod
+    def _named(cls, name: str) -> str:
+        if not name.strip():
+            raise ValueError("a strategy needs a name that is not blank")
+        return name
 
     @model_validator(mode="after")
     def _one_shape(self) -> Strategy:
@@ -292,7 +300,8 @@ class Scenario(Strict):
         "Lines `compare` prints under its table: what the comparison shows and why (the demo "
         "explains its lesson this way)."))
     seed: int = Field(
-        0, ge=0, description="Seeds every named random stream (numpy seeds are non-negative)."
+        0, ge=0, le=2**63 - 1, strict=True,
+        description="Seeds every named random stream (numpy seeds are non-negative; 64-bit)."
     )
     start_time: AwareDatetime = Field(
         DEFAULT_START_TIME, description=(
@@ -355,6 +364,16 @@ class Scenario(Strict):
                 spec = getattr(strategy, role)
                 if spec is not None:
                     _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+        return self
+
+    @model_validator(mode="after")
+    def _within_cluster_limits(self) -> Scenario:
+        """Replica and node counts a cluster can hold (scenario/cluster_limits.py)."""
+        from gpuscale.scenario.cluster_limits import over_limit
+
+        dump = self.model_dump(exclude={"workload"})
+        if (problem := over_limit(dump)) is not None:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

@@ -1,0 +1,52 @@
+"""The process gpuscale runs in, checked before a command starts (issue 30).
+
+- Standard streams: output whose encoding cannot spell a name (`PYTHONIOENCODING=ascii`,
+  `latin-1`) is written with backslash escapes instead of failing mid-table; a closed stdout
+  (`gpuscale ... >&-`) is an error, since every command prints its result there and the
+  result would be lost with exit 0.
+- The working directory: a deleted one (`os.getcwd()` fails) is one line, not a traceback
+  from whichever path is resolved first.
+- Writing stdout fails (`> /dev/full`, an I/O error): `write_failure` turns the OSError into
+  the one-line error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+
+from gpuscale.errors import UserInputError
+
+
+def escape_unencodable_output() -> None:
+    """Keep each stream's encoding, but write what it cannot encode as `\\xNN` escapes."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            with contextlib.suppress(ValueError, OSError):  # closed or detached: nothing to set
+                reconfigure(errors="backslashreplace")
+
+
+def check_process() -> None:
+    """Refuse to start where the result could not be delivered or paths not resolved."""
+    if sys.stdout is None:
+        raise UserInputError("standard output is closed; gpuscale prints its result there "
+                             "(give it a file: `> out.txt`, or /dev/null to discard it)")
+    try:
+        os.getcwd()
+    except OSError as exc:
+        raise UserInputError(f"the working directory is gone ({exc.strerror}); run gpuscale "
+                             "from an existing directory") from None
+
+
+def write_failure(exc: OSError) -> UserInputError | None:
+    """The one-line error for an OSError that escaped a command, or None for a closed pipe
+    (`gpuscale ... | head`: the reader chose to stop; click exits quietly)."""
+    if exc.errno == errno.EPIPE:
+        return None
+    where = exc.filename if exc.filename is not None else "standard output"
+    return UserInputError(f"cannot write {where}: {exc.strerror or exc}") if exc.filename \
+        is None or exc.errno in (errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT) else \
+        UserInputError(f"{exc.filename}: {exc.strerror or exc}")
