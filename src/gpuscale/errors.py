@@ -25,3 +25,10 @@ class UserInputError(GpuscaleError):
 # caught where user data is read past its schema, and turned into a UserInputError. OverflowError:
 # a huge number that passed its checks overflowing in arithmetic (math.ceil of inf).
 WRONG_VALUE_ERRORS = (AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError)
+
+
+class Interrupted(GpuscaleError):
+    """A long command stopped by SIGINT or SIGTERM: one line saying what was kept (exit 2,
+    as issue 30 asks of every case that does not end in a result)."""
+
+    exit_code = 2

@@ -258,3 +258,30 @@ def test_a_300_character_output_name_is_one_line_before_the_run(tmp_path, tiny, 
     monkeypatch.chdir(tmp_path)
     _one_line(["simulate", str(tiny), "--out", "a" * 300 + ".json"], "at most 255")
     assert [p.name for p in tmp_path.iterdir()] == ["s.yaml"]
+
+
+# ---------------------------------------------------------------- report inputs and outputs
+@pytest.mark.parametrize("body", [b"hello\n", b"PAR1" + b"x" * 8 + b"PAR1"])
+def test_a_parquet_file_that_is_not_parquet_is_one_line(tmp_path, body):
+    pytest.importorskip("pyarrow")
+    bad = tmp_path / "t.parquet"
+    bad.write_bytes(body)
+    _one_line(["report", str(bad), "--out", str(tmp_path / "r.html")],
+              "not a readable Parquet file")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_sweep_table_that_is_a_device_is_read_capped(tmp_path):
+    table = tmp_path / "t.csv"
+    table.symlink_to("/dev/zero")
+    _one_line(["report", str(table), "--out", str(tmp_path / "r.html")], "limit")
+
+
+def test_charts_dir_naming_a_file_is_one_line_before_any_output(tmp_path, tiny):
+    result = _invoke(["simulate", str(tiny), "-o", "json", "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    a_file = tmp_path / "charts"
+    a_file.write_text("not a directory")
+    _one_line(["report", str(tmp_path / "r.json"), "--out", str(tmp_path / "r.html"),
+               "--charts-dir", str(a_file)], "is not a directory")
+    assert not (tmp_path / "r.html").exists() and a_file.read_text() == "not a directory"

@@ -95,7 +95,10 @@ def command(inputs: tuple[Path, ...], out: Path, force: bool, title: str | None,
     # Output checks first: loading a SCENARIO.yaml input simulates it, which can take minutes.
     check_result_path(out, force=force)
     if charts_dir is not None:
+        from gpuscale.outputs import real_directory
+
         require_format(chart_format)  # before the HTML is written: no half-done output
+        real_directory(charts_dir, "the chart files")  # a file or a symlink there: one line
     if charts_dir is not None and charts_dir.exists() and any(charts_dir.iterdir()) and not force:
         raise UserInputError(f"{charts_dir} is not empty; pass --force to write into it")
     loaded = load_inputs(list(inputs), title)
