@@ -19,6 +19,14 @@ from typing import Any
 
 from gpuscale.errors import Interrupted, UserInputError
 from gpuscale.sweep.grid import PARAM_PREFIX, SweepRun, apply_override, param_paths, scenario_hash
+from gpuscale.sweep.stopping import (
+    Stopped,
+    lock_table,
+    start_forkserver_quietly,
+    stop_on_signals,
+    stops_deferred,
+    unlock_table,
+)
 from gpuscale.sweep.table import KEY_COLUMNS, METRIC_COLUMNS, ResultTable, metrics_of
 
 BACKENDS = ("local", "ray")
@@ -93,25 +101,6 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _start_forkserver_without_sigint() -> None:
-    """Start multiprocessing's forkserver (and its resource tracker) with SIGINT ignored: they
-    share the terminal's process group, so Ctrl-C reached the forkserver while it imported the
-    simulator and printed a KeyboardInterrupt traceback (it ignores SIGINT only after its
-    preload imports, CPython Lib/multiprocessing/forkserver.py main). An ignored signal stays
-    ignored across exec, and the workers it forks inherit that too."""
-    import signal
-    import threading
-    from multiprocessing import forkserver
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Generator[dict, None, None]:
     if workers <= 1:  # in-process: no pickling, and a debugger or profiler sees the run
         for run in runs:
@@ -122,12 +111,15 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Generator[dict,
     # imported the simulator, so each worker starts in milliseconds.
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["gpuscale.sweep.runner", "gpuscale.sim"])
-    _start_forkserver_without_sigint()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_die_with_parent, initargs=(os.getpid(),))
+    # A stop signal while workers are being started would leave one half-started (it printed
+    # a traceback reading its closed pipe): the signal waits until all are registered.
+    with stops_deferred():
+        start_forkserver_quietly()
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                   initializer=_die_with_parent, initargs=(os.getpid(),))
+        pending = {pool.submit(run_one, job, run) for run in runs}
     finished = False
     try:
-        pending = {pool.submit(run_one, job, run) for run in runs}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             # Stable order among runs finishing together: by run id.
@@ -187,66 +179,6 @@ def _check_reachable(address: str) -> None:
                              field="--address") from None
 
 
-def _lock(out: Path) -> tuple[int, Path]:
-    """An exclusive lock on `<out>.lock` for the whole sweep: two sweeps appending to one table
-    wrote each run twice. flock is released by the kernel when the process dies; the file is
-    removed when the sweep ends (`_unlock`), so it is no leftover. A lock taken on a file that
-    another sweep removed in between is taken again on the new one (the inode check)."""
-    import fcntl
-
-    lock_path = out.with_name(out.name + ".lock")
-    while True:
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        except OSError as exc:
-            raise UserInputError(f"cannot create the sweep lock {lock_path}: "
-                                 f"{exc.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise UserInputError(f"another sweep is writing {out} (it holds {lock_path.name}); "
-                                 "wait for it to finish or give another --out") from None
-        try:
-            if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
-                return fd, lock_path
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # the file we locked was removed by the sweep that held it: again
-
-
-def _unlock(fd: int, lock_path: Path) -> None:
-    """Remove the lock file (still ours: we hold its flock) and release it."""
-    with contextlib.suppress(OSError):
-        if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
-            os.unlink(lock_path)
-    os.close(fd)
-
-
-class _Stop(BaseException):
-    """SIGTERM turned into an exception, so the sweep stops as it does on Ctrl-C: workers
-    killed, lock removed, finished rows kept (the default action ended the process at once)."""
-
-
-@contextlib.contextmanager
-def _stop_on_sigterm():
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers can only be set from the main thread
-        return
-
-    def stop(signum, frame):
-        raise _Stop()
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_sweep(scenario_data: dict, base_dir: Path, runs: list[SweepRun], out: Path, *,
               backend: str = "local", workers: int | None = None, address: str | None = None,
               on_row: OnRow | None = None,
@@ -262,18 +194,18 @@ def run_sweep(scenario_data: dict, base_dir: Path, runs: list[SweepRun], out: Pa
     if not out.parent.exists():
         raise UserInputError(f"directory {out.parent} does not exist")
     progress = _Progress(on_row, len(runs))
-    with _stop_on_sigterm():
-        lock = _lock(out)
+    with stop_on_signals():
+        lock = lock_table(out)
         try:
             return _run_locked(job, runs, out, backend, workers, address, progress.row,
                                on_dropped)
-        except (KeyboardInterrupt, _Stop) as exc:
-            what = "SIGTERM" if isinstance(exc, _Stop) else "SIGINT (Ctrl-C)"
+        except (KeyboardInterrupt, Stopped) as exc:
+            what = exc.signal_name if isinstance(exc, Stopped) else "SIGINT (Ctrl-C)"
             raise Interrupted(f"sweep stopped by {what} after {progress.done} new run(s) of "
                               f"the grid's {progress.grid_runs}; the finished rows are in {out}, "
                               "and the same command resumes it") from None
         finally:
-            _unlock(*lock)
+            unlock_table(*lock)
 
 
 class _Progress:
