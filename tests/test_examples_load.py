@@ -13,9 +13,11 @@ from gpuscale.scenario.schedule import load_schedule_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # my-cluster is a manifest bundle + catalog, read by `simulate --manifests`
-# (tests/importer/test_my_cluster.py runs it).
+# (tests/importer/test_my_cluster.py runs it); diagnose/ is a kubectl snapshot
+# (tests/cli/test_first_hour.py diagnoses it).
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
-               if p.name != "grid.yaml" and "my-cluster" not in p.parts)
+               if p.name != "grid.yaml" and "my-cluster" not in p.parts
+               and "diagnose" not in p.parts)
 
 
 def _reader(path: Path):

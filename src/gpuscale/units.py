@@ -89,3 +89,10 @@ def format_duration(seconds: float) -> str:
     if seconds % 60 == 0 and seconds:
         return f"{seconds // 60}m"
     return f"{seconds}s"
+
+
+def gpus_text(count: float) -> str:
+    """A GPU count as people write it: "1 GPU", "0 GPUs", "4 GPUs", "0.5 GPU" ("1 GPUs" was
+    printed)."""
+    shown = f"{count:g}" if isinstance(count, float) else str(count)
+    return f"{shown} GPU" if 0 < abs(count) <= 1 else f"{shown} GPUs"

@@ -67,6 +67,18 @@ class LazyGroup(click.Group):
             gc.freeze()
             gc.enable()
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in SUBCOMMANDS:
+            import difflib
+
+            # click.Group says only "No such command"; say which one was meant (click's own
+            # "did you mean" habit for options, src/click/exceptions.py).
+            close = difflib.get_close_matches(name, sorted(SUBCOMMANDS), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}; did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, SUBCOMMANDS[name][1]) for name in sorted(SUBCOMMANDS)]
         with formatter.section("Commands"):

@@ -54,7 +54,9 @@ def render_text(diagnoses) -> str:
 )
 def command(snapshot, cluster, kube_context, kubeconfig, namespace, pod_name, fmt, max_bytes):
     """Explain Pending GPU pods from SNAPSHOT, a `kubectl get
-    nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json` dump (- for stdin)."""
+    nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json` dump (- for stdin).
+
+    Example: gpuscale diagnose examples/diagnose/snapshot.yaml"""
     if not snapshot and not cluster:
         raise UserInputError("give a snapshot file (or -), or --cluster")
     objects = load_inputs([snapshot], max_bytes=max_bytes) if snapshot else []

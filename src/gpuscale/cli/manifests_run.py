@@ -47,7 +47,7 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
     import time
 
     from gpuscale.cli.run_common import check_result_path, write_result
-    from gpuscale.importer.resolved import attach_resolved, resolved_line
+    from gpuscale.importer.resolved import attach_resolved, resolved_text
     from gpuscale.report.terminal import print_summary
     from gpuscale.report.timeline import attach_series, result_json_text
     from gpuscale.sim import simulate_scenario
@@ -81,7 +81,7 @@ def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
         return data
     print_summary(data)
     for run in runs:
-        click.echo(f"resolved {resolved_line(run)}")
+        click.echo(resolved_text(run))  # wrapped at 100 columns
     for line in imported_lines(imported):
         click.echo(line)
     if out is not None:

@@ -188,14 +188,12 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
         click.echo(json_text_as(fmt, text), nl=False)
         return
     # rich (the table) only for table output: `-o json` does not pay for its import.
-    from gpuscale.importer.resolved import resolved_line
+    from gpuscale.importer.resolved import resolved_text
     from gpuscale.report.terminal import print_summary
 
     print_summary(data, wide=wide)
-    from gpuscale.outputs import terminal_safe
-
-    for run in data["runs"]:  # what was simulated, one line a run (issue 15)
-        click.echo(f"resolved {terminal_safe(resolved_line(run))}")
+    for run in data["runs"]:  # what was simulated, a run each (issue 15), within 100 columns
+        click.echo(resolved_text(run))
     if out is not None and not is_stream(out):
         click.echo(f"JSON summary written to {out}")
     if report is not None:

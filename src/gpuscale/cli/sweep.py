@@ -21,6 +21,17 @@ from gpuscale.scenario.load import load_yaml
 from gpuscale.sweep import BACKENDS, expand_grid, load_grid, run_sweep
 
 
+def run_settings(row: dict) -> str:
+    """A table row's grid settings as `name=value`, each path by its last part unless two
+    paths share it (then in full)."""
+    from gpuscale.sweep.grid import PARAM_PREFIX
+
+    paths = [k[len(PARAM_PREFIX):] for k in row if k.startswith(PARAM_PREFIX)]
+    short = {p: p.rsplit(".", 1)[-1] for p in paths}
+    shown = {p: (s if list(short.values()).count(s) == 1 else p) for p, s in short.items()}
+    return ", ".join(f"{shown[p]}={row[PARAM_PREFIX + p]}" for p in paths) or "(no settings)"
+
+
 @click.command("sweep")
 @catalog_option
 @click.argument("scenario_file", type=click.Path(path_type=Path))
@@ -92,8 +103,12 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
             )
     else:
         def on_row(row: dict, done: int, total: int) -> None:
-            click.echo(f"[{done}/{total}] {row['run_id']} {row['strategy']}: SLO met "
-                       f"{100 * (row['slo_attainment'] or 0):.1f}%, ${row['cost_usd']}", err=True)
+            from gpuscale.outputs import terminal_safe
+
+            # The run's settings, not its id (a hash that says nothing to a reader).
+            click.echo(terminal_safe(
+                f"[{done}/{total}] {row['strategy']} {run_settings(row)}: SLO met "
+                f"{100 * (row['slo_attainment'] or 0):.1f}%, ${row['cost_usd']}"), err=True)
 
         skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
                                  workers=workers, address=address, on_row=on_row,

@@ -28,6 +28,7 @@ from gpuscale.importer import nodes as nodes_mod
 from gpuscale.importer.traces import detect_format
 from gpuscale.scenario.load import scenario_from_dict
 from gpuscale.scenario.models import Scenario
+from gpuscale.units import gpus_text
 from gpuscale.workloads.traces import TRACE_READERS
 
 DEFAULT_NAME = "manifests"
@@ -179,7 +180,7 @@ def _serving_pools(objects, tolerations, selector, tp, notes, where) -> list[dic
     if unfit and not pools:
         nodes_mod.pick_instance_type(unfit, tp, selector, where)  # raises, naming the pools
     notes.extend(f"NodePool/{p['name']} dropped: none of its catalog instance types fits the "
-                 f"serving pod ({tp} GPUs)" for p in unfit)
+                 f"serving pod ({gpus_text(tp)})" for p in unfit)
     notes.extend(f"NodePool dropped: {exc}" for exc in refused)
     return pools
 

@@ -112,7 +112,8 @@ def _aggregate(expr, p) -> Translated:
     if metric not in POD_SERIES:
         raise Refused(f"metric {metric!r} is not a series the simulated pods export")
     if pinned:
-        notes.append(f"label matchers {pinned} taken to select this deployment's pods")
+        shown = ", ".join(f'{k}="{v}"' for k, v in pinned.items())  # as PromQL writes them
+        notes.append(f"label matchers {{{shown}}} taken to select this deployment's pods")
     note = "; ".join(notes)
     aggregation = cast(Literal["sum", "avg", "max"], op)  # one of AGGREGATIONS, checked above
     return Translated(MetricQuery(metric=metric, aggregation=aggregation), note)

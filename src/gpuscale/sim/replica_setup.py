@@ -13,6 +13,7 @@ from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
+from gpuscale.units import gpus_text
 
 
 def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardware:
@@ -22,7 +23,7 @@ def replica_hardware(scenario: Scenario, tp: int | None = None) -> ReplicaHardwa
     tp = tp or scenario.model.tp
     if tp * pp > instance.num_gpus:
         raise UserInputError(
-            f"tp={tp} x pp={pp} needs {tp * pp} GPUs in one pod but {instance.name} has "
+            f"tp={tp} x pp={pp} needs {gpus_text(tp * pp)} in one pod but {instance.name} has "
             f"{instance.num_gpus}", field="model.tp" if pp == 1 else "model.pp")
     hw = ReplicaHardware(gpu=instance.gpu_spec, model=model,
                          weight_precision=scenario.model.precision,

@@ -9,6 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.rules.scheduling.gangs import gang_marker, pods_needed_together, scheduler_name
 from gpuscale.audit.workloads import gpu_templates, gpus_per_pod
+from gpuscale.units import gpus_text
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
@@ -17,7 +18,8 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         return
     gpus = sum(gpus_per_pod(t.template) * t.replicas for t in gpu_templates(obj))
     path = gpu_templates(obj)[0].spec_at()
-    yield Hit(path, {"pods": pods, "why": why, "gpus": gpus, "scheduler": scheduler_name(obj)})
+    yield Hit(path, {"pods": pods, "why": why, "gpus": gpus_text(gpus),
+                     "scheduler": scheduler_name(obj)})
 
 
 RULE = Rule(
@@ -31,7 +33,7 @@ RULE = Rule(
         "A GPU workload that needs several pods at once is placed pod by pod, without a gang "
         "scheduler."
     ),
-    message="needs {pods} pods together ({why}, {gpus} GPUs) but uses {scheduler} with no gang: "
+    message="needs {pods} pods together ({why}, {gpus}) but uses {scheduler} with no gang: "
     "a partial placement holds GPUs idle",
     why="kube-scheduler binds one pod at a time. When only some pods of a tensor/pipeline-parallel "
     "group or a training job fit, the bound ones hold their GPUs while waiting for the rest; "

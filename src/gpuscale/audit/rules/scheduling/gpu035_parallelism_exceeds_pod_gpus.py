@@ -9,6 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.rules.scheduling.gangs import engine_spans_pods
 from gpuscale.audit.workloads import gpu_templates, gpus_per_pod, parallel_size
+from gpuscale.units import gpus_text
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
@@ -19,8 +20,8 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         have = gpus_per_pod(tmpl.template)
         if tp * pp > have:
             yield Hit(tmpl.spec_at("containers"), {
-                "tp": tp, "pp": pp, "need": tp * pp, "have": have,
-                "gpus": "GPU" if have == 1 else "GPUs"})
+                "tp": tp, "pp": pp, "need": tp * pp,
+                "have": gpus_text(have)})
             return
 
 
@@ -32,7 +33,7 @@ RULE = Rule(
     family="scheduling",
     summary="An engine's tensor x pipeline parallel size is larger than the GPUs of its pod.",
     message="tensor parallel {tp} x pipeline parallel {pp} = {need} GPUs, but the pod requests "
-    "{have} {gpus}: the engine cannot start (one engine per pod, no multi-node launcher)",
+    "{have}: the engine cannot start (one engine per pod, no multi-node launcher)",
     why="A serving engine places every rank of its tensor- and pipeline-parallel groups on "
     "GPUs it can see; in a Deployment or StatefulSet each pod is its own engine and sees only "
     "the GPUs its container requested. vLLM checks the world size against the visible GPUs at "
