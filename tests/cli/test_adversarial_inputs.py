@@ -6,6 +6,7 @@ cluster can do (up-front work estimates), and the wrong results (seeds, strategi
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -285,3 +286,20 @@ def test_charts_dir_naming_a_file_is_one_line_before_any_output(tmp_path, tiny):
     _one_line(["report", str(tmp_path / "r.json"), "--out", str(tmp_path / "r.html"),
                "--charts-dir", str(a_file)], "is not a directory")
     assert not (tmp_path / "r.html").exists() and a_file.read_text() == "not a directory"
+
+
+# ---------------------------------------------------------------- signals mid-run
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_run_ends_in_one_line_and_leaves_no_temporary_file(tmp_path, signum):
+    path = tmp_path / "s.yaml"
+    path.write_text(TINY.replace("duration_s: 120", "duration_s: 100000").replace(
+        "rate_per_s: 0.5", "rate_per_s: 20"))
+    proc = subprocess.Popen([sys.executable, "-m", "gpuscale", "simulate", str(path), "--out",
+                             str(tmp_path / "r.json")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2, stderr
+    assert stderr.startswith("gpuscale: error: stopped by") and stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]  # no .r.json.*.tmp

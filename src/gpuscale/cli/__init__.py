@@ -94,6 +94,16 @@ class LazyGroup(click.Group):
                 if (error := write_failure(exc)) is None:
                     raise
                 raise error from None
+            except KeyboardInterrupt as exc:  # and SIGTERM (environment.Terminated)
+                from gpuscale.cli.environment import stopped_error
+
+                raise stopped_error(exc) from None
+            except BaseException as exc:
+                from gpuscale.cli.environment import Terminated, stopped_error
+
+                if isinstance(exc, Terminated):
+                    raise stopped_error(exc) from None
+                raise
         except GpuscaleError as exc:
             # One clear line, no traceback; the exit code lives on the exception class. User
             # text in it (names, values, paths) is shown with control characters escaped.
@@ -167,8 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     _PROCESS_ENTRY[0] = argv is None
     if argv is None:  # the process is ours: pydantic's plugin scan without importlib.metadata
         from gpuscale.cli import pydantic_plugins
+        from gpuscale.cli.environment import stop_on_sigterm
 
         pydantic_plugins.install()
+        stop_on_sigterm()
     try:
         cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale",
                  auto_envvar_prefix="GPUSCALE")

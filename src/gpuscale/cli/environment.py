@@ -8,6 +8,9 @@
   from whichever path is resolved first.
 - Writing stdout fails (`> /dev/full`, an I/O error): `write_failure` turns the OSError into
   the one-line error.
+- Stopped by Ctrl-C or SIGTERM: `stop_on_sigterm` makes SIGTERM raise `Terminated` as SIGINT
+  raises KeyboardInterrupt, so `finally` blocks run (the safe writer removes its temporary
+  file; SIGTERM's default action left it behind) and the command ends in one line, exit 2.
 """
 
 from __future__ import annotations
@@ -39,6 +42,26 @@ def check_process() -> None:
     except OSError as exc:
         raise UserInputError(f"the working directory is gone ({exc.strerror}); run gpuscale "
                              "from an existing directory") from None
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the process was (BaseException: no `except Exception` eats it)."""
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM raises `Terminated` (the process's entry only: a library caller keeps its own
+    handlers)."""
+    import signal
+
+    def terminated(signum, frame):
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
+def stopped_error(exc: BaseException) -> UserInputError:
+    what = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+    return UserInputError(f"stopped by {what}; outputs are whole or not written")
 
 
 def write_failure(exc: OSError) -> UserInputError | None:
