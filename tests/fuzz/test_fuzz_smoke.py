@@ -32,3 +32,19 @@ def test_json_mutations_are_deterministic_per_seed():
     assert mutate_json(text, random.Random(3)) == mutate_json(text, random.Random(3))
     lines = '{"a": 1}\n{"a": 2}\n'
     assert mutate_json(lines, random.Random(5)) == mutate_json(lines, random.Random(5))
+
+
+def test_a_short_fuzz_run_of_the_command_line_finds_nothing(capsys):
+    # Odd environment values, huge numbers in numeric options, unusual file kinds for inputs
+    # and outputs (tests/fuzz/fuzz_cli.py; run it longer by hand).
+    from tests.fuzz.fuzz_cli import main as fuzz_cli
+
+    assert fuzz_cli(["--cases", "12", "--seed", "5", "--classes", "env,numbers,files"]) == 0
+    assert "12 cases, 0 failures" in capsys.readouterr().out
+
+
+def test_a_short_fuzz_run_of_signals_mid_run_finds_nothing(capsys):
+    from tests.fuzz.fuzz_cli import main as fuzz_cli
+
+    assert fuzz_cli(["--cases", "2", "--seed", "4", "--classes", "signals"]) == 0
+    assert "2 cases, 0 failures" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from pathlib import Path
 from typing import Any, TypeVar
@@ -137,22 +138,35 @@ def check_finite(model: BaseModel, *, source: str) -> None:
                              source=source, field=_field_path(loc))
 
 
+@functools.cache
+def _field_names(model: type[BaseModel]) -> dict[str, str]:
+    """Input key (field name or alias) -> field name, per model class (built once)."""
+    out = {}
+    for name, field in model.model_fields.items():
+        out[name] = name
+        if field.alias is not None:
+            out[field.alias] = name
+    return out
+
+
 def _bool_as_number(value: Any, given: Any, loc: tuple = ()) -> tuple | None:
     """Where a YAML `true`/`false` became a number (pydantic's lax mode reads `seed: true` as
-    seed 1): the path of the first such field, comparing the validated model with the input."""
+    seed 1): the path of the first such field, walking the input alongside the validated
+    model (only what the user wrote is visited)."""
     if isinstance(value, BaseModel) and isinstance(given, dict):
-        for name, field in type(value).model_fields.items():
-            key = next((k for k in (name, field.alias) if k is not None and k in given), None)
-            if key is None:
-                continue
-            found = _bool_as_number(getattr(value, name, None), given[key], loc + (key,))
-            if found:
-                return found
+        names = _field_names(type(value))
+        for key, raw in given.items():
+            name = names.get(key) if isinstance(key, str) else None
+            if name is not None and isinstance(raw, (bool, dict, list)):
+                found = _bool_as_number(getattr(value, name, None), raw, loc + (key,))
+                if found:
+                    return found
     elif isinstance(value, (list, tuple)) and isinstance(given, list):
         for index, (item, raw) in enumerate(zip(value, given, strict=False)):
-            found = _bool_as_number(item, raw, loc + (index,))
-            if found:
-                return found
+            if isinstance(raw, (bool, dict, list)):
+                found = _bool_as_number(item, raw, loc + (index,))
+                if found:
+                    return found
     elif isinstance(given, bool) and isinstance(value, (int, float)) and \
             not isinstance(value, bool):
         return loc

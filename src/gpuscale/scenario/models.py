@@ -371,8 +371,10 @@ class Scenario(Strict):
         """Replica and node counts a cluster can hold (scenario/cluster_limits.py)."""
         from gpuscale.scenario.cluster_limits import over_limit
 
-        dump = self.model_dump(exclude={"workload"})
-        if (problem := over_limit(dump)) is not None:
+        checked = [("initial_replicas", self.initial_replicas), ("cluster", self.cluster),
+                   ("nodes", self.nodes), ("disaggregation", self.disaggregation),
+                   ("strategies", self.strategies)]
+        if (problem := over_limit(dict(checked))) is not None:
             raise ValueError(problem)
         return self
 

@@ -141,7 +141,8 @@ def _check_jobs_and_nodes(scenario: ScheduleScenario) -> None:
     two jobs named alike made the same pods (`pod a-0 already exists`)."""
     from gpuscale.scenario.cluster_limits import MAX_NODES, MAX_PODS, over_limit
 
-    if (problem := over_limit(scenario.model_dump(include={"initial_nodes", "nodes"}))):
+    if (problem := over_limit({"initial_nodes": scenario.initial_nodes,
+                               "nodes": scenario.nodes})):
         raise ValueError(problem)
     specs: list[GpuJobSpec | MultiNodeReplicaSpec] = [*scenario.jobs, *scenario.replicas]
     pods = sum(j.count * j.num_pods for j in scenario.jobs) + sum(
