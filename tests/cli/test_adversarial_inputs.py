@@ -303,3 +303,14 @@ def test_a_signal_mid_run_ends_in_one_line_and_leaves_no_temporary_file(tmp_path
     assert proc.returncode == 2, stderr
     assert stderr.startswith("gpuscale: error: stopped by") and stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]  # no .r.json.*.tmp
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]\n", "just text\n"])
+def test_a_sweep_of_a_file_that_is_no_scenario_is_one_line(tmp_path, text):
+    # Found by tests/fuzz/fuzz_cli.py (`sweep /dev/null`): an AttributeError traceback.
+    scenario, grid = tmp_path / "s.yaml", tmp_path / "g.yaml"
+    scenario.write_text(text)
+    grid.write_text('parameters:\n  seed: [1, 2]\n')
+    _one_line(["sweep", str(scenario), "--grid", str(grid), "--out", str(tmp_path / "t.csv")],
+              "expected a scenario")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "s.yaml"]

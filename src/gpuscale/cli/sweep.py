@@ -56,6 +56,9 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
     from gpuscale.cli.options import input_path
 
     scenario_data = load_yaml(input_path(scenario_file))  # `-`: the scenario on stdin
+    if not isinstance(scenario_data, dict):
+        raise UserInputError("expected a scenario (a mapping at the top level)",
+                             source=str(scenario_file))
     runs = expand_grid(load_grid(grid_file), scenario_data, source=str(grid_file))
     if dry_run:
         for run in runs:

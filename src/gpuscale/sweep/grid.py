@@ -170,8 +170,9 @@ def expand_grid(grid: Any, scenario_data: dict, *, source: str = "grid") -> list
         raise UserInputError(f"unknown key(s) {', '.join(sorted(unknown))}", source=source)
     runs: list[SweepRun] = []
     chosen_names = grid.get("strategies")
+    listed = scenario_data.get("strategies") if isinstance(scenario_data, dict) else None
     per_point = (len(chosen_names) if isinstance(chosen_names, list) and chosen_names
-                 else len(scenario_data.get("strategies") or []) or 1)
+                 else len(listed) if isinstance(listed, list) and listed else 1)
     for overrides in _override_sets(grid, source, per_point, _planned(scenario_data)):
         data = copy.deepcopy(scenario_data)
         for path, value in overrides:
@@ -205,7 +206,7 @@ def _planned(scenario_data: dict) -> float:
     unknown: a trace, or a scenario that does not validate, which expand_grid reports)."""
     try:
         return planned_load(scenario_from_dict(scenario_data).workload)[0]
-    except UserInputError:
+    except UserInputError:  # a non-mapping or invalid scenario: each point reports it
         return 0.0
 
 
