@@ -11,12 +11,13 @@ from gpuscale.plan import load_plan_input
 from gpuscale.scenario import load_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario
 
+from .golden.regen import MANIFEST_BUNDLES
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-# my-cluster is a manifest bundle + catalog, read by `simulate --manifests`
-# (tests/importer/test_my_cluster.py runs it); diagnose/ is a kubectl snapshot
-# (tests/cli/test_first_hour.py diagnoses it).
+# Manifest bundles + catalogs are read by `simulate --manifests` (their own tests run them);
+# diagnose/ is a kubectl snapshot (tests/cli/test_first_hour.py diagnoses it).
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
-               if p.name != "grid.yaml" and "my-cluster" not in p.parts
+               if p.name != "grid.yaml" and not MANIFEST_BUNDLES & set(p.parts)
                and "diagnose" not in p.parts)
 
 

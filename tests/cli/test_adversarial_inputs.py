@@ -314,3 +314,12 @@ def test_a_sweep_of_a_file_that_is_no_scenario_is_one_line(tmp_path, text):
     _one_line(["sweep", str(scenario), "--grid", str(grid), "--out", str(tmp_path / "t.csv")],
               "expected a scenario")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "s.yaml"]
+
+
+def test_seeds_over_two_manifest_bundles_are_counted_before_any_run():
+    """`compare --manifests A --manifests B`: the runs of every bundle count together."""
+    from ..importer.bundle import CATALOG, MANIFESTS, TRACE
+
+    _one_line(["compare", "--manifests", str(MANIFESTS), "--manifests", str(MANIFESTS),
+               "--trace", str(TRACE), "--catalog", str(CATALOG), "--seeds", "60000"],
+              "120,000 simulation runs")

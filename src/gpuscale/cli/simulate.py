@@ -12,9 +12,7 @@ import click
 
 from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.io import OutputFile
-from gpuscale.cli.options import scenario_file_argument
-from gpuscale.cli.run_common import report_options, run_and_report, run_options
-from gpuscale.scenario import load_scenario
+from gpuscale.cli.run_common import report_options, run_and_report, run_options, scenario_units
 
 
 def manifest_options(fn):
@@ -51,38 +49,19 @@ def command(scenario_file: Path | None, manifests: str | None, trace: Path | Non
             seeds: int, fail_under: float | None, decisions: Path | None) -> None:
     """Simulate SCENARIO_FILE (- for stdin; or --manifests) and print SLO attainment, goodput,
     GPU-hours and cost."""
+    picked = list(strategies) or None
     if manifests is not None:
         if scenario_file is not None:
             raise click.UsageError("give a SCENARIO_FILE or --manifests, not both")
-        from gpuscale.cli.manifests_run import (
-            emit_scenario,
-            import_bundles,
-            run_imported,
-        )
+        from gpuscale.cli.manifests_run import emit_scenario, manifest_units
 
-        imported = import_bundles((manifests,), trace)
-        if seed is not None:
-            imported[0].scenario = imported[0].scenario.model_copy(update={"seed": seed})
+        imported, units, footer = manifest_units((manifests,), trace, seed, picked)
         if emit is not None:
             emit_scenario(emit, imported[0].data, force=force)
-        run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report)
-        return
-    scenario_file = scenario_file_argument(scenario_file, trace, emit)
-    scenario = load_scenario(scenario_file)
-    if seed is not None:
-        scenario = scenario.model_copy(update={"seed": seed})
-    run_and_report(
-        scenario,
-        scenario_file.parent,
-        strategies=list(strategies) or None,
-        fmt=fmt,
-        out=out,
-        force=force,
-        series=series,
-        report=report,
-        wide=wide,
-        seeds=seeds,
-        fail_under=fail_under,
-        decisions=decisions,
-        verdict_line=len(scenario.strategies) > 1 and not strategies,
-    )
+    else:
+        units, footer = scenario_units(scenario_file, trace, emit, seed, picked), []
+    # One code path for both modes: the same verdict rule, gates, seeds and outputs.
+    run_and_report(units, fmt=fmt, out=out, force=force, series=series, report=report,
+                   wide=wide, seeds=seeds, fail_under=fail_under, decisions=decisions,
+                   verdict_line=len(units[0].scenario.strategies) > 1 and not strategies,
+                   footer=footer)

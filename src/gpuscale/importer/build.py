@@ -21,6 +21,7 @@ from gpuscale.importer import (
     cluster_autoscaler,
     pdb,
     podgroups,
+    scaled_object,
     scalers,
     workload,
 )
@@ -79,7 +80,7 @@ def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[st
                         f"({wl.replicas})")
         return {"kind": "fixed", "replicas": wl.replicas}
     spec, more = (
-        scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scalers.scaled_object(obj)
+        scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scaled_object.read(obj)
     )
     notes.extend(more)
     return spec
@@ -91,6 +92,26 @@ def _bounds(autoscaler: dict) -> tuple[int, int]:
     if autoscaler["kind"] == "keda":
         return autoscaler.get("min_replica_count", 0), autoscaler.get("max_replica_count", 100)
     return autoscaler["replicas"], autoscaler["replicas"]
+
+
+def _initial_replicas(autoscaler: dict, wl, low: int, high: int, notes: list[str]) -> int:
+    """The replicas at t=0: the workload's, within the scaler's bounds, except where the
+    scaler would not move them (a paused ScaledObject, an HPA whose target is at 0)."""
+    if autoscaler["kind"] == "keda" and autoscaler.get("paused_replicas") is not None:
+        notes.append(f"{wl.obj.ref} held at {autoscaler['paused_replicas']} replica(s): its "
+                     "ScaledObject is paused (autoscaling.keda.sh/paused-replicas)")
+        return autoscaler["paused_replicas"]
+    if autoscaler["kind"] == "keda" and autoscaler.get("paused"):
+        notes.append(f"{wl.obj.ref} held at its {wl.replicas} replica(s): its ScaledObject is "
+                     "paused (autoscaling.keda.sh/paused)")
+        return wl.replicas
+    if autoscaler["kind"] == "hpa" and wl.replicas == 0:
+        # horizontal.go: a target at 0 the HPA did not scale there itself is left alone
+        # (with minReplicas 0 too: KEP-2021's ScaledToZero condition is not set).
+        notes.append(f"{wl.obj.ref} has replicas 0: its HorizontalPodAutoscaler leaves a target "
+                     "at 0 alone (ScalingDisabled), so nothing scales it")
+        return 0
+    return min(max(wl.replicas, low), high)
 
 
 def _pod_labels(wl) -> dict:
@@ -236,7 +257,8 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     workload.gpus_requested(wl, tp)
     autoscaler = _autoscaler(objects, wl, defaults, notes)
     low, high = _bounds(autoscaler)
-    initial = min(max(wl.replicas, low), high)
+    initial = _initial_replicas(autoscaler, wl, low, high, notes)
+    high = max(high, initial)
     cold_start = workload.cold_start_section(wl, defaults)
     cluster, nodes = _cluster_and_nodes(objects, wl, tp, initial, high, model["name"],
                                         defaults, notes, cold_start)
