@@ -17,32 +17,9 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
-TINY = """name: tiny
-seed: 1
-duration_s: 120
-drain_s: 30
-model: {name: Llama-3.1-8B, precision: bf16, tp: 1}
-cluster: {instance_type: g6e.2xlarge, ready_nodes: 1, max_nodes: 2}
-initial_replicas: 1
-slo: {ttft_s: 2.0, tpot_s: 0.1}
-workload:
-  kind: poisson
-  duration_s: 120
-  rate_per_s: 0.5
-  prompt_tokens: {kind: fixed, value: 500}
-  output_tokens: {kind: fixed, value: 50}
-strategies:
-  - name: fixed1
-    autoscaler: {kind: fixed, replicas: 1}
-  - name: keda
-    autoscaler:
-      kind: keda
-      min_replica_count: 1
-      max_replica_count: 2
-      triggers:
-        - query: {metric: "vllm:num_requests_waiting", aggregation: sum}
-          threshold: 4
-"""
+from ..poisson_scenario import poisson_scenario
+
+TINY = poisson_scenario("tiny", duration_s=120, rate_per_s=0.5)
 
 SCHEDULE = """name: sch
 duration_s: 600

@@ -32,24 +32,17 @@ import threading
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: the repository's root, for `tests.`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.poisson_scenario import poisson_scenario
+
 ROOT = Path(__file__).resolve().parents[2]
 
-TINY = """name: tiny
-seed: 1
-duration_s: 60
-drain_s: 30
-model: {name: Llama-3.1-8B, precision: bf16, tp: 1}
-cluster: {instance_type: g6e.2xlarge, ready_nodes: 1, max_nodes: 2}
-workload:
-  kind: poisson
-  duration_s: 60
-  rate_per_s: 0.5
-  prompt_tokens: {kind: fixed, value: 200}
-  output_tokens: {kind: fixed, value: 20}
-strategies:
-  - name: one
+ONE = """  - name: one
     autoscaler: {kind: fixed, replicas: 1}
 """
+TINY = poisson_scenario("tiny", duration_s=60, rate_per_s=0.5, prompt_tokens=200,
+                        output_tokens=20, strategies=ONE)
 GRID = 'parameters:\n  "strategies[one].autoscaler.replicas": [1, 2]\n'
 ODD_VALUES = ["nan", "inf", "-inf", "1e400", str(10**30), "-1", "0", "", "   ", "1.5", "true",
               "[1, 2]", "{a: 1}", "ünïcødé", "\x1b[2J", "9" * 300, "-0", "0x10", "1_000"]
@@ -227,8 +220,8 @@ def _check_specials(tmp: Path) -> str | None:
 
 def _signal_case(rng: random.Random, tmp: Path) -> str | None:
     """A run stopped at a random moment while it works towards --out."""
-    slow = TINY.replace("duration_s: 60", "duration_s: 40000").replace("rate_per_s: 0.5",
-                                                                        "rate_per_s: 10")
+    slow = poisson_scenario("slow", duration_s=40000, rate_per_s=10, prompt_tokens=200,
+                            output_tokens=20, strategies=ONE)
     (tmp / "slow.yaml").write_text(slow)
     sweep = rng.random() < 0.4
     args = (["sweep", "slow.yaml", "--grid", "g.yaml", "--out", "t.csv", "--workers", "2"]

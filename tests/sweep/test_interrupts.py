@@ -17,30 +17,11 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
+from ..poisson_scenario import KEDA_QUEUE, poisson_scenario
+
 # Runs of a few seconds each, so the signal lands while workers are busy.
-SLOW = """name: slow
-seed: 1
-duration_s: 3000
-drain_s: 60
-model: {name: Llama-3.1-8B, precision: bf16, tp: 1}
-cluster: {instance_type: g6e.2xlarge, ready_nodes: 1, max_nodes: 2}
-initial_replicas: 1
-workload:
-  kind: poisson
-  duration_s: 3000
-  rate_per_s: 8
-  prompt_tokens: {kind: fixed, value: 500}
-  output_tokens: {kind: fixed, value: 50}
-strategies:
-  - name: keda
-    autoscaler:
-      kind: keda
-      min_replica_count: 1
-      max_replica_count: 2
-      triggers:
-        - query: {metric: "vllm:num_requests_waiting", aggregation: sum}
-          threshold: 4
-"""
+SLOW = poisson_scenario("slow", duration_s=3000, rate_per_s=8, strategies=KEDA_QUEUE,
+                        drain_s=60)
 GRID = 'parameters:\n  "strategies[keda].autoscaler.triggers[0].threshold": [2, 3, 4, 5, 6, 7]\n'
 # 240 runs: still running, whatever the machine's speed, when the signal lands after 5 s.
 LONG_GRID = GRID + "  seed: [" + ", ".join(map(str, range(1, 41))) + "]\n"
