@@ -94,16 +94,14 @@ class LazyGroup(click.Group):
                 if (error := write_failure(exc)) is None:
                     raise
                 raise error from None
-            except KeyboardInterrupt as exc:  # and SIGTERM (environment.Terminated)
+            except (GpuscaleError, click.ClickException, click.exceptions.Exit):
+                raise
+            except BaseException as exc:  # Ctrl-C, SIGTERM (errors.Terminated), or one wrapped
                 from gpuscale.cli.environment import stopped_error
 
-                raise stopped_error(exc) from None
-            except BaseException as exc:
-                from gpuscale.cli.environment import Terminated, stopped_error
-
-                if isinstance(exc, Terminated):
-                    raise stopped_error(exc) from None
-                raise
+                if (stopped := stopped_error(exc)) is None:
+                    raise
+                raise stopped from None
         except GpuscaleError as exc:
             # One clear line, no traceback; the exit code lives on the exception class. User
             # text in it (names, values, paths) is shown with control characters escaped.
@@ -203,8 +201,21 @@ def entry() -> None:
         main()
     except SystemExit as exc:
         code = exc.code
+    except BaseException as exc:  # stopped outside a command: starting it (imports), or exiting
+        code = _stopped_outside_a_command(exc)
     else:
         code = 0
     from gpuscale.cli.process_exit import exit_process
 
     exit_process(code)
+
+
+def _stopped_outside_a_command(exc: BaseException) -> int:
+    """Ctrl-C or SIGTERM while the command was imported or the process was exiting: the same
+    one line as within a command (nothing was written yet, or all was); anything else raises."""
+    from gpuscale.cli.environment import stopped_error
+
+    if (stopped := stopped_error(exc)) is None:
+        raise exc
+    sys.stderr.write(f"gpuscale: error: {stopped}\n")
+    return stopped.exit_code

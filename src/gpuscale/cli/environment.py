@@ -20,7 +20,7 @@ import errno
 import os
 import sys
 
-from gpuscale.errors import UserInputError
+from gpuscale.errors import UserInputError, raise_terminated, stopped_by
 
 
 def escape_unencodable_output() -> None:
@@ -44,23 +44,18 @@ def check_process() -> None:
                              "from an existing directory") from None
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the process was (BaseException: no `except Exception` eats it)."""
-
-
 def stop_on_sigterm() -> None:
     """SIGTERM raises `Terminated` (the process's entry only: a library caller keeps its own
     handlers)."""
     import signal
 
-    def terminated(signum, frame):
-        raise Terminated()
-
-    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGTERM, raise_terminated)
 
 
-def stopped_error(exc: BaseException) -> UserInputError:
-    what = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+def stopped_error(exc: BaseException) -> UserInputError | None:
+    """The one-line error of a command stopped by a signal (None: `exc` is no interrupt)."""
+    if (what := stopped_by(exc)) is None:
+        return None
     return UserInputError(f"stopped by {what}; outputs are whole or not written")
 
 
