@@ -11,4 +11,4 @@ def test_the_plan_trace_recheck_skips_without_the_shared_traces(tmp_path, monkey
 
     monkeypatch.setattr(helpers, "SHARED", tmp_path / "no-shared")
     with pytest.raises(pytest.skip.Exception, match="not present"):
-        test_replay.test_a_trace_winner_is_rechecked_on_other_seeds_and_a_shifted_window()
+        test_replay.test_a_trace_winner_is_rechecked_on_held_out_windows_not_on_seeds()

@@ -28,9 +28,10 @@ def test_docs_yaml_examples_parse_and_build():
     """Every YAML sample in docs/autoscaling.md is a valid autoscaler spec."""
     blocks = doc_yaml_blocks()
     specs = [TypeAdapter(AutoscalerSpec).validate_python(yaml.safe_load(b)) for b in blocks]
-    assert [s.kind for s in specs] == ["hpa", "keda", "keda", "hpa", "fixed"]
-    assert [len(build_autoscalers(s)) for s in specs] == [1, 2, 2, 1, 1]
-    gpu, keda, formula, kv, _ = specs
+    assert [s.kind for s in specs] == ["hpa", "keda", "keda", "hpa", "fixed", "keda"]
+    assert [len(build_autoscalers(s)) for s in specs] == [1, 2, 2, 1, 1, 2]
+    gpu, keda, formula, kv, _, cron = specs
+    assert [t.type for t in cron.triggers] == ["prometheus", "cron"]
     assert [t.name for t in formula.triggers] == ["queue", "running"]
     # The doc's claim: one composite metric, ceil(max(queue / 5, running / 16) / 1).
     hpa_params = generated_hpa_params(formula)

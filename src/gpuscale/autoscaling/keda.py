@@ -13,13 +13,14 @@ run builds a KEDA autoscaler (`registry.lazy_build`).
 from __future__ import annotations
 
 import math
-from typing import Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from gpuscale.autoscaling.base import AutoscalerView, PolicySpec
 from gpuscale.autoscaling.behavior import Behavior
 from gpuscale.autoscaling.hpa import MetricQuery, query_value
+from gpuscale.autoscaling.keda_cron import CronTrigger
 from gpuscale.registry import lazy_build
 
 MetricType = Literal["AverageValue", "Value"]
@@ -105,6 +106,18 @@ def trigger_value(
     return value
 
 
+def _trigger_type(value: Any) -> str:
+    """A trigger's `type` (absent: prometheus), so a bad cron trigger is reported as a cron
+    trigger, not as a Prometheus one missing its query."""
+    kind = value.get("type", "prometheus") if isinstance(value, dict) else value.type
+    return kind if kind in ("prometheus", "cron") else "prometheus"
+
+
+# A trigger as the scenario writes it: Prometheus, or KEDA `cron` (keda_cron.py).
+TriggerSpec = Annotated[Annotated[PrometheusTrigger, Tag("prometheus")]
+                        | Annotated[CronTrigger, Tag("cron")], Discriminator(_trigger_type)]
+
+
 class FallbackParams(BaseModel):
     """`spec.fallback`: what the metrics server reports after repeated scaler errors."""
 
@@ -181,9 +194,10 @@ class KedaParams(BaseModel):
     idle_replica_count: int | None = Field(
         default=None, ge=0, description="idleReplicaCount; must be < min (docs: only 0 works)."
     )
-    triggers: tuple[PrometheusTrigger, ...] = Field(
-        min_length=1, description="Triggers: one HPA metric each (the HPA takes the largest "
-        "proposal), active if any is; or inputs of `advanced.scaling_modifiers`."
+    triggers: tuple[TriggerSpec, ...] = Field(
+        min_length=1, description="Prometheus and cron triggers: one HPA metric each (the HPA "
+        "takes the largest proposal), active if any is; or inputs of "
+        "`advanced.scaling_modifiers`."
     )
     advanced: Advanced = Field(default_factory=Advanced)
     fallback: FallbackParams | None = Field(
@@ -273,4 +287,5 @@ SPEC = PolicySpec(
         "KEDA ScaledObject: operator loop for 0<->1 plus a generated HPA for 1<->N; "
         "triggers, scalingModifiers formulas, fallback, pause annotations."
     ),
+    needs_context=True,  # cron triggers read the wall clock of the scenario's start_time
 )

@@ -15,7 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuscale.autoscaling.base import AutoscalerView, NoExplanation, ReplicaAutoscaler
+from gpuscale.autoscaling.base import (
+    AutoscalerContext,
+    AutoscalerView,
+    NoExplanation,
+    ReplicaAutoscaler,
+)
 from gpuscale.autoscaling.behavior import Behavior, ScalingRules
 from gpuscale.autoscaling.hpa import (
     HpaController,
@@ -25,6 +30,7 @@ from gpuscale.autoscaling.hpa import (
     MetricTarget,
 )
 from gpuscale.autoscaling.keda import KedaParams
+from gpuscale.autoscaling.keda_cron import CronReader, CronTrigger
 from gpuscale.autoscaling.keda_runtime import Poll, ScaledObjectRuntime, truncated_milli
 
 COMPOSITE_METRIC = "composite-metric"  # kedav1alpha1.CompositeMetricName
@@ -160,6 +166,15 @@ def generated_behavior(params: KedaParams) -> Behavior | None:
     return behavior
 
 
+def cron_metric_spec(index: int, trigger: CronTrigger) -> MetricSpec:
+    """cron_scaler.go GetMetricSpecForScaling: External `s<i>-cron-...`, AverageValue 1 (read
+    through the cron reader, never from the pods)."""
+    return MetricSpec(type="External",
+                      query=MetricQuery(metric=f"s{index}-{trigger.metric_name}",
+                                        source="signal"),
+                      target=MetricTarget(type="AverageValue", value=1.0))
+
+
 def generated_hpa_params(params: KedaParams) -> HpaParams:
     """hpa.go: one External metric per trigger (target = its threshold), or the single
     composite metric of the formula (target = scalingModifiers.target)."""
@@ -172,9 +187,10 @@ def generated_hpa_params(params: KedaParams) -> HpaParams:
                                 value=truncated_milli(modifiers.target) or modifiers.target)),)
     else:
         metrics = tuple(
+            cron_metric_spec(i, t) if isinstance(t, CronTrigger) else
             MetricSpec(type="External", query=t.query,
                        target=MetricTarget(type=t.metric_type, value=t.threshold))
-            for t in params.triggers)
+            for i, t in enumerate(params.triggers))
     return HpaParams(
         min_replicas=max(params.min_replica_count, 1),
         max_replicas=params.max_replica_count,
@@ -185,10 +201,15 @@ def generated_hpa_params(params: KedaParams) -> HpaParams:
     )
 
 
-def build(params: KedaParams) -> list[ReplicaAutoscaler]:
+def build(params: KedaParams, context: AutoscalerContext | None = None
+          ) -> list[ReplicaAutoscaler]:
     if params.paused or params.paused_replicas is not None:
         return [KedaPaused(params)]
-    runtime = ScaledObjectRuntime(params)
+    # cron triggers read the wall clock of the scenario's start_time (keda_cron.py)
+    start_time = context.start_time if context is not None else None
+    triggers = [CronReader(t, start_time) if isinstance(t, CronTrigger) else t
+                for t in params.triggers]
+    runtime = ScaledObjectRuntime(params, triggers)
     hpa = HpaController(generated_hpa_params(params), name="keda-hpa",
                         reader=lambda view, index, spec: runtime.hpa_metric(view, index))
     return [KedaOperator(params, runtime), hpa]

@@ -82,13 +82,38 @@ def _only(obj: Manifest, path: tuple, known: set[str]) -> None:
                         f"simulated (known here: {', '.join(sorted(known))})")
 
 
+def _cron_trigger(obj: Manifest, path: tuple) -> dict:
+    """A `type: cron` trigger (kedacore/keda pkg/scalers/cron_scaler.go: timezone, start, end
+    and desiredReplicas are all required; desiredReplicas is a string holding an integer)."""
+    meta = path + ("metadata",)
+    _only(obj, meta, {"timezone", "start", "end", "desiredReplicas"})
+    out: dict[str, Any] = {"type": "cron"}
+    for api, ours in (("timezone", "timezone"), ("start", "start"), ("end", "end"),
+                      ("desiredReplicas", "desired_replicas")):
+        value = obj.get(*meta, api)
+        if value is None or value == "":
+            raise _fail(obj, meta + (api,), "missing (required by the cron scaler)")
+        out[ours] = str(value)
+    try:
+        out["desired_replicas"] = int(out["desired_replicas"])
+    except ValueError:
+        raise _fail(obj, meta + ("desiredReplicas",), "expected an integer, got "
+                    f"{out['desired_replicas']!r}") from None
+    name = obj.get(*path, "name")
+    if isinstance(name, str) and name:
+        out["name"] = name
+    return out
+
+
 def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
     path = ("spec", "triggers", index)
     _only(obj, path, _TRIGGER_KEYS)
     kind = obj.get(*path, "type")
+    if kind == "cron":
+        return _cron_trigger(obj, path)
     if kind != "prometheus":
         raise _fail(obj, path + ("type",), f"trigger type {kind!r} is not simulated; the "
-                    "simulator reads Prometheus triggers (type: prometheus)")
+                    "simulator reads Prometheus and cron triggers")
     meta = path + ("metadata",)
     _prometheus_keys(obj, meta, notes)
     if obj.get(*meta, "threshold") is None:

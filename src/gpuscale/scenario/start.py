@@ -1,6 +1,7 @@
 """What a strategy's run holds at t=0: its ready replicas and ready nodes.
 
-By default the scenario's numbers (`initial_replicas`, `cluster.ready_nodes`). With
+By default the strategy's own numbers (`initial_replicas`, `ready_nodes`; issue 27), else the
+scenario's (`initial_replicas`, `cluster.ready_nodes`). With
 `initial_replicas_at_floor`, a run starts at least at its autoscaler's floor (minReplicas,
 minReplicaCount, a fixed count), with the nodes those replicas need ready (up to
 `cluster.max_nodes`): the steady state of a Deployment that has run under that autoscaler,
@@ -35,7 +36,10 @@ def autoscaler_floor(spec) -> int:
 
 def initial_state(scenario, strategy) -> tuple[int, int]:
     """(ready replicas, ready nodes) at t=0 of `strategy`'s run of aggregated serving."""
-    replicas, nodes = scenario.initial_replicas, scenario.cluster.ready_nodes
+    replicas = (scenario.initial_replicas if strategy.initial_replicas is None
+                else strategy.initial_replicas)
+    nodes = (scenario.cluster.ready_nodes if strategy.ready_nodes is None
+             else strategy.ready_nodes)
     if not scenario.initial_replicas_at_floor or scenario.disaggregation is not None:
         return replicas, nodes
     replicas = max(replicas, autoscaler_floor(strategy.autoscaler))

@@ -34,7 +34,7 @@ from gpuscale.serving.kv_transfer import KvTransfer
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import RequestTable
-from gpuscale.serving.router import ROUTERS
+from gpuscale.serving.router import make_router
 from gpuscale.serving.startup import Startups
 from gpuscale.sim.fleet import Fleet
 from gpuscale.sim.replica_setup import engine_config, replica_hardware
@@ -117,7 +117,8 @@ class _Run:
         group = scenario.pod_group  # the serving pods' KAI PodGroup, if the scenario has one
         return Fleet(name=name, hw=hw, engine_cfg=cfg, sim=self.sim, cluster=self.cluster,
                      table=self.table, cold_start_s=self.startups.cold_start_s,
-                     router=ROUTERS[scenario.router](), evicted_requests=scenario.evicted_requests,
+                     router=make_router(scenario.router, scenario.prefix_aware_weights.as_tuple()),
+                     evicted_requests=scenario.evicted_requests,
                      role=role, on_prefilled=on_prefilled, retry=retry,
                      pod_annotations=scenario.pod_annotations,
                      pod_group=None if group is None else group.spec(),
@@ -150,7 +151,8 @@ class _Run:
         def context(role: str, fleet: Fleet) -> AutoscalerContext:
             return AutoscalerContext(role=role, hardware=fleet.hw, engine=fleet.engine_cfg,
                                      slo_ttft_s=scenario.slo.ttft_s,
-                                     slo_tpot_s=scenario.slo.tpot_s)
+                                     slo_tpot_s=scenario.slo.tpot_s,
+                                     start_time=scenario.start_time)
 
         if strategy.autoscaler is not None:
             # One autoscaler: its decision sets every pool, its metrics span every pool.
@@ -168,7 +170,6 @@ class _Run:
     def _initial_state(self) -> None:
         scenario = self.scenario
         serve_initial, ready_nodes = initial_state(scenario, self.strategy)
-        self.initial_replicas = serve_initial
         self.provider.adopt_ready_nodes(ready_nodes,
                                         get_instance_type(scenario.cluster.instance_type),
                                         scenario.cluster.capacity_type)
@@ -176,9 +177,11 @@ class _Run:
         floor = list(self.cluster.nodes.values())
         self.startups.add_warm_nodes(node.name for node in floor)
         self.initial_node_count = len(floor)
+        self.initial_replicas = 0
         for role, fleet in self.fleets.items():
             initial = (serve_initial if role == "serve"
                        else getattr(scenario.disaggregation, role).initial_replicas)
+            self.initial_replicas += initial
             fleet.scale_to(initial, 0.0)
             fleet.scale_events = 0
             fleet.markers.clear()
@@ -237,9 +240,9 @@ class _Run:
             name=self.strategy.name, scenario=scenario, sim=self.sim, table=self.table,
             store=self.scraper.store, fleets=self.fleets, cluster=self.cluster,
             provider=self.provider, scheduler=self.scheduler, startups=self.startups,
-            initial_node_count=self.initial_node_count, hw=self.hw, cfg=self.cfg,
-            decisions=self.sim.decisions.records if self.sim.decisions else [],
-            initial_replicas=self.initial_replicas))
+            initial_node_count=self.initial_node_count,
+            initial_replicas=self.initial_replicas, hw=self.hw, cfg=self.cfg,
+            decisions=self.sim.decisions.records if self.sim.decisions else []))
 
 
 def run_strategy(scenario: Scenario, strategy: Strategy, requests: Requests,
