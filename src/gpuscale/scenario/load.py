@@ -154,7 +154,10 @@ def _bool_as_number(value: Any, given: Any, loc: tuple = ()) -> tuple | None:
     seed 1): the path of the first such field, walking the input alongside the validated
     model (only what the user wrote is visited)."""
     if isinstance(value, BaseModel) and isinstance(given, dict):
-        names = _field_names(type(value))
+        # `type`, not type[BaseModel]: the compiled build type-checks without pydantic, where
+        # type(value) is type[Any], which mypy does not count as hashable for the cache.
+        model_class: type = type(value)
+        names = _field_names(model_class)
         for key, raw in given.items():
             name = names.get(key) if isinstance(key, str) else None
             if name is not None and isinstance(raw, (bool, dict, list)):
