@@ -63,3 +63,20 @@ def test_the_start_state_follows_the_floor_only_when_asked():
     # 9 replicas of 2 GPUs on 8-GPU nodes need 3 nodes; max_nodes 2 caps the warm floor.
     assert initial_state(on, on.strategies[0]) == (9, 2)
     assert autoscaler_floor(on.strategies[0].autoscaler) == 9
+
+
+def test_a_strategy_s_own_start_is_the_base_the_floor_raises():
+    # Merging issue 27's per-strategy start (initial_replicas, ready_nodes on a strategy) with
+    # the floor: the strategy's own numbers replace the scenario's, then the floor applies.
+    from gpuscale.scenario.start import initial_state
+
+    def with_own(**own) -> tuple[int, int]:
+        s = _scenario(initial_replicas_at_floor=True, initial_replicas=1)
+        strategy = s.strategies[0].model_copy(update=own)
+        return initial_state(s, strategy)
+
+    assert with_own(initial_replicas=12, ready_nodes=2) == (12, 2)
+    assert with_own(initial_replicas=4) == (9, 2)  # under the floor of 9: raised
+    off = _scenario(initial_replicas=1)
+    own = off.strategies[0].model_copy(update={"initial_replicas": 5, "ready_nodes": 2})
+    assert initial_state(off, own) == (5, 2)
