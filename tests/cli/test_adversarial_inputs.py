@@ -204,6 +204,7 @@ def test_a_billion_run_grid_is_refused_before_it_is_listed(tmp_path, tiny, dry_r
     ["plan", "x.yaml", "--time-budget-s", "nan"],
     ["plan", "x.yaml", "--time-budget-s", "inf"],
     ["sweep", "s.yaml", "--grid", "g.yaml", "--out", "t.csv", "--workers", "100000000"],
+    ["plan", "x.yaml", "--workers", "100000000"],
     ["calibrate", "--fit", "x.json", "--tp", "1000000000"],
     ["calibrate", "--fit", "x.json", "--max-num-seqs", "1000000000000"],
 ])
