@@ -95,3 +95,47 @@ def test_a_refused_sweep_leaves_no_lock_file(tmp_path):
                                       str(tmp_path / "t.csv")])
     assert result.exit_code == 2 and "not a regular file" in result.output
     assert not (tmp_path / "t.csv.lock").exists()
+
+
+# The sweep's entry with SIGTERM sent to itself right after the first run is submitted, while
+# the stop is still held back for the workers being started (sweep/stopping.stops_deferred).
+_STOP_WHILE_STARTING = """
+import os, runpy, signal, sys
+from concurrent.futures import ProcessPoolExecutor
+
+submit = ProcessPoolExecutor.submit
+
+def submit_then_stop(self, *args, **kwargs):
+    future = submit(self, *args, **kwargs)
+    if not getattr(submit_then_stop, "sent", False):
+        submit_then_stop.sent = True
+        os.kill(os.getpid(), signal.SIGTERM)
+    return future
+
+ProcessPoolExecutor.submit = submit_then_stop
+sys.argv = ["gpuscale", *sys.argv[1:]]
+runpy.run_module("gpuscale", run_name="__main__")
+"""
+
+
+def test_a_stop_while_the_workers_start_stops_them_too(tmp_path):
+    # The held-back stop was raised after the pool was made but before the block that kills
+    # it on a stop: the line was printed, then the process waited at exit for the pool to
+    # run all 240 runs (found by the interrupt test under load).
+    scenario, grid = _files(tmp_path, LONG_GRID)
+    out = tmp_path / "t.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STOP_WHILE_STARTING, "sweep", str(scenario), "--grid",
+         str(grid), "--out", str(out), "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 2, stderr
+    assert stderr.splitlines() == [
+        f"gpuscale: error: sweep stopped by SIGTERM after 0 new run(s) of the grid's 240; the "
+        f"finished rows are in {out}, and the same command resumes it"], stderr
+    assert _group_gone(proc.pid), "worker processes survived the sweep"
+    assert not (tmp_path / "t.csv.lock").exists()

@@ -111,15 +111,17 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Generator[dict,
     # imported the simulator, so each worker starts in milliseconds.
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["gpuscale.sweep.runner", "gpuscale.sim"])
-    # A stop signal while workers are being started would leave one half-started (it printed
-    # a traceback reading its closed pipe): the signal waits until all are registered.
-    with stops_deferred():
-        start_forkserver_quietly()
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                   initializer=_die_with_parent, initargs=(os.getpid(),))
-        pending = {pool.submit(run_one, job, run) for run in runs}
+    pool: ProcessPoolExecutor | None = None
     finished = False
     try:
+        # A stop signal while workers are being started would leave one half-started (it
+        # printed a traceback reading its closed pipe): the signal waits until all are
+        # registered, and is raised inside this `try`, so the pool it leaves is killed too.
+        with stops_deferred():
+            start_forkserver_quietly()
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                       initializer=_die_with_parent, initargs=(os.getpid(),))
+            pending = {pool.submit(run_one, job, run) for run in runs}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             # Stable order among runs finishing together: by run id.
@@ -127,12 +129,13 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Generator[dict,
                 yield future.result()
         finished = True
     finally:
-        if not finished:
-            # Interrupted (Ctrl-C, SIGTERM, an error): runs in progress are stopped, not
-            # waited for; they are not in the table, so a resume runs them again.
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.kill()
-        pool.shutdown(wait=finished, cancel_futures=True)
+        if pool is not None:
+            if not finished:
+                # Interrupted (Ctrl-C, SIGTERM, an error): runs in progress are stopped, not
+                # waited for; they are not in the table, so a resume runs them again.
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.kill()
+            pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def _ray(
