@@ -55,14 +55,14 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS:
             return None
         if not _PROCESS_ENTRY[0]:
-            return importlib.import_module(SUBCOMMANDS[name][0]).command
+            return _with_distinct_files(importlib.import_module(SUBCOMMANDS[name][0]).command)
         # What the import builds (modules, classes, pydantic schemas: ~50k objects) lives
         # until exit, so collecting while it grows finds nothing (~120 collections, ~0.02 s
         # of simulate's import); frozen after, the full collections during a run have none of
         # it to walk (one, 0.02-0.03 s, on the issue 16 scenario).
         gc.disable()
         try:
-            return importlib.import_module(SUBCOMMANDS[name][0]).command
+            return _with_distinct_files(importlib.import_module(SUBCOMMANDS[name][0]).command)
         finally:
             gc.freeze()
             gc.enable()
@@ -118,6 +118,24 @@ class LazyGroup(click.Group):
             click.echo(f"gpuscale: error: {terminal_safe(exc.format_message())} "
                        f"(see `{where} --help`)", err=True)
             ctx.exit(exc.exit_code)
+
+
+def _with_distinct_files(command: click.Command) -> click.Command:
+    """`command` refusing, before its work, an output that is another output or one of its
+    inputs (cli/distinct_files.py); wrapped once, as the command object is the module's."""
+    callback = command.callback
+    if callback is None or getattr(callback, "checks_distinct_files", False):
+        return command
+
+    def checked(*args, **kwargs):
+        from gpuscale.cli.distinct_files import check_distinct_files
+
+        check_distinct_files(command, kwargs)
+        return callback(*args, **kwargs)
+
+    checked.checks_distinct_files = True  # type: ignore[attr-defined]
+    command.callback = checked
+    return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
