@@ -17,6 +17,10 @@ SECONDS_PER_DAY = 86400.0
 # Simulated t=0 unless a scenario says otherwise: midnight UTC, so a trace's second N is N
 # seconds past 00:00 (a Thursday; time-of-day schedules and exported timestamps read it).
 DEFAULT_START_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
+# Wall-clock instants a run may start at: exported samples are Unix timestamps (none before
+# 1970), and schedules add run time to the start (Python's calendar ends in 9999).
+WALL_CLOCK_RANGE = (datetime(1970, 1, 1, tzinfo=timezone.utc),
+                    datetime(2200, 1, 1, tzinfo=timezone.utc))
 
 
 def wall_clock(start_time: datetime, t_s: float) -> datetime:

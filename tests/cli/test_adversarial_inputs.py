@@ -165,6 +165,10 @@ def test_seeds_past_64_bits_are_refused_not_echoed(tiny):
     (("seed: 1", "seed: true"), "seed"),
     (("threshold: 4", "threshold: true"), "expected a number, got true or false"),
     (("name: fixed1", "name: '  '"), "a strategy needs a name"),
+    # past any calendar: a traceback from the wall-clock end of the traffic (cron windows)
+    (("duration_s: 120", "duration_s: 1.0e15"), "31-day horizon"),
+    (("seed: 1", "seed: 1\nstart_time: '9999-12-31T23:59:00Z'"), "start_time"),
+    (("seed: 1", "seed: 1\nstart_time: '0001-01-01T00:00:00Z'"), "start_time"),
 ])
 def test_a_scenario_past_any_cluster_or_with_a_bool_number_is_one_line(tmp_path, edit,
                                                                        expected):
@@ -301,3 +305,15 @@ def test_seeds_over_two_manifest_bundles_are_counted_before_any_run():
     _one_line(["compare", "--manifests", str(MANIFESTS), "--manifests", str(MANIFESTS),
                "--trace", str(TRACE), "--catalog", str(CATALOG), "--seeds", "60000"],
               "120,000 simulation runs")
+
+
+def test_a_trace_spanning_millions_of_years_is_the_horizon_not_a_manifest_field(tmp_path):
+    # The imported scenario's duration (the trace's span) overflowed the wall-clock end of the
+    # traffic, which the importer reported as a field of the manifests with the wrong type.
+    from ..importer.bundle import CATALOG, MANIFESTS
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n1,100,10\n1e15,100,10\n")
+    line = _one_line(["simulate", "--manifests", str(MANIFESTS), "--catalog", str(CATALOG),
+                      "--trace", str(trace)], "31-day horizon")
+    assert "a field has a type its API does not allow" not in line

@@ -7,7 +7,7 @@ generated from these models.
 from __future__ import annotations
 
 import difflib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,8 +19,9 @@ from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, Po
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
-from gpuscale.units import DEFAULT_START_TIME
+from gpuscale.units import DEFAULT_START_TIME, WALL_CLOCK_RANGE
 from gpuscale.workloads import WorkloadSpec
+from gpuscale.workloads.limits import MAX_HORIZON_S
 
 
 class Strict(BaseModel):
@@ -406,10 +407,21 @@ class Scenario(Strict):
             raise ValueError(problem)
         return self
 
+    @field_validator("start_time")
+    @classmethod
+    def _within_calendars(cls, start: datetime) -> datetime:
+        low, high = WALL_CLOCK_RANGE
+        if not low <= start < high:
+            raise ValueError(f"{start.isoformat()} is outside {low:%Y-%m-%d} .. {high:%Y-%m-%d} "
+                             "(exported samples are Unix timestamps; schedules add run time)")
+        return start
+
     @model_validator(mode="after")
     def _cron_windows_open(self) -> Scenario:
         """A KEDA cron window that never opens while the traffic runs is a schedule meant for
         other hours (a trace's wall clock starts at start_time): refused, not run silently."""
+        if self.duration_s > MAX_HORIZON_S:
+            return self  # no calendar holds its end: the horizon check refuses it (limits.py)
         end = self.start_time + timedelta(seconds=self.duration_s)
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
