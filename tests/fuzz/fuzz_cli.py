@@ -12,6 +12,28 @@ Case classes:
   symlink, a missing parent, a trailing slash, a 300-byte name.
 - `signals`: a run stopped by SIGINT or SIGTERM at a random moment while it writes --out.
 
+Beyond the classes issue 30 listed:
+- `names`: input and output paths with odd names (spaces, a newline, a tab, a leading dash,
+  non-ASCII, bytes that are not UTF-8, shell metacharacters, quotes): a valid input under any
+  of them runs (or a leading dash is one line), an output lands under exactly that name; an
+  output naming the input (`--force` or not) or two outputs naming one file are refused before
+  anything is written.
+- `config`: a `.gpuscale.yaml` (or `$GPUSCALE_CONFIG`) of random sections, keys and YAML
+  values (aliases, tags, NaN, huge, nested), or no mapping at all, binary, a directory, a FIFO,
+  `/dev/zero`.
+- `stdin`: `-` read from odd standard inputs: binary, NUL bytes, UTF-16, `/dev/zero`, empty,
+  several documents, a million-item list.
+- `argv`: the command line itself mutated: an option repeated with another value, a near-miss
+  option, `--`, an empty argument, a 100,000-character one, bytes that are not UTF-8, `-o` with
+  an unknown format.
+- `traces`: a generic CSV trace of a few rows replayed through the example bundle, some
+  fields extreme (1e15 s, 1e300, NaN, hex, underscores, 25 digits, denormals, full-width
+  digits, a quoted comma).
+- `race`: two processes writing the same `--out` at once (the file ends whole, from one of
+  them, no temporary file left), and two sweeps on one table (one refused in one line).
+- `determinism`: the same case twice under different PYTHONHASHSEED values, once on the
+  pure-Python hot path: the same bytes out (`wall_s`, the run's own wall time, aside).
+
 A case passes when it ends in time with a result or exactly one `gpuscale: error:` line (exit
 2; audit may exit 1 on findings), writes nothing but the requested output, leaves no temporary
 or lock file, and replaces no device or FIFO. Failures print with seed and case number.
@@ -22,6 +44,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import signal
 import stat
@@ -248,14 +271,253 @@ def _signal_case(rng: random.Random, tmp: Path) -> str | None:
     return None
 
 
-CLASSES = {"env": _case_env, "numbers": _case_numbers, "files": _case_files}
+# ---------------------------------------------------------------- classes beyond issue 30's
+ODD_NAMES = ["with space", "new\nline", "tab\there", "ünïcødé-日本", "-leading-dash",
+             "bad-\udcff-utf8", "$(touch PWNED)", "quote'and\"double", "*", "semi;colon",
+             "back\\slash", ".hidden", "trailing-dot."]
+
+
+def _odd_name(rng: random.Random, suffix: str) -> str:
+    return rng.choice(ODD_NAMES) + suffix
+
+
+def _output_of(name: str, path: Path) -> str | None:
+    """A problem with the JSON `name` wrote at `path` (None: whole JSON with runs)."""
+    import json
+
+    try:
+        runs = json.loads(path.read_bytes()).get("runs")
+    except (OSError, ValueError) as exc:
+        return f"{name}: the output is not whole JSON ({exc.__class__.__name__})"
+    return None if runs else f"{name}: the output has no runs"
+
+
+def _files_in(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def _check_names(rng: random.Random, tmp: Path) -> tuple[str, str | None]:
+    """Odd file names as input, as output, and an output naming the input."""
+    mode = rng.choice(["input", "output", "input-as-output", "one-file-twice"])
+    if mode in ("input-as-output", "one-file-twice"):
+        # --out over the input (--force or not), or two outputs naming one file: refused
+        # before any work, the input as it was, nothing written.
+        flag = rng.choice(["--out", "--report", "--decisions"])
+        args = (["simulate", "s.yaml", flag, rng.choice(["s.yaml", "./s.yaml"])]
+                + (["--force"] if rng.random() < 0.5 else []) if mode == "input-as-output"
+                else ["simulate", "s.yaml", "--out", "r.json", flag if flag != "--out"
+                      else "--report", rng.choice(["r.json", "./r.json"])])
+        before = _files_in(tmp)
+        code, _, stderr = _run(args, tmp)
+        label = " ".join(args[2:])
+        if _files_in(tmp) != before:
+            return label, "a file was written or replaced"
+        return label, _verdict("simulate", code, stderr) or (
+            None if code == 2 else f"exit {code}, not refused")
+    name = _odd_name(rng, ".yaml" if mode == "input" else ".json")
+    if mode == "input":
+        os.rename(tmp / "s.yaml", tmp / name)
+        code, _, stderr = _run(["simulate", name, "-o", "json"], tmp)
+        label = f"input {name!r}"
+        if code != 0 and not (name.startswith("-") and code == 2):
+            return label, _verdict("simulate", code, stderr) or f"a valid input failed: {stderr}"
+    else:
+        code, _, stderr = _run(["simulate", "s.yaml", "--out", name], tmp)
+        label = f"--out {name!r}"
+        if code == 0:
+            problem = _output_of(label, tmp / name)
+            if problem:
+                return label, problem
+    if (tmp / "PWNED").exists():
+        return label, "a name was run by a shell"
+    return label, _verdict("simulate", code, stderr)
+
+
+YAML_VALUES = [".nan", "-.inf", "1e400", str(10**30), "[1, 2]", "{a: 1}", "null", "~", "''",
+               "!!binary aGk=", "!!python/object:os.system x", "*nowhere", "&a [*a]", "true",
+               "-1", "0", "'x' ", "\"\\x1b[2J\"", "[[[[[[[[[[1]]]]]]]]]]", "2026-01-01", "0o17",
+               "1_000", "'" + "y" * 5000 + "'", "{<<: {seeds: 2}}"]
+CONFIG_FILES = ["[]\n", "just text\n", "", "---\nsimulate: {}\n---\ncompare: {}\n",
+                "simulate:\n  seeds: 2\n  seeds: 3\n", "\ufeffsimulate: {seeds: 2}\n",
+                "simulate: &x {seeds: 2}\ncompare: *x\n", "null\n", "simulate: []\n"]
+
+
+def _config_case(rng: random.Random, tmp: Path) -> tuple[str, list[str], dict, str]:
+    name, _, options = rng.choice(list(_commands()))
+    args, env = _base_args(name, tmp), {}
+    choice = rng.random()
+    config = tmp / ".gpuscale.yaml"
+    if choice < 0.6:
+        section = rng.choice([name, name, name.upper(), "bogus", "0", "'simulate '"])
+        key = rng.choice([*(o.name or "x" for o in options), "bogus-option", "-o", "--out"])
+        value = rng.choice(YAML_VALUES)
+        config.write_text(f"{section}:\n  {key}: {value}\n")
+        label = f"{section}: {{{key}: {value[:40]}}}"
+    elif choice < 0.8:
+        text = rng.choice(CONFIG_FILES)
+        config.write_text(text)
+        label = f"file {text[:40]!r}"
+    else:
+        kind = rng.choice(["directory", "fifo", "binary", "dev-zero", "missing"])
+        target = tmp / "special" / "config"
+        target.parent.mkdir(exist_ok=True)
+        if kind == "directory":
+            config.mkdir()
+            target = config
+        elif kind == "fifo":
+            os.mkfifo(target)
+        elif kind == "binary":
+            target.write_bytes(bytes(rng.randrange(256) for _ in range(200)))
+        elif kind == "dev-zero":
+            target = Path("/dev/zero")
+        env = {"GPUSCALE_CONFIG": str(target)} if kind != "directory" else {}
+        label = f"config {kind}"
+    return name, args, env, label
+
+
+STDIN_BODIES = {
+    "binary": lambda rng: bytes(rng.randrange(256) for _ in range(4096)),
+    "nul": lambda rng: b"name: x\n\x00\x00duration_s: 1\n",
+    "utf-16": lambda rng: TINY.encode("utf-16"),
+    "empty": lambda rng: b"",
+    "two-documents": lambda rng: (TINY + "---\n" + TINY).encode(),
+    "million-items": lambda rng: b"[" + b"1," * 1_000_000 + b"1]\n",
+    "truncated": lambda rng: TINY.encode()[: rng.randrange(1, len(TINY))],
+    "crlf": lambda rng: TINY.replace("\n", "\r\n").encode(),
+}
+
+
+def _check_stdin(rng: random.Random, tmp: Path) -> tuple[str, str | None]:
+    name = rng.choice(["simulate", "compare", "audit", "schedule"])
+    kind = rng.choice([*STDIN_BODIES, "dev-zero", "directory"])
+    label = f"{name} - < {kind}"
+    if kind in ("dev-zero", "directory"):
+        path = "/dev/zero" if kind == "dev-zero" else str(tmp)
+        flags = os.O_RDONLY | (os.O_DIRECTORY if kind == "directory" else 0)
+        fd = os.open(path, flags)
+        try:
+            code, _, stderr = _run([name, "-"], tmp, stdin=fd)
+        finally:
+            os.close(fd)
+        return label, _verdict(name, code, stderr)
+    body = tmp / "stdin.bin"
+    body.write_bytes(STDIN_BODIES[kind](rng))
+    with open(body, "rb") as handle:
+        code, _, stderr = _run([name, "-"], tmp, stdin=handle.fileno())
+    if kind == "crlf" and name in ("simulate", "compare") and code != 0:
+        return label, f"a CRLF scenario failed: {stderr.strip()[-200:]!r}"
+    return label, _verdict(name, code, stderr)
+
+
+def _argv_case(rng: random.Random, tmp: Path) -> tuple[str, list, dict, str]:
+    name = rng.choice(["simulate", "compare", "sweep", "report", "plan", "audit", "schedule"])
+    args: list = _base_args(name, tmp)
+    mutation = rng.choice(["repeat", "near-miss", "dashdash", "empty", "long", "bytes",
+                           "format", "equals-empty", "help-and-junk"])
+    if mutation == "repeat":
+        args += rng.choice([["-o", "json", "-o", "yaml"], ["--seed", "1", "--seed", "2"],
+                            ["--out", "a.json", "--out", "b.json"]])
+    elif mutation == "near-miss":
+        args.append(rng.choice(["--seedz", "--ou", "--out=", "---out", "-oo", "--Out"]))
+    elif mutation == "dashdash":
+        args = [args[0], "--", *args[1:]]
+    elif mutation == "empty":
+        args.insert(rng.randrange(1, len(args) + 1), "")
+    elif mutation == "long":
+        args.append("x" * 100_000)
+    elif mutation == "bytes":
+        args.append(b"--out=\xff\xfe.json" if rng.random() < 0.5 else b"\xff\xfe.yaml")
+    elif mutation == "format":
+        args += ["-o", rng.choice(["xml", "JSON", "", "json,yaml"])]
+    elif mutation == "equals-empty":
+        args.append(rng.choice(["--seed=", "--out=", "--format="]))
+    else:
+        args += ["--help", "--bogus", "x" * 50]
+    return name, args, {}, mutation
+
+
+def _check_race(rng: random.Random, tmp: Path) -> tuple[str, str | None]:
+    """Two processes on one output at once."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    sweep = rng.random() < 0.4
+    args = (["sweep", "s.yaml", "--grid", "g.yaml", "--out", "t.csv", "--workers", "1"]
+            if sweep else ["simulate", "s.yaml", "--out", "r.json", "--force"])
+    procs = [subprocess.Popen([sys.executable, "-m", "gpuscale", *args], cwd=tmp, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = []
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=300)
+        results.append((proc.returncode, stderr))
+    label = "two sweeps on one table" if sweep else "two simulates on one --out"
+    for code, stderr in results:
+        if (problem := _verdict(args[0], code, stderr)) is not None:
+            return label, problem
+    if sweep:
+        import csv
+
+        with open(tmp / "t.csv", newline="") as table:
+            rows = list(csv.DictReader(table))
+        if len(rows) != 2:  # two grid points, whichever sweep ran them
+            return label, f"{len(rows)} rows in the table, not 2"
+        return label, None
+    return label, _output_of(label, tmp / "r.json")
+
+
+def _check_determinism(rng: random.Random, tmp: Path) -> tuple[str, str | None]:
+    name = rng.choice(["simulate", "compare", "schedule"])
+    seed = str(rng.randrange(0, 2**32))
+    args = _base_args(name, tmp) + ["-o", "json"]
+    if name != "schedule":
+        args += ["--seed", seed]
+    outputs = []
+    for hash_seed, pure in ((rng.randrange(1, 10**6), "0"), (rng.randrange(1, 10**6), "1")):
+        code, stdout, stderr = _run(args, tmp, {"PYTHONHASHSEED": str(hash_seed),
+                                                "GPUSCALE_PURE": pure})
+        if code != 0:
+            return f"{name} --seed {seed}", _verdict(name, code, stderr) or f"exit {code}"
+        # `wall_s` is the run's own wall-clock time, the one field that is no result
+        outputs.append(re.sub(r'"wall_s": [0-9.e+-]+', '"wall_s": ?', stdout))
+    same = outputs[0] == outputs[1]
+    return f"{name} --seed {seed}", None if same else "different bytes across hash seeds/paths"
+
+
+TRACE_VALUES = ["1e15", "1e300", "-1", "nan", "inf", "0", "1_0", "0x10", "1e-320", "", " ",
+                "9" * 25, "1.5", "+5", "\uff11\uff10", "-0", "1e5", "2147483648", "1,5"]
+
+
+def _traces_case(rng: random.Random, tmp: Path) -> tuple[str, list[str], dict, str]:
+    """A generic CSV trace of a few rows, some fields extreme, replayed through the example
+    bundle (a trace's span, counts and token sizes past what a run can hold)."""
+    rows, odd = [], []
+    for i in range(rng.randrange(1, 40)):
+        row = [f"{i * rng.choice([0.1, 1.0, 30.0]):g}", str(rng.randrange(1, 4000)),
+               str(rng.randrange(1, 1000))]
+        if rng.random() < 0.15:
+            column = rng.randrange(3)
+            row[column] = rng.choice(TRACE_VALUES)
+            odd.append(f"{'apo'[column]}={row[column]!r}")
+        rows.append(",".join(row))
+    (tmp / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n" + "\n".join(rows)
+                               + "\n")
+    example = ROOT / "examples" / "my-cluster"
+    args = ["simulate", "--manifests", str(example / "manifests"), "--catalog",
+            str(example / "catalog.yaml"), "--trace", "t.csv", "-o", "json"]
+    return "simulate", args, {}, f"{len(rows)} rows {' '.join(odd) or 'plain'}"
+
+
+CLASSES = {"env": _case_env, "numbers": _case_numbers, "files": _case_files,
+           "config": _config_case, "argv": _argv_case, "traces": _traces_case}
+# Classes that run and judge their own cases: (label, problem or None).
+CHECKS = {"names": _check_names, "stdin": _check_stdin, "race": _check_race,
+          "determinism": _check_determinism}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--classes", default="env,numbers,files,signals")
+    parser.add_argument("--classes", default=",".join([*CLASSES, "signals", *CHECKS]))
     parser.add_argument("--limit-s", type=int, default=60)
     options = parser.parse_args(argv)
     rng = random.Random(options.seed)
@@ -271,6 +533,10 @@ def main(argv: list[str] | None = None) -> int:
                 problem, label = _signal_case(rng, tmp), "signal"
                 problem = problem or (f"leftovers {_leftovers(tmp, set())}"
                                       if _leftovers(tmp, set()) else None)
+            elif kind in CHECKS:
+                label, problem = CHECKS[kind](rng, tmp)
+                problem = problem or _check_specials(tmp) or (
+                    f"leftovers {left}" if (left := _leftovers(tmp, set())) else None)
             else:
                 command, args, env, label = CLASSES[kind](rng, tmp)
                 before = {str(p) for p in tmp.rglob("*")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fuzz.fuzz_inputs import main, mutate
 
 
@@ -48,3 +50,12 @@ def test_a_short_fuzz_run_of_signals_mid_run_finds_nothing(capsys):
 
     assert fuzz_cli(["--cases", "2", "--seed", "4", "--classes", "signals"]) == 0
     assert "2 cases, 0 failures" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["names", "config", "stdin", "argv", "traces", "race",
+                                  "determinism"])
+def test_one_case_of_each_class_beyond_the_issue_finds_nothing(kind, capsys):
+    from tests.fuzz.fuzz_cli import main as fuzz_cli
+
+    assert fuzz_cli(["--cases", "1", "--seed", "3", "--classes", kind]) == 0
+    assert "1 cases, 0 failures" in capsys.readouterr().out
