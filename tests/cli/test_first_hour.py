@@ -82,11 +82,16 @@ def test_make_demo_says_it_is_installing_before_the_long_quiet_step(tmp_path):
 
 
 def test_notes_show_label_matchers_as_promql_not_a_python_dict():
-    from gpuscale.importer.promql import translate_query
+    from gpuscale.importer.promql import QueryContext, import_query
+    from gpuscale.metrics.exposition import known_series
 
-    translated = translate_query('sum(vllm:num_requests_waiting{model_name="m"})',
-                                 source="so.yaml", field="query")
-    assert '{model_name="m"}' in translated.note and "{'" not in translated.note
+    notes: list[str] = []
+    ctx = QueryContext(known_series("vllm"), values={"model_name": "served"})
+    import_query('sum(vllm:num_requests_waiting{model_name="m", zone!="a\\"b"})', ctx,
+                 source="so.yaml", field_path="query", notes=notes)
+    text = " ".join(notes)
+    assert 'pins model_name="m"' in text and 'carry model_name="served"' in text, notes
+    assert 'zone!="a\\"b"' in text and "='" not in text, notes
 
 
 def test_one_gpu_is_one_gpu():
