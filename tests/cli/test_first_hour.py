@@ -25,7 +25,10 @@ def test_an_80_column_terminal_gets_whole_cells(monkeypatch, tmp_path):
     monkeypatch.setenv("COLUMNS", "80")
     console = terminal.make_console()
     path = tmp_path / "s.yaml"
-    path.write_text(TINY)
+    # Strategy names as long as real ones (a plan's baseline-queue-depth...): at 80 columns
+    # rich shrank the other columns to "SLO…" and "TTFT …".
+    path.write_text(TINY.replace("name: fixed1", "name: baseline-queue-depth-keda-long")
+                    .replace("name: keda", "name: fixed-best-always-on"))
     result = CliRunner().invoke(cli, ["simulate", str(path), "-o", "json"])
     import json
 
