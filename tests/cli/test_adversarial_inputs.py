@@ -317,3 +317,34 @@ def test_a_trace_spanning_millions_of_years_is_the_horizon_not_a_manifest_field(
     line = _one_line(["simulate", "--manifests", str(MANIFESTS), "--catalog", str(CATALOG),
                       "--trace", str(trace)], "31-day horizon")
     assert "a field has a type its API does not allow" not in line
+
+
+@pytest.mark.parametrize("year", ["2250", "1690"])
+def test_a_trace_clock_past_the_calendar_names_the_trace(tmp_path, year):
+    # Azure's TIMESTAMP reads 1678..2261; a run starting past 2200 (or before the Unix epoch)
+    # overflowed or exported negative timestamps; the importer took it as the run's start.
+    from ..importer.bundle import CATALOG, MANIFESTS
+
+    trace = tmp_path / "az.csv"
+    trace.write_text(f"TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     f"{year}-11-16 18:15:46.6805900,100,10\n")
+    line = _one_line(["simulate", "--manifests", str(MANIFESTS), "--catalog", str(CATALOG),
+                      "--trace", str(trace)], "az.csv", "first request", "1970-01-01 .. 2200")
+    assert "Deployment" not in line
+
+
+def test_a_start_time_option_past_the_calendar_is_one_line(tiny):
+    _one_line(["simulate", str(tiny), "--start-time", "9999-12-31T23:59:00Z"], "--start-time",
+              "2200-01-01")
+
+
+def test_a_scenario_on_a_trace_clock_past_the_calendar_is_one_line(tmp_path):
+    (tmp_path / "az.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                     "2250-11-16 18:15:46.6805900,100,10\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: t\nduration_s: 60\nmodel: {name: Llama-3.1-8B, precision: bf16, tp: 1}\n"
+        "cluster: {instance_type: g6e.2xlarge, ready_nodes: 1, max_nodes: 2}\n"
+        "workload: {kind: trace, path: az.csv, format: azure}\n"
+        "strategies:\n  - {name: f, autoscaler: {kind: fixed, replicas: 1}}\n")
+    _one_line(["simulate", str(scenario)], "the trace's first request", "2200-01-01")

@@ -43,7 +43,8 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize(("second", "spelled"), [("--report", "r.json"),
                                                   ("--decisions", "./r.json"),
-                                                  ("--report", "sub/../r.json")])
+                                                  ("--report", "sub/../r.json"),
+                                                  ("--metrics-out", "r.json")])
 def test_two_outputs_naming_one_file_are_refused_and_nothing_is_written(here, second, spelled):
     (here / "sub").mkdir()
     _refused(["simulate", "s.yaml", "--out", "r.json", second, spelled],
