@@ -194,6 +194,7 @@ FILE_KINDS = ["directory", "fifo", "dev-null", "dev-zero", "link-to-dev-zero", "
 INPUT_SLOTS = {"simulate": 1, "compare": 1, "audit": 1, "diagnose": 1, "plan": 1,
                "schedule": 1, "report": 1, "sweep": 1}
 OUTPUT_OPTIONS = [("simulate", "--out"), ("simulate", "--report"), ("simulate", "--decisions"),
+                  ("simulate", "--metrics-out"), ("compare", "--metrics-out"),
                   ("compare", "--out"), ("schedule", "--out"), ("report", "--out"),
                   ("sweep", "--out"), ("plan", "--out"), ("report", "--charts-dir")]
 
