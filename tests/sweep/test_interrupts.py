@@ -47,11 +47,7 @@ def test_a_stopped_sweep_ends_in_one_line_and_leaves_nothing(tmp_path, how):
         os.killpg(proc.pid, signal.SIGINT)
     else:
         os.kill(proc.pid, signal.SIGINT if how == "sigint-to-parent" else signal.SIGTERM)
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    stderr = _stderr_within_a_minute(proc)
     assert proc.returncode == 2, stderr
     lines = stderr.splitlines()
     progress = [ln for ln in lines if ln.startswith("[")]  # one line per finished run
@@ -63,6 +59,15 @@ def test_a_stopped_sweep_ends_in_one_line_and_leaves_nothing(tmp_path, how):
     assert _group_gone(proc.pid), "worker processes survived the sweep"
     assert not (tmp_path / "t.csv.lock").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "s.yaml", "t.csv"]
+
+
+def _stderr_within_a_minute(proc: subprocess.Popen) -> str:
+    """The sweep's stderr once it exits; its whole process group killed if it has not."""
+    try:
+        return proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _group_gone(pgid: int, within_s: float = 15.0) -> bool:
@@ -128,11 +133,7 @@ def test_a_stop_while_the_workers_start_stops_them_too(tmp_path):
         [sys.executable, "-c", _STOP_WHILE_STARTING, "sweep", str(scenario), "--grid",
          str(grid), "--out", str(out), "--workers", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    stderr = _stderr_within_a_minute(proc)
     assert proc.returncode == 2, stderr
     assert stderr.splitlines() == [
         f"gpuscale: error: sweep stopped by SIGTERM after 0 new run(s) of the grid's 240; the "
