@@ -11,14 +11,21 @@ BIN := $(VENV)/bin
 .PHONY: demo test test-pure lint bench compile bench-compiled clean-compiled clean
 
 $(BIN)/python:
+	@echo "Creating $(VENV) with $(PYTHON)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# The install is quiet (-q) and compiling takes a minute or more: say so first, so a first
+# `make demo` does not look hung (issue 30).
+INSTALL_NOTE = @echo "Installing gpuscale into $(VENV) and compiling its hot path with mypyc (a minute or two the first time; pure Python where no C compiler exists)..."
+
 $(VENV)/.installed-base: $(BIN)/python pyproject.toml setup.py
+	$(INSTALL_NOTE)
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml setup.py
+	$(INSTALL_NOTE)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@ $(VENV)/.installed-base
 

@@ -62,12 +62,7 @@ def _mypyc_extensions() -> list[Extension]:
         _say(f"mypyc not importable ({exc}); installing the pure-Python hot path only")
         return []
     try:
-        # `--config-file=`: not the project's [tool.mypy] (its pydantic plugin is not in the
-        # build environment); missing third-party imports are typed Any, which compiles to
-        # the same generic Python operations the interpreter would run.
-        extensions = mypycify(["--config-file=", "--no-site-packages",
-                               "--ignore-missing-imports",
-                               "--disable-error-code=import-untyped", *HOT_SOURCES],
+        extensions = mypycify([*_HOT_PATH.MYPYC_MYPY_ARGS, *HOT_SOURCES],
                               opt_level="3", group_name="gpuscale_hot")
     except BaseException as exc:  # mypyc reports type errors by SystemExit
         _say(f"mypyc could not compile the hot path ({exc!r}); installing pure Python")

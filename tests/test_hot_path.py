@@ -160,3 +160,15 @@ def test_ci_install_runs_the_compiled_hot_path():
     # without its plugin and refused the hot modules' imports; setup.py now passes
     # --no-site-packages.)
     assert _compiled_available()
+
+
+def test_the_hot_path_type_checks_as_the_compiled_build_checks_it():
+    # setup.py's mypyc runs mypy without the project's config or site-packages (pydantic is
+    # Any there); a type error only that check sees made every install since silently pure
+    # (scenario/load.py's cached per-class lookup called with type[Any], issue 30's branch).
+    from mypy import api
+
+    sources = [str(SRC / f"{name.replace('.', '/')}.py") for name in _hot_path.HOT_MODULES]
+    stdout, stderr, status = api.run([*_hot_path.MYPYC_MYPY_ARGS, "--cache-dir=/dev/null",
+                                      *sources])
+    assert status == 0, stdout + stderr

@@ -88,7 +88,13 @@ def read_bytes(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "fil
     name = os.fspath(path)  # cli.options.StdinPath stands for `-`
     source = "<stdin>" if name == "-" else str(path)
     if name == "-":
-        return _capped(stdin if stdin is not None else sys.stdin.buffer, max_bytes, source)
+        if stdin is None and (sys.stdin is None or sys.stdin.closed):
+            raise UserInputError("standard input is closed; pipe the input in, or give a file",
+                                 source=source)
+        try:
+            return _capped(stdin if stdin is not None else sys.stdin.buffer, max_bytes, source)
+        except OSError as exc:  # a stdin that cannot be read (a directory, a bad descriptor)
+            raise UserInputError(f"cannot read: {exc.strerror or exc}", source=source) from None
     try:
         info = os.stat(path)
     except FileNotFoundError:

@@ -17,6 +17,19 @@ SECONDS_PER_DAY = 86400.0
 # Simulated t=0 unless a scenario says otherwise: midnight UTC, so a trace's second N is N
 # seconds past 00:00 (a Thursday; time-of-day schedules and exported timestamps read it).
 DEFAULT_START_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
+# Wall-clock instants a run may start at: exported samples are Unix timestamps (none before
+# 1970), and schedules add run time to the start (Python's calendar ends in 9999).
+WALL_CLOCK_RANGE = (datetime(1970, 1, 1, tzinfo=timezone.utc),
+                    datetime(2200, 1, 1, tzinfo=timezone.utc))
+
+
+def outside_wall_clock_range(start: datetime) -> str | None:
+    """Why `start` cannot be a run's t = 0 (None: it can)."""
+    low, high = WALL_CLOCK_RANGE
+    if low <= start < high:
+        return None
+    return (f"{start.isoformat()} is outside {low:%Y-%m-%d} .. {high:%Y-%m-%d} (exported "
+            "samples are Unix timestamps; schedules add run time)")
 
 
 def wall_clock(start_time: datetime, t_s: float) -> datetime:
@@ -100,3 +113,10 @@ def format_duration(seconds: float) -> str:
     if seconds % 60 == 0 and seconds:
         return f"{seconds // 60}m"
     return f"{seconds}s"
+
+
+def gpus_text(count: float) -> str:
+    """A GPU count as people write it: "1 GPU", "0 GPUs", "4 GPUs", "0.5 GPU" ("1 GPUs" was
+    printed)."""
+    shown = f"{count:g}" if isinstance(count, float) else str(count)
+    return f"{shown} GPU" if 0 < abs(count) <= 1 else f"{shown} GPUs"

@@ -169,5 +169,6 @@ def test_the_console_script_and_python_m_use_the_entry():
     import tomllib
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"gpuscale": "gpuscale.cli:entry"}
-    assert "entry()" in (ROOT / "src" / "gpuscale" / "__main__.py").read_text()
+    assert scripts == {"gpuscale": "gpuscale.__main__:run"}  # run(): signals, then entry()
+    main_text = (ROOT / "src" / "gpuscale" / "__main__.py").read_text()
+    assert "    entry()\n" in main_text and "    run()\n" in main_text

@@ -179,4 +179,4 @@ def test_a_nodepool_still_wins_and_the_ca_deployment_is_noted(tmp_path):
 
 def test_a_group_too_small_for_the_pod_is_refused(tmp_path):
     docs = ca_docs("--nodes=0:4:g6e.2xlarge", selector=False)  # 1 GPU for a tp=4 pod
-    refused(tmp_path, docs, "--nodes", "g6e.2xlarge has 1 GPUs", "fewer than the serving pod's 4")
+    refused(tmp_path, docs, "--nodes", "g6e.2xlarge has 1 GPU,", "fewer than the serving pod's 4")

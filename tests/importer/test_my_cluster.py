@@ -75,7 +75,11 @@ def test_table_shows_resolved_line_and_defaults():
     result = CliRunner().invoke(cli, ["simulate", "--manifests", str(MANIFESTS), "--trace",
                                       str(TRACE), "--catalog", str(CATALOG)])
     assert result.exit_code == 0, result.output
-    line = next(ln for ln in result.output.splitlines() if ln.startswith("resolved "))
+    lines = result.output.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("resolved "))
+    wrapped = [lines[start]] + [ln.strip() for ln in lines[start + 1:start + 4]
+                                if ln.startswith("  ") and not ln.startswith("  note")]
+    line = " ".join(wrapped)  # the line is wrapped at 100 columns
     assert "Qwen3-32B tp=4 bf16 on g6e.12xlarge" in line and "keda 1..4" in line
     assert "karpenter WhenEmpty" in line and "NO calibration points" in line
     assert "default: slo: ttft 2 s" in result.output

@@ -46,7 +46,7 @@ def test_a_label_the_series_lack_is_adopted_with_a_note():
     import_query('sum(llm_d_epp_flow_control_queue_size{service="epp", namespace="llm"})', ctx,
                  source="s", field_path="q", notes=notes)
     assert ctx.extra_labels == {"llm_d_epp_flow_control_queue_size": {"service": "epp"}}
-    assert any("service='epp'" in n for n in notes)
+    assert any('service="epp"' in n for n in notes)  # as PromQL writes it (issue 30)
 
 
 def test_a_pinned_label_with_another_value_reads_nothing_and_says_so():

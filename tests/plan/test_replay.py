@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
-from .helpers import SHARED, example_dict
+from .helpers import example_dict
 
 
 def test_plan_writes_a_replayable_scenario_and_compare_reproduces_the_evidence(tmp_path):
@@ -57,7 +57,6 @@ def test_plan_writes_a_replayable_scenario_and_compare_reproduces_the_evidence(t
             assert run["oracle_gpu_hours"] <= run["gpu_hours"]
 
 
-@pytest.mark.skipif(not (SHARED / "traces").is_dir(), reason="needs ../shared/traces")
 def test_a_trace_winner_is_rechecked_on_held_out_windows_not_on_seeds():
     """Issue 27: re-runs "on other seeds" are bit-identical for a fixed fleet on a trace and
     prove nothing; the winner is re-checked on held-out traffic, worst case reported."""
@@ -65,12 +64,14 @@ def test_a_trace_winner_is_rechecked_on_held_out_windows_not_on_seeds():
 
     from gpuscale.plan import make_plan, plan_input_from_dict
 
+    from .helpers import SHARED
+    trace = SHARED / "traces" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
+    if not trace.is_file():  # a fresh clone has no ../shared beside it
+        pytest.skip(f"{trace} not present (needs ../shared next to the repository)")
     data = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "plans"
                            / "acceptance" / "azure-conv.yaml").read_text())
     w = data["workloads"][0]
-    w["traffic"]["path"] = str(
-        SHARED / "traces" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
-    )
+    w["traffic"]["path"] = str(trace)
     w["traffic"]["end_s"] = 1800.0
     data["simulation"] = {"trace_window_s": 600, "max_candidates": 4}
     plan = make_plan(plan_input_from_dict(data), Path("."))

@@ -103,4 +103,10 @@ def test_two_results_keep_runs_apart():
 def test_pareto_table_lists_only_the_frontier():
     html = render_html(ReportInputs(sweep_rows=SWEEP_ROWS))
     table = html[html.index("Pareto frontier (no other"):]
-    assert ">a<" in table and ">b<" in table and ">c<" not in table
+    # Rows by the settings that differ (seed 1 and 2), numbered as the chart numbers its
+    # points; not by run id, a hash that says nothing to a reader (issue 30).
+    assert ">#1<" in table and ">#2<" in table and ">#3<" not in table
+    assert "<td>1</td>" in table and "<td>2</td>" in table and "<td>3</td>" not in table
+    assert ">a<" not in table
+    chart = html[html.index('id="pareto"') if 'id="pareto"' in html else 0:]
+    assert 'class="pt-label"' in chart and ">#1</text>" in chart

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from gpuscale.errors import UserInputError
 from gpuscale.sweep import expand_grid, run_sweep
-from gpuscale.sweep.runner import _lock
+from gpuscale.sweep.stopping import lock_table as _lock
+from gpuscale.sweep.stopping import unlock_table as _unlock
 from gpuscale.sweep.table import ResultTable, read_table
 
 from ..report.scenarios import GRID, tiny
@@ -33,7 +34,7 @@ def test_a_second_sweep_on_the_same_out_is_refused_while_the_first_runs(tmp_path
         with pytest.raises(UserInputError, match="another sweep is writing"):
             run_sweep(tiny(), Path("."), expand_grid({"runs": [{"seed": 1}]}, tiny()), out)
     finally:
-        os.close(held)
+        _unlock(*held)
     assert run_sweep(tiny(), Path("."), expand_grid({"runs": [{"seed": 1}]}, tiny()),
                      out, workers=1)[1] >= 1
 

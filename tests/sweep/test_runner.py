@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuscale.errors import Interrupted
 from gpuscale.sweep import expand_grid, read_table, run_sweep
 
 from ..report.scenarios import GRID, tiny
@@ -50,7 +51,8 @@ def test_an_interrupted_sweep_resumes_without_repeats_or_losses(reference, tmp_p
         if done == 5:
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
+    # Ctrl-C reaches run_sweep as one Interrupted (exit 2 on the CLI), the table kept.
+    with pytest.raises(Interrupted, match="after 5 new run"):
         run_sweep(tiny(), Path("."), runs, out, workers=2, on_row=stop_after_five)
     assert len(read_table(out)) == 5
     seen = []

@@ -24,13 +24,18 @@ caps = st.tuples(st.integers(1, 5000), st.integers(0, 5000)).map(lambda t: (t[0]
 
 @settings(max_examples=60, deadline=None)
 @given(
-    median=st.floats(1, 1e6),
+    median=st.floats(1, 6000),
     sigma=st.floats(0.01, 4),
     bounds=caps,
     seed=st.integers(0, 2**32),
 )
 def test_lognormal_draws_stay_within_caps(median, sigma, bounds, seed):
     lo, hi = bounds
+    if not lo <= median <= hi:
+        # A cap on the wrong side of the median would set most draws to it (issue 30).
+        with pytest.raises(ValidationError, match="median length"):
+            LognormalTokens(median_tokens=median, sigma=sigma, min_tokens=lo, max_tokens=hi)
+        return
     dist = LognormalTokens(median_tokens=median, sigma=sigma, min_tokens=lo, max_tokens=hi)
     out = dist.sample(np.random.default_rng(seed), 500)
     assert out.dtype == np.int64 and len(out) == 500
@@ -71,7 +76,11 @@ def test_fixed_and_empirical():
     out = EmpiricalTokens(values=[3, 3, 10]).sample(rng, 30_000)
     assert set(out.tolist()) == {3, 10}
     assert (out == 3).mean() == pytest.approx(2 / 3, abs=0.02)  # with replacement, by weight
-    assert set(EmpiricalTokens(values=[3, 10], max_tokens=5).sample(rng, 100).tolist()) <= {3, 5}
+    capped = EmpiricalTokens(values=[3, 3, 10], max_tokens=5).sample(rng, 100)
+    assert set(capped.tolist()) <= {3, 5}
+    # A cap below the median (6.5 of [3, 10]) would set half the draws to it: refused.
+    with pytest.raises(ValidationError, match="below the median length"):
+        EmpiricalTokens(values=[3, 10], max_tokens=5)
 
 
 def test_huge_sigma_does_not_overflow_int64():

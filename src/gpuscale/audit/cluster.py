@@ -25,6 +25,8 @@ API_VERSIONS = {
     "NodeClaim": ("karpenter.sh/v1",), "EC2NodeClass": ("karpenter.k8s.aws/v1",),
     "Queue": ("scheduling.run.ai/v2",), "PodGroup": ("scheduling.run.ai/v2alpha2",),
     "PrometheusRule": ("monitoring.coreos.com/v1",),
+    "PodAutoscaler": ("autoscaling.aibrix.ai/v1alpha1",),
+    "LLMInferenceService": ("serving.kserve.io/v1alpha2", "serving.kserve.io/v1alpha1"),
 }
 
 

@@ -11,8 +11,11 @@ from gpuscale.audit.values import BadValue
 
 # Kinds that own pods, in the form rules see them.
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "RayCluster",
-                  "ReplicaSet", "CronJob", "Pod")
-SCALER_KINDS = ("HorizontalPodAutoscaler", "ScaledObject")
+                  "ReplicaSet", "CronJob", "Pod", "LLMInferenceService")
+# Objects that set a workload's replicas from a signal. An LLMInferenceService is its own
+# scaler (its `scaling` section) as well as a workload.
+SCALER_KINDS = ("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler")
+SIGNAL_KINDS = (*SCALER_KINDS, "LLMInferenceService")
 
 
 def namespace_of(obj: Manifest) -> str:
@@ -75,7 +78,10 @@ class AuditContext:
         return self._by_name.get((kind, namespace, name))
 
     def scale_target(self, scaler: Manifest) -> Manifest | None:
-        """The workload an HPA or ScaledObject scales, when it is part of the input."""
+        """The workload an HPA, ScaledObject or PodAutoscaler scales, when it is part of the
+        input (an LLMInferenceService scales itself)."""
+        if scaler.kind == "LLMInferenceService":
+            return scaler
         ref = scaler.get("spec", "scaleTargetRef") or {}
         kind = ref.get("kind") or "Deployment"  # KEDA's default target kind
         return self.find(kind, namespace_of(scaler), str(ref.get("name", "")))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SCALER_KINDS, WORKLOAD_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Finding, Rule, Severity
 from gpuscale.audit.rules import RULES, resolve
@@ -40,23 +40,59 @@ def select_rules(enable: Iterable[str] = (), disable: Iterable[str] = ()) -> lis
 
 
 def audit_objects(objects: list[Manifest], rules: list[Rule] | None = None,
-                  min_severity: Severity = Severity.INFO) -> list[Finding]:
-    """Every finding of `rules` (default: all) on `objects`, sorted by file, line, rule."""
+                  min_severity: Severity = Severity.INFO,
+                  errors: list[UserInputError] | None = None) -> list[Finding]:
+    """Every finding of `rules` (default: all) on `objects`, sorted by file, line, rule.
+
+    A misshapen object, or a value a rule cannot read, is bad input: the first is raised, or,
+    with `errors` given, each is recorded there and that object is left out of the audit (the
+    other objects, also of the same file, are audited)."""
     rules = list(RULES.values()) if rules is None else rules
     findings: set[Finding] = set()
     read_kinds = {kind for rule in rules for kind in rule.kinds}
+    well_shaped = []
     for obj in objects:
-        if obj.kind in read_kinds:
-            check_shape(obj)  # a misshapen field is bad input, not a rule's traceback
-    ctx = AuditContext(objects)
-    for obj in objects:
+        try:
+            if obj.kind in read_kinds:
+                check_shape(obj)  # a misshapen field is bad input, not a rule's traceback
+            well_shaped.append(obj)
+        except UserInputError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+    ctx = AuditContext(well_shaped)
+    for obj in well_shaped:
         off = suppressed_ids(obj)
         if "*" in off:
             continue
-        for rule in rules:
-            if obj.kind in rule.kinds and rule.id not in off and rule.severity >= min_severity:
-                findings.update(_run_rule(rule, obj, ctx))
+        try:
+            found = [f for rule in rules
+                     if obj.kind in rule.kinds and rule.id not in off
+                     and rule.severity >= min_severity for f in _run_rule(rule, obj, ctx)]
+        except UserInputError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+            continue
+        findings.update(found)
     return sorted(findings)
+
+
+# Kinds no rule runs on but that rules look up (a Deployment's PDB, a scaler's target, the
+# NodePool a pod can land on, a PriorityClass's value): they are read, not "not audited".
+CONTEXT_KINDS = frozenset({"PodDisruptionBudget", "PriorityClass", "Queue", "NodePool",
+                           "EC2NodeClass", *SCALER_KINDS, *WORKLOAD_KINDS})
+
+
+def kinds_not_read(objects: list[Manifest], rules: list[Rule]) -> dict[str, int]:
+    """Kind -> count of the objects no rule reads (said in every output, so that "no findings"
+    is never read as a clean audit of objects gpuscale does not understand)."""
+    read = CONTEXT_KINDS | {kind for rule in rules for kind in rule.kinds}
+    counts: dict[str, int] = {}
+    for obj in objects:
+        if obj.kind not in read:
+            counts[obj.kind] = counts.get(obj.kind, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _run_rule(rule: Rule, obj: Manifest, ctx: AuditContext) -> list[Finding]:

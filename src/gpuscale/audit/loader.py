@@ -129,7 +129,10 @@ def _objects_of(doc: dict, marks: dict, source: str, line: int,
 # model: it keeps its group in its kind ("ScaledObject.example.com", as kubectl names a
 # resource by kind.group), so no rule reads it as KEDA's.
 KIND_GROUPS = {"ScaledObject": "keda.sh", "NodePool": "karpenter.sh", "NodeClaim": "karpenter.sh",
-               "EC2NodeClass": "karpenter.k8s.aws", "HorizontalPodAutoscaler": "autoscaling"}
+               "EC2NodeClass": "karpenter.k8s.aws", "HorizontalPodAutoscaler": "autoscaling",
+               # Knative's internal PodAutoscaler shares AIBrix's kind name.
+               "PodAutoscaler": "autoscaling.aibrix.ai",
+               "LLMInferenceService": "serving.kserve.io"}
 
 
 def _audited_kind(kind: str, api_version: str) -> str:
@@ -263,11 +266,22 @@ def why_no_objects(inputs: Iterable[str]) -> tuple[str, str, str] | None:
 
 def load_inputs(inputs: Iterable[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
                 max_nodes: int = DEFAULT_MAX_NODES, stdin=None,
-                skipped: list[tuple[str, str]] | None = None) -> list[Manifest]:
-    """Every object in every input, in input order (files left out go to `skipped`)."""
+                skipped: list[tuple[str, str]] | None = None,
+                errors: list[UserInputError] | None = None) -> list[Manifest]:
+    """Every object in every input, in input order (files left out go to `skipped`).
+
+    With `errors` given, a file that cannot be read (a duplicate key, a syntax error, over the
+    size limit) is recorded there and the rest are read (`audit DIR` over a repository where one
+    file of 116 is broken); without it the first such file is the error."""
     objects: list[Manifest] = []
     for item in expand_inputs(inputs, skipped):
         source = "<stdin>" if item == "-" else item
-        text = _inputs.read_text(item, max_bytes=max_bytes, what="manifest file", stdin=stdin)
-        objects.extend(parse_text(text, source, max_nodes=max_nodes))
+        try:
+            text = _inputs.read_text(item, max_bytes=max_bytes, what="manifest file",
+                                     stdin=stdin)
+            objects.extend(parse_text(text, source, max_nodes=max_nodes))
+        except UserInputError as exc:
+            if errors is None:
+                raise
+            errors.append(exc if exc.source else UserInputError(str(exc), source=source))
     return objects

@@ -1,7 +1,13 @@
-"""The signals an HPA (`autoscaling/v2`) or KEDA ScaledObject scales on, with their paths.
+"""The signals an HPA (`autoscaling/v2`), a KEDA ScaledObject, an AIBrix PodAutoscaler or a
+KServe LLMInferenceService's `scaling` scales on, with their paths.
 
 References: layer3-replica-autoscaling.md sections 1.2 (HPA metric sources and targets) and
-2.1-2.3 (ScaledObject fields, defaults, the Prometheus scaler).
+2.1-2.3 (ScaledObject fields, defaults, the Prometheus scaler); AIBrix
+(vllm-project/aibrix api/autoscaling/v1alpha1/podautoscaler_types.go: `metricsSources`,
+`minReplicas`, `scaleTargetRef`; pkg/metrics/metrics.go maps a pod metric's standard name,
+e.g. `gpu_cache_usage_perc`, to the engine's, `vllm:gpu_cache_usage_perc`); KServe
+(pkg/apis/serving/v1alpha1/llm_inference_service_types.go ScalingSpec: `minReplicas` default 1,
+`keda.triggers`, `keda.idleReplicaCount`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from gpuscale.audit.values import integer
 
 # layer3-replica-autoscaling.md 2.1: KEDA defaults.
 KEDA_DEFAULT_MIN_REPLICAS = 0
+KEDA_DEFAULT_MAX_REPLICAS = 100  # keda.sh ScaledObject spec: maxReplicaCount defaults to 100
 KEDA_DEFAULT_COOLDOWN_S = 300
 # layer3-replica-autoscaling.md 1.8: downscale stabilization when behavior leaves it unset.
 HPA_DEFAULT_SCALE_DOWN_WINDOW_S = 300
@@ -79,11 +86,47 @@ def _keda_signals(obj: Manifest) -> list[Signal]:
     return out
 
 
+def _aibrix_signals(obj: Manifest) -> list[Signal]:
+    out = []
+    sources = obj.get("spec", "metricsSources") or []
+    for i, source in enumerate(sources if isinstance(sources, list) else []):
+        if not isinstance(source, dict):
+            continue
+        kind = str(source.get("metricSourceType", "pod")).lower()
+        name = str(source.get("targetMetric", ""))
+        path = ("spec", "metricsSources", i, "targetMetric")
+        if kind == "resource":
+            out.append(Signal(path, "resource", name, target_type="Utilization"))
+        else:
+            # A pod metric by its standard name reads the engine's (vLLM's unless labelled).
+            engine_name = f"vllm:{name}" if kind == "pod" and ":" not in name else name
+            out.append(Signal(path, "pods" if kind == "pod" else kind, engine_name,
+                              target_type="AverageValue"))
+    return out
+
+
+def _llmisvc_signals(obj: Manifest) -> list[Signal]:
+    """The KEDA triggers of an LLMInferenceService's `scaling` (decode, then prefill)."""
+    out = []
+    for base in (("spec",), ("spec", "prefill")):
+        triggers = obj.get(*base, "scaling", "keda", "triggers") or []
+        view = Manifest(obj.kind, obj.api_version, obj.name, obj.namespace,
+                        {"spec": {"triggers": triggers}}, obj.source, obj.line)
+        for signal in _keda_signals(view):
+            path = base + ("scaling", "keda") + tuple(signal.path[1:])
+            out.append(Signal(path, signal.source, signal.name, signal.query, signal.target_type))
+    return out
+
+
 def signals(obj: Manifest) -> list[Signal]:
     if obj.kind == "HorizontalPodAutoscaler":
         return _hpa_signals(obj)
     if obj.kind == "ScaledObject":
         return _keda_signals(obj)
+    if obj.kind == "PodAutoscaler":
+        return _aibrix_signals(obj)
+    if obj.kind == "LLMInferenceService":
+        return _llmisvc_signals(obj)
     return []
 
 
@@ -103,9 +146,54 @@ def min_replicas(obj: Manifest) -> tuple[int, PathKey, bool]:
                 True,
             )
         return KEDA_DEFAULT_MIN_REPLICAS, ("spec",), False
+    if obj.kind == "LLMInferenceService":
+        return _llmisvc_min_replicas(obj)
     value = obj.get("spec", "minReplicas")
     return (
         (integer(value, "spec.minReplicas"), ("spec", "minReplicas"), True)
         if value is not None
         else (1, ("spec",), False)
     )
+
+
+def _llmisvc_min_replicas(obj: Manifest) -> tuple[int, PathKey, bool]:
+    """KServe's floor: `scaling.keda.idleReplicaCount` 0 scales to zero, else
+    `scaling.minReplicas` (default 1), else the static `replicas`."""
+    scaling = obj.get("spec", "scaling")
+    if not isinstance(scaling, dict):
+        replicas = obj.get("spec", "replicas")
+        return ((integer(replicas, "spec.replicas"), ("spec", "replicas"), True)
+                if replicas is not None else (1, ("spec",), False))
+    idle = (scaling.get("keda") or {}).get("idleReplicaCount")
+    if idle is not None and integer(idle, "spec.scaling.keda.idleReplicaCount") == 0:
+        return 0, ("spec", "scaling", "keda", "idleReplicaCount"), True
+    if "minReplicas" in scaling:
+        return (integer(scaling["minReplicas"], "spec.scaling.minReplicas"),
+                ("spec", "scaling", "minReplicas"), True)
+    return 1, ("spec", "scaling"), False
+
+
+def max_replicas(scaler: Manifest) -> int:
+    """The most replicas a scaler may set (KEDA's maxReplicaCount defaults to 100; an HPA's
+    and a PodAutoscaler's maxReplicas are required; an LLMInferenceService's scaling too)."""
+    if scaler.kind == "ScaledObject":
+        value = scaler.get("spec", "maxReplicaCount")
+        return KEDA_DEFAULT_MAX_REPLICAS if value is None else integer(value,
+                                                                       "spec.maxReplicaCount")
+    if scaler.kind == "LLMInferenceService":
+        value = scaler.get("spec", "scaling", "maxReplicas")
+        return 1 if value is None else integer(value, "spec.scaling.maxReplicas")
+    value = scaler.get("spec", "maxReplicas")
+    return 1 if value is None else integer(value, "spec.maxReplicas")
+
+
+def replica_ceiling(workload: Manifest, ctx) -> int:
+    """The most replicas (engine instances) `workload` can run: its own `replicas` (default
+    1) or what any scaler of it may set (`ctx`: the audit's AuditContext)."""
+    value = workload.get("spec", "replicas")
+    ceiling = 1 if value is None else integer(value, "spec.replicas")
+    scalers = list(ctx.scalers_of(workload))
+    if workload.kind == "LLMInferenceService" and isinstance(workload.get("spec", "scaling"),
+                                                             dict):
+        scalers.append(workload)
+    return max([ceiling, *(max_replicas(s) for s in scalers)])

@@ -8,6 +8,11 @@ what was expected) instead of a traceback from whichever rule reads the field fi
 kinds a rule (or the diagnosis) reads are checked: an unknown kind's fields are its own. Free-form
 maps (labels, annotations, a KEDA trigger's `metadata`, ...) are not descended into: their keys
 are the user's own. IntOrString fields (`maxUnavailable`, `minAvailable`) are left alone.
+
+A few names mean a mapping only inside an HPA metric (`metrics[i].pods`, `.resource`,
+`.external`, `.object`, and `target`/`metric` inside those): elsewhere Kubernetes uses the same
+word for a scalar (a Node's `status.allocatable.pods: "110"`, an env var's
+`valueFrom.resourceFieldRef.resource: limits.memory`), so they are checked only there.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ MAPPING_KEYS = frozenset({
     "selector", "matchLabels", "nodeSelector", "affinity", "nodeAffinity", "podAffinity",
     "podAntiAffinity", "behavior", "scaleUp", "scaleDown", "disruption", "scaleTargetRef",
     "leaderWorkerTemplate", "leaderTemplate", "workerTemplate", "headGroupSpec", "advanced",
-    "horizontalPodAutoscalerConfig", "kubelet", "target", "resource", "external", "pods",
-    "object", "metric", "rayStartParams", "securityContext", "allocatable",
-    "capacity", "involvedObject", "nodeClassRef", "ebs",
+    "horizontalPodAutoscalerConfig", "kubelet", "rayStartParams", "securityContext",
+    "allocatable", "capacity", "involvedObject", "nodeClassRef", "ebs",
 })
+# An HPA's `metrics[i]` (and its status's `currentMetrics[i]`): the metric source by type
+# (k8s.io/api autoscaling/v2 MetricSpec), and inside a source its `target`/`metric`/`current`.
+METRIC_LISTS = frozenset({"metrics", "currentMetrics"})
+METRIC_SOURCE_KEYS = frozenset({"resource", "containerResource", "pods", "object", "external"})
+METRIC_SOURCE_MAPPING_KEYS = frozenset({"target", "metric", "current", "describedObject"})
 LIST_OF_MAPPINGS_KEYS = frozenset({
     "containers", "initContainers", "tolerations", "metrics", "triggers", "requirements",
     "budgets", "policies", "env", "volumes", "volumeMounts", "ports", "nodeSelectorTerms",
@@ -54,6 +63,16 @@ def _kind_of(value) -> str:
     return repr(value) if len(repr(value)) <= 40 else type(value).__name__
 
 
+def _metric_mapping(path: PathKey, key: str) -> bool:
+    """Whether `key` under `path` is a mapping because it sits in an HPA metric (module doc)."""
+    in_metric = len(path) >= 2 and isinstance(path[-1], int) and path[-2] in METRIC_LISTS
+    if in_metric:
+        return key in METRIC_SOURCE_KEYS
+    in_source = (len(path) >= 3 and path[-1] in METRIC_SOURCE_KEYS
+                 and isinstance(path[-2], int) and path[-3] in METRIC_LISTS)
+    return in_source and key in METRIC_SOURCE_MAPPING_KEYS
+
+
 def shape_error(data: dict) -> tuple[PathKey, str] | None:
     """The first field (path, expectation) whose type no Kubernetes object would have."""
     stack: list[tuple[PathKey, object]] = [((), data)]
@@ -71,7 +90,8 @@ def shape_error(data: dict) -> tuple[PathKey, str] | None:
                         return here, f"expected a string, got {_kind_of(value)}"
                     continue
                 # `status` is a mapping at the top of an object (a condition's is a string).
-                mapping = key in MAPPING_KEYS or (not path and key == "status")
+                mapping = key in MAPPING_KEYS or (not path and key == "status") or \
+                    _metric_mapping(path, key)
                 if mapping and value is not None and not isinstance(value, dict):
                     return here, f"expected a mapping, got {_kind_of(value)}"
                 if key in LIST_OF_MAPPINGS_KEYS and value is not None:

@@ -50,6 +50,19 @@ class PodTemplate:
     path: PathKey  # inside the workload object, to the template (has `spec`)
     template: dict
     replicas: int  # how many pods of this template one instance of the workload runs
+    # Where the pod's spec and metadata sit in the object when that is not `path` + "spec" /
+    # "metadata" (a KServe LLMInferenceService holds a bare PodSpec under `template` and the
+    # pod labels beside it).
+    spec_path: PathKey | None = None
+    metadata_path: PathKey | None = None
+
+    def spec_at(self, *parts) -> PathKey:
+        """The object path of `parts` inside the pod spec (for a finding's position)."""
+        return (self.spec_path if self.spec_path is not None else self.path + ("spec",)) + parts
+
+    def metadata_at(self, *parts) -> PathKey:
+        base = self.metadata_path if self.metadata_path is not None else self.path + ("metadata",)
+        return base + parts
 
 
 def _int(value, default: int) -> int:
@@ -98,6 +111,42 @@ def pod_templates(obj: Manifest) -> list[PodTemplate]:
                                    group.get("template") or {}, count))
     elif kind == "Pod":
         out.append(PodTemplate((), obj.data, 1))
+    elif kind == LLM_INFERENCE_SERVICE:
+        out += _llmisvc_templates(spec, ("spec",))
+        prefill = spec.get("prefill")
+        if isinstance(prefill, dict):
+            out += _llmisvc_templates(prefill, ("spec", "prefill"))
+    return out
+
+
+# KServe's LLM workload (serving.kserve.io LLMInferenceService; pkg/apis/serving/v1alpha1/
+# llm_inference_service_types.go WorkloadSpec): `template` and `worker` are bare PodSpecs, the
+# pod labels sit beside them. With `worker`, each replica is a LeaderWorkerSet group of
+# `parallelism` GetSize() pods: data / dataLocal, else pipeline (llm_inference_service_types_
+# func.go); KServe runs vLLM unless a `runtime` says otherwise (the default config template).
+LLM_INFERENCE_SERVICE = "LLMInferenceService"
+
+
+def _llmisvc_group_size(workload: dict) -> int:
+    parallel = workload.get("parallelism") or {}
+    data, local = _int(parallel.get("data"), 0), _int(parallel.get("dataLocal"), 0)
+    if data > 0 or local > 0:
+        return max(max(data, 1) // max(local, 1), 1)
+    return max(_int(parallel.get("pipeline"), 1), 1)
+
+
+def _llmisvc_templates(workload: dict, base: PathKey) -> list[PodTemplate]:
+    meta = {key: workload.get(key) or {} for key in ("labels", "annotations")}
+    out = []
+    head = workload.get("template")
+    worker = workload.get("worker")
+    size = _llmisvc_group_size(workload) if isinstance(worker, dict) else 1
+    if isinstance(head, dict):
+        out.append(PodTemplate(base, {"metadata": meta, "spec": head}, 1,
+                               spec_path=base + ("template",), metadata_path=base))
+    if isinstance(worker, dict) and size > 1:
+        out.append(PodTemplate(base, {"metadata": meta, "spec": worker}, size - 1,
+                               spec_path=base + ("worker",), metadata_path=base))
     return out
 
 
@@ -138,13 +187,16 @@ def _words(container: dict) -> str:
 
 
 def engine_of(obj: Manifest) -> str | None:
-    """The serving engine a GPU container runs, guessed from image, command and args."""
+    """The serving engine a GPU container runs, guessed from image, command and args (an
+    LLMInferenceService's containers often name none: KServe's default template runs vLLM)."""
     for tmpl in gpu_templates(obj):
         for container in containers(tmpl.template):
             words = _words(container)
             for keyword, engine in ENGINE_PATTERNS:
                 if keyword in words:
                     return engine
+    if obj.kind == LLM_INFERENCE_SERVICE and gpu_templates(obj):
+        return "vllm"
     return None
 
 
@@ -211,21 +263,23 @@ def cold_start_s(obj: Manifest) -> tuple[float, str]:
     return DEFAULT_COLD_START_S, "the default estimate for a 70B engine"
 
 
+# Every engine's spellings, compared with underscores read as dashes: vLLM takes both
+# (`--tensor_parallel_size`), trtllm-serve declares `--tp_size` / `--tensor_parallel_size`,
+# SGLang `--tp-size` / `--tensor-parallel-size` (importer/vllm_args.py, sglang_args.py,
+# trtllm_args.py).
 _PARALLEL_FLAGS = {
-    "tensor": ("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--tensor_parallel_size"),
-    "pipeline": (
-        "--pipeline-parallel-size",
-        "-pp",
-        "--pp-size",
-        "--pp",
-        "--pipeline_parallel_size",
-    ),
+    "tensor": ("--tensor-parallel-size", "-tp", "--tp-size", "--tp"),
+    "pipeline": ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp"),
 }
 
 
 def parallel_size(obj: Manifest, kind: str) -> int:
     """Largest tensor- or pipeline-parallel degree named in any container's args (1 if none)."""
     best = 1
+    if obj.kind == LLM_INFERENCE_SERVICE:
+        for workload in (obj.get("spec") or {}, obj.get("spec", "prefill") or {}):
+            parallel = (workload.get("parallelism") or {}) if isinstance(workload, dict) else {}
+            best = max(best, _int(parallel.get(kind), 1))
     flags = _PARALLEL_FLAGS[kind]
     for tmpl in pod_templates(obj):
         for container in containers(tmpl.template):
@@ -233,6 +287,6 @@ def parallel_size(obj: Manifest, kind: str) -> int:
                 str(x) for x in (container.get("command") or []) + (container.get("args") or [])
             )
             for flag, value in re.findall(r"(--?[\w-]+)[ =]+(\d+)", tokens):
-                if flag in flags:
+                if (flag.replace("_", "-") if flag.startswith("--") else flag) in flags:
                     best = max(best, int(value))
     return best

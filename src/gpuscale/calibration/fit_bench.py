@@ -111,6 +111,42 @@ def _count(obj: dict, key: str, source: str, where: str) -> int:
     return value
 
 
+def _lens(obj: dict, key: str) -> list[int] | None:
+    value = obj.get(key)
+    return value if isinstance(value, list) and value and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value) else None
+
+
+def _check_counts(obj: dict, count: int, source: str, where: str) -> None:
+    """A result whose counts disagree was not written by one bench run (hand-merged, cut, or
+    edited): fitting it fitted the wrong requests. vLLM writes `input_lens` for every request,
+    `output_lens` with 0 for a failed one, `completed` = the successes, `total_output_tokens`
+    = sum(output_lens), `total_input_tokens` = the successes' prompts
+    (vllm/benchmarks/serve.py, calculate_metrics and the result dict)."""
+    inputs, outputs = _lens(obj, "input_lens"), _lens(obj, "output_lens")
+    problem = None
+    if inputs is not None and outputs is not None and len(inputs) != len(outputs):
+        problem = (f"input_lens has {len(inputs)} requests, output_lens {len(outputs)}",
+                   "output_lens")
+    elif outputs is not None and not sum(1 for v in outputs if v) <= count <= len(outputs):
+        problem = (f"completed is {count}, but output_lens holds {len(outputs)} requests of "
+                   f"which {sum(1 for v in outputs if v)} produced tokens", "completed")
+    elif outputs is not None and isinstance(obj.get("total_output_tokens"), (int, float)) \
+            and obj["total_output_tokens"] != sum(outputs):
+        problem = (f"total_output_tokens is {obj['total_output_tokens']}, but output_lens sums "
+                   f"to {sum(outputs)}", "total_output_tokens")
+    elif inputs is not None and outputs is not None and isinstance(
+            obj.get("total_input_tokens"), (int, float)) and not (
+            sum(i for i, o in zip(inputs, outputs, strict=True) if o)
+            <= obj["total_input_tokens"] <= sum(inputs)):
+        problem = (f"total_input_tokens is {obj['total_input_tokens']}, outside the prompts of "
+                   "the requests input_lens and output_lens say completed", "total_input_tokens")
+    if problem is not None:
+        raise UserInputError(f"the counts disagree: {problem[0]}; expected one bench serve "
+                             "result as vLLM writes it", source=source,
+                             field=f"{where}{problem[1]}")
+
+
 def bench_items(text: str, source: str) -> list:
     """The objects of a bench-serve result text: one object, a list, or one per line."""
     try:
@@ -147,10 +183,11 @@ def bench_points(items: list, source: str, max_num_seqs: int,
             raise UserInputError(f"expected a rate > 0 or \"inf\", got "
                                  f"{obj.get('request_rate')!r}", source=source,
                                  field=f"{where}request_rate")
+        prompt = _lengths(obj, "input_lens", "total_input_tokens", count, source, where)
+        output = _lengths(obj, "output_lens", "total_output_tokens", count, source, where)
+        _check_counts(obj, count, source, where)
         points.append(BenchPoint(
-            source, rate,
-            _lengths(obj, "input_lens", "total_input_tokens", count, source, where),
-            _lengths(obj, "output_lens", "total_output_tokens", count, source, where),
+            source, rate, prompt, output,
             _number(obj, "mean_ttft_ms", source, where) / 1e3,
             _number(obj, "mean_tpot_ms", source, where) / 1e3,
             _number(obj, "output_throughput", source, where), max_num_seqs,

@@ -337,6 +337,13 @@ class ModelSpec:
             + embedding_params * Precision.BF16.bytes_per_elem
 
 
+# The zones of a user instance type that names none (a price list gives none): any zone, as a
+# NodePool without a zone requirement may launch in any zone of its region. Karpenter offers
+# it in each zone a pool's requirements name (provisioning/karpenter/nodepool.pool_offerings);
+# elsewhere its nodes carry this as their zone label.
+ANY_ZONE = "any"
+
+
 @dataclass(frozen=True)
 class InstanceType:
     name: str

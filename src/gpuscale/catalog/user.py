@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscale.catalog.specs import (
+    ANY_ZONE,
     GpuSpec,
     InstanceType,
     ModelSpec,
@@ -425,7 +426,8 @@ def _instance_type(name: str, entry: Any, source: str, known_gpus: set[str]) -> 
         raise _fail(f"expected a mapping of instance-type fields, got {entry!r}", source, where)
     _check_keys(entry, _fields_of(InstanceType), source, where, "instance-type field")
     base: dict = {"source": f"user catalog {source}", "nvlink_domain_gpus": 1,
-                  "verified": False, "spot_discount_frac": 0.3, "labels": {}}
+                  "verified": False, "spot_discount_frac": 0.3, "labels": {},
+                  "zones": (ANY_ZONE,)}
     if name in _builtin_instance_types():
         base = dataclasses.asdict(_builtin_instance_types()[name])
         base.pop("name")

@@ -55,17 +55,29 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS:
             return None
         if not _PROCESS_ENTRY[0]:
-            return importlib.import_module(SUBCOMMANDS[name][0]).command
+            return _with_distinct_files(importlib.import_module(SUBCOMMANDS[name][0]).command)
         # What the import builds (modules, classes, pydantic schemas: ~50k objects) lives
         # until exit, so collecting while it grows finds nothing (~120 collections, ~0.02 s
         # of simulate's import); frozen after, the full collections during a run have none of
         # it to walk (one, 0.02-0.03 s, on the issue 16 scenario).
         gc.disable()
         try:
-            return importlib.import_module(SUBCOMMANDS[name][0]).command
+            return _with_distinct_files(importlib.import_module(SUBCOMMANDS[name][0]).command)
         finally:
             gc.freeze()
             gc.enable()
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in SUBCOMMANDS:
+            import difflib
+
+            # click.Group says only "No such command"; say which one was meant (click's own
+            # "did you mean" habit for options, src/click/exceptions.py).
+            close = difflib.get_close_matches(name, sorted(SUBCOMMANDS), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}; did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, SUBCOMMANDS[name][1]) for name in sorted(SUBCOMMANDS)]
@@ -74,7 +86,22 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except OSError as exc:  # writing stdout failed (/dev/full), a file vanished, ...
+                from gpuscale.cli.environment import write_failure
+
+                if (error := write_failure(exc)) is None:
+                    raise
+                raise error from None
+            except (GpuscaleError, click.ClickException, click.exceptions.Exit):
+                raise
+            except BaseException as exc:  # Ctrl-C, SIGTERM (errors.Terminated), or one wrapped
+                from gpuscale.cli.environment import stopped_error
+
+                if (stopped := stopped_error(exc)) is None:
+                    raise
+                raise stopped from None
         except GpuscaleError as exc:
             # One clear line, no traceback; the exit code lives on the exception class. User
             # text in it (names, values, paths) is shown with control characters escaped.
@@ -93,6 +120,24 @@ class LazyGroup(click.Group):
             ctx.exit(exc.exit_code)
 
 
+def _with_distinct_files(command: click.Command) -> click.Command:
+    """`command` refusing, before its work, an output that is another output or one of its
+    inputs (cli/distinct_files.py); wrapped once, as the command object is the module's."""
+    callback = command.callback
+    if callback is None or getattr(callback, "checks_distinct_files", False):
+        return command
+
+    def checked(*args, **kwargs):
+        from gpuscale.cli.distinct_files import check_distinct_files
+
+        check_distinct_files(command, kwargs)
+        return callback(*args, **kwargs)
+
+    checked.checks_distinct_files = True  # type: ignore[attr-defined]
+    command.callback = checked
+    return command
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpuscale")
 @click.pass_context
@@ -105,13 +150,20 @@ def cli(ctx: click.Context) -> None:
     name = ctx.invoked_subcommand
     if name in SUBCOMMANDS and not ctx.resilient_parsing:
         from gpuscale.cli.config import defaults_for, find_config
+        from gpuscale.cli.environment import check_process, escape_unencodable_output
 
+        escape_unencodable_output()
+        check_process()
+
+        from gpuscale.cli.config import check_environment
+
+        command = importlib.import_module(SUBCOMMANDS[name][0]).command
+        check_environment(name, command)
         path = find_config()
         if path is not None:
-            command = importlib.import_module(SUBCOMMANDS[name][0]).command
             # click reads a subcommand's default_map from here; flags and the environment
             # still win over it (click's order).
-            ctx.default_map = {name: defaults_for(path, name, command)}
+            ctx.default_map = {name: defaults_for(path, name, command, frozenset(SUBCOMMANDS))}
 
 
 # Thread pools of numpy's BLAS (OpenBLAS in the wheels; MKL or OpenMP builds read the others).
@@ -141,8 +193,10 @@ def main(argv: list[str] | None = None) -> None:
     _PROCESS_ENTRY[0] = argv is None
     if argv is None:  # the process is ours: pydantic's plugin scan without importlib.metadata
         from gpuscale.cli import pydantic_plugins
+        from gpuscale.cli.environment import stop_on_sigterm
 
         pydantic_plugins.install()
+        stop_on_sigterm()
     try:
         cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="gpuscale",
                  auto_envvar_prefix="GPUSCALE")
@@ -165,8 +219,21 @@ def entry() -> None:
         main()
     except SystemExit as exc:
         code = exc.code
+    except BaseException as exc:  # stopped outside a command: starting it (imports), or exiting
+        code = _stopped_outside_a_command(exc)
     else:
         code = 0
     from gpuscale.cli.process_exit import exit_process
 
     exit_process(code)
+
+
+def _stopped_outside_a_command(exc: BaseException) -> int:
+    """Ctrl-C or SIGTERM while the command was imported or the process was exiting: the same
+    one line as within a command (nothing was written yet, or all was); anything else raises."""
+    from gpuscale.cli.environment import stopped_error
+
+    if (stopped := stopped_error(exc)) is None:
+        raise exc
+    sys.stderr.write(f"gpuscale: error: {stopped}\n")
+    return stopped.exit_code

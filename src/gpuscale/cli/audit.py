@@ -12,16 +12,18 @@ from gpuscale.audit import (
     load_inputs,
     select_rules,
 )
+from gpuscale.audit.engine import kinds_not_read
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.audit.output import render_json, render_sarif, render_text
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import json_text_as, output_option
+from gpuscale.cli.options import MAX_INPUT_BYTES, json_text_as, output_option
 from gpuscale.errors import UserInputError
 
 # What `--cluster` lists (read-only); the same kinds the file loader understands.
 AUDIT_KINDS = ("Deployment", "StatefulSet", "Job", "LeaderWorkerSet", "RayCluster",
                "HorizontalPodAutoscaler", "ScaledObject", "NodePool", "EC2NodeClass", "Queue",
-               "PodGroup", "PodDisruptionBudget", "PrometheusRule", "PriorityClass")
+               "PodGroup", "PodDisruptionBudget", "PrometheusRule", "PriorityClass",
+               "PodAutoscaler", "LLMInferenceService")
 
 
 class SeverityType(click.ParamType):
@@ -57,7 +59,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--disable", multiple=True, help="Skip these rules (ids or names, comma-separated).")
 @click.option(
     "--max-bytes",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_INPUT_BYTES),
     default=DEFAULT_MAX_BYTES,
     show_default=True,
     help="Refuse any input larger than this.",
@@ -84,7 +86,11 @@ def command(inputs, cluster, kube_context, kubeconfig, namespace, fmt, fail_on, 
     except KeyError as exc:
         raise UserInputError(str(exc.args[0])) from None
     skipped: list[tuple[str, str]] = []  # (file, why): Helm templates in a directory
-    objects = load_inputs(inputs, max_bytes=max_bytes, skipped=skipped) if inputs else []
+    errors: list[UserInputError] = []  # files (or objects) that could not be read
+    objects = (load_inputs(inputs, max_bytes=max_bytes, skipped=skipped, errors=errors)
+               if inputs else [])
+    if inputs and not objects and errors:
+        raise errors[0]  # nothing could be read: the one error is the answer
     if inputs and not objects and skipped:
         raise UserInputError(skipped[0][1], source=skipped[0][0])
     for source, why in skipped:  # the rest is audited; say what was not, and how to audit it
@@ -97,11 +103,28 @@ def command(inputs, cluster, kube_context, kubeconfig, namespace, fmt, fail_on, 
         from gpuscale.audit.cluster import read_cluster
         objects += read_cluster(AUDIT_KINDS, context=kube_context, kubeconfig=kubeconfig,
                                 namespace=namespace)
-    findings = audit_objects(objects, rules)
-    if fmt in ("json", "yaml"):
-        click.echo(json_text_as(fmt, render_json(findings, len(objects))), nl=False)
-    elif fmt == "sarif":
-        click.echo(render_sarif(findings, rules), nl=False)
-    else:
-        click.echo(render_text(findings, len(objects)), nl=False)
+    before = len(errors)
+    findings = audit_objects(objects, rules, errors=errors)
+    nothing_audited = bool(objects) and len(errors) - before == len(objects)  # all misshapen
+    if errors and nothing_audited and len(errors) == 1:
+        raise errors[0]
+    if not nothing_audited:
+        _print_report(fmt, findings, objects, rules, errors)
+    if errors:
+        # The report above names each; the one line says why the exit status is 2.
+        noun = "input" if len(errors) == 1 else "inputs"
+        rest = "" if nothing_audited else "; the rest was audited"
+        raise UserInputError(f"{len(errors)} {noun} could not be read (first: {errors[0]})"
+                             f"{rest}")
     click.get_current_context().exit(exit_code(findings, fail_on))
+
+
+def _print_report(fmt: str, findings, objects, rules, errors) -> None:
+    not_read = kinds_not_read(objects, rules)
+    if fmt in ("json", "yaml"):
+        text = json_text_as(fmt, render_json(findings, len(objects), not_read, errors))
+    elif fmt == "sarif":
+        text = render_sarif(findings, rules, not_read, errors)
+    else:
+        text = render_text(findings, len(objects), not_read, errors)
+    click.echo(text, nl=False)

@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 import yaml
 
-from gpuscale.cli.io import check_output_path
+from gpuscale.cli.io import OutputFile, check_output_path
+from gpuscale.cli.options import MAX_BATCH_TOKENS, MAX_NUM_SEQS, MAX_TP
 
 FIT_ENGINES = ("vllm", "sglang", "trtllm", "sarathi")  # serving/engines.py ENGINE_KINDS
 
@@ -25,19 +26,21 @@ def fit_options(fn):
                           "or Prometheus query_range export instead."),
         click.option("--gpu", default=None, help="--fit: the GPU measured (catalog name)."),
         click.option("--model", default=None, help="--fit: the model measured (catalog name)."),
-        click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+        click.option("--tp", type=click.IntRange(min=1, max=MAX_TP), default=1,
+                     show_default=True,
                      help="--fit: tensor-parallel size of the measured server."),
         click.option("--precision", type=click.Choice(["bf16", "fp8", "nvfp4", "mxfp4"]),
                      default="bf16", show_default=True,
                      help="--fit: weight precision of the measured server."),
         click.option("--engine", "fit_engine", type=click.Choice(FIT_ENGINES), default="vllm",
                      show_default=True, help="--fit: the engine measured (its host time)."),
-        click.option("--max-num-seqs", type=click.IntRange(min=1), default=256,
+        click.option("--max-num-seqs", type=click.IntRange(min=1, max=MAX_NUM_SEQS), default=256,
                      show_default=True, help="--fit: the server's --max-num-seqs."),
-        click.option("--max-num-batched-tokens", "fit_budget", type=click.IntRange(min=16),
+        click.option("--max-num-batched-tokens", "fit_budget",
+                     type=click.IntRange(min=16, max=MAX_BATCH_TOKENS),
                      default=None, help="--fit: the server's token budget per step (default: "
                                         "vLLM's for the GPU)."),
-        click.option("--overlay", type=click.Path(path_type=Path), default=None,
+        click.option("--overlay", type=OutputFile(), default=None,
                      help="--fit: write the fitted catalog overlay here."),
         click.option("--force", is_flag=True, help="--fit: replace --overlay if it exists."),
     ]):

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.metrics_out import metrics_options
 from gpuscale.cli.run_common import report_options, run_and_report, run_options, scenario_units
 from gpuscale.cli.simulate import manifest_options
@@ -27,7 +28,7 @@ from gpuscale.cli.simulate import manifest_options
 )
 @run_options
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
+    "--out", type=OutputFile(), default=None, help="Write the JSON summary here."
 )
 @report_options
 @metrics_options

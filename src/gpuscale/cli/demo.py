@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.run_common import RunUnit, report_options, run_and_report, run_options
 from gpuscale.inputs import parse_yaml
 from gpuscale.scenario import scenario_from_dict
@@ -19,7 +20,7 @@ def demo_scenario_text() -> str:
 @click.command("demo")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the demo's seed.")
 @run_options
-@click.option("--out", type=click.Path(path_type=Path), default=Path("gpuscale-demo.json"),
+@click.option("--out", type=OutputFile(), default=Path("gpuscale-demo.json"),
               show_default=True, help="Where the JSON summary goes.")
 @report_options
 @click.option("--force", is_flag=True, help="Overwrite --out even if it is not a gpuscale result.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 
 import click
 
@@ -10,7 +11,7 @@ from gpuscale.audit import DEFAULT_MAX_BYTES, load_inputs
 from gpuscale.audit.diagnose.causes import SNAPSHOT_KINDS, diagnose
 from gpuscale.audit.loader import why_no_objects
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import json_text_as, output_option
+from gpuscale.cli.options import MAX_INPUT_BYTES, json_text_as, output_option
 from gpuscale.errors import UserInputError
 
 SNAPSHOT_HELP = ("a cluster snapshot from "
@@ -22,9 +23,12 @@ def render_text(diagnoses) -> str:
         return "gpuscale diagnose: no Pending GPU pods\n"
     lines = []
     for d in diagnoses:
-        lines.append(f"{d.pod} ({d.gpus} GPUs): {d.cause} [{d.layer}]")
-        lines.append(f"  {d.summary}")
-        lines += [f"    - {e}" for e in d.evidence]
+        lines.append(f"{d.pod} ({d.gpus} GPU{'' if d.gpus == 1 else 's'}): {d.cause} [{d.layer}]")
+        lines.append(textwrap.fill(d.summary, 100, initial_indent="  ", subsequent_indent="  ",
+                                   break_on_hyphens=False))
+        # The scheduler's message runs to hundreds of characters: wrapped at 100 columns.
+        lines += [textwrap.fill(e, 100, initial_indent="    - ", subsequent_indent="      ",
+                                break_on_hyphens=False) for e in d.evidence]
     return "\n".join(lines) + "\n"
 
 
@@ -45,11 +49,14 @@ def render_text(diagnoses) -> str:
 @click.option("--pod", "pod_name", default=None, help="Only this pod (NAME or NAMESPACE/NAME).")
 @output_option()
 @click.option(
-    "--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True
+    "--max-bytes", type=click.IntRange(min=1, max=MAX_INPUT_BYTES), default=DEFAULT_MAX_BYTES,
+    show_default=True
 )
 def command(snapshot, cluster, kube_context, kubeconfig, namespace, pod_name, fmt, max_bytes):
     """Explain Pending GPU pods from SNAPSHOT, a `kubectl get
-    nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json` dump (- for stdin)."""
+    nodes,pods,events,nodepools,nodeclaims,queues,podgroups -A -o json` dump (- for stdin).
+
+    Example: gpuscale diagnose examples/diagnose/snapshot.yaml"""
     if not snapshot and not cluster:
         raise UserInputError("give a snapshot file (or -), or --cluster")
     objects = load_inputs([snapshot], max_bytes=max_bytes) if snapshot else []

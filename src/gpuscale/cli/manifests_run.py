@@ -56,7 +56,11 @@ def manifest_units(bundles: tuple[str, ...], trace: Path | None, seed: int | Non
 def emit_scenario(path: Path, data: dict, *, force: bool) -> None:
     import os
 
+    from gpuscale.importer.emit import emitted_data
+    from gpuscale.outputs import write_atomic
+
     check_output_path(path, force=force)
+    data = emitted_data(data)  # floors and consolidation said (importer/emit.py)
     # The trace path relative to the written file (scenario paths resolve from their folder),
     # so the scenario and the trace can move together.
     trace = Path(data["workload"]["path"])
@@ -65,4 +69,4 @@ def emit_scenario(path: Path, data: dict, *, force: bool) -> None:
     header = ("# Written by `gpuscale simulate --manifests ... --emit-scenario`: the scenario the\n"
               "# manifests describe. Run it with `gpuscale simulate FILE` (with the same\n"
               "# --catalog files when it names a user catalog entry).\n")
-    path.write_text(header + yaml.safe_dump(data, sort_keys=False))
+    write_atomic(path, header + yaml.safe_dump(data, sort_keys=False))  # devices in place

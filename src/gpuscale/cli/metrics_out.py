@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 import click
 
-from gpuscale.cli.io import check_output_path
+from gpuscale.cli.io import OutputFile, check_output_path
 
 
 class Rfc3339(click.ParamType):
@@ -31,6 +31,10 @@ class Rfc3339(click.ParamType):
                       param, ctx)
         if moment.tzinfo is None:
             self.fail(f"{value!r} has no UTC offset (add Z or +02:00)", param, ctx)
+        from gpuscale.units import outside_wall_clock_range
+
+        if (why := outside_wall_clock_range(moment)) is not None:
+            self.fail(why, param, ctx)
         return moment
 
 
@@ -40,7 +44,7 @@ def metrics_options(fn):
                       help="Wall-clock time of simulated t=0 (RFC 3339; default the "
                            "scenario's start_time, 2026-01-01T00:00:00Z): the exported "
                            "samples' timestamps.")(fn)
-    return click.option("--metrics-out", "metrics_out", type=click.Path(path_type=Path),
+    return click.option("--metrics-out", "metrics_out", type=OutputFile(),
                         default=None,
                         help="Write every series of the run (vLLM, DCGM, kube-state-metrics, "
                              "gateway, KEDA, recording rules) here as OpenMetrics text, for "

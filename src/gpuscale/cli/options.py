@@ -10,11 +10,37 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
 import click
 
 OUTPUT_FORMATS = ("table", "json", "yaml")
+
+# Ceilings of the numeric options, so a huge number is one line, not an OverflowError or a
+# machine taken over (issue 30). Inputs are held in memory: 4 GiB is past any manifest bundle
+# or cluster dump (the default limit is 16 MiB, gpuscale/inputs.py). Worker processes: more
+# than 256 on one machine only thrash. A tensor-parallel size: the scenario's own bound.
+MAX_INPUT_BYTES = 4 * 2**30
+MAX_WORKERS = 256
+MAX_TP = 64
+MAX_TIME_BUDGET_S = 7 * 86_400.0
+# An engine's sequence and token budgets: vLLM's defaults are 256-1024 sequences and 2-16 k
+# tokens; 65,536 sequences and the 10 M-token longest context (calibration/fit_bench.py
+# MAX_LENGTH_TOKENS) bound every real server.
+MAX_NUM_SEQS = 65_536
+MAX_BATCH_TOKENS = 10_000_000
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A FloatRange that refuses nan and inf (FloatRange lets nan through: every comparison
+    with nan is false, so `--time-budget-s nan` ran without a budget)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 ALIASES = {"text": "table"}
 
 

@@ -10,7 +10,13 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.options import input_path, output_option
+from gpuscale.cli.options import (
+    MAX_TIME_BUDGET_S,
+    MAX_WORKERS,
+    FiniteFloatRange,
+    input_path,
+    output_option,
+)
 from gpuscale.errors import UserInputError
 
 
@@ -25,10 +31,12 @@ from gpuscale.errors import UserInputError
 @click.option(
     "--no-simulate", is_flag=True, help="Size the warm pool analytically (fast, no evidence)."
 )
-@click.option("--time-budget-s", type=click.FloatRange(min=1), default=600.0, show_default=True,
+@click.option("--time-budget-s", type=FiniteFloatRange(min=1, max=MAX_TIME_BUDGET_S),
+              default=600.0, show_default=True,
               help="Wall-clock budget of the search over simulations; once spent, the candidates "
                    "tried so far decide and plan.md says so.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=1,
+              show_default=True,
               help="Processes the search's simulations run in (results are identical).")
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="local: worker processes on this machine; ray: Ray tasks.")

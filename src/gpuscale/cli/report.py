@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.run_common import check_result_path, write_result
 from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
 from gpuscale.report.export import EXPORT_FORMATS, export_charts, require_format
@@ -80,7 +81,7 @@ def load_inputs(paths: list[Path], title: str | None) -> ReportInputs:
 @click.command("report")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
-    "--out", type=click.Path(path_type=Path), required=True, help="The HTML file to write."
+    "--out", type=OutputFile(), required=True, help="The HTML file to write."
 )
 @click.option("--force", is_flag=True, help="Overwrite --out (and chart files) if they exist.")
 @click.option("--title", default=None, help="Page title (default: the scenario names).")
@@ -95,7 +96,10 @@ def command(inputs: tuple[Path, ...], out: Path, force: bool, title: str | None,
     # Output checks first: loading a SCENARIO.yaml input simulates it, which can take minutes.
     check_result_path(out, force=force)
     if charts_dir is not None:
+        from gpuscale.outputs import real_directory
+
         require_format(chart_format)  # before the HTML is written: no half-done output
+        real_directory(charts_dir, "the chart files")  # a file or a symlink there: one line
     if charts_dir is not None and charts_dir.exists() and any(charts_dir.iterdir()) and not force:
         raise UserInputError(f"{charts_dir} is not empty; pass --force to write into it")
     loaded = load_inputs(list(inputs), title)

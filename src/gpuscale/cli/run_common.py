@@ -13,13 +13,14 @@ from typing import Any
 
 import click
 
-from gpuscale.cli.io import check_output_path, is_stream
+from gpuscale.cli.io import OutputFile, check_output_path, is_stream
 from gpuscale.cli.metrics_out import check_metrics_path, write_metrics
 from gpuscale.cli.options import output_option
 from gpuscale.errors import UserInputError
 from gpuscale.report.timeline import result_json_text
 from gpuscale.scenario.models import Scenario
 from gpuscale.sim import simulate_scenario
+from gpuscale.workloads.limits import MAX_RUNS
 
 
 def run_options(fn):
@@ -27,7 +28,8 @@ def run_options(fn):
     fn = click.option("--fail-under-slo", "fail_under", type=SloFraction(), default=None,
                       help="Exit 1 when no strategy reaches this SLO attainment on every seed "
                            "(0.99 or 99).")(fn)
-    fn = click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+    fn = click.option("--seeds", type=click.IntRange(min=1, max=MAX_RUNS), default=1,
+                      show_default=True,
                       help="Run seeds SEED..SEED+N-1 and show the spread.")(fn)
     fn = click.option("--wide", is_flag=True, help="One table with every column.")(fn)
     return output_option()(fn)
@@ -57,10 +59,10 @@ class SloFraction(click.ParamType):
 
 def report_options(fn):
     """`--series`, `--report FILE` and `--decisions FILE`, shared by simulate, compare, demo."""
-    fn = click.option("--decisions", "decisions", type=click.Path(path_type=Path), default=None,
+    fn = click.option("--decisions", "decisions", type=OutputFile(), default=None,
                       help="Also write every controller decision (time, inputs, reason) here, "
                            "one JSON object per line (docs/decision-log.md).")(fn)
-    fn = click.option("--report", "report", type=click.Path(path_type=Path), default=None,
+    fn = click.option("--report", "report", type=OutputFile(), default=None,
                       help="Also write the HTML report (timelines, CDFs, cost vs SLO) here.")(fn)
     return click.option("--series", is_flag=True,
                         help="Add each run's time series to the JSON (implied by --report).")(fn)
@@ -131,6 +133,7 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
     from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
     from gpuscale.report.verdict import failing_gate, spread, verdict
 
+    units = _checked_units(units, seeds)
     if out is not None and str(out) == "-":  # `--out -`: the JSON is the output
         fmt, out = ("yaml" if fmt == "yaml" else "json"), None
     # Check every output path before the (possibly long) runs, so a typo costs nothing and no
@@ -181,6 +184,46 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
     return data
 
 
+def _checked_units(units: Sequence[RunUnit], seeds: int) -> list[RunUnit]:
+    """Each unit's `--strategy` names once each (a repeated name ran twice), and the runs
+    `--seeds` starts over every unit bounded before any runs (workloads/limits.py)."""
+    from dataclasses import replace
+
+    from gpuscale.workloads.limits import check_runs, planned_load
+
+    checked = [replace(unit, strategies=_chosen_strategies(unit.scenario, unit.strategies))
+               for unit in units]
+    for unit in checked:
+        _check_last_seed(unit.scenario, seeds)
+    counts = [len(u.strategies) if u.strategies else len(u.scenario.strategies) for u in checked]
+    runs = seeds * sum(counts)
+    requests = seeds * sum(count * planned_load(unit.scenario.workload)[0]
+                           for count, unit in zip(counts, checked, strict=True))
+    check_runs(f"--seeds {seeds} x {sum(counts)} strategies", runs, requests / max(runs, 1))
+    return checked
+
+
+def _chosen_strategies(scenario: Scenario, strategies: list[str] | None) -> list[str] | None:
+    """`--strategy` names once each, in the order given (a repeated name ran twice)."""
+    if not strategies:
+        return None
+    for name in strategies:
+        if not name.strip():
+            raise UserInputError("--strategy: an empty name; known: "
+                                 f"{', '.join(s.name for s in scenario.strategies)}")
+    return list(dict.fromkeys(strategies))
+
+
+def _check_last_seed(scenario: Scenario, seeds: int) -> None:
+    """`--seeds`' last seed within 64 bits: a seed past it was echoed back, not run."""
+    from gpuscale.workloads.limits import MAX_SEED
+
+    last = scenario.seed + seeds - 1
+    if last > MAX_SEED:
+        raise UserInputError(f"seeds {scenario.seed}..{last} pass the 64-bit range "
+                             f"(at most {MAX_SEED})", field="--seed")
+
+
 def print_spread(data: dict) -> None:
     """Per strategy over the seeds: attainment min/mean/max, cost mean, worst TTFT p99."""
     from rich.table import Table
@@ -208,14 +251,14 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
         click.echo(json_text_as(fmt, text), nl=False)
         return
     # rich (the table) only for table output: `-o json` does not pay for its import.
-    from gpuscale.importer.resolved import resolved_line
+    from gpuscale.importer.resolved import resolved_text
     from gpuscale.report.terminal import print_summary
 
     print_summary(data, wide=wide)
     from gpuscale.outputs import terminal_safe
 
-    for run in data["runs"]:  # what was simulated, one line a run (issue 15)
-        click.echo(f"resolved {terminal_safe(resolved_line(run))}")
+    for run in data["runs"]:  # what was simulated, a run each (issue 15), within 100 columns
+        click.echo(resolved_text(run))
     for line in footer:
         click.echo(terminal_safe(line))
     if out is not None and not is_stream(out):

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
-from gpuscale.cli.io import check_output_path, dump_json, write_new_file
+from gpuscale.cli.io import OutputFile, check_output_path, dump_json, write_new_file
 from gpuscale.cli.options import input_path, json_text_as, output_option
 
 
@@ -54,7 +54,7 @@ def _text(result: dict) -> str:
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False, allow_dash=True,
                                            path_type=Path))
 @output_option()
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=OutputFile(dir_okay=False), default=None,
               help="Write the output here instead of stdout.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario: Path, fmt: str, out: Path | None, force: bool) -> None:

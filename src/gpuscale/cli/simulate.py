@@ -11,12 +11,13 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.metrics_out import metrics_options
 from gpuscale.cli.run_common import report_options, run_and_report, run_options, scenario_units
 
 
 def manifest_options(fn):
-    fn = click.option("--emit-scenario", "emit", type=click.Path(path_type=Path), default=None,
+    fn = click.option("--emit-scenario", "emit", type=OutputFile(), default=None,
                       help="With --manifests: also write the equivalent scenario YAML here.")(fn)
     fn = click.option("--trace", type=click.Path(path_type=Path), default=None,
                       help="With --manifests: requests to replay (generic CSV, Azure, "
@@ -39,7 +40,7 @@ def manifest_options(fn):
 )
 @run_options
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
+    "--out", type=OutputFile(), default=None, help="Write the JSON summary here."
 )
 @report_options
 @metrics_options

@@ -13,10 +13,23 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.io import OutputFile
+from gpuscale.cli.options import MAX_WORKERS
 from gpuscale.errors import UserInputError
 from gpuscale.report.terminal import make_console
 from gpuscale.scenario.load import load_yaml
 from gpuscale.sweep import BACKENDS, expand_grid, load_grid, run_sweep
+
+
+def run_settings(row: dict) -> str:
+    """A table row's grid settings as `name=value`, each path by its last part unless two
+    paths share it (then in full)."""
+    from gpuscale.sweep.grid import PARAM_PREFIX
+
+    paths = [k[len(PARAM_PREFIX):] for k in row if k.startswith(PARAM_PREFIX)]
+    short = {p: p.rsplit(".", 1)[-1] for p in paths}
+    shown = {p: (s if list(short.values()).count(s) == 1 else p) for p, s in short.items()}
+    return ", ".join(f"{shown[p]}={row[PARAM_PREFIX + p]}" for p in paths) or "(no settings)"
 
 
 @click.command("sweep")
@@ -24,10 +37,10 @@ from gpuscale.sweep import BACKENDS, expand_grid, load_grid, run_sweep
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--grid", "grid_file", type=click.Path(path_type=Path), required=True,
               help="grid.yaml: `parameters` (cartesian product) or `runs` (a list of overrides).")
-@click.option("--out", type=click.Path(path_type=Path), required=True,
+@click.option("--out", type=OutputFile(), required=True,
               help="Results table, .csv or .parquet; an existing one is resumed.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True)
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=None,
               help="Parallel runs (default: CPU count, at most the number of runs).")
 @click.option("--address", default=None, help="Ray cluster address (default: start Ray locally).")
 @click.option("--dry-run", is_flag=True, help="List the runs and exit.")
@@ -43,6 +56,9 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
     from gpuscale.cli.options import input_path
 
     scenario_data = load_yaml(input_path(scenario_file))  # `-`: the scenario on stdin
+    if not isinstance(scenario_data, dict):
+        raise UserInputError("expected a scenario (a mapping at the top level)",
+                             source=str(scenario_file))
     runs = expand_grid(load_grid(grid_file), scenario_data, source=str(grid_file))
     if dry_run:
         for run in runs:
@@ -90,8 +106,12 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
             )
     else:
         def on_row(row: dict, done: int, total: int) -> None:
-            click.echo(f"[{done}/{total}] {row['run_id']} {row['strategy']}: SLO met "
-                       f"{100 * (row['slo_attainment'] or 0):.1f}%, ${row['cost_usd']}", err=True)
+            from gpuscale.outputs import terminal_safe
+
+            # The run's settings, not its id (a hash that says nothing to a reader).
+            click.echo(terminal_safe(
+                f"[{done}/{total}] {row['strategy']} {run_settings(row)}: SLO met "
+                f"{100 * (row['slo_attainment'] or 0):.1f}%, ${row['cost_usd']}"), err=True)
 
         skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
                                  workers=workers, address=address, on_row=on_row,

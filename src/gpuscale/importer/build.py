@@ -32,6 +32,7 @@ from gpuscale.importer.traces import detect_format
 from gpuscale.metrics.exposition import known_series
 from gpuscale.scenario.load import scenario_from_dict
 from gpuscale.scenario.models import Scenario
+from gpuscale.units import gpus_text, outside_wall_clock_range
 from gpuscale.workloads.traces import TRACE_READERS
 
 DEFAULT_NAME = "manifests"
@@ -169,6 +170,8 @@ def _trace(path: Path, defaults: list[str]) -> tuple[dict, float, dict]:
                     f"{duration_s:g} s; drain 600 s")
     clock: dict = {}
     if requests.start_time is not None:  # the cron triggers read the trace's own wall clock
+        if (why := outside_wall_clock_range(requests.start_time)) is not None:
+            raise UserInputError(f"the first request's time: {why}", source=str(path))
         clock["start_time"] = requests.start_time.isoformat()
         defaults.append(f"start_time: {clock['start_time']}, the trace's first request")
     return {"kind": "trace", "format": fmt, "path": str(path.resolve())}, duration_s, clock
@@ -232,7 +235,7 @@ def _serving_pools(objects, tolerations, selector, tp, notes, where) -> list[dic
     if unfit and not pools:
         nodes_mod.pick_instance_type(unfit, tp, selector, where)  # raises, naming the pools
     notes.extend(f"NodePool/{p['name']} dropped: none of its catalog instance types fits the "
-                 f"serving pod ({tp} GPUs)" for p in unfit)
+                 f"serving pod ({gpus_text(tp)})" for p in unfit)
     notes.extend(f"NodePool dropped: {exc}" for exc in refused)
     return pools
 

@@ -23,6 +23,7 @@ from gpuscale.importer import priority_expander
 from gpuscale.importer.nodes import nodes_for
 from gpuscale.importer.vllm_args import container_words
 from gpuscale.provisioning.cluster_autoscaler.params import Expander
+from gpuscale.units import gpus_text
 
 IMAGE_MARK = "cluster-autoscaler"
 DEFAULT_GROUP = "gpu"
@@ -215,7 +216,7 @@ def provider_section(obj: Manifest, container: dict, itype_name: str | None, tp:
         gpus = get_instance_type(group["instance_type"]).num_gpus
         if gpus < tp:
             raise UserInputError(f"node group {group['name']!r}: {group['instance_type']} has "
-                                 f"{gpus} GPUs, fewer than the serving pod's {tp}; name an "
+                                 f"{gpus_text(gpus)}, fewer than the serving pod's {tp}; name an "
                                  "instance type with enough GPUs", source=where, field="--nodes")
     _raise_floors(groups, nodes_for(initial, tp, itype), notes)
     spec["node_groups"] = groups

@@ -104,6 +104,12 @@ def import_query(query: object, ctx: QueryContext, *, source: str, field_path: s
     return query
 
 
+def matcher_text(label: str, op: str, value: str) -> str:
+    """A label matcher as PromQL writes it (`model_name="m"`), not Python's repr ('m')."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'{label}{op}"{escaped}"'
+
+
 def _labels(selector, ctx: QueryContext, query: str, notes: list[str]) -> None:
     name = next(m.value for m in selector.matchers if m.name == NAME)
     carried = ctx.series.get(name)
@@ -118,19 +124,20 @@ def _labels(selector, ctx: QueryContext, query: str, notes: list[str]) -> None:
         if m.name not in carried:
             if m.op != "=":
                 notes.append(f"query {query!r}: label {m.name} is not on the simulated "
-                             f"{name} series, so {m.name}{m.op}{m.value!r} sees it empty")
+                             f"{name} series, so {matcher_text(m.name, m.op, m.value)} sees it "
+                             "empty")
                 continue
             adopted = ctx.extra_labels.setdefault(name, {})
             if adopted.setdefault(m.name, m.value) == m.value:
-                notes.append(f"label {m.name}={m.value!r} (from query {query!r}) added to the "
-                             f"simulated {name} series, as the scrape configuration it "
-                             "assumes would")
+                notes.append(f"label {matcher_text(m.name, '=', m.value)} (from query "
+                             f"{query!r}) added to the simulated {name} series, as the "
+                             "scrape configuration it assumes would")
             continue
         ours = ctx.values.get(m.name)
         if m.op == "=" and ours is not None and ours != m.value:
-            notes.append(f"query {query!r} pins {m.name}={m.value!r} but the simulated "
-                         f"series carry {m.name}={ours!r}: it reads nothing, as it would in "
-                         "a cluster where they differ")
+            notes.append(f"query {query!r} pins {matcher_text(m.name, '=', m.value)} but the "
+                         f"simulated series carry {matcher_text(m.name, '=', ours)}: it reads "
+                         "nothing, as it would in a cluster where they differ")
 
 
 def _adopt_pool_name(pool: str, ctx: QueryContext, query: str, notes: list[str]) -> None:

@@ -116,3 +116,16 @@ def resolved_line(run: dict) -> str:
     return (f"{run['name']}: {m['name']} tp={m['tp']}{layout} {m['precision']} on "
             f"{g['instance_type']} ({g['name']}{calib}) | autoscaler {a['kind']}{bounds} | "
             f"nodes {n['kind']}{policy} | scheduler {r['scheduler']['kind']}{start}")
+
+
+def resolved_text(run: dict, width: int = 100) -> str:
+    """`resolved_line` as printed under the table: prefixed `resolved`, control characters
+    escaped, wrapped at `width` columns between its parts (a run on a user's GPU reached ~170
+    columns)."""
+    import textwrap
+
+    from gpuscale.outputs import terminal_safe
+
+    return textwrap.fill(f"resolved {terminal_safe(resolved_line(run))}", width,
+                         subsequent_indent="  ", break_on_hyphens=False,
+                         break_long_words=False)

@@ -1,26 +1,34 @@
 """The TensorRT-LLM engine arguments of a serving container (`trtllm-serve MODEL ...`).
 
 Flags as `trtllm-serve` defines them (NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py, the
-trtllm-serve command reference): the positional MODEL (after an optional `serve`),
-`--tp_size`, `--pp_size`, `--max_batch_size` (-> max_num_seqs), `--max_num_tokens` (-> the
+trtllm-serve command reference), each under every name it declares: the positional MODEL
+(after an optional `serve`), `--tp_size` / `--tensor_parallel_size`, `--pp_size` /
+`--pipeline_parallel_size`, `--max_batch_size` (-> max_num_seqs), `--max_num_tokens` (-> the
 token budget per step), `--max_seq_len` (-> max_model_len) and
-`--kv_cache_free_gpu_memory_fraction` (the share of the memory left after weights and buffers
-that the KV cache takes; converted to our gpu_memory_utilization once the GPU and model are
-known, `kv_cache_utilization`), `--ep_size` (the MoE expert-parallel size). `--backend`,
+`--kv_cache_free_gpu_memory_fraction` / `--free_gpu_memory_fraction` (the share of the memory
+left after weights and buffers that the KV cache takes; converted to our
+gpu_memory_utilization once the GPU and model are known, `kv_cache_utilization`), `--ep_size` (the MoE
+expert-parallel size). `--backend`,
 `--extra_llm_api_options` / `--config` (a YAML file the manifests do not carry; attention DP,
-`enable_attention_dp`, is set there) are listed as not simulated.
+`enable_attention_dp`, is set there) are listed as not simulated. Click declares them with
+underscores only: a dashed spelling is refused (vllm_args.STRICT_PARSERS).
 """
 
 from __future__ import annotations
 
 from gpuscale.importer.vllm_args import VllmArgs, _env_of, _words, parse_flags
 
+# Each option under every name trtllm-serve declares for it (`--tensor_parallel_size` /
+# `--tp_size`, `--free_gpu_memory_fraction` / `--kv_cache_free_gpu_memory_fraction`, ...).
 FLAGS: dict[str, tuple[str, type]] = {
-    "--tp_size": ("tp", int), "--pp_size": ("pp", int), "--ep_size": ("ep", int),
+    "--tp_size": ("tp", int), "--tensor_parallel_size": ("tp", int),
+    "--pp_size": ("pp", int), "--pipeline_parallel_size": ("pp", int),
+    "--ep_size": ("ep", int),
     "--max_batch_size": ("max_num_seqs", int),
     "--max_num_tokens": ("max_num_batched_tokens", int),
     "--max_seq_len": ("max_model_len", int),
     "--kv_cache_free_gpu_memory_fraction": ("kv_cache_free_fraction", float),
+    "--free_gpu_memory_fraction": ("kv_cache_free_fraction", float),
     "--served_model_name": ("served_model_name", str),
 }
 BOOL_FLAGS: dict[str, tuple[str, bool]] = {}

@@ -187,7 +187,7 @@ def _positional_model(words: list[str], out: VllmArgs, command: object = None) -
         if word in ("&&", ";", "|", "||"):
             return  # the shell's next command
         if word.startswith("-"):
-            flag = word.partition("=")[0]
+            flag = vllm_spelling(word.partition("=")[0])
             switch = flag in BOOL_FLAGS or flag in _SWITCHES or flag.startswith("--no-")
             i += 1 if "=" in word or switch else 2
             continue
@@ -195,14 +195,48 @@ def _positional_model(words: list[str], out: VllmArgs, command: object = None) -
         return
 
 
+def vllm_spelling(flag: str) -> str:
+    """A `--flag` as vLLM's parser reads it: underscores in the name, up to its first `.`, are
+    dashes (`--gpu_memory_utilization` is `--gpu-memory-utilization`; vllm/utils/
+    argparse_utils.py FlexibleArgumentParser.parse_args). Short flags (`-tp`) are kept."""
+    if not flag.startswith("--"):
+        return flag
+    name, dot, rest = flag[2:].partition(".")
+    return "--" + name.replace("_", "-") + dot + rest
+
+
+# The engines whose parsers take a flag only as declared, and where they declare them: SGLang's
+# argparse has dashed names only (python/sglang/srt/server_args.py, arg_groups/arg_utils.py
+# `_field_to_cli_name`); trtllm-serve's click options are underscored only
+# (tensorrt_llm/commands/serve.py), and click does not fold one into the other.
+STRICT_PARSERS = {"sglang": "SGLang (argparse)", "trtllm": "trtllm-serve (click)"}
+
+
+def _refuse_other_spelling(flag: str, known: Mapping[str, object], engine: str) -> None:
+    """A flag the engine knows only in its other spelling (`--tp_size` to SGLang, `--tp-size`
+    to trtllm-serve): the engine exits with "unrecognized arguments" / "No such option", so
+    simulating it as served would be a wrong result."""
+    if engine not in STRICT_PARSERS or not flag.startswith("--"):
+        return
+    other = "--" + (flag[2:].replace("_", "-") if "_" in flag else flag[2:].replace("-", "_"))
+    if other != flag and other in known:
+        raise ValueError(f"{flag}: {STRICT_PARSERS[engine]} knows this option only as {other} "
+                         f"and would exit at start; write {other}")
+
+
 def parse_flags(words: list[str], flags: Mapping[str, tuple[str, Callable]],
                 bool_flags: dict[str, tuple[str, bool]], out: VllmArgs) -> VllmArgs:
     """`--flag value`, `--flag=value` and boolean flags into `out.values` (our keys); other
-    `--flags` into `out.ignored`. Shared by the vLLM, SGLang and TensorRT-LLM readers."""
+    `--flags` into `out.ignored`. Shared by the vLLM, SGLang and TensorRT-LLM readers; each
+    engine's own spelling rules apply (`vllm_spelling`, `STRICT_PARSERS`)."""
     i = 0
     while i < len(words):
         word = words[i]
         flag, _, inline = word.partition("=")
+        if out.engine == "vllm":
+            flag = vllm_spelling(flag)
+        elif flag not in flags and flag not in bool_flags:
+            _refuse_other_spelling(flag, {**flags, **bool_flags}, out.engine)
         if flag in bool_flags:
             key, value = bool_flags[flag]
             if inline:  # argparse's BooleanOptionalAction refuses `--flag=false`

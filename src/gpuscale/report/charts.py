@@ -258,8 +258,13 @@ def pareto_chart(rows: list[dict]) -> Chart | None:
         points=True,
         labels=labels,
     )
-    frontier = Line("Pareto frontier", np.array([points[i][0] for i in front]),
-                    np.array([points[i][1] for i in front]), PALETTE[1], step=True,
+    fx = np.array([points[i][0] for i in front])
+    fy = np.array([points[i][1] for i in front])
+    frontier = Line("Pareto frontier", fx, fy, PALETTE[1], step=True,
                     labels=tuple(labels[i] for i in front))
+    # The frontier's runs numbered on the chart, as the table under it numbers them: a dot
+    # with no label said nothing without a mouse (and nothing at all in an exported PNG).
+    numbered = Line("frontier runs, numbered", fx, fy, PALETTE[1], points=True,
+                    labels=tuple(f"#{n}" for n in range(1, len(front) + 1)), show_labels=True)
     return Chart("pareto", f"Sweep: cost vs SLO attainment, {len(usable)} runs", "cost (USD)",
-                 "SLO attainment", (all_points, frontier), y_max_frac=1.0)
+                 "SLO attainment", (all_points, frontier, numbered), y_max_frac=1.0)

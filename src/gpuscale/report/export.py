@@ -46,6 +46,10 @@ def _png_bytes(chart: Chart) -> bytes:
         labelled.add(line.label)
         if line.points:
             ax.scatter(line.x, line.y, color=line.colour, label=label, s=24, alpha=0.8)
+            if line.show_labels:  # as the SVG writes them: beside each point
+                for x, y, text in zip(line.x, line.y, line.labels, strict=False):
+                    ax.annotate(text, (x, y), xytext=(5, 5), textcoords="offset points",
+                                fontsize=7, color=line.colour)
         else:
             ax.plot(
                 line.x,

@@ -31,7 +31,7 @@ color:#111;background:#fafafa}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;overflow-x:auto}
 th,td{padding:3px 7px;border-bottom:1px solid #e5e5e5;white-space:nowrap}
-th{white-space:normal;vertical-align:bottom;max-width:90px}
+th{white-space:normal;vertical-align:bottom;max-width:90px;overflow-wrap:anywhere}
 td.r,th.r{text-align:right}.note{color:#555;font-size:13px}
 figure{margin:10px 0;background:#fff;border:1px solid #e5e5e5}
 svg.chart{display:block;width:100%;height:auto}
@@ -178,13 +178,13 @@ def _pareto_table(rows: list[dict]) -> str:
         return ""
     params = [k for k in usable[0] if k.startswith("set:")]
     # Readable headers (`keda-queue-depth min_replica_count`), the full key as a tooltip.
-    head = "".join(f"<th>{escape(h)}</th>" for h in ["run_id", "strategy"]) + "".join(
+    head = "".join(f"<th>{escape(h)}</th>" for h in ["#", "strategy"]) + "".join(
         f'<th title="{escape(p, quote=True)}">{escape(param_label(p))}</th>' for p in params) + \
         '<th class="r">cost $</th><th class="r">SLO met</th>'
     body = []
-    for i in front:
+    for number, i in enumerate(front, start=1):  # the numbers the chart writes by each point
         row = usable[i]
-        cells = [row.get("run_id", ""), row.get("strategy", ""), *[row.get(p, "") for p in params]]
+        cells = [f"#{number}", row.get("strategy", ""), *[row.get(p, "") for p in params]]
         body.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) +
                     f'<td class="r">{float(row["cost_usd"]):.2f}</td>'
                     f'<td class="r">{100 * float(row["slo_attainment"]):.1f}%</td></tr>')

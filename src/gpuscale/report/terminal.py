@@ -219,7 +219,17 @@ def print_summary(result_json: dict, console: Console | None = None, *,
             console.print(extra)
 
 
+# The tables are laid out for 100 columns (module docstring). A narrower terminal made rich
+# shrink the columns and cut cells to an ellipsis ("SLO m…" at 80 columns): it gets the tables
+# at 100 columns instead, wrapped by the terminal, every cell whole.
+TABLE_WIDTH = 100
+
+
 def make_console(stderr: bool = False) -> Console:
     """Colour only on a terminal and never with NO_COLOR set; plain text when piped."""
-    return Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False,
-                   width=None if os.isatty(2 if stderr else 1) else PIPED_WIDTH)
+    console = Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")),
+                      soft_wrap=False,
+                      width=None if os.isatty(2 if stderr else 1) else PIPED_WIDTH)
+    if console.width < TABLE_WIDTH:
+        console.width = TABLE_WIDTH
+    return console

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.models import Scenario
+from gpuscale.units import outside_wall_clock_range
 
 # `resolved.start_time.source` of a run: the scenario's own start_time, the trace's first
 # request, or the default (a generated workload, or a trace with relative times only)
@@ -25,6 +26,11 @@ def on_trace_clock(scenario: Scenario, trace_start: datetime | None, *,
     windows are checked on that clock (again, for one checked at load: a command line's
     --start-time is set past the schema)."""
     timed, clock = _clocked(scenario, trace_start)
+    # a trace's first request or a command line's --start-time are set past the schema
+    error = outside_wall_clock_range(timed.start_time)
+    if error is not None:
+        what = "the trace's first request" if clock == TRACE else "start_time"
+        raise UserInputError(f"{what}: {error}", source=source)
     error = timed.closed_cron_window()
     if error is not None:
         if clock == TRACE:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from pathlib import Path
 from typing import Any, TypeVar
@@ -142,6 +143,44 @@ def check_finite(model: BaseModel, *, source: str) -> None:
                              source=source, field=_field_path(loc))
 
 
+@functools.cache
+def _field_names(model: type[BaseModel]) -> dict[str, str]:
+    """Input key (field name or alias) -> field name, per model class (built once)."""
+    out = {}
+    for name, field in model.model_fields.items():
+        out[name] = name
+        if field.alias is not None:
+            out[field.alias] = name
+    return out
+
+
+def _bool_as_number(value: Any, given: Any, loc: tuple = ()) -> tuple | None:
+    """Where a YAML `true`/`false` became a number (pydantic's lax mode reads `seed: true` as
+    seed 1): the path of the first such field, walking the input alongside the validated
+    model (only what the user wrote is visited)."""
+    if isinstance(value, BaseModel) and isinstance(given, dict):
+        # `type`, not type[BaseModel]: the compiled build type-checks without pydantic, where
+        # type(value) is type[Any], which mypy does not count as hashable for the cache.
+        model_class: type = type(value)
+        names = _field_names(model_class)
+        for key, raw in given.items():
+            name = names.get(key) if isinstance(key, str) else None
+            if name is not None and isinstance(raw, (bool, dict, list)):
+                found = _bool_as_number(getattr(value, name, None), raw, loc + (key,))
+                if found:
+                    return found
+    elif isinstance(value, (list, tuple)) and isinstance(given, list):
+        for index, (item, raw) in enumerate(zip(value, given, strict=False)):
+            if isinstance(raw, (bool, dict, list)):
+                found = _bool_as_number(item, raw, loc + (index,))
+                if found:
+                    return found
+    elif isinstance(given, bool) and isinstance(value, (int, float)) and \
+            not isinstance(value, bool):
+        return loc
+    return None
+
+
 def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
     """Validate user data into `model`, turning pydantic's report into one UserInputError line
     (file, field path as the user wrote it, what was expected). Shared by every input file."""
@@ -155,6 +194,9 @@ def validate_mapping(model: type[M], data: Any, *, source: str) -> M:
     except UserInputError as exc:  # catalog lookups inside validators
         raise UserInputError(str(exc), source=source) from None
     check_finite(validated, source=source)
+    if (loc := _bool_as_number(validated, data)) is not None:
+        raise UserInputError("expected a number, got true or false", source=source,
+                             field=_field_path(loc))
     return validated
 
 

@@ -7,7 +7,7 @@ generated from these models.
 from __future__ import annotations
 
 import difflib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -22,8 +22,9 @@ from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scenario.parallelism import ExpertParallelism
 from gpuscale.scheduling import SchedulerSpec
-from gpuscale.units import DEFAULT_START_TIME
+from gpuscale.units import DEFAULT_START_TIME, outside_wall_clock_range
 from gpuscale.workloads import WorkloadSpec
+from gpuscale.workloads.limits import MAX_HORIZON_S
 
 
 class Strict(BaseModel):
@@ -295,7 +296,8 @@ class ServingPodGroup(Strict):
 
 
 class Strategy(Strict):
-    name: str = Field(description="Label in reports.")
+    name: str = Field(description="Label in reports (not blank: `--strategy` and sweeps pick "
+                      "strategies by it).")
     autoscaler: AutoscalerSpec | None = Field(None, description=(
         "Layer-3 policy, chosen by `kind`. With disaggregation: ONE autoscaler whose decision "
         "sets both pools and whose metrics span both (the single-HPA-over-both-roles setup)."))
@@ -314,6 +316,13 @@ class Strategy(Strict):
         "would run in a cluster, instead of all from one warm fleet."))
     ready_nodes: int | None = Field(None, ge=0, description=(
         "Nodes ready at t=0 for this strategy only; None = the scenario's cluster.ready_nodes."))
+
+    @field_validator("name")
+    @classmethod
+    def _named(cls, name: str) -> str:
+        if not name.strip():
+            raise ValueError("a strategy needs a name that is not blank")
+        return name
 
     @model_validator(mode="after")
     def _one_shape(self) -> Strategy:
@@ -361,7 +370,8 @@ class Scenario(Strict):
         "Lines `compare` prints under its table: what the comparison shows and why (the demo "
         "explains its lesson this way)."))
     seed: int = Field(
-        0, ge=0, description="Seeds every named random stream (numpy seeds are non-negative)."
+        0, ge=0, le=2**63 - 1, strict=True,
+        description="Seeds every named random stream (numpy seeds are non-negative; 64-bit)."
     )
     start_time: AwareDatetime = Field(
         DEFAULT_START_TIME, description=(
@@ -386,6 +396,11 @@ class Scenario(Strict):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings,
                                      description="Metrics pipeline settings.")
     initial_replicas: int = Field(1, ge=0, description="Replicas (ready) at t=0.")
+    initial_replicas_at_floor: bool = Field(False, description=(
+        "Start each strategy at least at its autoscaler's floor (min replicas), with the nodes "
+        "they need ready at t=0: the steady state under that autoscaler. `--emit-scenario` "
+        "sets it, so a sweep raising min_replica_count starts at the new floor "
+        "(scenario/start.py)."))
     router: Literal["least_outstanding", "round_robin", "prefix_aware"] = Field(
         "least_outstanding", description=(
             "How requests pick a ready replica: `least_outstanding` (fewest waiting + "
@@ -447,6 +462,25 @@ class Scenario(Strict):
                     raise ValueError(f"disaggregation.{role}: {error}")
         return self
 
+    @model_validator(mode="after")
+    def _within_cluster_limits(self) -> Scenario:
+        """Replica and node counts a cluster can hold (scenario/cluster_limits.py)."""
+        from gpuscale.scenario.cluster_limits import over_limit
+
+        checked = [("initial_replicas", self.initial_replicas), ("cluster", self.cluster),
+                   ("nodes", self.nodes), ("disaggregation", self.disaggregation),
+                   ("strategies", self.strategies)]
+        if (problem := over_limit(dict(checked))) is not None:
+            raise ValueError(problem)
+        return self
+
+    @field_validator("start_time")
+    @classmethod
+    def _within_calendars(cls, start: datetime) -> datetime:
+        if (why := outside_wall_clock_range(start)) is not None:
+            raise ValueError(why)
+        return start
+
     @property
     def takes_trace_clock(self) -> bool:
         """No `start_time` given and the trace records its own wall clock: t = 0 is the
@@ -457,6 +491,8 @@ class Scenario(Strict):
     def closed_cron_window(self) -> str | None:
         """What is wrong when a KEDA cron window never opens while the traffic runs (a
         schedule meant for other hours), else None."""
+        if self.duration_s > MAX_HORIZON_S:
+            return None  # no calendar holds its end: the horizon check refuses it (limits.py)
         end = self.start_time + timedelta(seconds=self.duration_s)
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):

@@ -92,7 +92,8 @@ class ScheduleScenario(BaseModel):
 
     name: str
     description: str = ""
-    seed: int = Field(0, ge=0, description="Seeds the random streams (non-negative).")
+    seed: int = Field(0, ge=0, le=2**63 - 1, strict=True,
+                      description="Seeds the random streams (non-negative, 64-bit).")
     duration_s: float = Field(3600.0, gt=0, description="Simulated time, s.")
     initial_nodes: list[NodeGroupSpec] = Field(default_factory=list, description="Nodes Ready "
                                                "at t=0 (with their busy GPUs).")
@@ -108,7 +109,7 @@ class ScheduleScenario(BaseModel):
     node_list: NodeListSpec | None = Field(None, description="Nodes Ready at t=0 from a "
                                            "node-list CSV, beside `initial_nodes`.")
     schedulers: list[SchedulerSpec] = Field(
-        default_factory=lambda: [KubeSchedulerParams(), KaiParams()],
+        default_factory=lambda: [KubeSchedulerParams(), KaiParams()], min_length=1,
         description="One run per entry, same inputs; default: both at their defaults.")
 
     @model_validator(mode="before")
@@ -130,7 +131,37 @@ class ScheduleScenario(BaseModel):
         if not self.initial_nodes and self.nodes is None and self.node_list is None:
             raise ValueError("no nodes: give `initial_nodes`, `node_list` or a node provider "
                              "under `nodes`")
+        _check_jobs_and_nodes(self)
         return self
+
+
+def _check_jobs_and_nodes(scenario: ScheduleScenario) -> None:
+    """The work the run would do, bounded before anything is built (a job of 10^6 pods or a
+    group of 10^9 nodes never finished; scenario/cluster_limits.py), and one name per gang:
+    two jobs named alike made the same pods (`pod a-0 already exists`)."""
+    from gpuscale.scenario.cluster_limits import MAX_NODES, MAX_PODS, over_limit
+
+    if (problem := over_limit({"initial_nodes": scenario.initial_nodes,
+                               "nodes": scenario.nodes})):
+        raise ValueError(problem)
+    specs: list[GpuJobSpec | MultiNodeReplicaSpec] = [*scenario.jobs, *scenario.replicas]
+    pods = sum(j.count * j.num_pods for j in scenario.jobs) + sum(
+        r.count * r.replicas * r.pods_per_replica for r in scenario.replicas)
+    if pods > MAX_PODS:
+        raise ValueError(f"jobs and replicas make {pods:,} pods, more than the {MAX_PODS:,} of "
+                         "the largest cluster Kubernetes supports (docs/input-limits.md)")
+    nodes = sum(group.count for group in scenario.initial_nodes)
+    if nodes > MAX_NODES:
+        raise ValueError(f"initial_nodes hold {nodes:,} nodes, more than the {MAX_NODES:,} of "
+                         "the largest cluster Kubernetes supports (docs/input-limits.md)")
+    from gpuscale.workloads.gpu_jobs import expand_jobs
+
+    seen: set[str] = set()
+    for job in expand_jobs(specs):
+        if job.name in seen:
+            raise ValueError(f"two jobs or replicas are both named {job.name!r} (after `count` "
+                             "and `replicas` suffixes); give each a distinct name")
+        seen.add(job.name)
 
 
 def load_schedule_scenario(path: Path) -> ScheduleScenario:

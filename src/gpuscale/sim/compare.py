@@ -49,9 +49,9 @@ def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[st
         known = {s.name: s for s in scenario.strategies}
         missing = [name for name in strategies if name not in known]
         if missing:
-            raise UserInputError(f"no strategy named {', '.join(missing)}; "
+            raise UserInputError(f"no strategy named {', '.join(map(repr, missing))}; "
                                  f"known: {', '.join(known)}", field="strategies")
-        chosen = [known[name] for name in strategies]
+        chosen = [known[name] for name in dict.fromkeys(strategies)]  # each once
     requests = scenario_requests(scenario, base_dir)
     scenario, clock_source = on_trace_clock(scenario, requests.start_time, source=source)
     runs, walls = [], []

@@ -29,6 +29,7 @@ from gpuscale.promql.rules import Rule
 from gpuscale.provisioning import NodeProvider, build_node_provider
 from gpuscale.provisioning.pool import NodePool
 from gpuscale.scenario.models import Scenario, Strategy
+from gpuscale.scenario.start import initial_state
 from gpuscale.scheduling import PodScheduler, build_scheduler
 from gpuscale.scheduling.first_fit import FirstFitScheduler
 from gpuscale.serving.cold_start import draw_seconds
@@ -199,8 +200,7 @@ class _Run:
     # -- set-up -------------------------------------------------------------------------------
     def _initial_state(self) -> None:
         scenario = self.scenario
-        ready_nodes = (scenario.cluster.ready_nodes if self.strategy.ready_nodes is None
-                       else self.strategy.ready_nodes)
+        serve_initial, ready_nodes = initial_state(scenario, self.strategy)
         self.provider.adopt_ready_nodes(ready_nodes,
                                         get_instance_type(scenario.cluster.instance_type),
                                         scenario.cluster.capacity_type)
@@ -210,10 +210,8 @@ class _Run:
         self.initial_node_count = len(floor)
         self.initial_replicas = 0
         for role, fleet in self.fleets.items():
-            initial = (getattr(scenario.disaggregation, role).initial_replicas
-                       if role != "serve" else scenario.initial_replicas
-                       if self.strategy.initial_replicas is None
-                       else self.strategy.initial_replicas)
+            initial = (serve_initial if role == "serve"
+                       else getattr(scenario.disaggregation, role).initial_replicas)
             self.initial_replicas += initial
             fleet.start_with(initial)
         self.sim.run(until_s=0.0)  # the scheduler's t=0 cycle binds the initial pods

@@ -22,6 +22,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 
 from gpuscale.errors import UserInputError
 from gpuscale.scenario import scenario_from_dict
+from gpuscale.workloads.limits import check_runs, planned_load
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 PARAM_PREFIX = "set:"  # column prefix of an override in the results table
@@ -110,7 +112,18 @@ def scenario_hash(data: dict) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _override_sets(grid: dict, source: str) -> list[tuple[tuple[str, Any], ...]]:
+def _check_size(points: int, per_point: int, planned: float, source: str) -> None:
+    """A grid's runs counted before they are listed: 10^9 points is a typo, and listing them
+    (let alone validating each) never finished (workloads/limits.py)."""
+    try:
+        check_runs(f"the grid's {points:,} points x {per_point} strategies", points * per_point,
+                   planned)
+    except UserInputError as exc:
+        raise UserInputError(str(exc), source=source) from None
+
+
+def _override_sets(grid: dict, source: str, per_point: int = 1,
+                   planned: float = 0.0) -> list[tuple[tuple[str, Any], ...]]:
     if ("parameters" in grid) == ("runs" in grid):
         raise UserInputError("a grid needs exactly one of `parameters` (cartesian product) or "
                              "`runs` (a list)", source=source)
@@ -131,6 +144,7 @@ def _override_sets(grid: dict, source: str) -> list[tuple[tuple[str, Any], ...]]
                 raise UserInputError("expected a non-empty list of values", source=source,
                                      field=f"parameters.{path}")
         paths = list(params)
+        _check_size(math.prod(len(v) for v in params.values()), per_point, planned, source)
         return [
             tuple(zip(paths, combo, strict=True)) for combo in itertools.product(*params.values())
         ]
@@ -155,7 +169,11 @@ def expand_grid(grid: Any, scenario_data: dict, *, source: str = "grid") -> list
     if unknown:
         raise UserInputError(f"unknown key(s) {', '.join(sorted(unknown))}", source=source)
     runs: list[SweepRun] = []
-    for overrides in _override_sets(grid, source):
+    chosen_names = grid.get("strategies")
+    listed = scenario_data.get("strategies") if isinstance(scenario_data, dict) else None
+    per_point = (len(chosen_names) if isinstance(chosen_names, list) and chosen_names
+                 else len(listed) if isinstance(listed, list) and listed else 1)
+    for overrides in _override_sets(grid, source, per_point, _planned(scenario_data)):
         data = copy.deepcopy(scenario_data)
         for path, value in overrides:
             try:
@@ -181,6 +199,15 @@ def expand_grid(grid: Any, scenario_data: dict, *, source: str = "grid") -> list
     if len(set(ids)) != len(ids):
         raise UserInputError("the grid repeats a run (same overrides and strategy)", source=source)
     return runs
+
+
+def _planned(scenario_data: dict) -> float:
+    """Requests one run of the base scenario replays, as its workload plans them (0 when
+    unknown: a trace, or a scenario that does not validate, which expand_grid reports)."""
+    try:
+        return planned_load(scenario_from_dict(scenario_data).workload)[0]
+    except UserInputError:  # a non-mapping or invalid scenario: each point reports it
+        return 0.0
 
 
 def param_paths(runs: list[SweepRun]) -> list[str]:

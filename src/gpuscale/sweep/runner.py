@@ -7,17 +7,26 @@ Runs already in the table are skipped, which is what makes a killed sweep resuma
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuscale.errors import UserInputError
+from gpuscale.errors import Interrupted, UserInputError
 from gpuscale.sweep.grid import PARAM_PREFIX, SweepRun, apply_override, param_paths, scenario_hash
+from gpuscale.sweep.stopping import (
+    Stopped,
+    lock_table,
+    start_forkserver_quietly,
+    stop_on_signals,
+    stops_deferred,
+    unlock_table,
+)
 from gpuscale.sweep.table import KEY_COLUMNS, METRIC_COLUMNS, ResultTable, metrics_of
 
 BACKENDS = ("local", "ray")
@@ -63,10 +72,14 @@ def _die_with_parent(parent_pid: int) -> None:
     """Worker initializer: end this worker when the sweep process is gone (SIGKILL, SIGTERM,
     a crash), instead of finishing its run for nobody. Linux: the kernel sends SIGKILL when
     the forkserver (our parent, which exits with the sweep) dies; everywhere: a thread that
-    polls the sweep's pid once a second."""
+    polls the sweep's pid once a second. Ctrl-C reaches the whole process group: workers
+    ignore SIGINT and leave the stop to the sweep, which kills them (one message, not one
+    KeyboardInterrupt traceback per worker)."""
     import signal
     import threading
     import time
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     try:
         import ctypes
@@ -88,7 +101,7 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
+def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Generator[dict, None, None]:
     if workers <= 1:  # in-process: no pickling, and a debugger or profiler sees the run
         for run in runs:
             yield run_one(job, run)
@@ -98,11 +111,17 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
     # imported the simulator, so each worker starts in milliseconds.
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["gpuscale.sweep.runner", "gpuscale.sim"])
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_die_with_parent, initargs=(os.getpid(),))
+    pool: ProcessPoolExecutor | None = None
     finished = False
     try:
-        pending = {pool.submit(run_one, job, run) for run in runs}
+        # A stop signal while workers are being started would leave one half-started (it
+        # printed a traceback reading its closed pipe): the signal waits until all are
+        # registered, and is raised inside this `try`, so the pool it leaves is killed too.
+        with stops_deferred():
+            start_forkserver_quietly()
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                       initializer=_die_with_parent, initargs=(os.getpid(),))
+            pending = {pool.submit(run_one, job, run) for run in runs}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             # Stable order among runs finishing together: by run id.
@@ -110,17 +129,18 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Iterator[dict]:
                 yield future.result()
         finished = True
     finally:
-        if not finished:
-            # Interrupted (Ctrl-C, SIGTERM, an error): runs in progress are stopped, not
-            # waited for; they are not in the table, so a resume runs them again.
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.kill()
-        pool.shutdown(wait=finished, cancel_futures=True)
+        if pool is not None:
+            if not finished:
+                # Interrupted (Ctrl-C, SIGTERM, an error): runs in progress are stopped, not
+                # waited for; they are not in the table, so a resume runs them again.
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.kill()
+            pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def _ray(
     job: SweepJob, runs: list[SweepRun], address: str | None, workers: int | None
-) -> Iterator[dict]:
+) -> Generator[dict, None, None]:
     try:
         import ray
     except ImportError:
@@ -162,25 +182,6 @@ def _check_reachable(address: str) -> None:
                              field="--address") from None
 
 
-def _lock(out: Path):
-    """An exclusive lock on `<out>.lock` for the whole sweep: two sweeps appending to one table
-    wrote each run twice. flock is released by the kernel when the process dies."""
-    import fcntl
-
-    lock_path = out.with_name(out.name + ".lock")
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except OSError as exc:
-        raise UserInputError(f"cannot create the sweep lock {lock_path}: {exc.strerror}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise UserInputError(f"another sweep is writing {out} (it holds {lock_path.name}); wait "
-                             "for it to finish or give another --out") from None
-    return fd
-
-
 def run_sweep(scenario_data: dict, base_dir: Path, runs: list[SweepRun], out: Path, *,
               backend: str = "local", workers: int | None = None, address: str | None = None,
               on_row: OnRow | None = None,
@@ -195,11 +196,31 @@ def run_sweep(scenario_data: dict, base_dir: Path, runs: list[SweepRun], out: Pa
                    user_entries())
     if not out.parent.exists():
         raise UserInputError(f"directory {out.parent} does not exist")
-    lock = _lock(out)
-    try:
-        return _run_locked(job, runs, out, backend, workers, address, on_row, on_dropped)
-    finally:
-        os.close(lock)  # releases the flock
+    progress = _Progress(on_row, len(runs))
+    with stop_on_signals():
+        lock = lock_table(out)
+        try:
+            return _run_locked(job, runs, out, backend, workers, address, progress.row,
+                               on_dropped)
+        except (KeyboardInterrupt, Stopped) as exc:
+            what = exc.signal_name if isinstance(exc, Stopped) else "SIGINT (Ctrl-C)"
+            raise Interrupted(f"sweep stopped by {what} after {progress.done} new run(s) of "
+                              f"the grid's {progress.grid_runs}; the finished rows are in {out}, "
+                              "and the same command resumes it") from None
+        finally:
+            unlock_table(*lock)
+
+
+class _Progress:
+    """Counts the rows written (what an interrupted sweep reports) and passes each on."""
+
+    def __init__(self, on_row: OnRow | None, grid_runs: int) -> None:
+        self.on_row, self.done, self.grid_runs = on_row, 0, grid_runs
+
+    def row(self, row: dict, done: int, total: int) -> None:
+        self.done = done
+        if self.on_row is not None:
+            self.on_row(row, done, total)
 
 
 def _run_locked(job: SweepJob, runs: list[SweepRun], out: Path, backend: str,
@@ -213,15 +234,19 @@ def _run_locked(job: SweepJob, runs: list[SweepRun], out: Path, backend: str,
     if not todo:
         return skipped, 0
     if backend == "local":
-        count = workers or min(os.cpu_count() or 1, len(todo))
+        count = min(workers or os.cpu_count() or 1, len(todo))  # no idle worker processes
         rows = _local(job, todo, count)
     else:
         rows = _ray(job, todo, address, workers)
     columns = table.columns
     done = 0
-    for row in rows:
-        table.append({c: row.get(c) for c in columns})
-        done += 1
-        if on_row is not None:
-            on_row(row, done, len(todo))
+    # closing(): an interrupt here closes the generator at once, so its `finally` kills the
+    # workers now, not whenever the suspended generator is collected (they ran on, and their
+    # semaphores leaked).
+    with contextlib.closing(rows):
+        for row in rows:
+            table.append({c: row.get(c) for c in columns})
+            done += 1
+            if on_row is not None:
+                on_row(row, done, len(todo))
     return skipped, done

@@ -86,6 +86,10 @@ class ResultTable:
             raise UserInputError(f"directory {path.parent} does not exist")
         if path.is_symlink():  # appends would go wherever the link points
             raise UserInputError(f"{path} is a symbolic link; give --out a plain file path")
+        if path.exists() and not path.is_file():
+            # A FIFO blocked the resume read forever; a device cannot be resumed or renamed over.
+            raise UserInputError(f"{path} is not a regular file; the sweep table is a file "
+                                 "that is appended to and resumed")
         # What resuming could not keep (a garbage line, a corrupt Parquet file), for the CLI
         # to say; those runs simply run again.
         self.dropped: list[str] = []
@@ -107,7 +111,9 @@ class ResultTable:
     def _resume_csv(self) -> None:
         """Keep every readable row; rewrite the file without the others (a half-written or
         garbage last line, bytes that are not UTF-8, a row of the wrong width)."""
-        data = self.path.read_bytes()
+        from gpuscale.inputs import read_bytes
+
+        data = read_bytes(self.path, max_bytes=MAX_TABLE_BYTES, what="sweep table file")
         lines = data.split(b"\n")
         header_text = lines[0].decode("utf-8", errors="replace")
         header = next(csv.reader(io.StringIO(header_text)), [])
@@ -215,18 +221,20 @@ def _write_parquet_atomic(path: Path, rows: list[dict], columns: list[str]) -> N
     write_atomic(path, sink.getvalue().to_pybytes())
 
 
+# A table of the most runs one sweep starts (workloads/limits.py MAX_RUNS, 100,000 rows of a
+# few hundred bytes) is tens of MiB; the cap keeps /dev/zero or a stray file from filling
+# memory, read through the hardened reader (regular files, size checked first).
+MAX_TABLE_BYTES = 512 * 2**20
+
+
 def read_table(path: Path) -> list[dict]:
     """Rows of a sweep table (CSV or Parquet) as dicts of Python values."""
-    if not path.exists():
-        raise UserInputError("file not found", source=str(path))
-    if path.is_dir():
-        raise UserInputError("is a directory, expected a sweep table file", source=str(path))
-    if path.suffix == ".parquet":
-        _require_pyarrow()
-        import pyarrow.parquet as pq
+    from gpuscale.inputs import read_bytes
 
-        return pq.read_table(path).to_pylist()
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    data = read_bytes(path, max_bytes=MAX_TABLE_BYTES, what="sweep table file")
+    if path.suffix.lower() == ".parquet":
+        return _parquet_rows(data, str(path))
+    text = data.decode("utf-8", errors="replace")
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]  # a partial last line is not a row
     reader = csv.DictReader(io.StringIO(text))
@@ -237,6 +245,23 @@ def read_table(path: Path) -> list[dict]:
     # A whitespace-only line (a hand edit) is no run: csv would read it as a row of one cell.
     return [_decode_row(row) for row in reader
             if any(v.strip() for v in row.values() if isinstance(v, str))]
+
+
+def _parquet_rows(data: bytes, source: str) -> list[dict]:
+    _require_pyarrow()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(pa.BufferReader(data)).to_pylist()
+    except Exception as exc:  # ArrowInvalid, OSError, ...: pyarrow's types vary by damage
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserInputError(f"not a readable Parquet file ({reason}); expected a sweep table "
+                             "written by `gpuscale sweep --out T.parquet`", source=source) from None
+    if rows and not {"run_id", "strategy"} <= set(rows[0]):
+        raise UserInputError("not a gpuscale sweep table: no column(s) run_id, strategy",
+                             source=source)
+    return rows
 
 
 def _decode_row(row: dict) -> dict:

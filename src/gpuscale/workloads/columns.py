@@ -156,6 +156,12 @@ def read_csv_columns(path: Path, required: Sequence[str]) -> dict[str, Column]:
 def _check_header(header: list[str], required: Sequence[str], source: str) -> None:
     if not header:
         raise UserInputError("file is empty; expected a header row", source=source)
+    named = [name for name in header if name]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if twice:
+        # Read by name, the last of two same-named columns silently won.
+        raise UserInputError(f"column {twice[0]!r} appears more than once in the header; each "
+                             "column must be named once", source=source, field="line 1")
     missing = [name for name in required if name not in header]
     if missing:
         raise UserInputError(

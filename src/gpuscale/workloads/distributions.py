@@ -51,6 +51,28 @@ class _Caps(BaseModel):
             )
         return self
 
+    def median_tokens_drawn(self) -> float | None:
+        """The distribution's median before the caps (None: not known without drawing)."""
+        return None
+
+    @model_validator(mode="after")
+    def _caps_keep_the_median(self):
+        """A cap on the wrong side of the median sets more than half of the draws to the cap:
+        `max_tokens: 500` under `median_tokens: 1000` made every other request 500 tokens
+        long, silently. Refused; a cap in the tail is what caps are for."""
+        median = self.median_tokens_drawn()
+        if median is None:
+            return self
+        if self.max_tokens is not None and self.max_tokens < median:
+            raise ValueError(f"max_tokens ({self.max_tokens}) is below the median length "
+                             f"({median:g}): more than half of the draws would be cut to it; "
+                             "raise max_tokens or lower the distribution")
+        if self.min_tokens > median:
+            raise ValueError(f"min_tokens ({self.min_tokens}) is above the median length "
+                             f"({median:g}): more than half of the draws would be raised to it; "
+                             "lower min_tokens or raise the distribution")
+        return self
+
     def _apply_caps(self, values: np.ndarray) -> np.ndarray:
         """Integer draws -> int64 within [min_tokens, max_tokens]."""
         hi = self.max_tokens if self.max_tokens is not None else DEFAULT_CEILING_TOKENS
@@ -74,6 +96,9 @@ class FixedTokens(_Caps):
 
     kind: Literal["fixed"] = "fixed"
     value: int = Field(..., ge=1, description="Length of every request, tokens.")
+
+    def median_tokens_drawn(self) -> float | None:
+        return float(self.value)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._apply_caps(np.full(n, self.value, dtype=np.int64))
@@ -110,6 +135,9 @@ class LognormalTokens(_Caps):
             )
         return self
 
+    def median_tokens_drawn(self) -> float | None:
+        return self.median_tokens
+
     @property
     def sigma_value(self) -> float:
         if self.sigma is not None:
@@ -135,6 +163,9 @@ class UniformTokens(_Caps):
             raise ValueError(f"uniform high ({self.high}) must be >= low ({self.low})")
         return self
 
+    def median_tokens_drawn(self) -> float | None:
+        return (self.low + self.high) / 2
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._apply_caps(rng.integers(self.low, self.high, size=n, endpoint=True))
 
@@ -146,6 +177,9 @@ class EmpiricalTokens(_Caps):
     values: list[Annotated[int, Field(ge=1)]] = Field(
         ..., min_length=1, description="Observed lengths, tokens; each is equally likely."
     )
+
+    def median_tokens_drawn(self) -> float | None:
+        return float(np.median(self.values))
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         pool = np.asarray(self.values, dtype=np.int64)

@@ -33,7 +33,8 @@ class _JobBase(BaseModel):
     arrival_s: float = Field(0.0, ge=0, description="Submission time, s from the run start.")
     count: int = Field(1, ge=1, description="Identical jobs submitted, `interval_s` apart.")
     interval_s: float = Field(0.0, ge=0, description="Gap between the `count` submissions, s.")
-    gpus_per_pod: int = Field(1, ge=0, description="nvidia.com/gpu per pod (whole GPUs).")
+    gpus_per_pod: int = Field(1, ge=1, description="nvidia.com/gpu per pod (whole GPUs; a job "
+                              "without GPUs is not a GPU scheduling question).")
     cpu_milli_per_pod: int = Field(0, ge=0, description="CPU request per pod, millicores.")
     memory_mib_per_pod: int = Field(0, ge=0, description="Memory request per pod, MiB.")
     queue: str = Field(DEFAULT_QUEUE, description="KAI queue (label kai.scheduler/queue).")

@@ -24,6 +24,16 @@ MAX_PHASE_INSTANCES = 1_000_000
 # past ~100 the gamma shape (1/cv^2) underflows and nearly every gap is 0.
 MAX_CV = 100.0
 
+# Simulation runs one command may start (seeds x strategies; a sweep's grid points x
+# strategies), and the requests all of them replay: ~200 M is ~25 minutes at the ~130,000
+# requests/s of the compiled loop (docs/benchmarks.md). A 10^9-seed or 10^9-point request is a
+# typo, answered before anything runs.
+MAX_RUNS = 100_000
+MAX_TOTAL_REQUESTS = 10 * MAX_REQUESTS
+# Seeds are 64-bit, as a scenario file holds them (gpuscale/inputs.py reads integers as int64).
+MAX_SEED = 2**63 - 1
+SIMULATED_REQUESTS_PER_S = 130_000
+
 _HOW = ("simulate a representative window (a shorter duration_s or a trace window), a lower "
         "rate, or fewer copies (repeat), and scale the result")
 
@@ -85,3 +95,20 @@ def check_trace(requests: float, span_s: float, source: str) -> None:
         _refuse("the trace as replayed", requests, span_s)
     except UserInputError as exc:
         raise UserInputError(str(exc), source=source) from None
+
+
+def check_runs(what: str, runs: int, requests_per_run: float = 0.0) -> None:
+    """Refuse a command that would start more than MAX_RUNS runs, or replay more than
+    MAX_TOTAL_REQUESTS requests in all, with the figures and how to proceed."""
+    if runs > MAX_RUNS:
+        raise UserInputError(f"{what} means {runs:,} simulation runs, more than the "
+                             f"{MAX_RUNS:,} one command starts (docs/input-limits.md); run "
+                             "fewer seeds or grid points, or split the sweep")
+    total = runs * requests_per_run
+    if total > MAX_TOTAL_REQUESTS:
+        hours = total / SIMULATED_REQUESTS_PER_S / 3600
+        raise UserInputError(f"{what} replays about {total:,.0f} requests in {runs:,} runs "
+                             f"(~{hours:,.1f} h of simulation), more than the "
+                             f"{MAX_TOTAL_REQUESTS:,} one command replays "
+                             "(docs/input-limits.md); run fewer seeds or grid points, or a "
+                             "shorter window")

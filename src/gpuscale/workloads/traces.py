@@ -226,6 +226,34 @@ def _mooncake_hashes(obj: dict, source: str, line: int) -> list[int] | None:
     return value
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _one_value_per_key(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+def _check_mooncake_span(stamps_ms: np.ndarray, source: str) -> None:
+    """Timestamps (ms) within MAX_TRACE_SPAN_YEARS of each other: the span is taken in Python
+    integers first, since int64 arithmetic wraps (stamps at -2^63 and 2^63-1 came out 2 ms
+    apart, a wrong trace read with exit 0)."""
+    if not len(stamps_ms):
+        return
+    low, high = int(stamps_ms.min()), int(stamps_ms.max())
+    span_years = (high - low) / 1000 / (365.25 * 86_400)
+    if span_years > MAX_TRACE_SPAN_YEARS:
+        line = int(np.argmax(stamps_ms)) + 1
+        raise UserInputError(f"timestamps span {span_years:,.0f} years ({low} .. {high} ms); "
+                             f"expected milliseconds within {MAX_TRACE_SPAN_YEARS} years of each "
+                             "other", source=source, field=f"key timestamp (row {line})")
+
+
 def read_mooncake_jsonl(path: str | Path) -> Requests:
     """Mooncake trace: one JSON object a line with `timestamp` (ms), `input_length`,
     `output_length` and optionally `hash_ids`, one id per 512-token prompt block.
@@ -248,7 +276,11 @@ def read_mooncake_jsonl(path: str | Path) -> Requests:
                     continue
                 check_json_depth(line, source, field=f"line {line_no}")
                 try:
-                    obj = json.loads(line)
+                    obj = json.loads(line, object_pairs_hook=_one_value_per_key)
+                except _RepeatedKey as exc:
+                    raise UserInputError(f"key {exc.args[0]!r} appears twice in one object "
+                                         "(the last would win); each key once", source=source,
+                                         field=f"line {line_no}") from None
                 except json.JSONDecodeError as exc:
                     raise UserInputError(
                         f"expected a JSON object, got invalid JSON ({exc.msg})",
@@ -270,6 +302,7 @@ def read_mooncake_jsonl(path: str | Path) -> Requests:
     except UnicodeDecodeError as exc:
         raise UserInputError(f"not UTF-8 text ({exc.reason})", source=source) from None
     stamps_ms = np.asarray(stamps, dtype=np.int64)
+    _check_mooncake_span(stamps_ms, source)
     arrival = (stamps_ms - stamps_ms.min()) / 1000.0 if len(stamps_ms) else np.zeros(0)
     return _relative_sorted(
         arrival, np.asarray(prompts, dtype=np.int64), np.asarray(outputs, dtype=np.int64),

@@ -17,7 +17,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.structure import check_shape
 from gpuscale.audit.values import BadValue
 from gpuscale.errors import WRONG_VALUE_ERRORS, UserInputError
-from gpuscale.units import parse_quantity
+from gpuscale.units import gpus_text, parse_quantity
 
 QUEUE_LABEL = "kai.scheduler/queue"  # layer2-scheduling.md 2.1
 POD_GROUP_KEYS = ("pod-group-name", "scheduling.x-k8s.io/pod-group", "scheduling.k8s.io/group-name")
@@ -80,7 +80,7 @@ def _queue_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
     if limit >= 0 and used + pod.gpus > limit:
         return (
             "queue-over-limit",
-            f"queue {name} uses {used:g} GPUs; +{pod.gpus} would pass its limit of {limit:g}",
+            f"queue {name} uses {gpus_text(used)}; +{pod.gpus} would pass its limit of {limit:g}",
         )
     # layer2-scheduling.md 2.3: priority >= 100 (e.g. `inference`) may use only in-quota resources.
     if pod.priority_class in ("inference", "build") and quota is not None and quota >= 0 \
@@ -132,7 +132,7 @@ def _gang_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
         best = max(domains.values(), default=0)
         if best < demand:
             return "topology", (
-                f"PodGroup {group.name} needs {demand} GPUs within one {level} domain; "
+                f"PodGroup {group.name} needs {gpus_text(demand)} within one {level} domain; "
                 f"the best domain has {best} free ({sum(domains.values())} free in total)"
             )
     return None
@@ -145,7 +145,7 @@ def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
     ]
     evidence += [f"node {n}: labels do not match nodeSelector/affinity" for n in fit.mismatched]
     evidence += [f"node {n}: not Ready or cordoned" for n in fit.not_ready]
-    evidence += [f"node {n}: {fit.free[n]} GPUs free" for n in sorted(fit.free)]
+    evidence += [f"node {n}: {gpus_text(fit.free[n])} free" for n in sorted(fit.free)]
     if any(f >= pod.gpus for f in fit.free.values()):
         return "schedulable", "a node has enough free GPUs now", evidence
     warming = [n for n in fit.eligible if n.gpu_allocatable == 0 and n.looks_like_gpu_node]
@@ -208,11 +208,20 @@ def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
                 f"{len(fit.mismatched)} node(s) fail the pod's nodeSelector/affinity",
                 evidence,
             )
-    return (
-        "insufficient-gpus",
-        f"no node has {pod.gpus} free GPUs and no NodePool in the snapshot can add one",
-        evidence,
-    )
+    return "insufficient-gpus", _insufficient_summary(snap, pod), evidence
+
+
+def _insufficient_summary(snap: Snapshot, pod: PodView) -> str:
+    """What holds the pod when no node has room: a `kubectl get nodes,pods` dump has no
+    NodePools, so "none can add one" would be a guess; the nodes' pool labels say whether
+    Karpenter manages them and what to add to the dump."""
+    head = f"no node has {pod.gpus} free GPU{'' if pod.gpus == 1 else 's'}"
+    pools = sorted({n.nodepool for n in snap.nodes if n.nodepool})
+    if snap.nodepools or not pools:
+        return f"{head} and no NodePool in the snapshot can add one"
+    return (f"{head}; nodes belong to NodePool {', '.join(pools)}, which the snapshot does not "
+            "hold: add `nodepools,nodeclaims` to the `kubectl get` to see whether one can be "
+            "added")
 
 
 def _claim_initialized(claim: Manifest) -> bool:
@@ -223,6 +232,8 @@ def _claim_initialized(claim: Manifest) -> bool:
 
 def diagnose_pod(snap: Snapshot, pod: PodView) -> Diagnosis:
     events = [f"event {e}" for e in snap.events_for(pod)]
+    if pod.unschedulable_message:
+        events.insert(0, f"scheduler: {pod.unschedulable_message}")
     for check in (_queue_check, _gang_check):
         found = check(snap, pod)
         if found:

@@ -13,7 +13,7 @@ from gpuscale.audit.nodepools import (
     requirements,
 )
 from gpuscale.cluster.objects import Taint, tolerates_all
-from gpuscale.units import parse_quantity
+from gpuscale.units import gpus_text, parse_quantity
 
 
 def _expr_ok(expr: dict, labels: dict) -> bool:
@@ -123,8 +123,8 @@ def pool_verdict(snap: Snapshot, pod: PodView, pool: Manifest) -> PoolVerdict:
     if not fitting:
         most = max((it.num_gpus for it in allowed_instance_types(pool)), default=0)
         return PoolVerdict(pool.name, "nodepool-requirements",
-                           f"no instance type allowed by its requirements has {pod.gpus} GPUs "
-                           f"(largest: {most})")
+                           "no instance type allowed by its requirements has "
+                           f"{gpus_text(pod.gpus)} (largest: {most})")
     limit = (pool.get("spec", "limits") or {}).get(GPU_RESOURCE)
     if limit is not None:
         used = (pool.get("status", "resources") or {}).get(GPU_RESOURCE)

@@ -64,6 +64,9 @@ class PodView:
     required_terms: tuple  # nodeAffinity requiredDuringScheduling nodeSelectorTerms
     priority_class: str
     source: Manifest = field(repr=False, compare=False)
+    # The scheduler's own reason, as `kubectl get pods -o yaml` carries it without events: the
+    # PodScheduled=False condition's message ("0/3 nodes are available: ...").
+    unschedulable_message: str = ""
 
     @property
     def ref(self) -> str:
@@ -83,6 +86,14 @@ def node_view(obj: Manifest) -> NodeView:
                     gpu_allocatable=_gpus(status.get("allocatable")),
                     gpu_capacity=_gpus(status.get("capacity")),
                     nodepool=str(obj.labels.get("karpenter.sh/nodepool", "")))
+
+
+def _unschedulable_message(obj: Manifest) -> str:
+    for condition in obj.get("status", "conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled" \
+                and condition.get("status") == "False":
+            return " ".join(str(condition.get("message") or condition.get("reason", "")).split())
+    return ""
 
 
 def pod_view(obj: Manifest) -> PodView:
@@ -106,7 +117,8 @@ def pod_view(obj: Manifest) -> PodView:
                    scheduler=str(spec.get("schedulerName", "default-scheduler")),
                    tolerations=tolerations, node_selector=dict(spec.get("nodeSelector") or {}),
                    required_terms=tuple(affinity.get("nodeSelectorTerms") or []),
-                   priority_class=str(spec.get("priorityClassName", "") or ""), source=obj)
+                   priority_class=str(spec.get("priorityClassName", "") or ""), source=obj,
+                   unschedulable_message=_unschedulable_message(obj))
 
 
 @dataclass

@@ -45,6 +45,7 @@ _MODULES = (
     "scheduling.gpu032_pod_larger_than_any_node",
     "scheduling.gpu033_tensor_parallel_beyond_nvlink",
     "nodes.gpu034_budget_schedule_unusable",
+    "scheduling.gpu035_parallelism_exceeds_pod_gpus",
     "queues.gpu040_queue_limit_forbids_resource",
     "queues.gpu041_inference_preemptible_by_training",
     "availability.gpu050_no_engine_readiness_probe",

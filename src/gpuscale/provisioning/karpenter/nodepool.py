@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from gpuscale.catalog import InstanceType, instance_types
+from gpuscale.catalog.specs import ANY_ZONE
 from gpuscale.cluster.objects import Taint
 from gpuscale.provisioning.fit import (
     CAPACITY_TYPE_LABEL,
@@ -228,11 +229,21 @@ class Offering:
         return (self.instance_type.name, self.zone, self.capacity_type)
 
 
+def _zones_of(itype: InstanceType, pool: NodePoolParams) -> tuple[str, ...]:
+    """An instance type's zones; one offered in any zone (a user entry without `zones`,
+    catalog.specs.ANY_ZONE) takes the zones the pool's requirements name, else that marker."""
+    if itype.zones != (ANY_ZONE,):
+        return itype.zones
+    named = [v for r in pool.requirements if r.key == ZONE_LABEL and r.operator == "In"
+             for v in r.values]
+    return tuple(dict.fromkeys(named)) or itype.zones
+
+
 def pool_offerings(pool: NodePoolParams) -> list[Offering]:
     """Every catalog offering the pool's requirements allow, cheapest first."""
     out = []
     for itype in instance_types().values():
-        for zone in itype.zones:
+        for zone in _zones_of(itype, pool):
             for ct in pool.capacity_types:
                 labels = instance_type_labels(itype)
                 labels.update({ZONE_LABEL: zone, CAPACITY_TYPE_LABEL: ct})

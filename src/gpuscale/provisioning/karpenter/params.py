@@ -13,12 +13,10 @@ from gpuscale.provisioning.karpenter.nodepool import NodePoolParams, pool_offeri
 from gpuscale.provisioning.latency import NodeLatencies
 from gpuscale.provisioning.nodes import CapacityType, check_unique, no_items
 from gpuscale.provisioning.spot import SpotParams
+from gpuscale.units import WALL_CLOCK_RANGE
 
 # Wall times budget schedules can be simulated at (docs/input-limits.md).
-START_UTC_RANGE = (
-    datetime(1970, 1, 1, tzinfo=timezone.utc),
-    datetime(2200, 1, 1, tzinfo=timezone.utc),
-)
+START_UTC_RANGE = WALL_CLOCK_RANGE
 # A Monday, so weekday budget schedules ("0 9 * * 1-5") line up with the first simulated day.
 DEFAULT_START_UTC = datetime(2026, 1, 5, tzinfo=timezone.utc)
 

@@ -9,6 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.workloads import (
     HEALTH_PATHS,
+    LLM_INFERENCE_SERVICE,
     container_gpus,
     containers,
     engine_of,
@@ -35,35 +36,61 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         return
     engine = engine_of(obj) or "vllm"
     paths = HEALTH_PATHS.get(engine, HEALTH_PATHS["vllm"])
-    for tmpl in gpu_templates(obj):
+    templates = gpu_templates(obj)
+    for tmpl in templates:
+        if len(templates) > 1 and _serves_no_traffic(tmpl):
+            continue
         for i, container in enumerate(containers(tmpl.template)):
             if container_gpus(container) == 0 or _group_worker_without_server(obj, tmpl.path,
                                                                               container):
                 continue
-            where = tmpl.path + ("spec", "containers", i)
-            probe = container.get("readinessProbe")
-            if not isinstance(probe, dict):
+            where = tmpl.spec_at("containers", i)
+            field, probe = _gating_probe(container)
+            if probe is None:
+                if obj.kind == LLM_INFERENCE_SERVICE:
+                    continue  # KServe's preset template supplies the engine's probes
                 yield Hit(where, {"name": container.get("name", i), "what": "has no readinessProbe",
                                   "paths": " or ".join(paths)})
                 continue
             http = probe.get("httpGet")
+            what = "readiness" if field == "readinessProbe" else "startup (no readinessProbe)"
             if not isinstance(http, dict):
                 kind = next((k for k in ("tcpSocket", "exec", "grpc") if k in probe), "non-HTTP")
-                yield Hit(where + ("readinessProbe",), {"name": container.get("name", i),
-                          "what": f"probes readiness with {kind}", "paths": " or ".join(paths)})
+                yield Hit(where + (field,), {"name": container.get("name", i),
+                          "what": f"probes {what} with {kind}", "paths": " or ".join(paths)})
             elif str(http.get("path", "/")).split("?")[0] not in paths:
-                yield Hit(where + ("readinessProbe", "httpGet", "path"), {
-                    "name": container.get("name", i), "what": f"probes {http.get('path', '/')}",
+                yield Hit(where + (field, "httpGet", "path"), {
+                    "name": container.get("name", i),
+                    "what": f"probes {what} on {http.get('path', '/')}",
                     "paths": " or ".join(paths)})
+
+
+def _serves_no_traffic(tmpl) -> bool:
+    """A multi-node group's worker pods: only the leader serves requests (a LeaderWorkerSet's
+    leader Service, KServe's head pod), so a worker's readiness gates no traffic."""
+    where = tmpl.spec_path or tmpl.path
+    return bool(where) and where[-1] in ("workerTemplate", "worker")
+
+
+def _gating_probe(container: dict) -> tuple[str, dict | None]:
+    """The probe that decides when the container first receives traffic: its readinessProbe;
+    without one, its startupProbe (a container with no readinessProbe is Ready once started,
+    and it is started only when the startupProbe succeeds: Kubernetes "Container probes")."""
+    for field in ("readinessProbe", "startupProbe"):
+        probe = container.get(field)
+        if isinstance(probe, dict):
+            return field, probe
+    return "readinessProbe", None
 
 
 RULE = Rule(
     id="GPU050",
     name="inference-without-engine-readiness-probe",
     severity=Severity.WARNING,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet"),
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "LLMInferenceService"),
     family="availability",
-    summary="A GPU inference container has no readiness probe on its engine's health endpoint.",
+    summary="A GPU inference container has no readiness (or, without one, startup) probe on its "
+    "engine's health endpoint.",
     message=(
         "container {name} {what}; it receives traffic before "
         "the model is loaded. Probe {paths}"

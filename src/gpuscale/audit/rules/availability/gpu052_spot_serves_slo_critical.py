@@ -88,7 +88,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         for pool in pools:
             taints = pool.get("spec", "template", "spec", "taints") or []
             if _tolerates(spec, taints) and _selector_admits(spec, pool):
-                yield Hit(tpl.path + ("spec",), {"pool": pool.name})
+                yield Hit(tpl.spec_at(), {"pool": pool.name})
                 break
 
 

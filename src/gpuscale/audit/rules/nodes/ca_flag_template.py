@@ -26,7 +26,7 @@ def ca_flags(obj: Manifest) -> Iterator[tuple[tuple, str, str]]:
                 for j, word in enumerate(items):
                     if word.startswith("--") and "=" in word:
                         flag, value = word[2:].split("=", 1)
-                        yield tmpl.path + ("spec", "containers", i, field, j), flag, value
+                        yield tmpl.spec_at("containers", i, field, j), flag, value
 
 
 def ca_flag_rule(*, id: str, name: str, flag: str, minimum_s: float, summary: str, why: str,

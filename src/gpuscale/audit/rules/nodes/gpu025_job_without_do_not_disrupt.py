@@ -9,6 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.values import integer
 from gpuscale.audit.workloads import gpu_templates, gpus_per_pod
+from gpuscale.units import gpus_text
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 # Jobs with a deadline under this are short enough to rerun; the threshold is ours, stated in docs.
@@ -24,7 +25,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
         annotations = (tmpl.template.get("metadata") or {}).get("annotations") or {}
         if str(annotations.get(DO_NOT_DISRUPT, "")).lower() in ("", "false"):
             yield Hit(
-                tmpl.path + ("metadata",), {"gpus": gpus_per_pod(tmpl.template) * tmpl.replicas}
+                tmpl.metadata_at(), {"gpus": gpus_text(gpus_per_pod(tmpl.template) * tmpl.replicas)}
             )
 
 
@@ -35,7 +36,7 @@ RULE = Rule(
     kinds=("Job", "CronJob"),
     family="nodes",
     summary="A long-running GPU Job's pods lack the `karpenter.sh/do-not-disrupt` annotation.",
-    message="GPU job pods ({gpus} GPUs) have no `karpenter.sh/do-not-disrupt` annotation; "
+    message="GPU job pods ({gpus}) have no `karpenter.sh/do-not-disrupt` annotation; "
     "consolidation or drift can evict them mid-run",
     why="Karpenter's consolidation and drift evict pods to replace nodes. For a training or batch "
     "job that is hours of GPU work lost since the last checkpoint, and for a gang it kills "

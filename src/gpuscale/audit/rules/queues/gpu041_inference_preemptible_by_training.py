@@ -25,14 +25,10 @@ def _priority_class(obj: Manifest) -> tuple[str, tuple]:
     for tmpl in gpu_templates(obj):
         spec = tmpl.template.get("spec") or {}
         if spec.get("priorityClassName"):
-            return str(spec["priorityClassName"]), tmpl.path + ("spec", "priorityClassName")
+            return str(spec["priorityClassName"]), tmpl.spec_at("priorityClassName")
         labels = (tmpl.template.get("metadata") or {}).get("labels") or {}
         if "priorityClassName" in labels:
-            return str(labels["priorityClassName"]), tmpl.path + (
-                "metadata",
-                "labels",
-                "priorityClassName",
-            )
+            return str(labels["priorityClassName"]), tmpl.metadata_at("labels", "priorityClassName")
     default = DEPLOYMENT_DEFAULT_CLASS if obj.kind == "Deployment" else "train"
     return default, ("metadata",)
 
@@ -87,7 +83,7 @@ RULE = Rule(
     id="GPU041",
     name="inference-preemptible-by-training",
     severity=Severity.WARNING,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet"),
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "LLMInferenceService"),
     family="queues",
     summary="A GPU inference workload on KAI can be preempted or reclaimed by training.",
     message="inference can lose its GPUs to training: {what}",

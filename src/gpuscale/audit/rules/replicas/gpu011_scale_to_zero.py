@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SIGNAL_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.scalers import min_replicas
@@ -26,7 +26,7 @@ RULE = Rule(
     id="GPU011",
     name="slo-critical-service-scales-to-zero",
     severity=Severity.WARNING,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+    kinds=SIGNAL_KINDS,
     family="replicas",
     summary="An autoscaler can take an SLO-critical GPU inference service to zero replicas.",
     message="the replica floor of {target} {how}; the first request after idle waits a cold start "

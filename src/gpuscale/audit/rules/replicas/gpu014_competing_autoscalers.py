@@ -10,9 +10,9 @@ from gpuscale.audit.model import Hit, Rule, Severity
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
-    if obj.kind not in ("Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster"):
-        return
     scalers = ctx.scalers_of(obj)
+    if obj.kind == "LLMInferenceService" and isinstance(obj.get("spec", "scaling"), dict):
+        scalers = [obj, *scalers]  # its own `scaling` section is one autoscaler
     if len(scalers) > 1:
         yield Hit(("metadata", "name"), {"count": len(scalers),
                                          "scalers": ", ".join(s.ref for s in scalers)})
@@ -22,9 +22,10 @@ RULE = Rule(
     id="GPU014",
     name="workload-has-competing-autoscalers",
     severity=Severity.ERROR,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster"),
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster", "LLMInferenceService"),
     family="replicas",
-    summary="More than one HPA or ScaledObject targets the same workload.",
+    summary="More than one autoscaler (HPA, ScaledObject, PodAutoscaler, an LLMInferenceService's "
+    "`scaling`) sets the replicas of the same workload.",
     message=(
         "{count} autoscalers target this workload ({scalers}); they overwrite each other's "
         "replica count"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.workloads import (
     containers,
@@ -100,7 +102,26 @@ def pods_needed_together(obj: Manifest) -> tuple[int, str]:
     nnodes = _nnodes(obj)
     if nnodes > 1:
         return nnodes, f"--nnodes {nnodes}"
-    if per_pod and model_gpus > per_pod:
+    if per_pod and model_gpus > per_pod and engine_spans_pods(obj):
         pods = -(-model_gpus // per_pod)
         return pods, f"tensor x pipeline parallel = {model_gpus} GPUs over {per_pod}-GPU pods"
+    # Otherwise one engine lives in one pod: a parallel size beyond the pod's GPUs is an engine
+    # that cannot start (GPU035), not pods that must be placed together.
     return 1, ""
+
+
+def engine_spans_pods(obj: Manifest) -> bool:
+    """Whether one engine of this workload can use GPUs of several pods: a multi-node
+    launcher (`--nnodes`, a Ray backend or `ray start`); a Deployment's or StatefulSet's
+    replicas are otherwise independent engines, each with only its own pod's GPUs (vLLM
+    needs tensor x pipeline GPUs visible to its one process group, vllm/config/parallel.py)."""
+    if _nnodes(obj) > 1:
+        return True
+    for tmpl in pod_templates(obj):
+        for container in containers(tmpl.template):
+            words = " ".join(str(w) for w in (container.get("command") or [])
+                             + (container.get("args") or [])).replace("_", "-")
+            if re.search(r"--distributed-executor-backend[ =]+ray\b|\bray (start|job)\b|"
+                         r"multi-node-serving|--ray-", words):
+                return True
+    return False

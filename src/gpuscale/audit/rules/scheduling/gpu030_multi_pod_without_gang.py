@@ -9,6 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.rules.scheduling.gangs import gang_marker, pods_needed_together, scheduler_name
 from gpuscale.audit.workloads import gpu_templates, gpus_per_pod
+from gpuscale.units import gpus_text
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
@@ -16,21 +17,23 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     if pods <= 1 or gang_marker(obj):
         return
     gpus = sum(gpus_per_pod(t.template) * t.replicas for t in gpu_templates(obj))
-    path = gpu_templates(obj)[0].path + ("spec",)
-    yield Hit(path, {"pods": pods, "why": why, "gpus": gpus, "scheduler": scheduler_name(obj)})
+    path = gpu_templates(obj)[0].spec_at()
+    yield Hit(path, {"pods": pods, "why": why, "gpus": gpus_text(gpus),
+                     "scheduler": scheduler_name(obj)})
 
 
 RULE = Rule(
     id="GPU030",
     name="multi-pod-gpu-workload-without-gang-scheduling",
     severity=Severity.ERROR,
-    kinds=("LeaderWorkerSet", "RayCluster", "Job", "CronJob", "Deployment", "StatefulSet"),
+    kinds=("LeaderWorkerSet", "RayCluster", "Job", "CronJob", "Deployment", "StatefulSet",
+           "LLMInferenceService"),
     family="scheduling",
     summary=(
         "A GPU workload that needs several pods at once is placed pod by pod, without a gang "
         "scheduler."
     ),
-    message="needs {pods} pods together ({why}, {gpus} GPUs) but uses {scheduler} with no gang: "
+    message="needs {pods} pods together ({why}, {gpus}) but uses {scheduler} with no gang: "
     "a partial placement holds GPUs idle",
     why="kube-scheduler binds one pod at a time. When only some pods of a tensor/pipeline-parallel "
     "group or a training job fit, the bound ones hold their GPUs while waiting for the rest; "

@@ -9,6 +9,7 @@ from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.rules.scheduling.instances import candidate_instances
 from gpuscale.audit.workloads import gpu_templates, gpus_per_pod
+from gpuscale.units import gpus_text
 
 
 def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
@@ -26,7 +27,8 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
                 else "0 (no GPU instance type matches)"
             )
             yield Hit(
-                tmpl.path + ("spec", "containers"), {"want": want, "most": most, "source": source}
+                tmpl.spec_at("containers"),
+                {"want": gpus_text(want), "most": most, "source": source}
             )
 
 
@@ -34,11 +36,12 @@ RULE = Rule(
     id="GPU032",
     name="pod-requests-more-gpus-than-any-node",
     severity=Severity.ERROR,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "CronJob", "RayCluster", "Pod"),
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "Job", "CronJob", "RayCluster", "Pod",
+           "LLMInferenceService"),
     family="scheduling",
     summary="A pod requests more GPUs than the largest instance type it may run on.",
     message=(
-        "a pod requests {want} GPUs but the largest instance from {source} has {most}: it can "
+        "a pod requests {want} but the largest instance from {source} has {most}: it can "
         "never be scheduled"
     ),
     why="A pod's `nvidia.com/gpu` request must fit on one node; extended resources are never split "

@@ -20,14 +20,15 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     widest = max(instances, key=lambda it: it.nvlink_domain_gpus, default=None)
     if widest is not None and tp > widest.nvlink_domain_gpus:
         yield Hit(
-            templates[0].path + ("spec", "containers"),
+            templates[0].spec_at("containers"),
             {"tp": tp, "domain": widest.nvlink_domain_gpus, "name": widest.name, "source": source},
         )
 
 
 RULE = Rule(
     id="GPU033", name="tensor-parallel-wider-than-nvlink-domain", severity=Severity.WARNING,
-    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster"), family="scheduling",
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster", "LLMInferenceService"),
+    family="scheduling",
     summary="Tensor parallelism spans more GPUs than one NVLink domain of the available instances.",
     message="tensor-parallel size {tp} exceeds the largest NVLink domain ({domain} GPUs on {name}, "
             "from {source}): all-reduces cross the network every layer",

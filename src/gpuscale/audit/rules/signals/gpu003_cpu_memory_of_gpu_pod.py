@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SIGNAL_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.scalers import signals
@@ -31,7 +31,7 @@ RULE = Rule(
     id="GPU003",
     name="scales-gpu-pod-on-cpu-or-memory",
     severity=Severity.WARNING,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+    kinds=SIGNAL_KINDS,
     family="signals",
     summary="An HPA or ScaledObject scales a GPU inference workload on CPU or memory.",
     message="scales GPU inference {target} on {resource}{implicit}",

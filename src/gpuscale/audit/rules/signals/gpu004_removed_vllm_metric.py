@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SIGNAL_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.promql import metric_names
@@ -66,7 +66,7 @@ RULE = Rule(
     id="GPU004",
     name="scaler-reads-removed-vllm-metric",
     severity=Severity.ERROR,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject", "PrometheusRule"),
+    kinds=(*SIGNAL_KINDS, "PrometheusRule"),
     family="signals",
     summary=(
         "A scaler query or recording rule reads a vLLM metric name that vLLM has deprecated or "

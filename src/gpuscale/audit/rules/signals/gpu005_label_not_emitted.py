@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SIGNAL_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.promql import selectors
@@ -35,7 +35,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 RULE = Rule(
     id="GPU005", name="query-filters-on-label-vllm-does-not-emit", severity=Severity.WARNING,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject"), family="signals",
+    kinds=SIGNAL_KINDS, family="signals",
     summary="A scaler query filters a vLLM metric on a label that vLLM does not emit.",
     message="filters `{metric}` on label `{label}`; vLLM labels its metrics `{right}`, so unless "
             "the scrape config adds `{label}` the query matches no series",

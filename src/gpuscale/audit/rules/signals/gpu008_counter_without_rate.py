@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SIGNAL_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.promql import metric_names
@@ -28,7 +28,7 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
 
 RULE = Rule(
     id="GPU008", name="scaler-reads-counter-without-rate", severity=Severity.WARNING,
-    kinds=("ScaledObject", "HorizontalPodAutoscaler"), family="signals",
+    kinds=SIGNAL_KINDS, family="signals",
     summary="A scaler query reads a cumulative counter or histogram series without rate().",
     message="reads cumulative `{metric}` without rate()/increase(); the value only grows, so the "
             "autoscaler scales out once and never back in",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SIGNAL_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.scalers import signals
@@ -81,7 +81,7 @@ RULE = Rule(
     id="GPU009",
     name="scaler-metric-not-in-engine-version",
     severity=Severity.ERROR,
-    kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+    kinds=SIGNAL_KINDS,
     family="signals",
     summary=(
         "A scaler reads a vLLM metric that the vLLM version in its target's image does not "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuscale.audit.context import AuditContext
+from gpuscale.audit.context import SIGNAL_KINDS, AuditContext
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.model import Hit, Rule, Severity
 from gpuscale.audit.scalers import signals
@@ -36,7 +36,7 @@ def scaler_metric_rule(*, id: str, name: str, metrics: tuple[str, ...], severity
         id=id,
         name=name,
         severity=severity,
-        kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+        kinds=SIGNAL_KINDS,
         summary=summary,
         message="scales {target} on `{metric}`, {what}",
         why=why,
