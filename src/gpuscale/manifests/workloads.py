@@ -26,8 +26,13 @@ def _labels(role: Role) -> dict[str, str]:
 
 
 def _args(role: Role) -> list[str]:
+    # The Run:ai Model Streamer is the weight load the plan simulated (the scenario's default,
+    # serving/engine_defaults.py; 3.3x vLLM's safetensors loader on gp3, calibration row A16);
+    # it needs the image's `vllm[runai]` extra (docs.vllm.ai, models/extensions/
+    # runai_model_streamer).
     args = ["--model", role.model, "--served-model-name", role.workload, "--port", str(PORT),
-            "--tensor-parallel-size", str(role.tp), "--gpu-memory-utilization", "0.9"]
+            "--tensor-parallel-size", str(role.tp), "--gpu-memory-utilization", "0.9",
+            "--load-format", "runai_streamer"]
     if role.pp > 1:
         args += ["--pipeline-parallel-size", str(role.pp)]
     if role.precision == "fp8":
