@@ -123,6 +123,23 @@ def quietest_window(arrival_s: np.ndarray, within: Window, length_s: float) -> W
     return Window(start, start + width * MINUTE_S, "quietest stretch")
 
 
+def steepest_ramp_window(arrival_s: np.ndarray, within: Window, rise_s: float, smooth_s: float,
+                         after_s: float) -> Window:
+    """The stretch of `within` where the smoothed rate rises the most over `rise_s` (a
+    reaction time: a rise a reactive scaler cannot follow), from `rise_s` before that rise to
+    `after_s` past its top: the second short window the search screens on (capacity must be
+    asked for before the demand)."""
+    rates = smoothed_rates(arrival_s, within, smooth_s)
+    k = max(1, math.ceil(rise_s / MINUTE_S))
+    if len(rates) <= k:
+        return Window(within.start_s, within.end_s, "steepest ramp")
+    i = int(np.argmax(rates[k:] - rates[:-k]))  # the earliest of equal rises: deterministic
+    first = max(0, i - k)
+    last = min(len(rates), i + k + math.ceil(after_s / MINUTE_S))
+    return Window(within.start_s + first * MINUTE_S, within.start_s + last * MINUTE_S,
+                  "steepest ramp")
+
+
 def smoothed_rates(arrival_s: np.ndarray, window: Window, smooth_s: float) -> np.ndarray:
     """Per minute of `window`: the mean arrival rate over the `smooth_s` around it (req/s).
     A minute is too noisy to size on and a half-hour mean hides the bursts a fleet must

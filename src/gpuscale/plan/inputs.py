@@ -185,6 +185,10 @@ class WorkloadInput(Strict):
     cold_start_s: float | None = Field(None, gt=0, description="Pod bound -> serving, s; None = "
                                        "estimate (image pull 120 s + weights at 1.05 GB/s + "
                                        "engine init 120 s, calibration A15-A17).")
+    prepulled_image: Literal["choose", "always", "never"] = Field(
+        "choose", description="A trace plan may pre-pull the serving image on the nodes' data "
+        "volume (Bottlerocket, restored from an EBS snapshot you build): choose = simulate both "
+        "and keep the cheaper, never = the image is pulled on each new node.")
     max_replicas: int | None = Field(None, ge=1, description="None = sized from the peak rate.")
     autoscaler: Literal["keda", "hpa"] = Field("keda", description="hpa renders an HPA + "
                                                "prometheus-adapter rules instead of KEDA.")

@@ -105,6 +105,9 @@ class Role:
     topology_required: str | None = None
     topology_preferred: str | None = None
     schedule: tuple[CronWindow, ...] = ()  # KEDA cron triggers beside the reactive ones
+    scale_up_tolerance: float | None = None  # behavior.scaleUp.tolerance (None: the default)
+    consolidate_after_s: int | None = None  # chosen by the search (None: the cold-start rule)
+    prepulled_image: bool = False  # the image on the nodes' snapshot data volume
 
     @property
     def gpus_per_replica(self) -> int:
