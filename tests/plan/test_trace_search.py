@@ -64,3 +64,21 @@ def test_two_workers_give_the_same_plan_as_one(tmp_path):
         plans.append(json.loads(result.output))
     assert plans[0]["warm_pools"] == plans[1]["warm_pools"]
     assert plans[0]["roles"] == plans[1]["roles"]
+
+
+def test_a_cluster_without_the_per_direction_tolerance_gets_rounded_steps(tmp_path):
+    from gpuscale.plan import plan_input_from_dict
+    from gpuscale.plan.hardware import hardware_options
+    from gpuscale.plan.sizing import traffic_stats
+    from gpuscale.plan.trace_configs import all_configs
+
+    trace = write_trace(tmp_path / "t.csv")
+    data = history_input(trace)
+    modes = {}
+    for honoured in (True, False):
+        data["cluster"]["scale_up_tolerance"] = honoured
+        plan = plan_input_from_dict(data)
+        w = plan.workloads[0]
+        opt = hardware_options(plan, w, traffic_stats(w, tmp_path, 1200), plan.slo)[0]
+        modes[honoured] = {c.steps for c in all_configs(plan, w, opt)}
+    assert modes == {True: {"tolerance", "rounded"}, False: {"rounded"}}

@@ -90,6 +90,11 @@ class ClusterInput(Strict):
                                 "3-10 min unless images/drivers are pre-baked (calibration A18).")
     node_role: str | None = Field(None, description="IAM role of the nodes; default "
                                   "KarpenterNodeRole-<name>.")
+    scale_up_tolerance: bool = Field(True, description="The cluster honours the HPA's "
+                                     "per-direction behavior.scaleUp.tolerance (Kubernetes "
+                                     ">= 1.34; 1.33 with the HPAConfigurableTolerance gate); "
+                                     "false: a schedule's steps are rounded until they act "
+                                     "under the default 0.1 tolerance.")
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = (
         Field(
             None, description="Requested policy; WhenEmptyOrUnderutilized is refused for GPU pools."

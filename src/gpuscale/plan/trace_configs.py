@@ -144,7 +144,7 @@ def releases(plan: PlanInput, cold: ColdStartOption) -> list[Release]:
 def all_configs(plan: PlanInput, w: WorkloadInput, opt: HardwareOption) -> list[TraceConfig]:
     return [TraceConfig(cold, release, steps, plan.cluster.node_ready_s)
             for cold in cold_start_options(plan, w, opt) for release in releases(plan, cold)
-            for steps in STEP_MODES]
+            for steps in STEP_MODES if steps == "rounded" or plan.cluster.scale_up_tolerance]
 
 
 def schedule_wants(profile_rps: np.ndarray, sizing: Sizing, margin: float, config: TraceConfig,

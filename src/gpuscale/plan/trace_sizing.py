@@ -129,8 +129,8 @@ def _config_decisions(w: WorkloadInput, winner: ScheduleCandidate) -> list[Decis
                             "gate)", "KEDA's cron metric is desired / current replicas, and "
                             "a step of 10 % or less is inside the HPA's default 0.1 tolerance "
                             "and does nothing (layer3 1.7); half the smallest step keeps a "
-                            "band against noise. An older cluster drops the field: then "
-                            "re-plan with the steps rounded"))
+                            "band against noise. An older cluster drops the field: plan with "
+                            "cluster.scale_up_tolerance: false to round the steps instead"))
     elif config.steps == "rounded":
         out.append(Decision("replicas", f"{w.name}: scheduled steps act", "each cron step "
                             "asks more than 1.1 x the replicas before it", "a step of 10 % or "
