@@ -35,4 +35,4 @@ def test_example_validates(path):
 def test_every_example_folder_is_covered():
     assert {p.parent.name for p in FILES} >= {
         "consolidation-trap", "midnight-spike", "pd-split", "scale-from-zero", "seven-of-eight",
-        "two-teams", "gang-partial-launch", "plans", "warm-pool-sweep"}
+        "two-teams", "gang-partial-launch", "plans", "warm-pool-sweep", "promql-triggers"}

@@ -116,5 +116,6 @@ def simulate(scenario: str | Path | dict | Any, *, seed: int | None = None,
 
     result, walls = simulate_scenario(model, root, strategies=strategies)
     # The same JSON the CLI prints, `resolved` (what was simulated) included.
-    return SimulationResult(attach_resolved(result.to_json(walls), model),
+    return SimulationResult(attach_resolved(result.to_json(walls), result.scenario,
+                                            result.clock_source),
                             {"ttft_s": model.slo.ttft_s, "tpot_s": model.slo.tpot_s})

@@ -24,7 +24,9 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from gpuscale.errors import UserInputError
 
@@ -74,12 +76,18 @@ def writes_in_place(path: Path) -> bool:
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write `data` to `path` (see the module docstring); any OSError is one UserInputError."""
-    path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    write_streamed(path, lambda handle: handle.write(payload))
+
+
+def write_streamed(path: Path, produce: Callable[[BinaryIO], object]) -> None:
+    """`write_atomic` of what `produce(handle)` writes, without holding it all in memory (an
+    exported run's series can be hundreds of MB)."""
+    path = Path(path)
     if writes_in_place(path):
         try:
             with open(path, "wb") as handle:
-                handle.write(payload)
+                produce(handle)
                 handle.flush()
         except OSError as exc:
             raise _cannot(path, exc) from None
@@ -90,7 +98,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{path.name[:MAX_NAME_CHARS]}.",
                                         suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            produce(handle)
             handle.flush()
             os.fsync(handle.fileno())
         umask = os.umask(0)

@@ -23,6 +23,17 @@ def wall_clock(start_time: datetime, t_s: float) -> datetime:
     """The wall-clock instant of simulated time `t_s` in a run that starts at `start_time`."""
     return start_time + timedelta(seconds=t_s)
 
+
+def seconds_of_day_utc(t: datetime) -> float:
+    """Seconds past 00:00 UTC of the instant `t`."""
+    t = t.astimezone(timezone.utc)
+    return t.hour * 3600.0 + t.minute * 60.0 + t.second + t.microsecond / 1e6
+
+
+def epoch_ms(instant: datetime) -> int:
+    """An aware datetime as Unix milliseconds (what Prometheus timestamps are)."""
+    return round(instant.timestamp() * 1000)
+
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
             "P": 1e15, "E": 1e18}

@@ -107,3 +107,17 @@ def test_next_hit_is_the_first_matching_minute_strictly_after(minute, hour, offs
     hit = next_hit(expr, after, timedelta(days=2))
     assert hit is not None and hit > after and (hit.hour, hit.minute) == (hour, minute)
     assert hit - after <= timedelta(days=1)
+
+
+def test_decision_log_names_an_unnamed_cron_trigger_as_keda_does():
+    """KEDA names an unnamed trigger's metric s<index>-<its scaler's metric name>: the cron
+    trigger is s1-cron-<zone>-<start>-<end>, not s1-prometheus (a merge once logged it so)."""
+    p = KedaParams(min_replica_count=1, max_replica_count=20, triggers=(
+        {"query": {"metric": Q, "aggregation": "sum"}, "threshold": 4}, cron().model_dump()))
+    context = AutoscalerContext(start_time=datetime(2026, 1, 1, 8, tzinfo=UTC))
+    operator = build_autoscalers(p, context)[0]
+    state = operator.initial_state()
+    _, state = operator.decide(view(0.0, 2, pods(Q, [4.0, 4.0])), state)
+    names = [t["name"] for t in operator.explain(view(0.0, 2, pods(Q, [4.0, 4.0])), state)[
+        "triggers"]]
+    assert names == ["s0-prometheus", "s1-cron-Etc/UTC-08xxx-020xxx"]

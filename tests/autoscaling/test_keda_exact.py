@@ -257,3 +257,16 @@ def test_invalid_formulas_and_names_are_refused_at_load():
     with pytest.raises(ValueError, match=r"requires advanced\.scaling_modifiers"):
         keda(signal("q"), fallback={"failure_threshold": 1, "replicas": 1,
                                     "behavior": "scalingModifiers"})
+
+
+def test_the_decision_log_records_each_triggers_reading_at_the_poll_time():
+    # An unnamed trigger is KEDA's metric s<index>-prometheus; an empty result read with
+    # ignoreNullValues false is an error (null read_as, the reason), with no value.
+    p = keda(signal("queue", name="q"), signal("absent", ignore_null_values=False))
+    op, _ = build_autoscalers(p)
+    poll_view = view(45, 1, (), queue=2.5)
+    _, state = op.decide(poll_view, op.initial_state())
+    logged = op.explain(view(60, 1, (), queue=9.0), state)["triggers"]
+    assert [(t["name"], t["value"], t["read_as"], t["eval_time_s"]) for t in logged] == \
+        [("q", 2.5, 2.5, 45), ("s1-prometheus", None, None, 45)]
+    assert "error" not in logged[0] and logged[1]["error"] == "empty or not finite"

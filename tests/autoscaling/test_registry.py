@@ -28,9 +28,9 @@ def test_docs_yaml_examples_parse_and_build():
     """Every YAML sample in docs/autoscaling.md is a valid autoscaler spec."""
     blocks = doc_yaml_blocks()
     specs = [TypeAdapter(AutoscalerSpec).validate_python(yaml.safe_load(b)) for b in blocks]
-    assert [s.kind for s in specs] == ["hpa", "keda", "keda", "hpa", "fixed", "keda"]
-    assert [len(build_autoscalers(s)) for s in specs] == [1, 2, 2, 1, 1, 2]
-    gpu, keda, formula, kv, _, cron = specs
+    assert [s.kind for s in specs] == ["hpa", "keda", "keda", "keda", "hpa", "fixed", "keda"]
+    assert [len(build_autoscalers(s)) for s in specs] == [1, 2, 2, 2, 1, 1, 2]
+    gpu, keda, formula, promql, kv, _, cron = specs
     assert [t.type for t in cron.triggers] == ["prometheus", "cron"]
     assert [t.name for t in formula.triggers] == ["queue", "running"]
     # The doc's claim: one composite metric, ceil(max(queue / 5, running / 16) / 1).
@@ -42,6 +42,8 @@ def test_docs_yaml_examples_parse_and_build():
     assert hpa.decide(view(0, 2, busy), hpa.initial_state())[0] == 4
     assert gpu.metrics[0].metric == "DCGM_FI_DEV_GPU_UTIL" and gpu.metrics[0].target.value == 70
     assert keda.triggers[0].query.aggregation == "sum" and keda.triggers[0].threshold == 5
+    assert [t.name for t in promql.triggers] == ["queue", "tokens"]
+    assert promql.triggers[1].query.promql == "sum(rate(vllm:generation_tokens_total[1m]))"
     assert (
         kv.metrics[0].query.aggregation == "avg"
         and kv.behavior.scale_down.policies[0].period_s == 120

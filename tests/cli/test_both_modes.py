@@ -1,10 +1,12 @@
 """`--manifests` is not a second-class mode (issue 29): the same bundle as manifests and as the
 scenario it describes (`--emit-scenario`) gives the same verdict, `--fail-under-slo` exit code,
-`--seeds` spread, `--decisions` log and `--report`, because both run through one code path."""
+`--seeds` spread, `--decisions` log, `--report` and `--metrics-out` series, because both run through
+one code path."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -59,16 +61,56 @@ def test_decisions_and_report_are_written(mode, scenario_file, tmp_path):
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert {r["controller"] for r in records} >= {"keda-operator", "keda-hpa"}
+    polled = [t for r in records if r["controller"] == "keda-operator"
+              for t in r["inputs"]["triggers"]]
+    # Each poll names what its trigger read: the query as written, Prometheus' answer, when.
+    assert polled and all({"name", "query", "value", "eval_time_s"} <= set(t) for t in polled)
+    assert {t["query"] for t in polled} == {'sum(vllm:num_requests_waiting{model_name="Qwen/'
+                                            'Qwen3-32B"})'}
+    assert any(t["value"] for t in polled)
     assert "<svg" in report.read_text()
     assert f"decision log written to {log}" in result.output
 
 
-def test_both_modes_log_the_same_decisions(scenario_file, tmp_path):
-    logs = []
+@pytest.mark.parametrize("mode", MODES)
+def test_metrics_out_is_written_from_the_start_time(mode, scenario_file, tmp_path):
+    series = tmp_path / "run.om"
+    result = run(mode, scenario_file, "--metrics-out", str(series), "--start-time",
+                 "2026-06-01T12:00:00+02:00")
+    assert result.exit_code == 0, result.output
+    text = series.read_text()
+    assert text.startswith("# TYPE ") and text.endswith("# EOF\n")
+    assert 'vllm:num_requests_waiting{' in text and "kube_deployment_spec_replicas{" in text
+    stamps = [float(m.group(1)) for m in re.finditer(r" (\d+(?:\.\d+)?)$", text, re.M)]
+    assert min(stamps) == 1780308000.0  # 10:00 UTC
+    assert f"series written to {series}" in result.output
+
+
+def test_metrics_out_refuses_to_overwrite_in_both_modes(scenario_file, tmp_path):
+    series = tmp_path / "mine.om"
+    series.write_text("mine")
     for mode in MODES:
-        log = tmp_path / f"{mode}.jsonl"
-        assert run(mode, scenario_file, "--decisions", str(log)).exit_code == 0
-        logs.append(log.read_bytes())
+        result = run(mode, scenario_file, "--metrics-out", str(series))
+        assert result.exit_code == 2 and series.read_text() == "mine", result.output
+
+
+def _written_in_both_modes(scenario_file: Path, folder: Path, option: str) -> list[bytes]:
+    """The file `option` writes, run once in each mode."""
+    out = []
+    for mode in MODES:
+        path = folder / f"{mode}{option}"
+        assert run(mode, scenario_file, option, str(path)).exit_code == 0
+        out.append(path.read_bytes())
+    return out
+
+
+def test_both_modes_export_the_same_series(scenario_file, tmp_path):
+    exports = _written_in_both_modes(scenario_file, tmp_path, "--metrics-out")
+    assert exports[0] == exports[1] and exports[0]
+
+
+def test_both_modes_log_the_same_decisions(scenario_file, tmp_path):
+    logs = _written_in_both_modes(scenario_file, tmp_path, "--decisions")
     assert logs[0] == logs[1] and logs[0]
 
 
@@ -88,10 +130,15 @@ def test_compare_of_two_bundles_prints_the_verdict(tmp_path):
     so["spec"] = dict(so["spec"], minReplicaCount=4)
     today = write_bundle(tmp_path, docs, "today")
     proposed = write_bundle(tmp_path, bigger, "proposed")
+    series = tmp_path / "both.om"
     result = CliRunner().invoke(cli, ["compare", "--manifests", str(today), "--manifests",
                                       str(proposed), "--trace", str(TRACE), "--catalog",
-                                      str(CATALOG), "-o", "json", "--fail-under-slo", "50"])
+                                      str(CATALOG), "-o", "json", "--fail-under-slo", "50",
+                                      "--metrics-out", str(series)])
     assert result.exit_code == 0, result.output
+    # One export holds both bundles' series, told apart by a `run` label.
+    text = series.read_text()
+    assert 'run="today"' in text and 'run="proposed"' in text
     data = json.loads(result.output)
     assert [r["name"] for r in data["runs"]] == ["today", "proposed"]
     assert data["verdict"].startswith("verdict: ")

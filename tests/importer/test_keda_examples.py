@@ -1,10 +1,9 @@
 """The published KEDA setups in examples/: the KEDA docs' scalingModifiers examples simulate as
-given, and llm-d's KEDA blueprints are read field for field (their PromQL needs the evaluator
-of branch `promql`, so their full runs are strict xfails the lead flips at the merge)."""
+given, and llm-d's KEDA blueprints are read field for field, their queries as written, and
+simulate unchanged."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -70,36 +69,43 @@ def test_the_docs_nested_example_is_inverted_under_load():
     assert nested["slo_attainment"] < ternary["slo_attainment"] / 2
 
 
-def with_supported_queries(bundle: Path, tmp_path: Path) -> Path:
-    """The blueprint with each PromQL query swapped for one the current translation reads."""
-    out = tmp_path / bundle.name
-    out.mkdir()
-    docs = [yaml.safe_load((LLM_D / "cluster" / f).read_text())
-            for f in ("deployment.yaml", "nodepool.yaml")]
-    so = copy.deepcopy(scaled_object(LLM_D / "upstream" /
-                                     f"{BLUEPRINTS[bundle.name]}.scaledobject.yaml"))
-    for trigger in so["spec"]["triggers"]:
-        trigger["metadata"]["query"] = "sum(vllm:num_requests_waiting)"
-    (out / "all.yaml").write_text(yaml.safe_dump_all([*docs, so], sort_keys=False))
-    return out
-
-
 @pytest.mark.parametrize("name", BLUEPRINTS)
-def test_llm_d_blueprint_is_read_but_for_its_queries(name, tmp_path):
+def test_llm_d_blueprint_is_read_field_for_field(name):
     use_catalogs([LLM_D / "catalog.yaml"])
-    imp = import_manifests([str(with_supported_queries(LLM_D / name, tmp_path))], TRACE)
+    imp = import_manifests([str(LLM_D / name)], TRACE)
     spec = imp.data["strategies"][0]["autoscaler"]
     upstream = scaled_object(LLM_D / "upstream" / f"{BLUEPRINTS[name]}.scaledobject.yaml")
-    assert [t["name"] for t in spec["triggers"]] == \
-        [t["name"] for t in upstream["spec"]["triggers"]]
+    assert [(t["name"], " ".join(t["query"].split())) for t in spec["triggers"]] == \
+        [(t["name"], " ".join(t["metadata"]["query"].split()))
+         for t in upstream["spec"]["triggers"]]  # the queries as written
     modifiers = upstream["spec"].get("advanced", {}).get("scalingModifiers")
     if modifiers:
         assert spec["advanced"]["scaling_modifiers"]["formula"] == modifiers["formula"]
         assert spec["fallback"]["behavior"] == upstream["spec"]["fallback"]["behavior"]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the PromQL evaluator (branch promql)")
 @pytest.mark.parametrize("name", BLUEPRINTS)
-def test_llm_d_blueprint_simulates_unchanged(name):
-    run = simulate(LLM_D / name, "--catalog", str(LLM_D / "catalog.yaml"))["runs"][0]
+def test_llm_d_blueprint_simulates_unchanged(name, tmp_path):
+    log = tmp_path / "decisions.jsonl"
+    run = simulate(LLM_D / name, "--catalog", str(LLM_D / "catalog.yaml"), "--decisions",
+                   str(log))["runs"][0]
     assert run["resolved"]["autoscaler"]["kind"] == "keda"
+    polls = [json.loads(line)["inputs"] for line in log.read_text().splitlines()
+             if json.loads(line)["controller"] == "keda-operator"]
+    # Every trigger reads its series (an unmatched label would read an empty result as 0).
+    seen: dict[str, float] = {}
+    for poll in polls:
+        for trigger in poll["triggers"]:
+            seen[trigger["name"]] = max(seen.get(trigger["name"], 0.0), trigger["value"] or 0.0)
+    quiet = {"epp-queue-size", "queue", "pending"}  # the trace never queues at the gateway
+    assert all(v > 0 for k, v in seen.items() if k not in quiet), seen
+
+
+def test_the_saturation_blueprint_names_the_pool_it_reads():
+    use_catalogs([LLM_D / "catalog.yaml"])
+    imp = import_manifests([str(LLM_D / "saturation")], TRACE)
+    extra = imp.data["metrics"]["extra_labels"]
+    assert extra["llm_d_epp_flow_control_pool_saturation"]["inference_pool"] == \
+        "optimized-baseline"
+    assert extra["inference_pool_average_queue_size"]["name"] == "optimized-baseline"
+    assert any("InferencePool name 'optimized-baseline'" in n for n in imp.notes)

@@ -188,9 +188,10 @@ def test_non_prometheus_trigger_is_refused(tmp_path):
 def test_unsupported_query_in_a_scaledobject_names_file_and_field(tmp_path):
     docs = load_docs()
     of_kind(docs, "ScaledObject")["spec"]["triggers"][0]["metadata"]["query"] = \
-        "sum by (pod) (vllm:num_requests_waiting)"
-    message = refused(tmp_path, docs, "spec.triggers[0].metadata.query", "one series per pod",
-                      "supported:")
+        "sum by (pod) (vllm:num_requests_waiting_total)"
+    message = refused(tmp_path, docs, "spec.triggers[0].metadata.query",
+                      "'vllm:num_requests_waiting_total', which the simulated cluster does not "
+                      "expose", "did you mean")
     assert message.startswith(str(tmp_path / "bundle" / "all.yaml"))
 
 

@@ -59,3 +59,17 @@ def test_oracle_bound_is_below_every_demo_policy_that_completes_the_workload():
         assert counts["completed"] == counts["total"]
         assert 0 < run["oracle_gpu_hours"] <= run["gpu_hours"], run["name"]
         assert 0 < run["efficiency"] <= 1
+
+
+def test_the_demos_plan_is_called_what_it_is():
+    """Issue 27: the demo's winning `plan` row was KEDA 8..8, presented as "scales on queue
+    depth and KV cache". A floor equal to the maximum is an always-on fleet, and says so."""
+    data = yaml.safe_load(demo_scenario_text())
+    plan = next(s for s in data["strategies"] if s["name"] == "plan")["autoscaler"]
+    notes = [n for n in data["notes"] if n.startswith("plan ")]
+    assert notes
+    if plan["min_replica_count"] == plan["max_replica_count"]:
+        assert all("always-on fleet" in n and "scales on" not in n for n in notes)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = next(ln for ln in readme.splitlines() if ln.startswith("| `plan`"))
+    assert ("always-on fleet" in row) == (plan["min_replica_count"] == plan["max_replica_count"])

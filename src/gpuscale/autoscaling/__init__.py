@@ -49,6 +49,26 @@ for _spec in (hpa.SPEC, keda.SPEC, fixed.SPEC, kpa_params.SPEC, planner_sla_para
 AutoscalerSpec = params_union(AUTOSCALERS)
 
 
+def promql_queries(spec: Any) -> list[str]:
+    """Every PromQL query (`MetricQuery.promql`) in an autoscaler's params, in order: the
+    series the run's Prometheus must collect follow from them."""
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("promql"), str):
+                out.append(node["promql"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                walk(value)
+
+    if spec is not None:
+        walk(spec.model_dump())
+    return out
+
+
 def get_policy(kind: str) -> PolicySpec[Any]:
     """The registry entry for `kind`; an unknown name lists the known ones."""
     return AUTOSCALERS.require(kind, field="kind")
@@ -85,4 +105,5 @@ __all__ = [
     "WvaParams",
     "build_autoscalers",
     "get_policy",
+    "promql_queries",
 ]

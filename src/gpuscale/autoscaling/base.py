@@ -18,6 +18,14 @@ from gpuscale.metrics.store import PodMetrics
 from gpuscale.registry import PolicySpec as RegistryPolicySpec
 
 
+class PromQuerier(Protocol):
+    """The simulated Prometheus as a controller reaches it (gpuscale.promql.Engine)."""
+
+    def instant_at(self, query: str, t_s: float) -> Any:
+        """The instant query's value at simulated time `t_s` (a promql Vector or Scalar)."""
+        ...
+
+
 @dataclass(frozen=True)
 class AutoscalerView:
     """Read-only context for one decision; time arrives as `now_s`, never from a clock."""
@@ -27,6 +35,9 @@ class AutoscalerView:
     pods: tuple[PodMetrics, ...]
     # Extra signals a planner may read (request rate, TTFT percentiles...), name -> value.
     signals: Mapping[str, float] = field(default_factory=dict)
+    # The run's Prometheus, for PromQL queries (MetricQuery.promql); None when no query of
+    # the run needs series.
+    prometheus: PromQuerier | None = None
 
     def aggregate(self, metric: str, how: str = "sum") -> float | None:
         """PromQL-like `sum|avg|max(metric)` over Running pods that export it; None if none do."""

@@ -38,18 +38,24 @@ from gpuscale.autoscaling.replica_calc import (
     to_milli,
     value_replicas,
 )
+from gpuscale.promql import PromQLError, Scalar, Vector
 
 
 class MetricQuery(BaseModel):
-    """One scalar a metrics pipeline returns: `sum|avg|max(series)` over Running pods, or a signal.
+    """One scalar a metrics pipeline returns: a PromQL query as the user wrote it, or the
+    shorthand `sum|avg|max(series)` over the latest scrape's Running pods, or a view signal.
 
-    `source: signal` reads `AutoscalerView.signals[metric]`: a series not exported by the pods
-    (router or gateway queue), which is what scale-from-zero needs since no pod exists then.
+    `promql` (a plain string in YAML reads as one) is evaluated by `gpuscale.promql` over the
+    simulated series at the controller's tick, with Prometheus' lookback and functions
+    (docs/promql.md). The shorthand reads the latest scrape directly (no lookback); `source:
+    signal` reads `AutoscalerView.signals[metric]`: a series not exported by the pods (router
+    or gateway queue), which is what scale-from-zero needs since no pod exists then.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    metric: str = Field(description="Series name, e.g. vllm:num_requests_waiting.")
+    metric: str | None = Field(default=None,
+                               description="Series name, e.g. vllm:num_requests_waiting.")
     aggregation: Literal["sum", "avg", "max"] = Field(
         default="sum",
         description=(
@@ -60,18 +66,70 @@ class MetricQuery(BaseModel):
     source: Literal["pods", "signal"] = Field(
         default="pods", description="pods: aggregate the per-pod series; signal: a view signal."
     )
+    promql: str | None = Field(default=None, description=(
+        "A PromQL query over the simulated series, e.g. "
+        "sum(rate(vllm:request_success_total[1m])); instead of `metric`."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_is_promql(cls, data: Any) -> Any:
+        return {"promql": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _one_form(self) -> MetricQuery:
+        if (self.metric is None) == (self.promql is None):
+            raise ValueError("give either `promql` (a query) or `metric` (a series name)")
+        if self.promql is not None:
+            from gpuscale.metrics.prometheus_config import checked_promql
+
+            checked_promql(self.promql)
+        return self
 
     @property
     def label(self) -> str:
-        return self.metric if self.source == "signal" else f"{self.aggregation}({self.metric})"
+        if self.promql is not None:
+            return " ".join(self.promql.split())
+        return str(self.metric) if self.source == "signal" \
+            else f"{self.aggregation}({self.metric})"
 
 
 def query_value(view: AutoscalerView, query: MetricQuery) -> float | None:
-    """The query's value now; None when no series matches (empty result)."""
+    """The query's value now; None when no series matches (empty result).
+
+    A PromQL query's series are summed, as the HPA sums the items an External metrics API
+    returns (replica_calculator.go GetExternalMetricReplicas); a scalar result is its value.
+    """
+    if query.promql is not None:
+        result = promql_result(view, query.promql)
+        if isinstance(result, Scalar):
+            return float(result.values[0])
+        if not isinstance(result, Vector) or not result.present[:, 0].any():
+            return None
+        return sum(value for _, value in result.rows())
     if query.source == "signal":
-        value = view.signals.get(query.metric)
+        value = view.signals.get(str(query.metric))
         return None if value is None else float(value)
-    return view.aggregate(query.metric, query.aggregation)
+    return view.aggregate(str(query.metric), query.aggregation)
+
+
+def single_value(result: Any) -> float | None:
+    """The value of a one-series instant vector, else None (what the decision log records
+    as Prometheus' answer)."""
+    if isinstance(result, Vector):
+        rows = result.rows()
+        return rows[0][1] if len(rows) == 1 else None
+    return None
+
+
+def promql_result(view: AutoscalerView, query: str) -> Any:
+    """The instant query's result at the view's time (an Engine value), or the PromQLError
+    Prometheus would answer with (the caller reads it as a failed metric)."""
+    if view.prometheus is None:
+        return PromQLError("no Prometheus in this run (the view has no series store)")
+    try:
+        return view.prometheus.instant_at(query, view.now_s)
+    except PromQLError as exc:
+        return exc
 
 
 class MetricTarget(BaseModel):
@@ -211,9 +269,10 @@ class HpaState:
     scaled_to_zero: bool = False
     condition: str = ""  # last reason: ScalingDisabled, FailedGetMetrics, ValidMetricFound, ...
     last_proposal: int | None = None  # max over metrics before stabilization, for reports
-    # Per metric of the last sync: (label, usage ratio to target or None, replicas proposed);
-    # read only by the decision log.
-    readings: tuple[tuple[str, float | None, int], ...] = ()
+    # Per metric of the last sync: (label, usage ratio to target or None, replicas proposed,
+    # the value read: an External/Object metric's value, a Pods metric's mean); read only by
+    # the decision log.
+    readings: tuple[tuple[str, float | None, int, float | None], ...] = ()
 
 
 # Reads External/Object metric number `index` of the HPA; None = the query failed (KEDA's
@@ -263,7 +322,8 @@ class HpaController:
         )
         # Scratch of the sync in progress, moved into HpaState.readings by `decide`.
         self._last_ratio: float | None = None
-        self._readings: tuple[tuple[str, float | None, int], ...] = ()
+        self._last_value: float | None = None
+        self._readings: tuple[tuple[str, float | None, int, float | None], ...] = ()
 
     def initial_state(self) -> HpaState:
         return HpaState()
@@ -334,16 +394,27 @@ class HpaController:
 
     def explain(self, view: AutoscalerView, state: HpaState) -> dict[str, Any]:
         """Condition, the max proposal, each metric's usage ratio and the tolerance band."""
+        queries = {spec.label: spec.query.promql for spec in self.params.metrics
+                   if spec.query is not None and spec.query.promql is not None}
+        metrics = []
+        for label, ratio, replicas, value in state.readings:
+            entry: dict[str, Any] = {"metric": label, "value": value,
+                                     "eval_time_s": view.now_s, "usage_ratio": ratio,
+                                     "replicas": replicas}
+            if label in queries:
+                # `value` is what Prometheus returned for the query (its one series; None
+                # otherwise), `read_as` what the HPA used (KEDA reads an empty result as 0).
+                entry.update(query=queries[label], read_as=value,
+                             value=single_value(promql_result(view, queries[label])))
+            metrics.append(entry)
         return {"reason": state.condition, "proposal": state.last_proposal,
-                "tolerance": {"down": self._tol.down, "up": self._tol.up},
-                "metrics": [{"metric": label, "usage_ratio": ratio, "replicas": replicas}
-                            for label, ratio, replicas in state.readings]}
+                "tolerance": {"down": self._tol.down, "up": self._tol.up}, "metrics": metrics}
 
     def _proposal(self, view: AutoscalerView) -> tuple[int | None, str]:
         """`computeReplicasForMetrics`: max over metrics; None when all fail or a failure blocks
         scale-down."""
         replicas, invalid, first_error = 0, 0, ""
-        readings: list[tuple[str, float | None, int]] = []
+        readings: list[tuple[str, float | None, int, float | None]] = []
         for i, spec in enumerate(self.params.metrics):
             try:
                 proposal = self._metric_proposal(view, spec, i)
@@ -351,7 +422,7 @@ class HpaController:
                 invalid += 1
                 first_error = first_error or f"{spec.label}: {exc}"
                 continue
-            readings.append((spec.label, self._last_ratio, proposal))
+            readings.append((spec.label, self._last_ratio, proposal, self._last_value))
             if replicas == 0 or proposal > replicas:
                 replicas = proposal
         self._readings = tuple(readings)
@@ -366,6 +437,7 @@ class HpaController:
         pods = [p for p in view.pods if p.phase != "Failed"]
         target = spec.target
         self._last_ratio = None
+        self._last_value = None
         if spec.type in ("Pods", "Resource"):
             if not pods:
                 raise MetricError("no pods returned by selector while calculating replica count")
@@ -374,8 +446,9 @@ class HpaController:
             if groups.samples and target.type != "Utilization":
                 # The usage ratio the HPA compares with its tolerance (before the missing and
                 # unready pods are filled in): mean of the ready pods' values / target.
-                self._last_ratio = sum(groups.samples.values()) / len(groups.samples) \
-                    / to_milli(target.value)
+                mean_milli = sum(groups.samples.values()) / len(groups.samples)
+                self._last_ratio = mean_milli / to_milli(target.value)
+                self._last_value = mean_milli / 1000
             if target.type == "Utilization":
                 return resource_utilization_replicas(
                     current,
@@ -388,6 +461,7 @@ class HpaController:
         value = self._reader(view, index, spec)
         if value is None:
             raise MetricError(f"unable to get metric {spec.label}")
+        self._last_value = value
         usage = to_milli(value)
         if target.type == "AverageValue":  # status.replicas: pods that exist
             if pods:

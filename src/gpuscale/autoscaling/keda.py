@@ -13,14 +13,16 @@ run builds a KEDA autoscaler (`registry.lazy_build`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from gpuscale.autoscaling.base import AutoscalerView, PolicySpec
 from gpuscale.autoscaling.behavior import Behavior
-from gpuscale.autoscaling.hpa import MetricQuery, query_value
+from gpuscale.autoscaling.hpa import MetricQuery, promql_result, query_value
 from gpuscale.autoscaling.keda_cron import CronTrigger
+from gpuscale.promql import PromQLError, Scalar, StringValue, Vector
 from gpuscale.registry import lazy_build
 
 MetricType = Literal["AverageValue", "Value"]
@@ -52,16 +54,18 @@ class KedaTrigger(Protocol):
 
 
 class PrometheusTrigger(BaseModel):
-    """A `type: prometheus` trigger; the query must aggregate to a single series."""
+    """A `type: prometheus` trigger; the query must return a single series (KEDA refuses
+    more)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["prometheus"] = "prometheus"
-    name: str | None = Field(
-        default=None, description="The trigger's `name` (unique); a formula refers to it by it."
-    )
+    name: str | None = Field(default=None, description=(
+        "The trigger's `name` (unique): what a scalingModifiers formula calls it; None = "
+        "KEDA's metric name s<index>-prometheus."))
     query: MetricQuery = Field(
-        description="Aggregation of one per-pod series, e.g. sum(vllm:num_requests_waiting)."
+        description=("The PromQL query as written in the ScaledObject (a string), or the "
+                     "shorthand {metric, aggregation}, e.g. sum(vllm:num_requests_waiting).")
     )
     threshold: float = Field(
         gt=0, description="HPA target per replica (AverageValue) or in total (Value)."
@@ -95,15 +99,49 @@ class PrometheusTrigger(BaseModel):
         return value > self.activation_threshold
 
 
-def trigger_value(
-    view: AutoscalerView, query: MetricQuery, ignore_null_values: bool
-) -> float | None:
-    """The Prometheus scaler's reading: empty or NaN/Inf -> 0 when ignoring nulls, else an error
-    (None)."""
-    value = query_value(view, query)
-    if value is None or not math.isfinite(value):
-        return 0.0 if ignore_null_values else None
-    return value
+@dataclass(frozen=True)
+class TriggerReading:
+    """One read of a Prometheus trigger: what Prometheus returned and what KEDA made of it."""
+
+    value: float | None  # the single series' value Prometheus returned; None: not one series
+    read_as: float | None  # the scaler's value (0 for an ignored null); None: an error
+    error: str = ""
+
+
+def trigger_value(view: AutoscalerView, query: MetricQuery,
+                  ignore_null_values: bool) -> TriggerReading:
+    """The Prometheus scaler's `ExecutePromQuery` (prometheus_scaler.go), the one place a
+    trigger's value is computed: an empty result, or NaN/Inf, reads 0 when
+    `ignoreNullValues` (default) and is an error otherwise; more than one series is always an
+    error ("returned multiple elements"); a scalar or string result does not unmarshal (an
+    error); an instant query of a range vector has no `value` (empty). The shorthand
+    `{metric, aggregation}` reads the latest scrape with the same null rules."""
+    if query.promql is None:
+        value = query_value(view, query)
+        if value is None or not math.isfinite(value):
+            return _null(value, ignore_null_values, "empty or not finite")
+        return TriggerReading(value, value)
+    result = promql_result(view, query.promql)
+    if isinstance(result, PromQLError):
+        return TriggerReading(None, None, str(result))
+    if isinstance(result, (Scalar, StringValue)):
+        return TriggerReading(None, None, "the result is not a vector (KEDA cannot unmarshal it)")
+    rows = result.rows() if isinstance(result, Vector) else []
+    if len(rows) > 1:
+        return TriggerReading(None, None, f"query returned multiple elements ({len(rows)})")
+    if not rows:
+        return _null(None, ignore_null_values, "the result is empty")
+    value = rows[0][1]
+    if not math.isfinite(value):
+        return _null(value, ignore_null_values, f"query returns {value}")
+    return TriggerReading(value, value)
+
+
+def _null(value: float | None, ignore_null_values: bool, why: str) -> TriggerReading:
+    """An empty or non-finite answer: 0 when nulls are ignored, else an error."""
+    if ignore_null_values:
+        return TriggerReading(value, 0.0)
+    return TriggerReading(value, None, why)
 
 
 def _trigger_type(value: Any) -> str:

@@ -134,6 +134,7 @@ class CronReader:
     use_cached_metrics = property(lambda self: False)
     target_value = property(lambda self: 1.0)
     label = property(lambda self: self.trigger.label)
+    metric_name = property(lambda self: self.trigger.metric_name)
 
     def value_at(self, view) -> float:
         self._last_active = self.active(view.now_s)

@@ -29,9 +29,9 @@ from gpuscale.autoscaling.hpa import (
     MetricSpec,
     MetricTarget,
 )
-from gpuscale.autoscaling.keda import KedaParams
+from gpuscale.autoscaling.keda import KedaParams, KedaTrigger
 from gpuscale.autoscaling.keda_cron import CronReader, CronTrigger
-from gpuscale.autoscaling.keda_runtime import Poll, ScaledObjectRuntime, truncated_milli
+from gpuscale.autoscaling.keda_runtime import Metric, Poll, ScaledObjectRuntime, truncated_milli
 
 COMPOSITE_METRIC = "composite-metric"  # kedav1alpha1.CompositeMetricName
 
@@ -108,17 +108,15 @@ class KedaOperator:
         return state.last_active_s + p.cooldown_period_s < now
 
     def explain(self, view: AutoscalerView, state: KedaState) -> dict[str, Any]:
-        """Activation: each trigger's name, query, value and activity as the poll read them,
-        and the formula's composite value (only the decision log calls this)."""
+        """Activation: each trigger's name, query, value (what Prometheus returned), what the
+        scaler read it as and the time it was evaluated, as the poll read them, and the
+        formula's composite value (only the decision log calls this)."""
         poll, runtime = state.last_poll, self.runtime
         triggers = []
         if poll is not None:
-            for trigger, metric in zip(runtime.triggers, poll.metrics, strict=True):
-                triggers.append({
-                    "name": trigger.name, "query": trigger.label, "value": metric.raw,
-                    "metric": metric.value, "fallback": metric.fallback,
-                    "activation_threshold": getattr(trigger, "activation_threshold", None),
-                    "active": metric.raw is not None and trigger.is_active(metric.raw)})
+            for index, (trigger, metric) in enumerate(zip(runtime.triggers, poll.metrics,
+                                                          strict=True)):
+                triggers.append(_trigger_record(index, trigger, metric, poll.eval_time_s))
         out: dict[str, Any] = {
             "reason": state.condition, "triggers": triggers,
             "active": poll is not None and poll.active, "last_active_s": state.last_active_s,
@@ -127,6 +125,27 @@ class KedaOperator:
             out["formula"] = {"value": poll.composite,
                               "activation_target": runtime.modifiers.activation_target}
         return out
+
+
+def _trigger_record(index: int, trigger: KedaTrigger, metric: Metric,
+                    eval_time_s: float) -> dict[str, Any]:
+    """One trigger of a poll in the decision log: `value` is Prometheus' answer to `query`
+    at `eval_time_s` (its one series; None otherwise), `read_as` the scaler's reading (0 for
+    an ignored null, None for an error), `metric` what the HPA and the formula see."""
+    reading = metric.reading
+    record: dict[str, Any] = {
+        # An unnamed trigger is KEDA's metric s<index>-<its scaler's metric>
+        # (GenerateMetricNameWithIndex): s<i>-prometheus, or s<i>-cron-<zone>-<start>-<end>.
+        "name": trigger.name or f"s{index}-{getattr(trigger, 'metric_name', 'prometheus')}",
+        "query": trigger.label,
+        "value": reading.value if reading is not None else metric.raw,
+        "read_as": metric.raw, "eval_time_s": eval_time_s, "metric": metric.value,
+        "fallback": metric.fallback,
+        "activation_threshold": getattr(trigger, "activation_threshold", None),
+        "active": metric.raw is not None and trigger.is_active(metric.raw)}
+    if reading is not None and reading.error:
+        record["error"] = reading.error
+    return record
 
 
 def _change(current: int, target: int) -> int | None:

@@ -26,19 +26,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuscale.autoscaling.base import AutoscalerView
 from gpuscale.autoscaling.formula import Formula, FormulaError
-from gpuscale.autoscaling.keda import KedaParams, KedaTrigger, PrometheusTrigger, trigger_value
+from gpuscale.autoscaling.keda import (
+    KedaParams,
+    KedaTrigger,
+    PrometheusTrigger,
+    TriggerReading,
+    trigger_value,
+)
 
 
-def read_trigger(view: AutoscalerView, trigger: KedaTrigger) -> float | None:
-    """One trigger's value now; None = the scaler failed. Prometheus triggers go through
-    `trigger_value`; a trigger that reads the clock (cron) provides `value_at`."""
+def read_trigger(view: AutoscalerView, trigger: KedaTrigger) -> TriggerReading:
+    """One trigger's reading now (`read_as` None = the scaler failed). Prometheus triggers go
+    through `trigger_value`; a trigger that reads the clock (cron) provides `value_at`."""
     if isinstance(trigger, PrometheusTrigger):
         return trigger_value(view, trigger.query, trigger.ignore_null_values)
-    return trigger.value_at(view)  # type: ignore[attr-defined]
+    value = trigger.value_at(view)  # type: ignore[attr-defined]
+    return TriggerReading(value, value, "" if value is not None else "the scaler failed")
 
 
 def metric_value(value: float) -> float:
@@ -62,6 +69,7 @@ class Metric:
     raw: float | None = None  # the scaler's own reading (activity compares it)
     fallback: bool = False
     error: bool = False
+    reading: TriggerReading | None = None  # what a fresh read returned (None: from the cache)
 
 
 ERROR = Metric(None, error=True)
@@ -76,6 +84,7 @@ class Poll:
     fallback: bool
     metrics: tuple[Metric, ...]
     composite: float | None  # the formula's value (None without a formula or when it failed)
+    eval_time_s: float  # when the triggers' queries were evaluated (the poll's time)
 
 
 class ScaledObjectRuntime:
@@ -137,7 +146,8 @@ class ScaledObjectRuntime:
         if use_cache and trigger.use_cached_metrics and cached is not None:
             # The poll's record goes through the fallback rules again (scale_handler.go).
             return self.with_fallback(view, index, None if cached.error else cached.value)
-        return self.with_fallback(view, index, read_trigger(view, trigger))
+        reading = read_trigger(view, trigger)
+        return replace(self.with_fallback(view, index, reading.read_as), reading=reading)
 
     # -- the operator's poll --------------------------------------------------------------
     def poll(self, view: AutoscalerView) -> Poll:
@@ -158,7 +168,7 @@ class ScaledObjectRuntime:
             # With a formula the activity is the composite's, and none if any trigger failed.
             active = not error and composite is not None \
                 and composite > self.modifiers.activation_target
-        return Poll(active, error, fallback, tuple(metrics), composite)
+        return Poll(active, error, fallback, tuple(metrics), composite, view.now_s)
 
     # -- the HPA's queries ----------------------------------------------------------------
     def hpa_metric(self, view: AutoscalerView, index: int) -> float | None:

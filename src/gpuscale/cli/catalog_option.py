@@ -12,8 +12,11 @@ from pathlib import Path
 
 import click
 
+CATALOG_FILES = "gpuscale_catalog_files"  # ctx.meta key: the files loaded, for a hint to name
+
 
 def _install(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> tuple:
+    ctx.meta[CATALOG_FILES] = value
     if not value and not os.environ.get("GPUSCALE_CATALOG"):
         # Nothing to load: keep light commands (audit) free of the loader's imports.
         from gpuscale.catalog.specs import set_user_entries

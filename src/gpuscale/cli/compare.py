@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.metrics_out import metrics_options
 from gpuscale.cli.run_common import report_options, run_and_report, run_options, scenario_units
 from gpuscale.cli.simulate import manifest_options
 
@@ -29,11 +30,13 @@ from gpuscale.cli.simulate import manifest_options
     "--out", type=click.Path(path_type=Path), default=None, help="Write the JSON summary here."
 )
 @report_options
+@metrics_options
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path | None,
             emit: Path | None, seed: int | None, fmt: str, out: Path | None, force: bool,
             series: bool, report: Path | None, wide: bool, seeds: int,
-            fail_under: float | None, decisions: Path | None) -> None:
+            fail_under: float | None, decisions: Path | None, metrics_out: Path | None,
+            start_time) -> None:
     """Run every strategy in SCENARIO_FILE (- for stdin; or each --manifests bundle) on one
     workload draw and compare them; the last line is the verdict (the cheapest strategy that
     meets the SLO)."""
@@ -46,10 +49,11 @@ def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path 
             raise click.UsageError("stdin (-) can hold only one of the bundles compared")
         from gpuscale.cli.manifests_run import manifest_units
 
-        _, units, footer = manifest_units(manifests, trace, seed)
+        _, units, footer = manifest_units(manifests, trace, seed, start_time=start_time)
     else:
-        units, footer = scenario_units(scenario_file, trace, emit, seed), []
+        units = scenario_units(scenario_file, trace, emit, seed, start_time=start_time)
+        footer = []
     # One code path for both modes: the same verdict, gates, seeds and outputs.
     run_and_report(units, fmt=fmt, out=out, force=force, series=series, report=report,
                    wide=wide, seeds=seeds, fail_under=fail_under, decisions=decisions,
-                   footer=footer)
+                   metrics_out=metrics_out, footer=footer)

@@ -24,7 +24,8 @@ def imported_lines(imported: list) -> list[str]:
 
 
 def import_bundles(bundles: tuple[str, ...], trace: Path | None,
-                   seed: int | None = None) -> list:
+                   seed: int | None = None, start_time=None) -> list:
+    from gpuscale.cli.run_common import overridden
     from gpuscale.importer.build import import_manifests
 
     if trace is None:
@@ -37,17 +38,17 @@ def import_bundles(bundles: tuple[str, ...], trace: Path | None,
             name = f"{name}-{index + 1}"
         imported.append(import_manifests([bundle], trace, name=name))
     for imp in imported:
-        if seed is not None:
-            imp.scenario = imp.scenario.model_copy(update={"seed": seed})
+        imp.scenario = overridden(imp.scenario, seed=seed, start_time=start_time)
     return imported
 
 
 def manifest_units(bundles: tuple[str, ...], trace: Path | None, seed: int | None,
-                   strategies: list[str] | None = None) -> tuple[list, list, list[str]]:
+                   strategies: list[str] | None = None,
+                   start_time=None) -> tuple[list, list, list[str]]:
     """(imported bundles, their run units, the lines that say what each import read)."""
     from gpuscale.cli.run_common import RunUnit
 
-    imported = import_bundles(bundles, trace, seed=seed)
+    imported = import_bundles(bundles, trace, seed=seed, start_time=start_time)
     units = [RunUnit(imp.scenario, Path("."), strategies, imp.as_json()) for imp in imported]
     return imported, units, imported_lines(imported)
 

@@ -67,7 +67,11 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         from gpuscale.cli.plan_replay import run_replays
 
         plan, _ = run_replays(plan, files, input_file.parent, workers=workers, backend=backend)
-    text = render_plan_md(plan, sorted(files))
+    from gpuscale.cli.plan_replay import replay_command
+
+    commands = {name: replay_command(f"DIR/scenarios/{name}.yaml", plan.goodput_frac.get(name, 0))
+                for name in plan.scenarios}
+    text = render_plan_md(plan, sorted(files), commands)
     if out is not None:
         # --force replaces what a plan writes (plan.md, manifests/*.yaml) and nothing else:
         # other files a user keeps in the directory are never deleted, and nothing is written
@@ -85,7 +89,7 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         if files:
             write_atomic(out / "manifests" / "kustomization.yaml",
                          to_yaml([render_kustomization(files)]))
-        _write_scenarios(out, plan.scenarios, input_file)
+        _write_scenarios(out, plan.scenarios, input_file, plan.goodput_frac)
     if plan.unmet_slo:
         # plan.md (when written) holds what is reachable and what would reach the SLO
         raise UserInputError("; ".join(plan.unmet_slo), source=str(input_file), field="slo")
@@ -103,9 +107,11 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         click.echo(text)
         if out is not None:
             click.echo(f"plan written to {out}/plan.md ({len(files)} manifest files"
-                       + (f", {len(plan.scenarios)} replay scenarios in {out}/scenarios/; "
-                          f"replay with gpuscale compare {out}/scenarios/NAME.yaml)"
+                       + (f", {len(plan.scenarios)} replay scenarios in {out}/scenarios/)"
                           if plan.scenarios else ")"))
+            for name in sorted(plan.scenarios):
+                click.echo("replay with: " + replay_command(
+                    out / "scenarios" / f"{name}.yaml", plan.goodput_frac.get(name, 0)))
 
 
 def _run_plan(plan_input, input_file: Path, simulate: bool, time_budget_s: float, *,
@@ -139,10 +145,13 @@ def _run_plan(plan_input, input_file: Path, simulate: bool, time_budget_s: float
         return make_plan(plan_input, base_dir, simulate=simulate, budget=budget, source=source)
 
 
-def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path) -> None:
+def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path,
+                     goodput_frac: dict[str, float]) -> None:
     """DIR/scenarios/WORKLOAD.yaml: `gpuscale compare` replays the plan against its baselines.
     A trace path is made absolute, so the scenario runs from wherever it is kept."""
     import yaml
+
+    from gpuscale.cli.plan_replay import replay_command
 
     folder = out / "scenarios"
     if folder.is_dir():
@@ -158,7 +167,8 @@ def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path) ->
             workload["path"] = str((input_file.parent / workload["path"]).resolve())
         data["workload"] = workload
         header = (
-            f"# Replay of plan workload {name}: gpuscale compare {folder / (name + '.yaml')}\n"
+            f"# Replay of plan workload {name}: "
+            f"{replay_command(folder / (name + '.yaml'), goodput_frac.get(name, 0))}\n"
             "# strategies: plan (the plan's scaler and floor), baseline-queue-depth (KEDA on "
             "queue depth, min 1), fixed-best (cheapest always-on fleet meeting the SLO)\n"
         )

@@ -26,6 +26,29 @@ from gpuscale.plan.model import Plan
 from gpuscale.plan.trace_search import open_windows_only
 
 
+def replay_command(scenario: Path | str, goodput_frac: float) -> str:
+    """The `gpuscale compare` line that replays `scenario` as the plan judged it: with the
+    catalog files the plan read (`--catalog`, GPUSCALE_CATALOG; the scenario names entries
+    from them) and the plan's goodput as the verdict's target when it is not compare's
+    default (so the verdict and plan.md agree on who meets the SLO)."""
+    import shlex
+
+    import click
+
+    from gpuscale.cli.catalog_option import CATALOG_FILES
+    from gpuscale.importer.catalog_files import catalog_paths
+    from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
+
+    ctx = click.get_current_context(silent=True)
+    flags = ctx.meta.get(CATALOG_FILES, ()) if ctx is not None else ()
+    words = ["gpuscale", "compare", str(scenario)]
+    for path in catalog_paths(flags):
+        words += ["--catalog", str(Path(path).resolve())]
+    if abs(goodput_frac - SLO_ATTAINMENT_TARGET) > 1e-9:
+        words += ["--fail-under-slo", f"{goodput_frac:g}"]
+    return " ".join(shlex.quote(w) for w in words)
+
+
 def _role_files(files: dict[str, list], role: str) -> list[str]:
     """The files the importer needs for one role: its workload and scaler, the nodes, KAI."""
     wanted = {f"{role}.yaml", f"{role}-scaler.yaml", "ec2nodeclass.yaml", "kai-queues.yaml"}

@@ -27,7 +27,8 @@ def _result_from_scenario(path: Path) -> dict:
     from gpuscale.sim import simulate_scenario
 
     scenario = load_scenario(path)
-    result, walls = simulate_scenario(scenario, path.parent, clock=time.perf_counter)
+    result, walls = simulate_scenario(scenario, path.parent, clock=time.perf_counter,
+                                      source=str(path))
     return attach_series(result.to_json(walls), result)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from gpuscale.cli.io import check_output_path, is_stream
+from gpuscale.cli.metrics_out import check_metrics_path, write_metrics
 from gpuscale.cli.options import output_option
 from gpuscale.errors import UserInputError
 from gpuscale.report.timeline import result_json_text
@@ -30,6 +31,12 @@ def run_options(fn):
                       help="Run seeds SEED..SEED+N-1 and show the spread.")(fn)
     fn = click.option("--wide", is_flag=True, help="One table with every column.")(fn)
     return output_option()(fn)
+
+
+def overridden(scenario: Scenario, *, seed: int | None, start_time) -> Scenario:
+    """The scenario with the command line's `--seed` and `--start-time`, when given."""
+    update = {k: v for k, v in (("seed", seed), ("start_time", start_time)) if v is not None}
+    return scenario.model_copy(update=update) if update else scenario
 
 
 class SloFraction(click.ParamType):
@@ -96,28 +103,31 @@ class RunUnit:
     base_dir: Path
     strategies: list[str] | None = None
     imported: dict | None = None
+    source: str = "<scenario>"  # the scenario's file, named by errors found at run time
 
 
 def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | None,
-                   seed: int | None, strategies: list[str] | None = None) -> list[RunUnit]:
-    """The one unit of a scenario file (`-`: stdin), with `--seed` applied."""
+                   seed: int | None, strategies: list[str] | None = None,
+                   start_time=None) -> list[RunUnit]:
+    """The one unit of a scenario file (`-`: stdin), with `--seed` and `--start-time`
+    applied."""
     from gpuscale.cli.options import scenario_file_argument
     from gpuscale.scenario import load_scenario
 
     path = scenario_file_argument(scenario_file, trace, emit)
-    scenario = load_scenario(path)
-    if seed is not None:
-        scenario = scenario.model_copy(update={"seed": seed})
-    return [RunUnit(scenario, path.parent, strategies)]
+    scenario = overridden(load_scenario(path), seed=seed, start_time=start_time)
+    return [RunUnit(scenario, path.parent, strategies, source=str(path))]
 
 
 def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, force: bool,
                    overwrite_own: bool = False, series: bool = False,
                    report: Path | None = None, wide: bool = False, seeds: int = 1,
                    fail_under: float | None = None, verdict_line: bool = True,
-                   decisions: Path | None = None, footer: Sequence[str] = ()) -> dict:
+                   decisions: Path | None = None, metrics_out: Path | None = None,
+                   footer: Sequence[str] = ()) -> dict:
     """Run (once per seed), print the table and the verdict, write the outputs; exit 1
-    under `fail_under`. `footer`: lines printed after the table (e.g. what an import read)."""
+    under `fail_under`. `metrics_out` gets the first seed's series (OpenMetrics); `footer`:
+    lines printed after the table (e.g. what an import read)."""
     from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
     from gpuscale.report.verdict import failing_gate, spread, verdict
 
@@ -131,9 +141,11 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
         check_result_path(report, force=force)
     if decisions is not None:
         check_output_path(decisions, force=force)
+    check_metrics_path(metrics_out, force=force)
     results = [_run_seed(units, offset, fmt=fmt, force=force, series=series and offset == 0,
                          report=report if offset == 0 else None,
-                         decisions=decisions if offset == 0 else None)
+                         decisions=decisions if offset == 0 else None,
+                         metrics_out=metrics_out if offset == 0 else None)
                for offset in range(seeds)]
     data = results[0]
     slo = {"ttft_s": units[0].scenario.slo.ttft_s, "tpot_s": units[0].scenario.slo.tpot_s}
@@ -150,6 +162,8 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
     _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide, footer=footer)
     if decisions is not None and fmt == "table":
         click.echo(f"decision log written to {decisions}")
+    if metrics_out is not None and fmt == "table" and not is_stream(metrics_out):
+        click.echo(f"series written to {metrics_out} (OpenMetrics; docs/promql.md)")
     if seeds > 1 and fmt == "table":
         print_spread(data)
     if fmt == "table":
@@ -212,16 +226,18 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
 
 def _run_seed(units: Sequence[RunUnit], offset: int, *, fmt: str, force: bool,
               series: bool = False, report: Path | None = None,
-              decisions: Path | None = None) -> dict:
-    """Every unit at its seed + `offset`, joined as one result JSON, with the report and the
-    decision log written; the result file, the table and the verdict are run_and_report's
-    (they need every seed)."""
-    parts, records = [], []
+              decisions: Path | None = None, metrics_out: Path | None = None) -> dict:
+    """Every unit at its seed + `offset`, joined as one result JSON, with the report, the
+    decision log and the series written; the result file, the table and the verdict are
+    run_and_report's (they need every seed)."""
+    parts, records, runs = [], [], []
     for unit in units:
         scenario = unit.scenario
         if offset:
             scenario = scenario.model_copy(update={"seed": scenario.seed + offset})
-        part, result = _run_unit(scenario, unit, fmt=fmt, log=decisions is not None)
+        part, result = _run_unit(scenario, unit, fmt=fmt, log=decisions is not None,
+                                 export=metrics_out is not None)
+        runs += result.runs
         if series or report is not None:
             from gpuscale.report.timeline import attach_series
 
@@ -243,10 +259,13 @@ def _run_seed(units: Sequence[RunUnit], offset: int, *, fmt: str, force: bool,
         write_result(report, html, force=force)
     if decisions is not None:
         write_result(decisions, "".join(json.dumps(r) + "\n" for r in records), force=force)
+    if metrics_out is not None:
+        write_metrics(metrics_out, runs, force=force)
     return data
 
 
-def _run_unit(scenario: Scenario, unit: RunUnit, *, fmt: str, log: bool) -> tuple[dict, Any]:
+def _run_unit(scenario: Scenario, unit: RunUnit, *, fmt: str, log: bool,
+              export: bool = False) -> tuple[dict, Any]:
     """One scenario's runs (with a progress bar on a terminal) as result JSON and result."""
     show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:
@@ -266,10 +285,12 @@ def _run_unit(scenario: Scenario, unit: RunUnit, *, fmt: str, log: bool) -> tupl
         with bar:
             result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
                                               progress=progress, clock=time.perf_counter,
-                                              decisions=log)
+                                              decisions=log, export_series=export,
+                                              source=unit.source)
     else:
         result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
-                                          clock=time.perf_counter, decisions=log)
+                                          clock=time.perf_counter, decisions=log,
+                                          export_series=export, source=unit.source)
     from gpuscale.importer.resolved import attach_resolved
 
-    return attach_resolved(result.to_json(walls), scenario), result
+    return attach_resolved(result.to_json(walls), result.scenario, result.clock_source), result

@@ -21,12 +21,15 @@ from gpuscale.importer import (
     cluster_autoscaler,
     pdb,
     podgroups,
+    prometheus_rules,
     scaled_object,
     scalers,
     workload,
 )
 from gpuscale.importer import nodes as nodes_mod
+from gpuscale.importer.promql import QueryContext, engine_equivalents
 from gpuscale.importer.traces import detect_format
+from gpuscale.metrics.exposition import known_series
 from gpuscale.scenario.load import scenario_from_dict
 from gpuscale.scenario.models import Scenario
 from gpuscale.serving.engine_defaults import DEFAULT_IMAGE_SIZE_GB
@@ -69,7 +72,8 @@ def _scaler(objects: list[Manifest], target: str,
     return (found[0], found[0].kind) if found else (None, "")
 
 
-def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[str]) -> dict:
+def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[str],
+                ctx: QueryContext) -> dict:
     obj, kind = _scaler(objects, wl.obj.name, wl.obj)
     if obj is None:
         elsewhere = [o.ref for o in _by_kind(objects, "HorizontalPodAutoscaler", "ScaledObject")
@@ -80,10 +84,34 @@ def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[st
                         f"({wl.replicas})")
         return {"kind": "fixed", "replicas": wl.replicas}
     spec, more = (
-        scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scaled_object.read(obj)
+        scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scaled_object.read(obj, ctx)
     )
     notes.extend(more)
     return spec
+
+
+def _metrics_labels(objects: list[Manifest], wl) -> tuple[dict, QueryContext]:
+    """The labels the simulated series carry (the Deployment's namespace and name, the served
+    model name) and the context the scalers' queries are checked in."""
+    namespace = wl.obj.namespace or "default"
+    served = str(wl.args.get("served_model_name") or wl.args.get("model"))
+    metrics = {"namespace": namespace, "served_model_name": served, "deployment": wl.obj.name}
+    ctx = QueryContext(known_series(wl.args.engine), prometheus_rules.recorded_names(objects),
+                       {"namespace": namespace, "model_name": served},
+                       equivalents=engine_equivalents(wl.args.engine))
+    return metrics, ctx
+
+
+def _queries(node: object) -> list[str]:
+    """Every PromQL query in the imported autoscaler section (a `query:` or `promql:` string;
+    the shorthand `{metric, ...}` reads an exporter's series, never a rule)."""
+    if isinstance(node, dict):
+        return [q for key, value in node.items()
+                for q in ([value] if key in ("query", "promql") and isinstance(value, str)
+                          else _queries(value))]
+    if isinstance(node, (list, tuple)):
+        return [q for item in node for q in _queries(item)]
+    return []
 
 
 def _bounds(autoscaler: dict) -> tuple[int, int]:
@@ -128,7 +156,7 @@ def _unsimulated(objects: list[Manifest], wl, notes: list[str]) -> None:
                      "NodePools provision the serving nodes")
 
 
-def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
+def _trace(path: Path, defaults: list[str]) -> tuple[dict, float, dict]:
     if str(path) == "-":
         raise UserInputError("a trace is read from a file, not stdin (the scenario refers to "
                              "it by path; --manifests - reads stdin); save it and give the path",
@@ -140,7 +168,11 @@ def _trace(path: Path, defaults: list[str]) -> tuple[dict, float]:
     duration_s = max(1.0, math.ceil(requests.span_s) + 1.0)
     defaults.append(f"workload: {fmt} trace {path.name}, {len(requests)} requests over "
                     f"{duration_s:g} s; drain 600 s")
-    return {"kind": "trace", "format": fmt, "path": str(path.resolve())}, duration_s
+    clock: dict = {}
+    if requests.start_time is not None:  # the cron triggers read the trace's own wall clock
+        clock["start_time"] = requests.start_time.isoformat()
+        defaults.append(f"start_time: {clock['start_time']}, the trace's first request")
+    return {"kind": "trace", "format": fmt, "path": str(path.resolve())}, duration_s, clock
 
 
 def _cluster_and_nodes(objects, wl, tp: int, initial: int, max_replicas: int,
@@ -261,7 +293,11 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     model = workload.model_section(wl)
     tp = model["tp"] * model.get("pp", 1)
     workload.gpus_requested(wl, tp)
-    autoscaler = _autoscaler(objects, wl, defaults, notes)
+    metrics, ctx = _metrics_labels(objects, wl)
+    autoscaler = _autoscaler(objects, wl, defaults, notes, ctx)
+    read = prometheus_rules.rules_read(objects, prometheus_rules.names_read(_queries(autoscaler)))
+    metrics["rule_groups"] = prometheus_rules.rule_groups(objects, ctx, notes, read)
+    metrics["extra_labels"] = ctx.extra_labels
     low, high = _bounds(autoscaler)
     initial = _initial_replicas(autoscaler, wl, low, high, notes)
     high = max(high, initial)
@@ -270,7 +306,7 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
                                         defaults, notes, cold_start)
     _disruption_objects(objects, wl, tp, nodes, notes)
     scheduler, group = _scheduler(objects, wl, high, notes)
-    workload_spec, duration_s = _trace(trace, defaults)
+    workload_spec, duration_s, clock = _trace(trace, defaults)
     engine = workload.engine_section(wl, defaults)
     workload.kv_cache_utilization(wl, engine, model, get_instance_type(
         cluster["instance_type"]).gpu_spec.memory_gib)
@@ -278,12 +314,14 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
         "name": name or wl.obj.name or DEFAULT_NAME,
         "description": f"imported from {', '.join(inputs)} with trace {trace}",
         "duration_s": duration_s,
+        **clock,
         "model": model,
         "engine": engine,
         "cold_start": cold_start,
         "cluster": cluster,
         "workload": workload_spec,
         "initial_replicas": initial,
+        "metrics": metrics,
         "pod_annotations": workload.pod_annotations(wl),
         "scheduler": scheduler,
         **({"pod_group": group} if group else {}),

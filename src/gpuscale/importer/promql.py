@@ -1,166 +1,153 @@
-"""A scaler's PromQL query -> the simulator's `MetricQuery` (metric + aggregation), or a refusal.
+"""A scaler's PromQL query, taken as the user wrote it: checked, not translated.
 
-Queries are parsed by `promql-parser` (the Python binding of GreptimeTeam's Rust PromQL parser,
-which follows Prometheus's grammar: strings, `#` comments, `offset`, `@`, `__name__=`), and the
-syntax tree is matched against the shapes the simulator can evaluate. Anything else is refused
-with the query and the supported shapes, never approximated silently.
-
-Supported:
-  - `sum|avg|max(SERIES{...})`, optionally `by (labels)` when every grouping label is pinned by
-    an `=` matcher (so the query still returns one series), SERIES a per-pod series the
-    simulated pods export (metrics/store.py POD_SERIES);
-  - `histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[W])))`,
-    read as the fleet's sliding-window P99 TTFT signal (`ttft_p99_s`, 60 s window, whatever W).
-Label matchers are taken to select this deployment's pods (the simulation has no others).
+The query is parsed and evaluated by `gpuscale.promql` over the simulated series, so any
+query the evaluator evaluates simulates unchanged (docs/promql.md). What the import checks:
+- it parses and uses only what the evaluator evaluates (else one line naming the field);
+- every metric it reads is a series the simulated cluster exposes (metrics/exposition.py) or
+  one the bundle's recording rules write (else one line naming the metric, with the closest
+  known name);
+- a label it pins with `=` that the simulated series do not carry (a `service` or `model`
+  label the user's scrape configuration adds) is adopted: the series of that metric carry
+  it (`metrics.extra_labels`), with a note; a pinned label whose simulated value differs
+  (another namespace, another served model name) is kept, with a note that it reads nothing.
+A removed vLLM name (`vllm:gpu_cache_usage_perc`, hidden since 0.10) is read as its
+successor, with a note (audit rule GPU004 flags it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, cast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from gpuscale.autoscaling.hpa import MetricQuery
 from gpuscale.errors import UserInputError
-from gpuscale.metrics.store import POD_SERIES, TTFT_P99_WINDOW
+from gpuscale.metrics.exposition import engine_families
+from gpuscale.metrics.prometheus_config import unknown_metric
+from gpuscale.promql.errors import PromQLError
+from gpuscale.promql.labels import NAME
+from gpuscale.promql.parse import metric_names, parse, selectors
 
-AGGREGATIONS = ("sum", "avg", "max")
-TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
-SUPPORTED = (f"sum|avg|max(SERIES{{...}}) with SERIES one of {', '.join(POD_SERIES)} "
-             "(`by` only over labels the selector pins with =), or "
-             f"histogram_quantile(0.99, sum by (le) (rate({TTFT_BUCKET}[W])))")
-# vLLM renamed these; the simulated pods export the new name (audit rule GPU004).
+# vLLM renamed these; the simulated pods export the new name (serving-engine-metrics.md 1.1).
 RENAMED = {"vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc"}
+# The labels that carry the InferencePool's name on the EPP's series (`inference_pool` on the
+# flow-control families, `name` on the inference_pool_* ones: llm-d-router
+# pkg/epp/metrics/metrics.go). The pool is not among the manifests gpuscale reads, so its
+# name is the one the queries pin.
+POOL_LABELS = ("inference_pool", "name")
 
 
-@dataclass(frozen=True)
-class Translated:
-    query: MetricQuery
-    note: str = ""  # how it was read, when that is an assumption
+@dataclass
+class QueryContext:
+    """What a query is checked against: the simulated series (name -> label names), the
+    recorded names, the values gpuscale gives the labels it sets itself, and another
+    engine's name -> this engine's name for the same quantity."""
+
+    series: Mapping[str, frozenset[str]]
+    records: frozenset[str] = frozenset()
+    values: Mapping[str, str] = field(default_factory=dict)
+    extra_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    equivalents: Mapping[str, str] = field(default_factory=dict)
 
 
-class Refused(Exception):
-    """Why a query cannot be simulated (turned into a UserInputError by `translate_query`)."""
+def engine_equivalents(kind: str) -> dict[str, str]:
+    """Other engines' names of the quantities `kind` exports (the model-server protocol's
+    mapping, serving-engine-metrics.md 3): a query written for vLLM on SGLang pods reads
+    sglang:num_queue_reqs, as a team porting its scaler would rename it."""
+    ours = engine_families(kind, 1)
+    out = {}
+    for other in ("vllm", "sglang", "trtllm"):
+        if other == kind:
+            continue
+        for quantity, family in engine_families(other, 1).items():
+            if quantity in ours and ours[quantity].type == family.type:
+                for theirs, mine in zip(family.sample_names, ours[quantity].sample_names,
+                                        strict=True):
+                    out[theirs] = mine
+    return out
 
 
-def _parser():
-    try:
-        import promql_parser
-    except ImportError:  # a declared dependency; only a broken install lacks it
-        raise UserInputError("reading PromQL needs the `promql-parser` package: "
-                             "pip install promql-parser") from None
-    return promql_parser
+def _renamed(query: str, ctx: QueryContext, notes: list[str]) -> str:
+    for old, new, why in [*((o, n, "removed from vLLM") for o, n in RENAMED.items()),
+                          *((o, n, "the pods run another engine")
+                            for o, n in ctx.equivalents.items())]:
+        new = ctx.equivalents.get(new, new)
+        pattern = re.compile(rf"(?<![\w:]){re.escape(old)}(?![\w:])")
+        if pattern.search(query) and new in ctx.series:
+            query = pattern.sub(new, query)
+            notes.append(f"{old} ({why}) read as {new}")
+    return query
 
 
-def _unwrap(expr, p):
-    while isinstance(expr, p.ParenExpr):
-        expr = expr.expr
-    return expr
-
-
-def _selector_metric(vs, p) -> tuple[str, dict[str, str]]:
-    """(metric name, labels pinned with =) of a vector selector; offset and @ refused."""
-    if vs.offset is not None:
-        raise Refused(f"`offset {vs.offset}` reads the past; the simulator's scalers read the "
-                      "latest scrape")
-    if vs.at is not None:
-        raise Refused("`@` pins an evaluation time; the simulator's scalers read the latest scrape")
-    name = vs.name
-    pinned: dict[str, str] = {}
-    for matcher in vs.matchers.matchers:
-        if matcher.name == "__name__":
-            if matcher.op != p.MatchOp.Equal:
-                raise Refused("a regex or negative `__name__` matcher selects several metrics")
-            name = matcher.value
-        elif matcher.op == p.MatchOp.Equal:
-            pinned[matcher.name] = matcher.value
-    if vs.matchers.or_matchers:
-        raise Refused("`or` inside a selector selects several series sets")
-    if not name:
-        raise Refused("the selector names no metric")
-    return name, pinned
-
-
-def _series(expr, p) -> tuple[str, dict[str, str]]:
-    expr = _unwrap(expr, p)
-    if isinstance(expr, p.VectorSelector):
-        return _selector_metric(expr, p)
-    if isinstance(expr, p.Call):
-        raise Refused(f"`{expr.func.name}(...)` inside the aggregation; the simulator aggregates "
-                      "the per-pod series as scraped")
-    if isinstance(expr, (p.MatrixSelector, p.SubqueryExpr)):
-        raise Refused("a range vector cannot be aggregated by sum/avg/max")
-    raise Refused("the aggregation's argument is not a plain series selector")
-
-
-def _aggregate(expr, p) -> Translated:
-    op = str(expr.op).lower()
-    if op not in AGGREGATIONS:
-        raise Refused(f"aggregation `{op}` is not simulated")
-    metric, pinned = _series(expr.expr, p)
-    modifier = expr.modifier
-    if modifier is not None:
-        if modifier.type == p.AggModifierType.Without:
-            raise Refused("`without (...)` keeps the other labels: one series per pod")
-        loose = [label for label in modifier.labels if label not in pinned]
-        if loose:
-            raise Refused(f"`by ({', '.join(modifier.labels)})` returns one series per "
-                          f"{', '.join(loose)}; a scaler needs one value")
-    notes = []
-    if metric in RENAMED:
-        notes.append(f"{metric} (removed from vLLM) read as its successor {RENAMED[metric]}")
-        metric = RENAMED[metric]
-    if metric not in POD_SERIES:
-        raise Refused(f"metric {metric!r} is not a series the simulated pods export")
-    if pinned:
-        notes.append(f"label matchers {pinned} taken to select this deployment's pods")
-    note = "; ".join(notes)
-    aggregation = cast(Literal["sum", "avg", "max"], op)  # one of AGGREGATIONS, checked above
-    return Translated(MetricQuery(metric=metric, aggregation=aggregation), note)
-
-
-def _ttft_quantile(expr, p) -> Translated:
-    args = expr.args
-    q = _unwrap(args[0], p) if args else None
-    if not isinstance(q, p.NumberLiteral) or q.val != 0.99:
-        raise Refused("histogram_quantile is simulated for the 0.99 quantile of TTFT only")
-    inner = _unwrap(args[1], p)
-    if not (isinstance(inner, p.AggregateExpr) and str(inner.op).lower() == "sum"
-            and inner.modifier is not None and list(inner.modifier.labels) == ["le"]
-            and inner.modifier.type == p.AggModifierType.By):
-        raise Refused("histogram_quantile needs `sum by (le) (rate(...))` as its argument")
-    rate = _unwrap(inner.expr, p)
-    if not (isinstance(rate, p.Call) and rate.func.name in ("rate", "increase")
-            and isinstance(rate.args[0], p.MatrixSelector)):
-        raise Refused("histogram_quantile needs rate(BUCKETS[W]) inside `sum by (le)`")
-    metric, _ = _selector_metric(rate.args[0].vector_selector, p)
-    if metric != TTFT_BUCKET:
-        raise Refused(f"histogram_quantile over {metric!r}: only {TTFT_BUCKET} is simulated")
-    window = rate.args[0].range
-    return Translated(MetricQuery(metric=TTFT_P99_WINDOW, source="signal"),
-                      f"P99 TTFT over [{window}] read as the simulator's 60 s sliding P99 window")
-
-
-def translate_query(query: str, *, source: str, field: str) -> Translated:
-    """Parse `query` and map it to a MetricQuery; a refusal names the query and what works."""
-    p = _parser()
+def import_query(query: object, ctx: QueryContext, *, source: str, field_path: str,
+                 notes: list[str]) -> str:
+    """The query to simulate (the user's text, a removed vLLM name renamed); refusals name
+    `source` and `field_path`."""
     if not isinstance(query, str) or not query.strip():
-        raise UserInputError(f"expected a PromQL query, got {query!r}", source=source, field=field)
+        raise UserInputError(f"expected a PromQL query, got {query!r}", source=source,
+                             field=field_path)
     one_line = " ".join(query.split())
+    query = _renamed(query, ctx, notes)
     try:
-        expr = _unwrap(p.parse(query), p)
-    except (ValueError, RuntimeError) as exc:
-        raise UserInputError(f"query {one_line!r} is not valid PromQL: {exc}", source=source,
-                             field=field) from None
-    try:
-        if isinstance(expr, p.AggregateExpr):
-            return _aggregate(expr, p)
-        if isinstance(expr, p.Call) and expr.func.name == "histogram_quantile":
-            return _ttft_quantile(expr, p)
-        if isinstance(expr, p.VectorSelector):
-            raise Refused("a bare selector returns one series per pod; a scaler needs one value")
-        if isinstance(expr, p.BinaryExpr):
-            raise Refused(f"binary operator `{expr.op}` combines several queries")
-        raise Refused("this expression shape is not simulated")
-    except Refused as why:
-        raise UserInputError(f"query {one_line!r} cannot be simulated: {why}; supported: "
-                             f"{SUPPORTED}", source=source, field=field) from None
+        node = parse(query)
+    except PromQLError as exc:
+        raise UserInputError(f"query {one_line!r} cannot be evaluated: {exc}", source=source,
+                             field=field_path) from None
+    if metric_names(node) is None:
+        notes.append(f"query {one_line!r} selects metrics by a regex on __name__: it reads "
+                     "whichever simulated series match")
+        return query
+    unknown = unknown_metric(query, [*ctx.series, *ctx.records])
+    if unknown is not None:
+        raise UserInputError(unknown, source=source, field=field_path)
+    for selector in selectors(node):
+        _labels(selector, ctx, one_line, notes)
+    return query
+
+
+def _labels(selector, ctx: QueryContext, query: str, notes: list[str]) -> None:
+    name = next(m.value for m in selector.matchers if m.name == NAME)
+    carried = ctx.series.get(name)
+    if carried is None:  # a recorded series: its labels come from its rule
+        return
+    for m in selector.matchers:
+        if m.name == NAME:
+            continue
+        if m.name in POOL_LABELS and m.name in carried and m.op == "=":
+            _adopt_pool_name(m.value, ctx, query, notes)
+            continue
+        if m.name not in carried:
+            if m.op != "=":
+                notes.append(f"query {query!r}: label {m.name} is not on the simulated "
+                             f"{name} series, so {m.name}{m.op}{m.value!r} sees it empty")
+                continue
+            adopted = ctx.extra_labels.setdefault(name, {})
+            if adopted.setdefault(m.name, m.value) == m.value:
+                notes.append(f"label {m.name}={m.value!r} (from query {query!r}) added to the "
+                             f"simulated {name} series, as the scrape configuration it "
+                             "assumes would")
+            continue
+        ours = ctx.values.get(m.name)
+        if m.op == "=" and ours is not None and ours != m.value:
+            notes.append(f"query {query!r} pins {m.name}={m.value!r} but the simulated "
+                         f"series carry {m.name}={ours!r}: it reads nothing, as it would in "
+                         "a cluster where they differ")
+
+
+def _adopt_pool_name(pool: str, ctx: QueryContext, query: str, notes: list[str]) -> None:
+    """Name the simulated InferencePool `pool` on every EPP series (a pool name pinned
+    once is the pool's name for every query; a second, different one reads nothing)."""
+    carriers = [name for name, labels in ctx.series.items()
+                if any(label in labels for label in POOL_LABELS)]
+    current = next((ctx.extra_labels.get(n, {}).get(label) for n in carriers
+                    for label in POOL_LABELS if label in ctx.extra_labels.get(n, {})), None)
+    if current is not None:
+        if current != pool:
+            notes.append(f"query {query!r} pins the InferencePool {pool!r} but another query "
+                         f"named it {current!r}: it reads nothing")
+        return
+    for name in carriers:
+        for label in POOL_LABELS:
+            if label in ctx.series[name]:
+                ctx.extra_labels.setdefault(name, {})[label] = pool
+    notes.append(f"InferencePool name {pool!r} (from query {query!r}) given to the simulated "
+                 "EPP series (the pool is not among the manifests)")

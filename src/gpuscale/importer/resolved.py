@@ -4,8 +4,10 @@ Every run's JSON carries it (key names are part of the public output; checks dep
 `model.{name,tp,precision,kv_precision}`, `engine.{kind,batching,max_num_batched_tokens,
 max_prompt_tokens[,note]}`, `gpu.{name,instance_type,calibrated,
 efficiency_source}`, `autoscaler.{kind,min_replicas,max_replicas}`, `nodes.{kind,
-consolidation_policy}`, `scheduler.kind`, `catalog` (which entries came from a user catalog).
-The table shows the same in one line per run (`resolved_line`).
+consolidation_policy}`, `scheduler.kind`, `catalog` (which entries came from a user catalog),
+`start_time.{value,source}` (the wall clock of t = 0: the scenario's `start_time`, the trace's
+first request, or the default; scenario/clock.py). The table shows the same in one line per
+run (`resolved_line`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from gpuscale.catalog import get_instance_type
 from gpuscale.catalog.specs import user_entry_names
 from gpuscale.catalog.user import gpu_has_calibration_points
 from gpuscale.provisioning.karpenter.nodepool import order_by_weight
+from gpuscale.scenario.clock import DEFAULT
 from gpuscale.scenario.models import Scenario, Strategy
 from gpuscale.sim.replica_setup import engine_config, engine_resolved, replica_hardware
 
@@ -49,7 +52,7 @@ def _nodes(scenario: Scenario, strategy: Strategy) -> dict:
     return out
 
 
-def resolved_for(scenario: Scenario, strategy: Strategy) -> dict:
+def resolved_for(scenario: Scenario, strategy: Strategy, clock_source: str = DEFAULT) -> dict:
     itype = get_instance_type(scenario.cluster.instance_type)
     gpu = itype.gpu_spec
     if strategy.autoscaler is not None:
@@ -77,16 +80,18 @@ def resolved_for(scenario: Scenario, strategy: Strategy) -> dict:
                     "gpu": "user" if gpu.name in user["gpus"] else "built-in",
                     "instance_type": "user" if itype.name in user["instance_types"]
                     else "built-in"},
+        "start_time": {"value": scenario.start_time.isoformat(), "source": clock_source},
     }
 
 
-def attach_resolved(data: dict, scenario: Scenario) -> dict:
-    """Add `resolved` to each run of a result JSON (runs are named by strategy)."""
+def attach_resolved(data: dict, scenario: Scenario, clock_source: str = DEFAULT) -> dict:
+    """Add `resolved` to each run of a result JSON (runs are named by strategy); `scenario`
+    as it ran (`ScenarioResult.scenario`, on its trace's clock when it took one)."""
     by_name = {s.name: s for s in scenario.strategies}
     for run in data.get("runs", []):
         strategy = by_name.get(run.get("name"))
         if strategy is not None:
-            run["resolved"] = resolved_for(scenario, strategy)
+            run["resolved"] = resolved_for(scenario, strategy, clock_source)
     return data
 
 
@@ -97,6 +102,10 @@ def resolved_line(run: dict) -> str:
     bounds = "" if a["min_replicas"] is None else f" {a['min_replicas']}..{a['max_replicas']}"
     policy = f" {n['consolidation_policy']}" if n["consolidation_policy"] else ""
     calib = "" if g["calibrated"] else ", NO calibration points: efficiency assumed"
+    clock = r.get("start_time", {})
+    # the wall clock only when it is not the default (the trace's, or one the user gave)
+    start = "" if clock.get("source", DEFAULT) == DEFAULT else \
+        f" | starts {clock['value']} ({clock['source']})"
     return (f"{run['name']}: {m['name']} tp={m['tp']} {m['precision']} on "
             f"{g['instance_type']} ({g['name']}{calib}) | autoscaler {a['kind']}{bounds} | "
-            f"nodes {n['kind']}{policy} | scheduler {r['scheduler']['kind']}")
+            f"nodes {n['kind']}{policy} | scheduler {r['scheduler']['kind']}{start}")

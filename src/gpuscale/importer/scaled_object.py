@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuscale.audit.loader import Manifest, format_path
+from gpuscale.audit.promql import returns_one_series
 from gpuscale.autoscaling.formula import Formula, FormulaError, FormulaRefused
-from gpuscale.importer.promql import translate_query
+from gpuscale.importer.promql import QueryContext, import_query
 from gpuscale.importer.scalers import _bool_text, _fail, _int, _quantity, behavior
 
 PAUSED = "autoscaling.keda.sh/paused"
@@ -40,15 +41,16 @@ _COUNTS = (("pollingInterval", "polling_interval_s"), ("cooldownPeriod", "cooldo
            ("idleReplicaCount", "idle_replica_count"))
 
 
-def read(obj: Manifest) -> tuple[dict, list[str]]:
-    """(autoscaler mapping, notes) of a ScaledObject."""
+def read(obj: Manifest, ctx: QueryContext) -> tuple[dict, list[str]]:
+    """(autoscaler mapping, notes) of a ScaledObject; its queries are kept as written and
+    checked against the simulated series and recorded rules (`ctx`)."""
     notes: list[str] = []
     _only(obj, ("spec",), _SPEC_KEYS)
     triggers = obj.get("spec", "triggers")
     if not isinstance(triggers, list) or not triggers:
         raise _fail(obj, ("spec", "triggers"), "expected at least one trigger")
     out: dict[str, Any] = {
-        "kind": "keda", "triggers": [_trigger(obj, i, notes) for i in range(len(triggers))]}
+        "kind": "keda", "triggers": [_trigger(obj, i, notes, ctx) for i in range(len(triggers))]}
     for api, ours in _COUNTS:
         value = _int(obj, ("spec", api))
         if value is not None:
@@ -105,7 +107,7 @@ def _cron_trigger(obj: Manifest, path: tuple) -> dict:
     return out
 
 
-def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
+def _trigger(obj: Manifest, index: int, notes: list[str], ctx: QueryContext) -> dict:
     path = ("spec", "triggers", index)
     _only(obj, path, _TRIGGER_KEYS)
     kind = obj.get(*path, "type")
@@ -118,11 +120,14 @@ def _trigger(obj: Manifest, index: int, notes: list[str]) -> dict:
     _prometheus_keys(obj, meta, notes)
     if obj.get(*meta, "threshold") is None:
         raise _fail(obj, meta + ("threshold",), "missing (required by the Prometheus scaler)")
-    translated = translate_query(obj.get(*meta, "query"), source=obj.source,
-                                 field=format_path(meta + ("query",)))
-    notes += [translated.note] if translated.note else []
+    query = import_query(obj.get(*meta, "query"), ctx, source=obj.source,
+                         field_path=format_path(meta + ("query",)), notes=notes)
+    if not returns_one_series(query):
+        notes.append(f"query {_one_line(query)!r} can return one series per pod: KEDA's "
+                     "Prometheus scaler fails when it returns more than one (the simulation "
+                     "reads it the same way)")
     out: dict[str, Any] = {
-        "query": translated.query.model_dump(),
+        "query": query,
         "threshold": _quantity(obj, meta + ("threshold",)),
         "ignore_null_values": _bool_text(obj, meta + ("ignoreNullValues",), True),
     }

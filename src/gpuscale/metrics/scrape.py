@@ -18,6 +18,7 @@ import numpy as np
 from gpuscale.cluster.objects import NodeState
 from gpuscale.cluster.state import ClusterState
 from gpuscale.metrics.billing import cost_usd
+from gpuscale.metrics.prometheus import SimulatedPrometheus
 from gpuscale.metrics.store import (
     MetricsStore,
     PodMetrics,
@@ -39,16 +40,24 @@ class PoolTotals(NamedTuple):
 
 class ScrapedPool(Protocol):
     """What the scrape needs of a deployment (sim.fleet.Fleet); read-only but for
-    `replica_samples`, which moves the ready replicas' TTFT observations to the scrape."""
+    `replica_samples`, which moves the ready replicas' TTFT observations to the scrape, and
+    `engine_events`, whose lists the run's Prometheus drains."""
+
+    name: str
 
     @property
     def desired(self) -> int: ...
+
+    def engine_events(self) -> list[tuple[str, Any]]: ...
 
     @property
     def gateway(self) -> Sized: ...
 
     @property
     def hw(self) -> Any: ...  # serving.performance.ReplicaHardware (its `tp` GPUs per replica)
+
+    @property
+    def slots(self) -> Mapping[str, Any]: ...  # pod name -> slot (`.replica`, the engine)
 
     def num_ready(self) -> int: ...
 
@@ -72,6 +81,8 @@ class Scraper:
         self.cluster = cluster
         self.fb_used_mib = fb_used_mib
         self.ttft_sources = ttft_sources  # TTFTs seen outside the replicas (the KV transfer)
+        # The run's Prometheus (metrics/prometheus.py), when some query or export reads series.
+        self.prometheus: SimulatedPrometheus | None = None
         self.interval_s = store.scrape_interval_s
         self._raw_by_role: dict[str, list[tuple[str, bool, bool, dict[str, float]]]] = {}
         self.latest_by_role: dict[str, list[PodMetrics]] = {}  # built on first read
@@ -136,6 +147,8 @@ class Scraper:
             role_rows[role] = (float(role_desired), float(role_ready), role_waiting,
                                sum(role_kv) / len(role_kv) if role_kv else 0.0)
         totals = PoolTotals(gateway_queue, desired, ready, gpus_busy)
+        if self.prometheus is not None:
+            self.prometheus.collect(now_s, self.pools, raw_by_role, self.cluster, self.table)
         self._raw_by_role = raw_by_role
         self.latest_by_role = {}
         self.store.set_latest_source(self._all_pods)

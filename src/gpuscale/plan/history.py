@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 
 from gpuscale.errors import UserInputError
 from gpuscale.units import SECONDS_PER_DAY
+from gpuscale.workloads.base import Requests
+from gpuscale.workloads.replay import TraceWorkload
 
 MINUTE_S = 60.0
 
@@ -51,6 +54,20 @@ class History:
     check: Window
     check_is_other_trace: bool
     how: str  # one line: which windows and why
+
+
+def read_history(traffic: TraceWorkload, base_dir: Path, field: str,
+                 source: str | None = None) -> Requests:
+    """The trace as recorded (its windows are cut from it); a reader's error said at the
+    input's file and field (`traffic`, `check_traffic`) too."""
+    if traffic.repeat > 1 or traffic.max_requests is not None:
+        raise UserInputError("a trace planned as a history cannot use repeat or max_requests "
+                             "(its windows are cut from the trace as recorded); give the "
+                             "trace as it is", source=source, field=field)
+    try:
+        return traffic.generate(np.random.default_rng(0), base_dir)
+    except UserInputError as exc:
+        raise UserInputError(str(exc), source=source, field=field) from None
 
 
 def trace_end_s(arrival_s: np.ndarray) -> float:
@@ -86,8 +103,17 @@ def split_history(arrival_s: np.ndarray, *, check_s: float | None, check_frac: f
             "fit on the rest; give a longer trace or check_traffic", source=source,
             field="traffic")
     cut = span - held
-    return History(span, Window(0.0, cut, "fit"), Window(cut, span, "check (held out)"), False,
-                   why)
+    fit, check = Window(0.0, cut, "fit"), Window(cut, span, "check (held out)")
+    for w, field, what in ((fit, "traffic", "fit the plan on"),
+                           (check, "simulation.check_s", "check the plan on")):
+        lo, hi = np.searchsorted(arrival_s, [w.start_s, w.end_s])
+        if hi == lo:
+            raise UserInputError(
+                f"the {w.label} window ({w.start_s:g}-{w.end_s:g} s of the history, {why}) "
+                f"holds no request: nothing to {what}; hold out another part "
+                "(simulation.check_s, check_frac) or give check_traffic", source=source,
+                field=field)
+    return History(span, fit, check, False, why)
 
 
 def minute_counts(arrival_s: np.ndarray, window: Window) -> np.ndarray:
@@ -138,6 +164,23 @@ def steepest_ramp_window(arrival_s: np.ndarray, within: Window, rise_s: float, s
     last = min(len(rates), i + k + math.ceil(after_s / MINUTE_S))
     return Window(within.start_s + first * MINUTE_S, within.start_s + last * MINUTE_S,
                   "steepest ramp")
+
+
+def held_out_stretches(arrival_s: np.ndarray, fit_end_s: float, length_s: float
+                       ) -> list[Window]:
+    """Stretches of `length_s` after `fit_end_s` (traffic a plan fitted on [0, fit_end_s) never
+    saw): the history's last, and its busiest after the fit when that is another. None when
+    the history ends within a minute of the fit."""
+    span = trace_end_s(arrival_s)
+    if span - fit_end_s < MINUTE_S:
+        return []
+    rest = Window(fit_end_s, span, "held out")
+    last_start = max(fit_end_s, span - length_s)
+    out = [Window(last_start, min(span, last_start + length_s), "held-out last stretch")]
+    busy = busiest_window(arrival_s, rest, length_s)
+    if busy.start_s != last_start:
+        out.append(Window(busy.start_s, busy.end_s, "held-out busiest stretch"))
+    return out
 
 
 def smoothed_rates(arrival_s: np.ndarray, window: Window, smooth_s: float) -> np.ndarray:

@@ -8,7 +8,6 @@ plan with its reason instead of being silently ignored or obeyed.
 
 from __future__ import annotations
 
-from datetime import timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,7 +24,7 @@ from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import input_kind, load_yaml, validate_mapping
-from gpuscale.units import DEFAULT_START_TIME
+from gpuscale.units import DEFAULT_START_TIME, seconds_of_day_utc
 from gpuscale.workloads.distributions import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -255,9 +254,11 @@ class PlanInput(Strict):
     simulation: SimulationSettings = Field(default_factory=SimulationSettings)
     start_time: AwareDatetime = Field(DEFAULT_START_TIME, description="Wall-clock time of a "
                                       "trace's first request (RFC 3339 with an offset): what "
-                                      "the learned KEDA cron schedule is read against; default "
+                                      "the learned KEDA cron schedule is read against. Not "
+                                      "given: the trace's own first request where the trace "
+                                      "records wall-clock time (Azure, BurstGPT), else "
                                       "2026-01-01T00:00:00Z, so trace second N is N seconds "
-                                      "past 00:00 UTC.")
+                                      "past 00:00 UTC; plan.md says which.")
 
     @model_validator(mode="after")
     def _references(self) -> PlanInput:
@@ -284,8 +285,7 @@ class PlanInput(Strict):
     @property
     def day_offset_s(self) -> float:
         """Seconds past 00:00 UTC of a trace's first request."""
-        t = self.start_time.astimezone(timezone.utc)
-        return t.hour * 3600.0 + t.minute * 60.0 + t.second + t.microsecond / 1e6
+        return seconds_of_day_utc(self.start_time)
 
 
 def plan_input_from_dict(data: Any, *, source: str = "<plan input>") -> PlanInput:

@@ -50,7 +50,7 @@ class WarmPool:
     method: str  # how the number was found, one line
     evidence: tuple[EvidenceRow, ...] = ()
     analytic_estimate: int = 1
-    recheck: tuple[EvidenceRow, ...] = ()  # the winner on other seeds / shifted windows
+    recheck: tuple[EvidenceRow, ...] = ()  # what ships, on held-out traffic (other draws, windows)
     # The replay scenario's runs (plan, baseline-queue-depth, fixed-best), as
     # `gpuscale compare DIR/scenarios/W.yaml` shows them; empty when not simulated so.
     replay: tuple[EvidenceRow, ...] = ()

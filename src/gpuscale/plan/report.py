@@ -67,14 +67,16 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def _replay(plan: Plan) -> list[str]:
-    """The replay scenario's runs, the numbers `gpuscale compare DIR/scenarios/W.yaml` gives."""
+def _replay(plan: Plan, commands: dict[str, str]) -> list[str]:
+    """The replay scenario's runs, the numbers `gpuscale compare DIR/scenarios/W.yaml` gives
+    (`commands`: that line with what it needs, per workload)."""
     out: list[str] = []
     for name, pool in sorted(plan.warm_pools.items()):
         if not pool.replay:
             continue
+        command = commands.get(name, f"gpuscale compare DIR/scenarios/{name}.yaml")
         out += [f"## Replay of {name} ({pool.replay_window})", "",
-                f"`gpuscale compare DIR/scenarios/{name}.yaml` re-runs these strategies, each "
+                f"`{command}` re-runs these strategies, each "
                 "starting from its own minimum (the plan from its manifests as applied, its "
                 "Deployment at the floor and the cron windows lifting it as the clock says; "
                 "the baseline from 1 replica; the always-on fleet at its size):", "",
@@ -87,7 +89,8 @@ def _replay(plan: Plan) -> list[str]:
     return out
 
 
-def render_plan_md(plan: Plan, files: list[str]) -> str:
+def render_plan_md(plan: Plan, files: list[str], replay_commands: dict[str, str] | None = None
+                   ) -> str:
     out = [f"# Autoscaling plan: {plan.name}", ""]
     if plan.refusals:
         out += ["## Refused requests", "", "| requested | instead | why |", "|---|---|---|"]
@@ -106,7 +109,7 @@ def render_plan_md(plan: Plan, files: list[str]) -> str:
         out += [f"## {title}", "", "| subject | decision | reason |", "|---|---|---|"]
         out += [f"| {_cell(d.subject)} | {_cell(d.choice)} | {_cell(d.reason)} |" for d in rows]
         out.append("")
-    out += _replay(plan)
+    out += _replay(plan, replay_commands or {})
     out += _evidence(plan)
     out += ["## Expected SLO attainment, GPU-hours and cost per day", "",
             "| workload | SLO attainment (simulation) | worst re-check | GPU-hours/day | USD/day "

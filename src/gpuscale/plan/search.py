@@ -6,8 +6,9 @@ variants (signal, threshold, scale-down window) times the warm-pool floor, whose
 found by `warm_pool.search_min_replicas`. Every candidate is a scenario of the workload's own
 traffic (the trace itself when one is given) run on the engine. The cheapest candidate in
 simulated GPU-hours that meets the SLO (P99 TTFT and `goodput_frac`) wins; the evidence
-lists every simulation with why it lost. The winner is then re-run on other seeds (and, for a
-trace, a shifted window) and the worst is reported. `SearchBudget` stops the search when the
+lists every simulation with why it lost. What ships is then re-run on traffic it was not
+chosen on (a shape on other seeds, each a new draw; a trace on its held-out windows) and the
+worst is reported. `SearchBudget` stops the search when the
 time budget is spent (the clock comes from the CLI; nothing below it reads the wall clock).
 """
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -172,6 +173,7 @@ class TrafficStats:
     output_sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64),
                                       compare=False, repr=False)
     trace_span_s: float = 0.0  # a trace's whole length (0 for a shape): room to shift windows
+    start_time: datetime | None = None  # a trace's first request, where it records wall clock
 
 
 def _window_peak(arrival_s: np.ndarray, window_s: float) -> float:
@@ -223,7 +225,7 @@ def traffic_stats(workload: WorkloadInput, base_dir: Path, window_s: float) -> T
     )
     return TrafficStats(mean, burst, trough, 60.0, span, float(prompts.mean()),
                         float(outputs.mean()), _p99(prompts + outputs), int(outputs.max(initial=0)),
-                        prompts, outputs, whole_s)
+                        prompts, outputs, whole_s, requests.start_time)
 
 
 def _p99(tokens: np.ndarray) -> int:

@@ -2,10 +2,12 @@
 
 `size_workload` runs `search.py` over the single-node hardware options and the scaler
 variants, rounds the winning floor up to whole nodes (they are billed whole anyway), finds the
-cheapest always-on fleet that meets the SLO (`fixed-best`), re-runs the winner on other seeds
-and a shifted trace window, and builds the replay scenario `plan --out` writes. Without
-simulation (or for a replica spanning nodes, which the simulator cannot place) the floor is
-the analytic estimate, said so in the decision.
+cheapest always-on fleet that meets the SLO (`fixed-best`), re-runs what ships on traffic it
+was not chosen on (a shape's other seeds, a trace's held-out windows), and builds the replay
+scenario `plan --out` writes. When nothing up to the GPU limit meets the SLO, the analysis of
+plan/unreachable.py (the trace search's too) says what is reachable and what would reach it.
+Without simulation (or for a replica spanning nodes, which the simulator cannot place) the
+floor is the analytic estimate, said so in the decision.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from gpuscale.metrics.oracle import oracle_gpu_hours_for, replica_sustained_rps
 from gpuscale.plan.hardware import HardwareOption
+from gpuscale.plan.history import held_out_stretches
 from gpuscale.plan.inputs import PlanInput, SloInput, TraceWorkload, WorkloadInput
 from gpuscale.plan.layers import consolidate_after_for
 from gpuscale.plan.model import CostEstimate, CronWindow, Decision, EvidenceRow, Role, WarmPool
+from gpuscale.plan.parallel import Runner
 from gpuscale.plan.scaler import ScalerChoice, scaler_choice, scaler_variants
 from gpuscale.plan.search import (
     HARDWARE_OPTIONS,
@@ -32,6 +38,7 @@ from gpuscale.plan.search import (
     search_floor,
 )
 from gpuscale.plan.sizing import KV_TARGET_FRAC, TrafficStats, engine_config_of, replicas_for
+from gpuscale.plan.unreachable import FleetTrials, analyse_fleets, labelled_runs
 from gpuscale.plan.warm_pool import (
     CandidateSetup,
     analytic_warm_pool,
@@ -123,25 +130,41 @@ def _floor_method(fs: FloorSearch | None, slo: SloInput, hi: int, max_candidates
     return how
 
 
-def _fixed_best(plan, w, stats, opt, setup, slo, base_dir, floor, budget) -> EvidenceRow | None:
-    """The cheapest always-on fleet that meets the SLO, on the same scenario as the plan."""
-    def evaluate(n: int) -> EvidenceRow:
-        budget.tick(f"fixed fleet {n}")
-        data = candidate_scenario_dict(plan, w, stats, setup, floor)
-        # from its own size, not the plan's floor (issue 27: a clean fixed fleet)
-        data["strategies"] = [
-            {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n},
-             "initial_replicas": n, "ready_nodes": math.ceil(n / setup.replicas_per_node)}
-        ]
-        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
-                                           math.ceil(n / setup.replicas_per_node))
-        row = simulate_candidate(data, base_dir, slo.ttft_p99_s, slo.goodput_frac)
-        return replace(row, min_replicas=n, config=f"{opt.label}, fixed {n}")
+def _fleet_trials(plan, w, stats, opt, setup, slo, base_dir, budget) -> FleetTrials:
+    """Always-on fleets on the plan's own scenario (a shape's burst, a trace's first window),
+    each from its own size, not the plan's floor (issue 27: a clean fixed fleet)."""
+    per_node = setup.replicas_per_node
 
-    hi = _gpu_limit_replicas(plan, opt) or SEARCH_CEILING_FACTOR * setup.max_replicas
-    start = replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s)
-    found, rows = search_min_replicas(evaluate, start, hi, plan.simulation.max_candidates)
-    return next((r for r in rows if r.min_replicas == found), None)
+    def strategy(n: int) -> dict:
+        return {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n},
+                "initial_replicas": n, "ready_nodes": math.ceil(n / per_node)}
+
+    def scenario(n: int) -> dict:
+        data = candidate_scenario_dict(plan, w, stats, setup, n)
+        data["strategies"] = [strategy(n)]
+        data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], math.ceil(n / per_node))
+        return data
+
+    where = ("its burst" if not isinstance(w.traffic, TraceWorkload) else
+             f"the trace's first {format_duration(plan.simulation.trace_window_s)}")
+    runner = Runner(budget.workers, budget.backend, on_done=budget.tick)
+    return FleetTrials(plan, w, slo, opt, setup.tp, where, scenario, strategy,
+                       labelled_runs(runner, base_dir, slo.goodput_frac))
+
+
+def _fixed_best(t: FleetTrials, stats: TrafficStats, setup: CandidateSetup
+                ) -> tuple[EvidenceRow | None, list[EvidenceRow]]:
+    """The cheapest always-on fleet that meets the SLO, on the same scenario as the plan, and
+    every fleet tried."""
+    def evaluate(n: int) -> EvidenceRow:
+        label = f"{t.opt.label}, fixed {n}"
+        return replace(t.run([t.fixed_scenario(n)], [label], t.slo.ttft_p99_s)[0],
+                       min_replicas=n)
+
+    hi = _gpu_limit_replicas(t.plan, t.opt) or SEARCH_CEILING_FACTOR * setup.max_replicas
+    start = replicas_for(stats.mean_rate_per_s, t.opt.cap.requests_per_s)
+    found, rows = search_min_replicas(evaluate, start, hi, t.plan.simulation.max_candidates)
+    return next((r for r in rows if r.min_replicas == found), None), rows
 
 
 def replay_scenario(plan, w, stats, setup, scaler: ScalerChoice, floor: int,
@@ -172,30 +195,47 @@ def replay_scenario(plan, w, stats, setup, scaler: ScalerChoice, floor: int,
     return data
 
 
+def held_out_windows(traffic: TraceWorkload, base_dir: Path, fit_s: float
+                     ) -> list[tuple[str, float]]:
+    """(label, start in the trace's own seconds) of the stretches a plan fitted on the
+    trace's first `fit_s` seconds never saw (plan/history.py); none for a tiled trace."""
+    if traffic.repeat > 1:
+        return []
+    arrival = traffic.generate(np.random.default_rng(0), base_dir).arrival_s
+    return [(f"{w.label}, {format_duration(w.start_s)} in", w.start_s * traffic.rate_scale)
+            for w in held_out_stretches(arrival, fit_s, fit_s)]
+
+
 def _recheck(plan, w, stats, setup, slo, base_dir, floor: int, budget) -> tuple[EvidenceRow, ...]:
+    """Robust, not lucky: a shape on other seeds (each draws its traffic anew); a trace on its
+    held-out windows, other traffic (a seed replays the same requests, and an always-on
+    fleet then gives the same bytes: it would prove nothing)."""
+    if isinstance(w.traffic, TraceWorkload):
+        rows = []
+        for label, shift_s in held_out_windows(w.traffic, base_dir,
+                                               plan.simulation.trace_window_s):
+            budget.tick(f"re-check {label}")
+            rows.append(replace(_evaluator(plan, w, stats, setup, slo, base_dir,
+                                           window_shift_s=shift_s)(floor), config=label))
+        return tuple(rows)
     rows = []
     for k in range(1, RECHECK_SEEDS + 1):
         budget.tick(f"re-check seed +{k}")
         rows.append(replace(_evaluator(plan, w, stats, setup, slo, base_dir, seed_offset=k)(floor),
-                            config=f"seed {plan.simulation.seed + k}"))
-    window = plan.simulation.trace_window_s
-    if isinstance(w.traffic, TraceWorkload) and stats.trace_span_s > 1.25 * window:
-        shift = min(window / 2, stats.trace_span_s - window)
-        budget.tick("re-check shifted window")
-        rows.append(replace(_evaluator(plan, w, stats, setup, slo, base_dir,
-                                       window_shift_s=shift)(floor),
-                            config=f"trace window shifted by {format_duration(shift)}"))
+                            config=f"seed {plan.simulation.seed + k} (the shape drawn anew)"))
     return tuple(rows)
 
 
 def _cost_fn(stats: TrafficStats, opt: HardwareOption, slo: SloInput, chosen: EvidenceRow | None,
              recheck: tuple[EvidenceRow, ...]) -> Callable[[list[Role]], CostEstimate]:
     def cost(roles: list[Role]) -> CostEstimate:
-        """Per day: the mean-rate fleet (never below the floor) in whole nodes, and the one
-        oracle (metrics/oracle.py) at the replica's sustained throughput on this mix."""
+        """Per day: the mean-rate fleet (never below the floor; an always-on fleet, min =
+        max, is itself) in whole nodes, and the one oracle (metrics/oracle.py) at the
+        replica's sustained throughput on this mix."""
         it, per_node = opt.it, _per_node(opt)
-        replicas = max(sum(r.min_replicas for r in roles),
-                       replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s))
+        replicas = sum(r.min_replicas for r in roles)
+        if any(r.max_replicas > r.min_replicas for r in roles):  # an always-on fleet is itself
+            replicas = max(replicas, replicas_for(stats.mean_rate_per_s, opt.cap.requests_per_s))
         nodes = math.ceil(replicas / per_node) if opt.one_node else \
             replicas * math.ceil(opt.gpus / it.num_gpus)
         gpu_hours = nodes * it.num_gpus * 24.0
@@ -300,9 +340,11 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     found = fs.found if win and fs.found is not None else max(r.min_replicas for r in fs.rows)
     rounded = math.ceil(found / per_node) * per_node
     setup = _setup(plan, opt, scaler, max(max_repl, rounded), w, slo)
-    recheck = _recheck(plan, w, stats, setup, slo, base_dir, rounded, budget) if win else ()
-    fixed = _fixed_best(plan, w, stats, opt, setup, slo, base_dir, rounded, budget)
+    trials = _fleet_trials(plan, w, stats, opt, setup, slo, base_dir, budget)
+    fixed, fixed_rows = _fixed_best(trials, stats, setup)
     evidence = evidence_with_reasons([t[-1] for t in tried], win, slo.ttft_p99_s, slo.goodput_frac)
+    if win is None and fixed is None:  # nothing up to the GPU limit meets the SLO
+        return _unreachable(trials, fixed_rows, evidence, stats, scaler, setup, refusals)
     chosen = fs.chosen if win else max(fs.rows, key=lambda r: r.min_replicas)
     if win and rounded != found:
         # the floor that ships is the rounded one: simulate it, so the evidence is what
@@ -321,17 +363,22 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     if fixed is not None:
         evidence += (replace(fixed, why="fixed-best: cheapest always-on fleet meeting the SLO"),)
     estimate = analytic_warm_pool(stats, opt.cap.requests_per_s, scaler.reaction_s, slo.ttft_p99_s)
-    method = _floor_method(win, slo, hi, plan.simulation.max_candidates, per_node, rounded)
-    always_on = win is not None and fixed is not None and chosen is not None \
-        and fixed.gpu_hours <= chosen.gpu_hours
+    method = _floor_method(win, slo, hi, plan.simulation.max_candidates, per_node, rounded) \
+        if win is not None or fixed is None else \
+        f"no scaler floor up to {hi} replicas met the SLO in the simulations tried"
+    always_on = fixed is not None and (win is None or (chosen is not None
+                                       and fixed.gpu_hours <= chosen.gpu_hours))
     if always_on:
         # issue 27: a plan costing more than the fixed fleet it lists as beaten is not a plan;
-        # the fleet is, called what it is (min = max) with the reason autoscaling lost
-        assert fixed is not None and chosen is not None
+        # the fleet is, called what it is (min = max) with the reason autoscaling lost. So is
+        # a fleet that meets the SLO where no scaler floor tried did.
+        assert fixed is not None
         method += (f"; an always-on fleet of {fixed.min_replicas} met the SLO at "
-                   f"{fixed.gpu_hours:.2f} GPU-h, no more than the scaler's "
-                   f"{chosen.gpu_hours:.2f}: the plan is that fleet (min = max), since the "
-                   "cold start leaves scaling nothing to save on this traffic")
+                   f"{fixed.gpu_hours:.2f} GPU-h, " + (
+                       f"no more than the scaler's {chosen.gpu_hours:.2f}: the plan is that "
+                       "fleet (min = max), since the cold start leaves scaling nothing to save "
+                       "on this traffic" if win is not None and chosen is not None else
+                       "where no scaler floor tried did: the plan is that fleet (min = max)"))
         # in whole nodes (billed whole either way), simulated as it ships: KEDA min = max
         rounded = max_repl = math.ceil(fixed.min_replicas / per_node) * per_node
         setup = replace(setup, max_replicas=rounded)
@@ -343,6 +390,9 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
             replace(r, why=f"meets the SLO; the always-on fleet of {rounded} costs no more")
             if r.why.startswith("winner") else
             r for r in evidence) + (chosen,)
+    # robust, not lucky: what ships (the scaler, or the always-on fleet) re-checked
+    recheck = _recheck(plan, w, stats, setup, slo, base_dir, rounded, budget) \
+        if win or always_on else ()
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
     pool = WarmPool(rounded, True, method, evidence, estimate, recheck)
@@ -354,7 +404,36 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
     return sized
 
 
-def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Decision]:
+def _unreachable(t: FleetTrials, fixed_rows: list[EvidenceRow], evidence: tuple[EvidenceRow, ...],
+                 stats: TrafficStats, scaler: ScalerChoice, setup: CandidateSetup,
+                 refusals: list) -> Sized:
+    """No scaler floor and no always-on fleet up to the GPU limit met the SLO: the plan is the
+    cheapest always-on fleet within 0.1 point of what is reachable, and says what would reach
+    the SLO (plan/unreachable.py, the analysis the trace search makes too)."""
+    found = analyse_fleets(t, fixed_rows)
+    close = replace(found.cheapest_close, why="cheapest within 0.1 point of the reachable")
+    n = close.min_replicas
+    rows = [replace(r, why=missed(r, t.slo.ttft_p99_s, t.slo.goodput_frac)) for r in fixed_rows]
+    method = (f"the SLO is not reachable: no scaler floor and no always-on fleet up to "
+              f"{found.reachable.min_replicas} replicas met it on {t.where}; the best reached "
+              f"{found.reachable.slo_attainment:.2%}, and {n} replicas always on come within "
+              "0.1 point: the plan is that fleet (min = max)")
+    pool = WarmPool(n, True, method, evidence + tuple(rows) + (close,) + found.changes,
+                    analytic_warm_pool(stats, t.opt.cap.requests_per_s, scaler.reaction_s,
+                                       t.slo.ttft_p99_s))
+    shipped = replace(setup, max_replicas=n)
+    sized = Sized(t.opt, scaler, pool, n, [], _cost_fn(stats, t.opt, t.slo, close, ()),
+                  lambda floors: (floors, pool),
+                  replay_scenario(t.plan, t.w, stats, shipped, scaler, n, None))
+    sized.decisions += _scaler_decisions(t.w, sized, t.slo, unreachable=True) + [
+        found.decision(t.w)]
+    sized.notes.append(found.line)
+    refusals.append(found.refusal(t.w, t.slo))
+    return sized
+
+
+def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput,
+                      unreachable: bool = False) -> list[Decision]:
     s, pool, cap = sized.scaler, sized.pool, sized.option.cap
     subject = (f"{w.name}: aggregated floor (split into prefill and decode below)"
                if w.disaggregated else f"{w.name}: min replicas")
@@ -384,7 +463,7 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Dec
     if chosen is not None and chosen.slo_attainment < slo.goodput_frac:
         out.append(Decision("warm-pool", f"{w.name}: goodput", f"{chosen.slo_attainment:.1%} below "
                             f"the {slo.goodput_frac:.0%} target", "see the evidence"))
-    if pool.simulated and chosen is None and pool.evidence:
+    if pool.simulated and chosen is None and pool.evidence and not unreachable:
         last = max((r for r in pool.evidence if r.config.startswith(sized.option.label)),
                    key=lambda r: r.min_replicas, default=pool.evidence[-1])
         missed = []
@@ -404,8 +483,14 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput) -> list[Dec
                 "warm-pool",
                 f"{w.name}: robustness",
                 f"worst SLO attainment {worst.slo_attainment:.1%} ({worst.config})",
-                "the winner re-run on other seeds"
-                + (" and a shifted trace window" if len(pool.recheck) > RECHECK_SEEDS else ""),
+                "the plan re-run on held-out windows of the trace (other traffic, not other "
+                "seeds: a trace replays the same requests whatever the seed)"
+                if isinstance(w.traffic, TraceWorkload) else
+                "the plan re-run on other seeds, each a new draw of the shape's traffic",
             )
         )
+    elif pool.simulated and isinstance(w.traffic, TraceWorkload) and not unreachable:
+        out.append(Decision("warm-pool", f"{w.name}: robustness", "not re-checked",
+                            "the trace is no longer than the window the plan was fitted on: "
+                            "nothing is held out (other seeds would replay the same requests)"))
     return out

@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 
 from gpuscale.autoscaling.keda_cron import CronTrigger, opens_within
-from gpuscale.errors import UserInputError
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.history import (
     History,
@@ -38,6 +37,7 @@ from gpuscale.plan.history import (
     fill_unseen,
     peak_rate_rps,
     quietest_window,
+    read_history,
     split_history,
     steepest_ramp_window,
     trace_end_s,
@@ -61,6 +61,7 @@ from gpuscale.plan.trace_candidates import fit_rows as fit_rows_of
 from gpuscale.plan.trace_configs import all_configs
 from gpuscale.plan.unreachable import Unreachable, analyse
 from gpuscale.plan.warm_pool import CandidateSetup, candidate_scenario_dict, search_min_replicas
+from gpuscale.units import seconds_of_day_utc
 from gpuscale.workloads.replay import TraceWorkload
 
 # The quietest stretch calibrates a second rate when its peak is clearly below the busiest's.
@@ -91,12 +92,9 @@ class TracePlan:
     unreachable: Unreachable | None = None  # the SLO cannot be met: what can, what would
 
 
-def read_arrivals(traffic: TraceWorkload, base_dir: Path, field: str) -> np.ndarray:
-    if traffic.repeat > 1 or traffic.max_requests is not None:
-        raise UserInputError("a trace planned as a history cannot use repeat or max_requests "
-                             "(its windows are cut from the trace as recorded); give the "
-                             "trace as it is", field=field)
-    return traffic.generate(np.random.default_rng(0), base_dir).arrival_s
+def read_arrivals(traffic: TraceWorkload, base_dir: Path, field: str,
+                  source: str | None = None) -> np.ndarray:
+    return read_history(traffic, base_dir, field, source).arrival_s
 
 
 def window_workload(traffic: TraceWorkload, window: Window) -> dict:
@@ -120,6 +118,15 @@ class TraceSearch:
     budget: SearchBudget
     runner: Runner
     screen_rows: list[EvidenceRow] = field(default_factory=list)
+    check_clock: datetime | None = None  # check_traffic's own second 0 (plan/clock.py)
+
+    def clock(self, other_trace: bool = False) -> datetime:
+        """The wall clock of second 0 of the traffic (or of check_traffic)."""
+        return (self.check_clock if other_trace and self.check_clock is not None
+                else self.plan.start_time)
+
+    def day_offset_s(self, other_trace: bool = False) -> float:
+        return seconds_of_day_utc(self.clock(other_trace))
 
     # -- scenarios --------------------------------------------------------------------------
     def setup_of(self, c: ScheduleCandidate | None) -> CandidateSetup:
@@ -140,14 +147,12 @@ class TraceSearch:
         data["name"] = f"{self.plan.name}-{self.w.name}"
         data["workload"] = window_workload(traffic, window)
         data["duration_s"] = window.duration_s
-        data["start_time"] = (self.plan.start_time + timedelta(seconds=window.start_s)
-                              ).isoformat()
+        start = self.clock(other_trace) + timedelta(seconds=window.start_s)
+        data["start_time"] = start.isoformat()
         per_node = setup.replicas_per_node
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
                                            math.ceil(self.max_replicas / per_node))
-        data["strategies"] = [open_windows_only(strategy, self.plan.start_time
-                                                 + timedelta(seconds=window.start_s),
-                                                 window.duration_s)]
+        data["strategies"] = [open_windows_only(strategy, start, window.duration_s)]
         return data
 
     @property
@@ -222,10 +227,11 @@ def _why(r: EvidenceRow, slo: SloInput) -> str:
 def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     traffic = s.w.traffic
     assert isinstance(traffic, TraceWorkload)
-    arrival = read_arrivals(traffic, s.base_dir, "traffic")
+    arrival = read_arrivals(traffic, s.base_dir, "traffic", source)
     other = None
     if s.w.check_traffic is not None:
-        other = trace_end_s(read_arrivals(s.w.check_traffic, s.base_dir, "check_traffic"))
+        other = trace_end_s(read_arrivals(s.w.check_traffic, s.base_dir, "check_traffic",
+                                          source))
     settings = s.plan.simulation
     history = split_history(arrival, check_s=settings.check_s, check_frac=settings.check_frac,
                             other_check_end_s=other, source=source)
@@ -283,7 +289,7 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
                 for i, r in enumerate(fit_rows)] + [
         replace(r, why=_why(r, s.slo) + ("; not the cheapest" if r.meets_slo else ""))
         for r in always_rows[1:]]
-    plan_strategy_of = _plan_strategy(s, winner, always_n, day_offset)
+    plan_strategy_of = _plan_strategy(s, winner, always_n)
     check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None,
                                         s.setup_of(winner))
     per_rps = sizing.busy_per_rps
@@ -343,13 +349,12 @@ def _fit_why(r: EvidenceRow, i: int, cands: list[ScheduleCandidate],
     return _why(r, slo) + ("" if not r.meets_slo else "; not the cheapest")
 
 
-def _plan_strategy(s: TraceSearch, winner: ScheduleCandidate | None, always: int,
-                   day_offset: float):
-    def strategy(window: Window) -> dict:
+def _plan_strategy(s: TraceSearch, winner: ScheduleCandidate | None, always: int):
+    def strategy(window: Window, other_trace: bool = False) -> dict:
         if winner is None:
             out = s.fixed(always)
             return dict(out, name="plan")
-        initial = winner.initial_at(window.start_s, day_offset)
+        initial = winner.initial_at(window.start_s, s.day_offset_s(other_trace))
         return s.keda("plan", winner, initial)
     return strategy
 
@@ -361,7 +366,7 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: 
     `check_traffic` when the input gives one), on the plan's nodes (`setup`: its cold start)."""
     check = history.check
     replay_w = check if other else Window(0.0, history.span_s, "the whole history")
-    plan_st, base_st = plan_strategy(replay_w), s.baseline()
+    plan_st, base_st = plan_strategy(replay_w, other), s.baseline()
     # robust, not lucky: the plan again on held-out traffic (other windows of the history,
     # not other seeds of the same trace): the check window and its busiest stretch
     stretch = busiest_window(_check_arrivals(s, other), check,
@@ -371,7 +376,7 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: 
                             setup=setup),
                  s.scenario(replay_w, base_st, 1, other_trace=other, setup=setup)]
     for w in held + [stretch]:
-        st = plan_strategy(w)
+        st = plan_strategy(w, other)
         scenarios.append(s.scenario(w, st, st["initial_replicas"], other_trace=other,
                                     setup=setup))
     labels = ["plan", "baseline-queue-depth (min 1)"] + \

@@ -6,11 +6,12 @@ hour extrapolated."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
-from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Refusal, Role, WarmPool
+from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Role, WarmPool
 from gpuscale.plan.parallel import Runner
 from gpuscale.plan.scaler import scaler_choice
 from gpuscale.plan.schedule import describe
@@ -24,11 +25,14 @@ from gpuscale.units import SECONDS_PER_DAY
 
 def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloInput,
                opt: HardwareOption, base_dir: Path, budget: SearchBudget, refusals: list,
-               source: str) -> Sized:
+               source: str, check_clock: datetime | None = None) -> Sized:
+    """`plan.start_time`: the traffic's second 0 on the wall clock, `check_clock`:
+    check_traffic's (plan/clock.py)."""
     scaler = scaler_choice(plan, w, opt, slo, refusals)
     setup = _setup(plan, opt, scaler, _max_replicas(plan, w, stats, opt), w, slo)
     runner = Runner(budget.workers, budget.backend, on_done=budget.tick)
-    search = TraceSearch(plan, w, stats, slo, opt, scaler, setup, base_dir, budget, runner)
+    search = TraceSearch(plan, w, stats, slo, opt, scaler, setup, base_dir, budget, runner,
+                         check_clock=check_clock)
     found = plan_trace(search, source)
     floor = (found.winner.floor if found.winner else found.always_on
              if found.always_on is not None else found.max_replicas)
@@ -60,13 +64,8 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
     sized.decisions += _decisions(w, found, floor, schedule, slo)
     if found.unreachable is not None:
         sized.notes.append(found.unreachable.line)
-        refusals.append(Refusal(
-            f"{w.name}: {slo.goodput_frac:.0%} within TTFT {slo.ttft_p99_s:g} s and ITL "
-            f"{slo.itl_p99_s:g} s", f"{floor} replicas always on, "
-            f"{found.unreachable.cheapest_close.slo_attainment:.2%} (the reachable "
-            f"{found.unreachable.reachable.slo_attainment:.2%} within 0.1 point)",
-            "no fleet up to the GPU limit meets the SLO (simulated); the evidence rows after "
-            "the always-on fleets are the changes that would reach it, each simulated"))
+        refusals.append(found.unreachable.refusal(w, slo))
+        sized.decisions.append(found.unreachable.decision(w))
     return sized
 
 

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gpuscale.plan.clock import trace_clock
 from gpuscale.plan.hardware import HardwareOption, hardware_options
 from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
 from gpuscale.plan.model import CostEstimate, Decision, Refusal, Role, WarmPool
@@ -190,8 +191,10 @@ def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: 
     options = hardware_options(plan, w, stats, slo)
     if simulate and isinstance(w.traffic, TraceWorkload) and not w.disaggregated \
             and options[0].one_node:
-        sized = size_trace(plan, w, stats, slo, options[0], base_dir, budget, out.refusals,
-                           source)
+        clock = trace_clock(plan, w, stats.start_time, base_dir, source)  # the time of day
+        out.decisions.append(clock.decision)
+        sized = size_trace(clock.plan, w, stats, slo, options[0], base_dir, budget,
+                           out.refusals, source, clock.check_start)
     else:
         sized = size_workload(plan, w, stats, slo, options, base_dir, simulate, budget,
                               out.refusals)

@@ -67,6 +67,11 @@ def _first_error(exc: ValidationError, data: Any) -> tuple[str, str]:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         loc = loc + (field,)
         message = f"unknown {field} {tag!r}{hint} (expected one of: {', '.join(expected)})"
+    elif error["type"].startswith("datetime") or error["type"] == "timezone_aware":
+        # start_time: pydantic names what failed, not the form it wants
+        message = (f"expected an RFC 3339 date and time with its zone offset, e.g. "
+                   f"2026-01-01T00:00:00Z ({message[0].lower() + message[1:]}), "
+                   f"got {str(error.get('input'))[:60]!r}")
     elif error["type"] == "value_error":
         # Our own validators' messages already say what was wrong; pydantic's prefix and a
         # repeated input only lengthen the line.

@@ -12,10 +12,12 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuscale.autoscaling import AutoscalerSpec
+from gpuscale.autoscaling import AutoscalerSpec, promql_queries
 from gpuscale.autoscaling.keda_cron import opens_within
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
+from gpuscale.metrics.exposition import known_series
+from gpuscale.metrics.prometheus_config import RuleGroup, unknown_metric
 from gpuscale.metrics.store import FLEET_SIGNALS, POD_SERIES
 from gpuscale.provisioning import NodeProviderSpec
 from gpuscale.scheduling import SchedulerSpec
@@ -203,6 +205,23 @@ class Slo(Strict):
 class MetricsSettings(Strict):
     scrape_interval_s: float = Field(15.0, gt=0, description=(
         "Prometheus scrape interval; autoscalers see data this stale (15 s is a common default)."))
+    evaluation_interval_s: float = Field(60.0, gt=0, description=(
+        "Prometheus `evaluation_interval`: the tick of a rule group without its own interval "
+        "and the step of a subquery without one (Prometheus default 1m)."))
+    namespace: str = Field("default", description=(
+        "Kubernetes namespace of the serving pods: the `namespace` label of their series."))
+    served_model_name: str | None = Field(None, description=(
+        "The engine's served model name (vLLM `--served-model-name`): the `model_name` label; "
+        "None = the model's catalog name."))
+    deployment: str | None = Field(None, description=(
+        "Name of the serving Deployment (`deployment`/`job` labels, pod name prefix); None = "
+        "the model name, lower case."))
+    extra_labels: dict[str, dict[str, str]] = Field(default_factory=dict, description=(
+        "Labels added to the series of a metric, by sample name (e.g. a `service` label the "
+        "user's scrape configuration adds and their queries pin); the importer fills it."))
+    rule_groups: tuple[RuleGroup, ...] = Field((), description=(
+        "Recording rules (a PrometheusRule's `spec.groups`), evaluated at their group interval "
+        "and stored as series that queries read (docs/promql.md)."))
 
 
 class RoleSettings(Strict):
@@ -323,7 +342,10 @@ class Scenario(Strict):
         DEFAULT_START_TIME, description=(
             "Wall-clock time of simulated t=0 (RFC 3339 with an offset, e.g. "
             "2026-01-01T00:00:00Z): what time-of-day schedules (KEDA cron triggers) and "
-            "exported sample timestamps read. A trace's arrival 0 is this instant."))
+            "exported sample timestamps read. A trace's arrival 0 is this instant. Not given: "
+            "a trace's own first request where the trace records wall-clock time (Azure's "
+            "TIMESTAMP, BurstGPT's seconds from midnight), else 2026-01-01T00:00:00Z; "
+            "`resolved.start_time` of each run says which."))
     duration_s: float = Field(gt=0, description="Arrivals stop after this; the run then drains.")
     drain_s: float = Field(
         600.0, ge=0, description="Extra time after duration_s for in-flight work."
@@ -373,17 +395,33 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _known_metric_names(self) -> Scenario:
+        # PromQL may read any series the simulated cluster exposes or a rule records.
+        known = [*known_series(self.engine.kind),
+                 *(r.record for g in self.metrics.rule_groups for r in g.rules)]
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
                 spec = getattr(strategy, role)
                 if spec is not None:
                     _check_metric_names(spec.model_dump(), f"strategies[{index}].{role}")
+                    for query in promql_queries(spec):
+                        if (why := unknown_metric(query, known)) is not None:
+                            raise ValueError(f"strategies[{index}].{role}: {why}")
+        for group in self.metrics.rule_groups:
+            for rule in group.rules:
+                if (why := unknown_metric(rule.expr, known)) is not None:
+                    raise ValueError(f"metrics.rule_groups ({group.name}): {why}")
         return self
 
-    @model_validator(mode="after")
-    def _cron_windows_open(self) -> Scenario:
-        """A KEDA cron window that never opens while the traffic runs is a schedule meant for
-        other hours (a trace's wall clock starts at start_time): refused, not run silently."""
+    @property
+    def takes_trace_clock(self) -> bool:
+        """No `start_time` given and the trace records its own wall clock: t = 0 is the
+        trace's first request, known once the trace is read (scenario/clock.py)."""
+        return "start_time" not in self.model_fields_set and bool(
+            getattr(self.workload, "records_wall_clock", False))
+
+    def closed_cron_window(self) -> str | None:
+        """What is wrong when a KEDA cron window never opens while the traffic runs (a
+        schedule meant for other hours), else None."""
         end = self.start_time + timedelta(seconds=self.duration_s)
         for index, strategy in enumerate(self.strategies):
             for role in ("autoscaler", "prefill", "decode"):
@@ -391,12 +429,19 @@ class Scenario(Strict):
                 for j, trigger in enumerate(getattr(spec, "triggers", ()) or ()):
                     if getattr(trigger, "type", "") == "cron" and not opens_within(
                             trigger, self.start_time, end):
-                        raise ValueError(
-                            f"strategies[{index}].{role}.triggers[{j}]: cron window "
-                            f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) never "
-                            f"opens between {self.start_time.isoformat()} and "
-                            f"{end.isoformat()}, the traffic's wall-clock span (start_time + "
-                            "duration_s); fix the schedule or start_time")
+                        return (f"strategies[{index}].{role}.triggers[{j}]: cron window "
+                                f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) "
+                                f"never opens between {self.start_time.isoformat()} and "
+                                f"{end.isoformat()}, the traffic's wall-clock span (start_time "
+                                "+ duration_s); fix the schedule or start_time")
+        return None
+
+    @model_validator(mode="after")
+    def _cron_windows_open(self) -> Scenario:
+        """Refused, not run silently; a run on a trace's own clock is checked once the trace
+        is read (scenario/clock.py), since its start is not known before."""
+        if not self.takes_trace_clock and (error := self.closed_cron_window()) is not None:
+            raise ValueError(error)
         return self
 
     @model_validator(mode="after")

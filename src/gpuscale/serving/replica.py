@@ -92,6 +92,20 @@ class DecodeFinish:
         self.rid = rid
 
 
+class ReplicaEvents:
+    """The requests whose first token this engine produced and those it completed since the
+    last scrape (in order), kept only when the run exports per-pod request series
+    (`vllm:time_to_first_token_seconds`, `vllm:request_success_total`, ...): the scrape
+    drains both lists into those counters and histograms (metrics/prometheus.py). None on a
+    replica when no series needs them: one test per first token and completion."""
+
+    __slots__ = ("completions", "first_tokens")
+
+    def __init__(self) -> None:
+        self.first_tokens: list[int] = []
+        self.completions: list[int] = []
+
+
 def _push_finish(heap: list[DecodeFinish], entry: DecodeFinish) -> None:
     """Add `entry` to the binary min-heap `heap` (sift up)."""
     heap.append(entry)
@@ -150,6 +164,7 @@ class Replica(TimerOwner):
         "cfg",
         "cost",
         "decode_base",
+        "events",
         "heap",
         "hw",
         "kv_ready",
@@ -262,6 +277,7 @@ class Replica(TimerOwner):
         # Closed-loop clients: told when their request is done (serving/bench.py).
         self.on_complete: Callable[[int, float], None] | None = None
         self.ttft_observations: list[float] = []  # drained by each metrics scrape
+        self.events: ReplicaEvents | None = None  # per-pod request series (ReplicaEvents)
         # Automatic prefix caching (serving/prefix_cache.py), set by the fleet only when the
         # trace has prompt block hashes and engine.enable_prefix_caching is on; None costs
         # nothing but one test per admission, chunk and completion.
@@ -646,6 +662,8 @@ class Replica(TimerOwner):
                 # NaN: the first token is out now (a prefill replica's leaves with its KV)
                 table.first_token_s_view[rid] = now_s
                 self.ttft_observations.append(now_s - table.arrival_s_view[rid])
+                if self.events is not None:
+                    self.events.first_tokens.append(rid)
             if self.prefill_role and self.on_prefilled is not None:
                 # Its KV (and first token) leave for a decode replica. Removed from the list
                 # (not left to `is_running`: the id may come back here after an eviction retry).
@@ -751,6 +769,8 @@ class Replica(TimerOwner):
             self.load_log.append(self)
         self.table.complete(rid, now_s)
         self.table.recently_completed.append(rid)
+        if self.events is not None:
+            self.events.completions.append(rid)
         if self.on_complete is not None:
             self.on_complete(rid, now_s)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gpuscale.errors import UserInputError
 from gpuscale.metrics.run_summary import ResultFile
+from gpuscale.scenario.clock import DEFAULT, on_trace_clock
 from gpuscale.scenario.models import Scenario
 from gpuscale.sim.run import RunResult, run_strategy, scenario_requests
 
@@ -17,8 +18,9 @@ ProgressFn = Callable[[int, int, float], None]
 
 @dataclass
 class ScenarioResult:
-    scenario: Scenario
+    scenario: Scenario  # as it ran: on a trace's own clock when it took one
     runs: list[RunResult]
+    clock_source: str = DEFAULT  # what t = 0 is on the wall clock (scenario/clock.py)
 
     def typed(self, wall_s: list[float]) -> ResultFile:
         """The public summary as types (metrics/run_summary.py)."""
@@ -35,9 +37,13 @@ class ScenarioResult:
 def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None = None,
                       progress: ProgressFn | None = None,
                       clock: Callable[[], float] | None = None,
-                      decisions: bool = False) -> tuple[ScenarioResult, list[float]]:
+                      decisions: bool = False, export_series: bool = False,
+                      source: str = "<scenario>") -> tuple[ScenarioResult, list[float]]:
     """Run the chosen strategies (all by default); `clock` (wall time) is only for `wall_s`;
-    `decisions` keeps each run's decision log (`RunResult.decisions`)."""
+    `decisions` keeps each run's decision log (`RunResult.decisions`); `export_series` each
+    run's every series (`RunResult.prometheus`). Without its own `start_time` a scenario runs
+    on its trace's clock when the trace records one; `source` names the scenario's file if
+    its cron windows then never open."""
     chosen = scenario.strategies
     if strategies:
         known = {s.name: s for s in scenario.strategies}
@@ -47,10 +53,12 @@ def simulate_scenario(scenario: Scenario, base_dir: Path, *, strategies: list[st
                                  f"known: {', '.join(known)}", field="strategies")
         chosen = [known[name] for name in strategies]
     requests = scenario_requests(scenario, base_dir)
+    scenario, clock_source = on_trace_clock(scenario, requests.start_time, source=source)
     runs, walls = [], []
     for index, strategy in enumerate(chosen):
         start = clock() if clock else 0.0
         callback = (lambda frac, i=index: progress(i, len(chosen), frac)) if progress else None
-        runs.append(run_strategy(scenario, strategy, requests, callback, decisions))
+        runs.append(run_strategy(scenario, strategy, requests, callback, decisions,
+                                 export_series))
         walls.append((clock() - start) if clock else 0.0)
-    return ScenarioResult(scenario, runs), walls
+    return ScenarioResult(scenario, runs, clock_source), walls

@@ -32,7 +32,7 @@ from gpuscale.metrics.store import (
 )
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.prefix_cache import PrefixCache, PrefixCacheStats
-from gpuscale.serving.replica import EngineConfig, Replica
+from gpuscale.serving.replica import EngineConfig, Replica, ReplicaEvents
 from gpuscale.serving.requests_table import RequestTable
 from gpuscale.serving.router import Router
 
@@ -94,6 +94,8 @@ class Fleet(TimerOwner):
         self.retired_busy_gpu_s = 0.0  # busy GPU-seconds of replicas that are gone
         self._pod_seq = 0
         self._arrival_timer = -1  # the next workload arrival's timer, made at the first
+        # Whether each new engine keeps its ReplicaEvents (per-pod request series are read).
+        self.record_events = False
         cluster.on_pod_bound.append(self._on_pod_bound)
         cluster.on_pod_evicted.append(self._on_pod_evicted)
 
@@ -191,6 +193,8 @@ class Fleet(TimerOwner):
         if self.prefix_caching:  # a fresh engine starts with an empty cache
             replica.prefix_cache = PrefixCache(self.table, self.engine_cfg.block_size,
                                                self.engine_cfg.num_blocks, self.prefix_stats)
+        if self.record_events:
+            replica.events = ReplicaEvents()
         slot.replica = replica
         slot.state = READY
         slot.ready_s = self.sim.now_s
@@ -283,6 +287,16 @@ class Fleet(TimerOwner):
                 break
             self.gateway.popleft()
             table.drop(rid, now_s, "timeout")
+
+    def engine_events(self) -> list[tuple[str, ReplicaEvents]]:
+        """Each engine's ReplicaEvents (those that keep them), by pod name in slot order;
+        the caller drains them."""
+        out: list[tuple[str, ReplicaEvents]] = []
+        for name, slot in self.slots.items():
+            replica = slot.replica
+            if replica is not None and replica.events is not None:
+                out.append((name, replica.events))
+        return out
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],
                         fb_used_mib: float, ttfts: list[float]) -> PoolScrape:

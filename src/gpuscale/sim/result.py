@@ -17,6 +17,7 @@ from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Simulation
 from gpuscale.metrics import billing
 from gpuscale.metrics.oracle import oracle_summary
+from gpuscale.metrics.prometheus import SimulatedPrometheus
 from gpuscale.metrics.run_summary import (
     NodesSummary,
     PrefixCacheSummary,
@@ -47,6 +48,9 @@ class RunResult:
     series: dict[str, np.ndarray]
     extra: dict = field(default_factory=dict)
     decisions: list[dict] = field(default_factory=list)  # the decision log, when asked for
+    # The run's Prometheus (metrics/prometheus.py) when a query or export read series: its
+    # store is what `--metrics-out` writes.
+    prometheus: SimulatedPrometheus | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class RunParts:
     hw: ReplicaHardware
     cfg: EngineConfig
     decisions: list[dict]
+    prometheus: SimulatedPrometheus | None = None
 
 
 def _markers_of(fleets: dict[str, Fleet]) -> list[tuple[float, str, str]]:
@@ -160,4 +165,5 @@ def build_result(run: RunParts) -> RunResult:
     summary["cold_start_s"] = run.startups.mean_components_s()
     extra = {"gpu_seconds": gpu_s, "busy_gpu_seconds": busy_gpu_s,
              "num_events": run.sim.num_events, "markers": _markers_of(run.fleets)}
-    return RunResult(run.name, run_summary(summary), cols, series, extra, run.decisions)
+    return RunResult(run.name, run_summary(summary), cols, series, extra, run.decisions,
+                     run.prometheus)

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuscale.autoscaling import AutoscalerContext, build_autoscalers
+from gpuscale.autoscaling import AutoscalerContext, build_autoscalers, promql_queries
 from gpuscale.autoscaling.base import AutoscalerView, ReplicaAutoscaler
 from gpuscale.autoscaling.explain import log_replica_decision
 from gpuscale.catalog import get_instance_type
 from gpuscale.cluster.state import ClusterState
 from gpuscale.core import Priority, RandomStreams, Simulation
 from gpuscale.core.decisions import DecisionLog
+from gpuscale.metrics.prometheus import SimulatedPrometheus, wanted_names
 from gpuscale.metrics.scrape import Scraper
 from gpuscale.metrics.store import MetricsStore
+from gpuscale.promql.rules import Rule
 from gpuscale.provisioning import NodeProvider, build_node_provider
 from gpuscale.provisioning.pool import NodePool
 from gpuscale.scenario.models import Scenario, Strategy
@@ -38,7 +40,7 @@ from gpuscale.serving.startup import Startups
 from gpuscale.sim.fleet import Fleet
 from gpuscale.sim.replica_setup import engine_config, replica_hardware
 from gpuscale.sim.result import RunParts, RunResult, build_result
-from gpuscale.units import MIB
+from gpuscale.units import MIB, epoch_ms
 from gpuscale.workloads import build_requests
 from gpuscale.workloads.base import Requests
 
@@ -80,7 +82,8 @@ class _Run:
     """One strategy's simulation: builds the parts, connects them, runs the loop."""
 
     def __init__(self, scenario: Scenario, strategy: Strategy, requests: Requests,
-                 progress: Progress | None, decisions: bool = False) -> None:
+                 progress: Progress | None, decisions: bool = False,
+                 export_series: bool = False) -> None:
         self.scenario = scenario
         self.strategy = strategy
         self.progress = progress
@@ -107,7 +110,31 @@ class _Run:
         self.scraper = Scraper(MetricsStore(scenario.metrics.scrape_interval_s), self.fleets,
                                self.table, self.cluster, fb_used_mib,
                                ttft_sources=[self.kv_transfer] if self.kv_transfer else [])
+        self.prometheus = self._prometheus(export_series)
+        self.scraper.prometheus = self.prometheus
+        for fleet in self.fleets.values():
+            fleet.record_events = self.prometheus is not None and self.prometheus.records_events
         self.controllers = self._build_controllers()
+
+    def _prometheus(self, export_series: bool) -> SimulatedPrometheus | None:
+        """The run's Prometheus, when a PromQL query reads series or they are exported."""
+        strategy, settings = self.strategy, self.scenario.metrics
+        queries = [q for role in ("autoscaler", "prefill", "decode")
+                   for q in promql_queries(getattr(strategy, role))]
+        if not queries and not export_series:
+            return None
+        groups = [(g.name, g.interval_s, tuple(Rule(r.record, r.expr, tuple(r.labels.items()))
+                                               for r in g.rules))
+                  for g in settings.rule_groups]
+        rules = [rule for _, _, group in groups for rule in group]
+        return SimulatedPrometheus(
+            origin_ms=epoch_ms(self.scenario.start_time), namespace=settings.namespace,
+            model_name=settings.served_model_name or self.scenario.model.name,
+            engine_kind=self.scenario.engine.kind, max_model_len=self.cfg.max_model_len,
+            gpu_model=self.hw.gpu.name,
+            wanted=None if export_series else wanted_names(queries, rules),
+            evaluation_interval_s=settings.evaluation_interval_s, rule_groups=groups,
+            end_s=self.end_s, extra_labels=settings.extra_labels)
 
     def _fleet(self, name: str, hw: ReplicaHardware, cfg: EngineConfig, role: str = "serve",
                on_prefilled: Callable[[int, float], None] | None = None,
@@ -125,7 +152,7 @@ class _Run:
 
     def _build_fleets(self) -> dict[str, Fleet]:
         scenario = self.scenario
-        base = scenario.model.name.lower()
+        base = scenario.metrics.deployment or scenario.model.name.lower()
         split = scenario.disaggregation
         if split is None:
             return {"serve": self._fleet(base, self.hw, self.cfg)}
@@ -212,18 +239,48 @@ class _Run:
         lead = fleets[0]
         scraper = self.scraper
         log = self.sim.decisions
+        prometheus = self.prometheus
+        engine = prometheus.engine if prometheus is not None else None
+        # KEDA's operator exposes its triggers' values (keda_scaler_metrics_value).
+        publish = prometheus is not None and prometheus.wants_keda \
+            and controller.name == "keda-operator"
+        # The HPAs' spec and status as kube-state-metrics exposes them.
+        hpa_name = self._hpa_name(controller, role)
+        publish_hpa = prometheus is not None and prometheus.wants_hpa and hpa_name is not None
 
         def tick(now_s: float) -> None:
             view = AutoscalerView(now_s=now_s, current_replicas=lead.desired,
-                                  pods=scraper.pods(role), signals=scraper.signals)
+                                  pods=scraper.pods(role), signals=scraper.signals,
+                                  prometheus=engine)
             desired, state_box[0] = controller.decide(view, state_box[0])
             if log is not None:
                 log_replica_decision(log, controller, view, state_box[0], desired, role)
+            if publish:
+                assert prometheus is not None
+                explained = controller.explain(view, state_box[0])
+                prometheus.publish_keda(self.strategy.name, list(explained.get("triggers", [])))
+            if publish_hpa:
+                assert prometheus is not None and hpa_name is not None
+                params = controller.params  # type: ignore[attr-defined]
+                # status.currentReplicas: the pods the Deployment has (scale status.replicas)
+                prometheus.publish_hpa(hpa_name, params.min_replicas, params.max_replicas,
+                                       len(lead.slots),
+                                       view.current_replicas if desired is None else desired)
             if desired is not None:
                 for fleet in fleets:
                     if desired != fleet.desired:
                         fleet.scale_to(desired, now_s)
         return tick
+
+    def _hpa_name(self, controller: ReplicaAutoscaler, role: str | None) -> str | None:
+        """The HPA object's name, for an HPA controller: KEDA's generated HPA is
+        keda-hpa-<ScaledObject> (KEDA's default), an HPA the strategy's; a P/D role's gets
+        the role appended."""
+        if controller.name not in ("hpa", "keda-hpa"):
+            return None
+        base = self.strategy.name if controller.name == "hpa" else \
+            f"keda-hpa-{self.strategy.name}"
+        return base if role in (None, "serve") else f"{base}-{role}"
 
     # -- run ----------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -244,10 +301,13 @@ class _Run:
             provider=self.provider, scheduler=self.scheduler, startups=self.startups,
             initial_node_count=self.initial_node_count,
             initial_replicas=self.initial_replicas, hw=self.hw, cfg=self.cfg,
-            decisions=self.sim.decisions.records if self.sim.decisions else []))
+            decisions=self.sim.decisions.records if self.sim.decisions else [],
+            prometheus=self.prometheus))
 
 
 def run_strategy(scenario: Scenario, strategy: Strategy, requests: Requests,
-                 progress: Progress | None = None, decisions: bool = False) -> RunResult:
-    """One strategy's run; `decisions` keeps its decision log (RunResult.decisions)."""
-    return _Run(scenario, strategy, requests, progress, decisions).run()
+                 progress: Progress | None = None, decisions: bool = False,
+                 export_series: bool = False) -> RunResult:
+    """One strategy's run; `decisions` keeps its decision log (RunResult.decisions);
+    `export_series` collects every series (RunResult.prometheus, for --metrics-out)."""
+    return _Run(scenario, strategy, requests, progress, decisions, export_series).run()

@@ -6,7 +6,8 @@ per request past the hot path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -23,6 +24,10 @@ class Requests:
     # Prompt block hashes (Mooncake `hash_ids`), only for traces that carry them; None keeps
     # every other workload exactly as it was (no prefix cache).
     prefix_blocks: PrefixBlocks | None = None
+    # The wall-clock instant of arrival 0, for a trace that records one (Azure's TIMESTAMP,
+    # BurstGPT's seconds from midnight); None for generated traffic and traces whose times
+    # are only relative (generic CSV, Mooncake). A run without its own `start_time` takes it.
+    start_time: datetime | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
@@ -46,11 +51,19 @@ class Requests:
         """Rows `index` (a slice or a boolean mask keeping arrival order), block hashes too."""
         blocks = None if self.prefix_blocks is None else self.prefix_blocks.take(index)
         return Requests(self.arrival_s[index], self.prompt_tokens[index],
-                        self.output_tokens[index], blocks)
+                        self.output_tokens[index], blocks, self.start_time)
+
+    def shifted(self, start_s: float) -> Requests:
+        """The table with time `start_s` as its new 0 (arrivals minus `start_s`), its wall
+        clock moved with it."""
+        clock = None if self.start_time is None else self.start_time + timedelta(
+            seconds=start_s)
+        return replace(self, arrival_s=self.arrival_s - start_s, start_time=clock)
 
     @staticmethod
     def concat(parts: list[Requests]) -> Requests:
-        """Merge several tables into one sorted by arrival (stable, so ties keep part order)."""
+        """Merge several tables into one sorted by arrival (stable, so ties keep part order).
+        Each part's times count from its own 0, so the merge has no one wall clock."""
         if not parts:
             return Requests(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
         arrival = np.concatenate([p.arrival_s for p in parts])

@@ -16,7 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gpuscale.errors import UserInputError
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.limits import check_trace
-from gpuscale.workloads.traces import TRACE_READERS, read_burstgpt_csv
+from gpuscale.workloads.traces import (
+    RECORDS_WALL_CLOCK,
+    TRACE_READERS,
+    read_burstgpt_csv,
+)
 
 
 def window(requests: Requests, start_s: float, end_s: float | None) -> Requests:
@@ -27,9 +31,7 @@ def window(requests: Requests, start_s: float, end_s: float | None) -> Requests:
     """
     lo = np.searchsorted(requests.arrival_s, start_s, side="left")
     hi = len(requests) if end_s is None else np.searchsorted(requests.arrival_s, end_s, side="left")
-    cut = requests.take(slice(lo, hi))
-    return Requests(cut.arrival_s - start_s, cut.prompt_tokens, cut.output_tokens,
-                    cut.prefix_blocks)
+    return requests.take(slice(lo, hi)).shifted(start_s)
 
 
 def tile(requests: Requests, repeat: int, period_s: float) -> Requests:
@@ -45,13 +47,14 @@ def tile(requests: Requests, repeat: int, period_s: float) -> Requests:
         np.tile(requests.prompt_tokens, repeat),
         np.tile(requests.output_tokens, repeat),
         None if blocks is None else blocks.take(np.tile(np.arange(len(requests)), repeat)),
+        requests.start_time,
     )
 
 
 def scale_rate(requests: Requests, rate_scale: float) -> Requests:
     """Compress time by `rate_scale` (> 1 = faster arrivals, same requests in the same order)."""
     return Requests(requests.arrival_s / rate_scale, requests.prompt_tokens, requests.output_tokens,
-                    requests.prefix_blocks)
+                    requests.prefix_blocks, requests.start_time)
 
 
 def head(requests: Requests, max_requests: int | None) -> Requests:
@@ -127,6 +130,12 @@ class TraceWorkload(BaseModel):
                 raise ValueError(f"{names} only apply to format burstgpt, not {self.format}")
         return self
 
+    @property
+    def records_wall_clock(self) -> bool:
+        """The format's times are wall-clock instants: the replay's `start_time` is the
+        (windowed) trace's first request unless the run gives its own."""
+        return self.format in RECORDS_WALL_CLOCK
+
     def read(self, base_dir: Path) -> Requests:
         path = Path(self.path)
         if not path.is_absolute():
@@ -138,6 +147,9 @@ class TraceWorkload(BaseModel):
     def generate(self, rng: np.random.Generator, base_dir: Path) -> Requests:
         """The replayed table; `rng` is unused (a trace is deterministic) but keeps the protocol."""
         full = self.read(base_dir)
+        if len(full) == 0:
+            raise UserInputError("the trace holds no request (a header alone, or every row "
+                                 "filtered out)", source=self.path)
         cut = window(full, self.start_s, self.end_s)
         if len(cut) == 0:
             raise UserInputError(

@@ -1,7 +1,11 @@
 """Readers for request traces: Azure LLM 2023, generic CSV, Mooncake JSONL and BurstGPT CSV.
 
 Every reader returns `Requests` with arrivals in seconds relative to the trace's first request
-(so the first arrival is 0.0). Formats are described in shared/traces/README.md. Third-party
+(so the first arrival is 0.0), and `Requests.start_time`, the first request's wall-clock
+instant, where the format records one: Azure (its TIMESTAMP, read as UTC) and BurstGPT (its
+seconds from 00:00 of the first day: the time of day, on the default start date). Generic CSV
+and Mooncake times count from the first request and carry no wall clock. Formats are
+described in shared/traces/README.md. Third-party
 traces (Azure, Mooncake, BurstGPT) are stably sorted by arrival if a file is out of order,
 since we cannot fix the publisher's file; the generic CSV is our own format and must be sorted.
 """
@@ -11,12 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 
 from gpuscale.errors import UserInputError
 from gpuscale.inputs import check_json_depth
+from gpuscale.units import DEFAULT_START_TIME
 from gpuscale.workloads.azure_layout import (
     STAMP_TEMPLATE,
     read_fixed_layout,
@@ -36,15 +42,26 @@ from gpuscale.workloads.trace_files import open_trace_text
 
 
 def _relative_sorted(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray,
-                     blocks: PrefixBlocks | None = None) -> Requests:
-    """Stably sort by arrival and shift so the first request arrives at 0.0."""
+                     blocks: PrefixBlocks | None = None, clock_zero: datetime | None = None
+                     ) -> Requests:
+    """Stably sort by arrival and shift so the first request arrives at 0.0. `clock_zero`:
+    the wall-clock instant of `arrival_s` 0 as read, when the trace records one; the table's
+    `start_time` is then the first request's."""
     if len(arrival_s) and np.any(np.diff(arrival_s) < 0):
         order = np.argsort(arrival_s, kind="stable")
         arrival_s, prompt, output = arrival_s[order], prompt[order], output[order]
         blocks = None if blocks is None else blocks.take(order)
+    first_s = float(arrival_s[0]) if len(arrival_s) else 0.0
     if len(arrival_s):
         arrival_s = arrival_s - arrival_s[0]
-    return Requests(arrival_s.astype(np.float64), prompt, output, blocks)
+    start = None if clock_zero is None else clock_zero + timedelta(seconds=first_s)
+    return Requests(arrival_s.astype(np.float64), prompt, output, blocks, start)
+
+
+def _utc(stamp: np.datetime64) -> datetime:
+    """A zone-less timestamp read as UTC (Azure's files give no zone)."""
+    value = stamp.astype("datetime64[us]").item()
+    return value.replace(tzinfo=timezone.utc)
 
 
 # ---------------------------------------------------------------- Azure LLM inference 2023
@@ -97,9 +114,16 @@ def _uniform_stamp_years(values: Sequence[str]) -> np.ndarray | None:
 
 
 def _azure_arrivals(col: Column) -> np.ndarray:
-    """Seconds since the first row. numpy parses up to 9 fractional digits (strptime only 6),
-    but it also accepts 'NaT' and bare dates, so each value is matched against the exact form
-    first: as one byte matrix when the column has one width, else by the regex row by row."""
+    """Seconds since the first row."""
+    stamps = _azure_stamps(col)
+    return _seconds_since_first(stamps) if len(stamps) else np.zeros(0)
+
+
+def _azure_stamps(col: Column) -> np.ndarray:
+    """The timestamps (datetime64[ns]). numpy parses up to 9 fractional digits (strptime
+    only 6), but it also accepts 'NaT' and bare dates, so each value is matched against the
+    exact form first: as one byte matrix when the column has one width, else by the regex
+    row by row."""
     expected = "a timestamp like '2023-11-16 18:15:46.6805900'"
     years = _uniform_stamp_years(col.values) if col.values else None
     if years is None:
@@ -107,7 +131,7 @@ def _azure_arrivals(col: Column) -> np.ndarray:
             if not _AZURE_TIMESTAMP.fullmatch(text):
                 raise col.fail(i, expected)
     if not col.values:
-        return np.zeros(0)
+        return np.zeros(0, dtype="datetime64[ns]")
     # Years that cannot fail the range checks skip `_check_azure_range`'s coarse parse;
     # otherwise it runs and names the row as before.
     if years is None or not years_within_range(years):
@@ -121,7 +145,7 @@ def _azure_arrivals(col: Column) -> np.ndarray:
             except ValueError:
                 raise col.fail(i, expected) from None
         raise
-    return _seconds_since_first(stamps)
+    return stamps
 
 
 def _seconds_since_first(stamps: np.ndarray) -> np.ndarray:
@@ -139,13 +163,15 @@ def read_azure_llm_csv(path: str | Path) -> Requests:
     fixed = read_fixed_layout(path)
     if fixed is not None:
         stamps, prompt, output = fixed
-        return _relative_sorted(_seconds_since_first(stamps), prompt, output)
-    cols = read_csv_columns(path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
-    return _relative_sorted(
-        _azure_arrivals(cols["TIMESTAMP"]),
-        int_column(cols["ContextTokens"]),
-        int_column(cols["GeneratedTokens"]),
-    )
+    else:
+        cols = read_csv_columns(path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
+        stamps = _azure_stamps(cols["TIMESTAMP"])
+        prompt, output = int_column(cols["ContextTokens"]), int_column(cols["GeneratedTokens"])
+    if not len(stamps):
+        return _relative_sorted(np.zeros(0), prompt, output)
+    # TIMESTAMP is the wall clock (no zone given: read as UTC), so the run starts at it
+    return _relative_sorted(_seconds_since_first(stamps), prompt, output,
+                            clock_zero=_utc(stamps[0]))
 
 
 # ---------------------------------------------------------------- generic request CSV
@@ -300,8 +326,16 @@ def read_burstgpt_csv(
     empty_prompt = keep & (prompt < 1)
     if empty_prompt.any():
         raise cols["Request tokens"].fail(int(np.argmax(empty_prompt)), "an integer >= 1")
-    return _relative_sorted(arrival[keep], prompt[keep], output[keep])
+    # `Timestamp` counts seconds from 00:00:00 of the trace's first day (BurstGPT README.md,
+    # "Schema"): the time of day is recorded, the date and zone are not (read as UTC, on
+    # the default start date)
+    return _relative_sorted(arrival[keep], prompt[keep], output[keep],
+                            clock_zero=DEFAULT_START_TIME)
 
+
+# Formats whose times are wall-clock instants (so `Requests.start_time` is set): a run that
+# gives no start_time starts at the trace's first request.
+RECORDS_WALL_CLOCK = frozenset({"azure", "burstgpt"})
 
 # Format name (the `format:` of a trace workload) -> reader. BurstGPT's options are passed
 # through by the trace workload; the other readers take only a path.

@@ -1,0 +1,59 @@
+"""A Prometheus HTTP API response read into a store: a matrix (each series' `values`) or a
+vector (each series' one `value`). A backtest replays such an export of a real cluster
+through the same evaluator. The raw samples are what an instant query of a range selector
+returns (`/api/v1/query?query={__name__=~"vllm:.*"}[6h]&time=END`); a `query_range` answer is
+resampled at its step (each step's value is the latest sample within the lookback), so
+`*_over_time` and `rate` read it differently from the raw series. Values are the API's
+strings ("NaN", "+Inf" included); times are Unix seconds, read to the millisecond.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuscale.promql import labels as lbl
+from gpuscale.promql.errors import PromQLError
+from gpuscale.promql.labels import Labels
+from gpuscale.promql.store import SeriesStore
+
+
+def _series(item: Any, where: str) -> tuple[str, Labels, list]:
+    if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
+        raise PromQLError(f"{where}: expected {{\"metric\": {{...}}, \"values\": [...]}}")
+    metric = {str(k): str(v) for k, v in item["metric"].items()}
+    name = metric.get(lbl.NAME)
+    if not name:
+        raise PromQLError(f"{where}: the series has no __name__ (a query's result, not raw "
+                          "series: export them with a query_range of `{__name__=~\".+\"}`)")
+    points = item.get("values")
+    if points is None and "value" in item:
+        points = [item["value"]]
+    if not isinstance(points, list):
+        raise PromQLError(f"{where}: expected `values` (query_range) or `value` (query)")
+    return name, lbl.make(metric), points
+
+
+def read(document: Any, *, source: str = "<json>", origin_ms: int = 0) -> SeriesStore:
+    """A store with every sample of `document` (the decoded JSON of an API response, or its
+    `data` member)."""
+    data = document.get("data", document) if isinstance(document, dict) else None
+    if not isinstance(data, dict) or data.get("resultType") not in ("matrix", "vector"):
+        raise PromQLError(f"{source}: expected a query_range (matrix) or query (vector) response")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise PromQLError(f"{source}: `data.result` is not a list")
+    by_name: dict[str, list[tuple[int, Labels, float]]] = {}
+    for index, item in enumerate(result):
+        where = f"{source}: data.result[{index}]"
+        name, labels, points = _series(item, where)
+        rows = by_name.setdefault(name, [])
+        for point in points:
+            try:
+                t_s, value = point
+                rows.append((round(float(t_s) * 1000), labels, float(value)))
+            except (TypeError, ValueError):
+                raise PromQLError(f"{where}: bad sample {point!r} (expected [time, \"value\"])")\
+                    from None
+    store = SeriesStore(origin_ms=origin_ms)
+    store.load(by_name)
+    return store
