@@ -32,6 +32,7 @@ from gpuscale.importer.traces import detect_format
 from gpuscale.metrics.exposition import known_series
 from gpuscale.scenario.load import scenario_from_dict
 from gpuscale.scenario.models import Scenario
+from gpuscale.serving.engine_defaults import DEFAULT_IMAGE_SIZE_GB
 from gpuscale.units import gpus_text, outside_wall_clock_range
 from gpuscale.workloads.traces import TRACE_READERS
 
@@ -247,6 +248,12 @@ def _node_class(objects, pools, itype, model_name, cold_start, defaults, notes) 
     if not found:
         defaults.append("cold_start.weight_storage: gp3 (no EC2NodeClass given)")
         return
+    prepulled = nodes_mod.prepulled_image_read_s(found[0], DEFAULT_IMAGE_SIZE_GB, notes)
+    if prepulled is not None:
+        cold_start["image_pull"] = {"kind": "fixed", "value_s": prepulled}
+        defaults.append(f"cold_start.image_pull: {prepulled:.1f} s, the image read from "
+                        f"{found[0].ref}'s snapshot volume at its volumeInitializationRate "
+                        "(pre-pulled images; serving/cold_start.py)")
     size_gib, volume_type, raid0 = nodes_mod.root_volume(found[0])
     if raid0:
         cold_start["weight_storage"] = "local-nvme"

@@ -31,6 +31,14 @@ def root_volume_gib(models: tuple[str, ...] = ()) -> int:
     return max(MIN_ROOT_VOLUME_GIB, 100 * math.ceil((weights_gib + IMAGE_PULL_GIB) / 100))
 
 
+# A pre-pulled image (plan/trace_configs.py): Bottlerocket keeps containerd's images on its data
+# volume (/dev/xvdb; the OS volume /dev/xvda is 4 GiB by default, Karpenter's Bottlerocket
+# defaults), restored here from a snapshot that holds the serving image, filled from S3 at the
+# provisioned initialization rate (100-300 MiB/s, the CRD's volumeInitializationRate).
+PREPULLED_SNAPSHOT = "snap-REPLACE-with-the-prepulled-image-snapshot"
+OS_VOLUME = "4Gi"
+
+
 def render_ec2nodeclass(
     name: str,
     cluster_name: str,
@@ -38,16 +46,26 @@ def render_ec2nodeclass(
     reservation_ids: tuple[str, ...] = (),
     reserved: bool = False,
     models: tuple[str, ...] = (),
+    prepulled_init_mibps: int | None = None,
 ) -> dict[str, Any]:
     discovery = {"karpenter.sh/discovery": cluster_name}
+    data = {"volumeSize": f"{root_volume_gib(models)}Gi", "volumeType": "gp3", "encrypted": True}
+    if prepulled_init_mibps is None:
+        ami, devices = "al2023@latest", [{"deviceName": "/dev/xvda", "rootVolume": True,
+                                          "ebs": data}]
+    else:
+        ami, devices = "bottlerocket@latest", [
+            {"deviceName": "/dev/xvda", "ebs": {"volumeSize": OS_VOLUME, "volumeType": "gp3",
+                                                "encrypted": True}},
+            {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": dict(
+                data, snapshotID=PREPULLED_SNAPSHOT,
+                volumeInitializationRate=prepulled_init_mibps)}]
     spec: dict[str, Any] = {
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "amiSelectorTerms": [{"alias": ami}],
         "role": role,
         "subnetSelectorTerms": [{"tags": dict(discovery)}],
         "securityGroupSelectorTerms": [{"tags": dict(discovery)}],
-        "blockDeviceMappings": [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {
-            "volumeSize": f"{root_volume_gib(models)}Gi", "volumeType": "gp3",
-            "encrypted": True}}],
+        "blockDeviceMappings": devices,
         "metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1},
     }
     if reservation_ids:

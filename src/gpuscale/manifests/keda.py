@@ -35,9 +35,13 @@ def behavior(role: Role) -> dict[str, Any]:
     """The behavior the plan simulated (plan/scaler.py hpa_behavior), in the API's names."""
     def policies(rules) -> list[dict[str, Any]]:
         return [{"type": t, "value": v, "periodSeconds": p} for t, v, p in rules]
+    up: dict[str, Any] = {"stabilizationWindowSeconds": 0, "policies": policies(SCALE_UP_POLICIES),
+                          "selectPolicy": "Max"}
+    if role.scale_up_tolerance is not None:
+        # per direction (KEP-4951; beta, on by default, since Kubernetes 1.34): a quantity
+        up["tolerance"] = f"{role.scale_up_tolerance:g}"
     return {
-        "scaleUp": {"stabilizationWindowSeconds": 0, "policies": policies(SCALE_UP_POLICIES),
-                    "selectPolicy": "Max"},
+        "scaleUp": up,
         "scaleDown": {"stabilizationWindowSeconds": role.scale_down_window_s,
                       "policies": policies(SCALE_DOWN_POLICIES)},
     }

@@ -23,6 +23,7 @@ from gpuscale.manifests.workloads import render_pdb, render_service, render_work
 from gpuscale.plan.layers import BATCH_POOL, SERVING_POOL
 from gpuscale.plan.model import NodePoolPlan, Plan
 from gpuscale.provisioning.karpenter.nodepool import NodePoolParams
+from gpuscale.serving.cold_start import MAX_VOLUME_INIT_MIBPS
 from gpuscale.units import format_duration
 
 NODE_CLASS = "gpu"
@@ -78,8 +79,10 @@ def render_plan_manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
         files[f"nodepool-{pool.name}.yaml"] = [render_nodepool(nodepool_params(pool))]
     reserved = any("reserved" in p.capacity_types for p in plan.nodepools)
     models = tuple(sorted({r.model for r in plan.roles}))
+    prepulled = MAX_VOLUME_INIT_MIBPS if any(r.prepulled_image for r in plan.roles) else None
     files["ec2nodeclass.yaml"] = [render_ec2nodeclass(NODE_CLASS, plan.cluster_name, plan.node_role,
-                                                      plan.reserved_ids, reserved, models)]
+                                                      plan.reserved_ids, reserved, models,
+                                                      prepulled)]
     files["kai-queues.yaml"] = [render_queue(q) for q in plan.queues]
     topology = f"{plan.name}-topology" if plan.topology_levels else None
     if topology:

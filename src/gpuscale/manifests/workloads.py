@@ -56,8 +56,13 @@ def _parallel_args(role: Role) -> list[str]:
 
 
 def _args(role: Role) -> list[str]:
+    # The Run:ai Model Streamer is the weight load the plan simulated (the scenario's default,
+    # serving/engine_defaults.py; 3.3x vLLM's safetensors loader on gp3, calibration row A16);
+    # it needs the image's `vllm[runai]` extra (docs.vllm.ai, models/extensions/
+    # runai_model_streamer).
     args = ["--model", role.model, "--served-model-name", role.workload, "--port", str(PORT),
-            *_parallel_args(role), "--gpu-memory-utilization", "0.9"]
+            *_parallel_args(role), "--gpu-memory-utilization", "0.9",
+            "--load-format", "runai_streamer"]
     if role.precision == "fp8":
         args += ["--quantization", "fp8"]
     if role.role in ("prefill", "decode"):

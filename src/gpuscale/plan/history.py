@@ -149,6 +149,23 @@ def quietest_window(arrival_s: np.ndarray, within: Window, length_s: float) -> W
     return Window(start, start + width * MINUTE_S, "quietest stretch")
 
 
+def steepest_ramp_window(arrival_s: np.ndarray, within: Window, rise_s: float, smooth_s: float,
+                         after_s: float) -> Window:
+    """The stretch of `within` where the smoothed rate rises the most over `rise_s` (a
+    reaction time: a rise a reactive scaler cannot follow), from `rise_s` before that rise to
+    `after_s` past its top: the second short window the search screens on (capacity must be
+    asked for before the demand)."""
+    rates = smoothed_rates(arrival_s, within, smooth_s)
+    k = max(1, math.ceil(rise_s / MINUTE_S))
+    if len(rates) <= k:
+        return Window(within.start_s, within.end_s, "steepest ramp")
+    i = int(np.argmax(rates[k:] - rates[:-k]))  # the earliest of equal rises: deterministic
+    first = max(0, i - k)
+    last = min(len(rates), i + k + math.ceil(after_s / MINUTE_S))
+    return Window(within.start_s + first * MINUTE_S, within.start_s + last * MINUTE_S,
+                  "steepest ramp")
+
+
 def held_out_stretches(arrival_s: np.ndarray, fit_end_s: float, length_s: float
                        ) -> list[Window]:
     """Stretches of `length_s` after `fit_end_s` (traffic a plan fitted on [0, fit_end_s) never

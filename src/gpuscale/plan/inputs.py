@@ -90,6 +90,11 @@ class ClusterInput(Strict):
                                 "3-10 min unless images/drivers are pre-baked (calibration A18).")
     node_role: str | None = Field(None, description="IAM role of the nodes; default "
                                   "KarpenterNodeRole-<name>.")
+    scale_up_tolerance: bool = Field(True, description="The cluster honours the HPA's "
+                                     "per-direction behavior.scaleUp.tolerance (Kubernetes "
+                                     ">= 1.34; 1.33 with the HPAConfigurableTolerance gate); "
+                                     "false: a schedule's steps are rounded until they act "
+                                     "under the default 0.1 tolerance.")
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = (
         Field(
             None, description="Requested policy; WhenEmptyOrUnderutilized is refused for GPU pools."
@@ -192,6 +197,10 @@ class WorkloadInput(Strict):
     cold_start_s: float | None = Field(None, gt=0, description="Pod bound -> serving, s; None = "
                                        "estimate (image pull 120 s + weights at 1.05 GB/s + "
                                        "engine init 120 s, calibration A15-A17).")
+    prepulled_image: Literal["choose", "always", "never"] = Field(
+        "choose", description="A trace plan may pre-pull the serving image on the nodes' data "
+        "volume (Bottlerocket, restored from an EBS snapshot you build): choose = simulate both "
+        "and keep the cheaper, never = the image is pulled on each new node.")
     max_replicas: int | None = Field(None, ge=1, description="None = sized from the peak rate.")
     autoscaler: Literal["keda", "hpa"] = Field("keda", description="hpa renders an HPA + "
                                                "prometheus-adapter rules instead of KEDA.")

@@ -30,8 +30,18 @@ def _round_up_min(seconds: float) -> int:
 
 
 def consolidate_after_s(plan: PlanInput, roles: list[Role]) -> tuple[int, str]:
-    """consolidateAfter from cold start and traffic dips (the rule is in docs/plan.md)."""
-    return consolidate_after_for(plan, max((r.cold_start_s for r in roles), default=0.0))
+    """consolidateAfter from cold start and traffic dips (the rule is in docs/plan.md), or the
+    one a trace search simulated (the longest, when several roles share the NodePool)."""
+    rule = consolidate_after_for(plan, max((r.cold_start_s for r in roles), default=0.0))
+    chosen = [r.consolidate_after_s for r in roles if r.consolidate_after_s is not None]
+    if not chosen:
+        return rule
+    unchosen = [r for r in roles if r.consolidate_after_s is None]
+    value = max(chosen + ([rule[0]] if unchosen else []))
+    return value, ("the value the trace search simulated for its schedule: capacity for the "
+                   "known ramps comes from the cron windows, so an emptied node is let go "
+                   "sooner than the cold-start rule's "
+                   f"{format_duration(rule[0])} (it bills only after each window)")
 
 
 def consolidate_after_for(plan: PlanInput, cold_start_s: float) -> tuple[int, str]:

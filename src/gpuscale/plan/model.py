@@ -107,6 +107,9 @@ class Role:
     ep: int = 1  # expert-parallel GPUs (scenario model.ep)
     dp_attention: bool = False  # one attention rank per GPU (scenario model.dp_attention)
     schedule: tuple[CronWindow, ...] = ()  # KEDA cron triggers beside the reactive ones
+    scale_up_tolerance: float | None = None  # behavior.scaleUp.tolerance (None: the default)
+    consolidate_after_s: int | None = None  # chosen by the search (None: the cold-start rule)
+    prepulled_image: bool = False  # the image on the nodes' snapshot data volume
 
     @property
     def gpus_per_replica(self) -> int:

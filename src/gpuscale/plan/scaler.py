@@ -37,12 +37,17 @@ SCALE_UP_POLICIES = (("Percent", 100, 15), ("Pods", 4, 15))
 SCALE_DOWN_POLICIES = (("Pods", 1, 60),)
 
 
-def hpa_behavior(scale_down_window_s: int) -> dict:
-    """The plan's behavior in the scenario's terms (autoscaling/behavior.py)."""
+def hpa_behavior(scale_down_window_s: int, scale_up_tolerance: float | None = None) -> dict:
+    """The plan's behavior in the scenario's terms (autoscaling/behavior.py); a scale-up
+    tolerance (per direction, layer3 1.7) lets a schedule's small steps act
+    (plan/schedule.py step_tolerance)."""
     def rules(policies) -> list[dict]:
         return [{"type": t, "value": v, "period_s": p} for t, v, p in policies]
-    return {"scale_up": {"stabilization_window_s": 0, "select_policy": "Max",
-                         "policies": rules(SCALE_UP_POLICIES)},
+    up: dict = {"stabilization_window_s": 0, "select_policy": "Max",
+                "policies": rules(SCALE_UP_POLICIES)}
+    if scale_up_tolerance is not None:
+        up["tolerance_frac"] = scale_up_tolerance
+    return {"scale_up": up,
             "scale_down": {"stabilization_window_s": scale_down_window_s,
                            "policies": rules(SCALE_DOWN_POLICIES)}}
 

@@ -25,6 +25,11 @@ from gpuscale.plan.model import CronWindow
 from gpuscale.units import SECONDS_PER_DAY
 
 MINUTES_PER_DAY = int(SECONDS_PER_DAY // 60)
+# --horizontal-pod-autoscaler-tolerance (layer3 1.1): a usage ratio within 1 +- 0.1 keeps the
+# count. KEDA's cron metric is External AverageValue with target 1 and value desiredReplicas
+# (autoscaling/keda_cron.py), so its ratio is desired / current: a step from 10 to 11 replicas
+# (ratio 1.1) is inside the tolerance and does nothing.
+DEFAULT_TOLERANCE = 0.1
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,62 @@ def minute_wants(need: np.ndarray, lead_s: float) -> np.ndarray:
     for shift in range(1, min(lead_min, MINUTES_PER_DAY) + 1):
         wants = np.maximum(wants, np.roll(per_minute, -shift))
     return wants
+
+
+def _up_steps(wants: np.ndarray) -> list[tuple[int, int]]:
+    """(before, after) of every rise of `wants` around the day."""
+    before = np.roll(wants, 1)
+    rises = np.flatnonzero(wants > before)
+    return [(int(before[i]), int(wants[i])) for i in rises]
+
+
+def step_acts(before: int, after: int, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+    """Whether a cron step from `before` to `after` replicas changes the count: the HPA keeps
+    it while the ratio is within [1 - down, 1 + up] (autoscaling/replica_calc.py, the same
+    float test as the controller), so 10 -> 11 (ratio 1.1) does not act at 0.1."""
+    return not after / max(1, before) <= 1.0 + tolerance
+
+
+def step_tolerance(wants: np.ndarray) -> float | None:
+    """The scale-up tolerance (`behavior.scaleUp.tolerance`, per direction: KEP-4951, beta and
+    on by default since Kubernetes 1.34, layer3 1.7) under which every rise of the schedule
+    acts: half its smallest relative step, rounded down to 0.001, so the reactive triggers
+    keep a band against noise. None when the cluster default already lets every step act."""
+    steps = _up_steps(wants)
+    if all(step_acts(before, after) for before, after in steps):
+        return None
+    smallest = min(after / max(1, before) - 1.0 for before, after in steps)
+    return math.floor(smallest / 2 * 1000) / 1000
+
+
+def rounded_to_act(wants: np.ndarray, ceiling: int) -> np.ndarray:
+    """The schedule with every rise lifted until it acts under the default tolerance
+    (desired > 1.1 x current), for clusters without the per-direction tolerance: a step from
+    10 asks 12, not 11 (it costs a replica; the search weighs that). Runs of equal wants are
+    windows and are lifted whole, in time order from the quietest minute."""
+    shift = int(np.argmin(wants))
+    day = np.roll(wants, -shift)  # starts at a trough: every rise has its level before it
+    out = day.copy()
+    edges = np.flatnonzero(np.diff(day)) + 1
+    starts, ends = np.r_[0, edges], np.r_[edges, len(day)]
+    for k in range(1, len(starts)):
+        before, level = out[starts[k] - 1], day[starts[k]]
+        if before < level and not step_acts(before, level):
+            out[starts[k]:ends[k]] = max(level, min(
+                ceiling, math.floor(before * (1 + DEFAULT_TOLERANCE)) + 1))
+    return np.roll(out, shift)
+
+
+def held_replicas(wants: np.ndarray, hold_s: float) -> np.ndarray:
+    """What a schedule bills, per minute: capacity is let go only `hold_s` after the want
+    drops (the HPA's scale-down stabilization window, then Karpenter's consolidateAfter
+    before the emptied node leaves), so each minute pays the largest want of the `hold_s`
+    before it. The cost proxy that ranks schedules before any is simulated."""
+    hold_min = max(0, math.ceil(hold_s / 60.0))
+    out = wants.copy()
+    for shift in range(1, min(hold_min, MINUTES_PER_DAY) + 1):
+        out = np.maximum(out, np.roll(wants, shift))
+    return out
 
 
 def _cron_at(minute_of_day: int) -> str:

@@ -66,6 +66,10 @@ class Sized:
     scenario: dict | None = None
     notes: list[str] = field(default_factory=list)
     schedule: tuple[CronWindow, ...] = ()  # KEDA cron windows (trace histories)
+    # the deployable settings a trace search chose with its schedule (plan/trace_configs.py)
+    scale_up_tolerance: float | None = None
+    consolidate_after_s: int | None = None
+    prepulled_image: bool = False
 
 
 def _per_node(opt: HardwareOption) -> int:

@@ -1,19 +1,21 @@
 """The search for a trace: the whole history simulated, scheduled capacity, a held-out check.
 
 1. Split the history (plan/history.py): a fit window and a held-out check window.
-2. Prune on a short representative window: the busiest stretch of the fit window
-   (`simulation.trace_window_s` long). The smallest always-on fleet meeting the SLO there
-   measures how many replicas one request/s needs, with that stretch's own bursts
-   (`replicas_per_rps`); the analytic capacity only seeds this search.
-3. Candidates on the whole fit window, run in parallel (plan/parallel.py): the reactive KEDA
-   scaler plus a cron schedule learned from the fit window's daily profile at each margin of
-   `MARGINS` (plan/schedule.py), and the always-on fleet. The cheapest in simulated GPU-hours
-   that meets the SLO wins; when none does, larger margins are tried up to the always-on
-   fleet, and a fleet that only meets it always on is the plan, with the reason.
-4. The check window (held out): the winner, the cheapest always-on fleet that meets the SLO
-   there, and the baseline (KEDA on queue depth from 1 replica, its own defaults), each
-   starting from its own minimum. These three runs are the replay scenario `plan --out`
-   writes, so `gpuscale compare DIR/scenarios/W.yaml` gives plan.md's check table.
+2. Measure on short representative windows: the smallest always-on fleets meeting the SLO on
+   the fit window's busiest and quietest stretches give the replicas one request/s needs at
+   each rate (`Sizing`, measured with the stretches' own bursts); the analytic capacity only
+   seeds these searches.
+3. Schedules learned from the fit window's daily profile (plan/schedule.py), each with a
+   deployable configuration (plan/trace_configs.py: cold start, release, how steps act),
+   narrowed by the analytic proxy, the steepest ramp and the whole fit window
+   (plan/trace_candidates.py), beside the always-on fleet; the cheapest in simulated
+   GPU-hours that meets the SLO wins, and a fleet that only meets it always on is the plan,
+   with the reason.
+4. The check window (held out): the winner re-run there and on its busiest stretch; the
+   replay (the plan, the cheapest always-on fleet there, and the baseline: KEDA on queue
+   depth from 1 replica with its own defaults), each starting from its own minimum. These
+   runs are the replay scenario `plan --out` writes, so `gpuscale compare DIR/scenarios/W.yaml`
+   gives plan.md's table.
 """
 
 from __future__ import annotations
@@ -37,24 +39,31 @@ from gpuscale.plan.history import (
     quietest_window,
     read_history,
     split_history,
+    steepest_ramp_window,
     trace_end_s,
 )
 from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
-from gpuscale.plan.model import CronWindow, EvidenceRow
+from gpuscale.plan.model import EvidenceRow
 from gpuscale.plan.parallel import Runner
-from gpuscale.plan.scaler import MIN_SCALE_DOWN_WINDOW_S, ScalerChoice
-from gpuscale.plan.schedule import Sizing, learned_schedule, minute_wants, slot_replicas
+from gpuscale.plan.scaler import ScalerChoice
+from gpuscale.plan.schedule import Sizing
 from gpuscale.plan.search import SearchBudget, missed
 from gpuscale.plan.sizing import TrafficStats, replicas_for
+from gpuscale.plan.trace_candidates import (
+    ScheduleCandidate,
+    candidate,
+    margin_ladder,
+    ranked,
+    runner_up,
+    screen_on_ramp,
+)
+from gpuscale.plan.trace_candidates import fit_rows as fit_rows_of
+from gpuscale.plan.trace_configs import all_configs
 from gpuscale.plan.unreachable import Unreachable, analyse
 from gpuscale.plan.warm_pool import CandidateSetup, candidate_scenario_dict, search_min_replicas
-from gpuscale.units import SECONDS_PER_DAY, seconds_of_day_utc
+from gpuscale.units import seconds_of_day_utc
 from gpuscale.workloads.replay import TraceWorkload
 
-# Scheduled capacity relative to the measured replicas per request/s (plan/schedule.py): a
-# little under (the reactive trigger covers the rest), at, and over.
-MARGINS = (0.9, 1.0, 1.15, 1.3)
-FINALISTS = 2  # candidates that pass the short stretches, simulated on the whole fit window
 # The quietest stretch calibrates a second rate when its peak is clearly below the busiest's.
 QUIET_FRAC = 0.8
 ALWAYS_ON_STEPS = 2  # always-on fleets below the busiest stretch's tried on the fit window
@@ -63,23 +72,6 @@ SLOT_S = 1800.0  # the daily profile's slot: half-hour rates follow a day's ramp
 # plus node start-up (~10-20 min), so a burst the reactive scaler cannot catch is in them.
 SMOOTH_S = 600.0
 PEAK_HEADROOM = 1.2  # max replicas cover the history's busiest slot x this (as BURST_HEADROOM)
-
-
-@dataclass(frozen=True, eq=False)  # compared by identity (it holds an array)
-class ScheduleCandidate:
-    margin: float
-    floor: int
-    windows: tuple[CronWindow, ...]
-    wants: np.ndarray  # replicas wanted at each minute of the day (UTC)
-    scale_down_window_s: int  # the generated HPA's scale-down stabilization
-
-    @property
-    def label(self) -> str:
-        return f"schedule x{self.margin:g}, scale-down window {self.scale_down_window_s} s"
-
-    def initial_at(self, start_s: float, day_offset_s: float) -> int:
-        minute = int(((start_s + day_offset_s) % SECONDS_PER_DAY) // 60)
-        return int(self.wants[minute])
 
 
 @dataclass(frozen=True)
@@ -137,18 +129,28 @@ class TraceSearch:
         return seconds_of_day_utc(self.clock(other_trace))
 
     # -- scenarios --------------------------------------------------------------------------
-    def scenario(self, window: Window, strategy: dict, initial: int, *, other_trace: bool = False
-                 ) -> dict:
+    def setup_of(self, c: ScheduleCandidate | None) -> CandidateSetup:
+        """The candidate setup of a schedule's configuration: its cold start, release and
+        scale-up tolerance (the base setup for an always-on fleet)."""
+        if c is None:
+            return self.setup
+        return replace(self.setup, scale_down_window_s=c.config.release.scale_down_window_s,
+                       empty_node_ttl_s=float(c.config.release.consolidate_after_s),
+                       image_pull_s=c.config.cold.image_pull_s, scale_up_tolerance=c.tolerance)
+
+    def scenario(self, window: Window, strategy: dict, initial: int, *, other_trace: bool = False,
+                 setup: CandidateSetup | None = None) -> dict:
         traffic = self.w.check_traffic if other_trace else self.w.traffic
         assert isinstance(traffic, TraceWorkload)
-        data = candidate_scenario_dict(self.plan, self.w, self.stats, self.setup, initial)
+        setup = setup or self.setup
+        data = candidate_scenario_dict(self.plan, self.w, self.stats, setup, initial)
         data["name"] = f"{self.plan.name}-{self.w.name}"
         data["workload"] = window_workload(traffic, window)
         data["duration_s"] = window.duration_s
         start = self.clock(other_trace) + timedelta(seconds=window.start_s)
         data["start_time"] = start.isoformat()
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
-                                           self.setup.nodes_for(self.max_replicas))
+                                           setup.nodes_for(self.max_replicas))
         data["strategies"] = [open_windows_only(strategy, start, window.duration_s)]
         return data
 
@@ -158,8 +160,7 @@ class TraceSearch:
 
     def keda(self, name: str, c: ScheduleCandidate, initial: int) -> dict:
         floor, windows = c.floor, c.windows
-        base = candidate_scenario_dict(self.plan, self.w, self.stats, replace(
-            self.setup, scale_down_window_s=c.scale_down_window_s), floor)
+        base = candidate_scenario_dict(self.plan, self.w, self.stats, self.setup_of(c), floor)
         keda = dict(base["strategies"][0]["autoscaler"])
         keda["min_replica_count"] = floor
         keda["max_replica_count"] = max(self.max_replicas, floor + 1)
@@ -182,6 +183,9 @@ class TraceSearch:
             "initial_replicas": 1, "ready_nodes": self.setup.nodes_for(1)}
 
     # -- runs -------------------------------------------------------------------------------
+    def why(self, r: EvidenceRow) -> str:
+        return _why(r, self.slo)
+
     def run(self, scenarios: list[dict], labels: list[str]) -> list[EvidenceRow]:
         rows = self.runner.run(scenarios, labels, self.base_dir, self.slo.ttft_p99_s,
                                self.slo.goodput_frac)
@@ -258,34 +262,35 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
                      * PEAK_HEADROOM - 1e-9)
     top = s.w.max_replicas or max(n_busy + 1, peak)
     s.setup = replace(s.setup, max_replicas=max(1, min(top, s.gpu_limit_replicas())))
-    # 3. candidates: screened on the two short stretches, finalists on the whole fit window
-    cands = _candidates(s, profile, sizing)
-    if s.budget.spent():  # the time budget: no screening, the middle margin alone
-        cands = [c for c in cands if c.margin == 1.0][:1]
-    screened = _screen(s, cands, [busy] + ([quiet] if quiet.duration_s else []), day_offset) \
-        if len(cands) > 1 else [(c, True) for c in cands]
-    finalists = [c for c, ok in screened if ok][:FINALISTS] or \
-        sorted(cands, key=lambda c: -c.margin)[:FINALISTS]
-    fit_rows = _fit_rows(s, history.fit, finalists, day_offset, n_busy)
-    always_row = fit_rows[-1]
-    cands = finalists
-    passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
-    rest = [c for c, ok in screened if ok and c not in finalists][:FINALISTS]
-    if not passing and rest and not s.budget.spent():
-        more_rows = _fit_rows(s, history.fit, rest, day_offset, None)
-        cands, fit_rows = finalists + rest, fit_rows[:-1] + more_rows + [always_row]
-        passing = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
+    # 3. schedules x deployable configurations: ranked by the proxy, screened on the steepest
+    # ramp, then decided on the whole fit window (plan/trace_candidates.py)
+    cands = ranked(profile, sizing, all_configs(s.plan, s.w, s.opt), s.max_replicas)
+    if not s.budget.spent():
+        cands = screen_on_ramp(s, cands, lambda config: steepest_ramp_window(
+            arrival, history.fit, config.lead_s, SMOOTH_S, SLOT_S / 2), day_offset)
+    best = cands[0]
+    tried, fit_rows = margin_ladder(s, history.fit, profile, sizing, best, day_offset)
+    passing = [(r.gpu_hours, c.margin) for c, r in zip(tried, fit_rows, strict=True)
+               if r.meets_slo]
+    margin = min(passing)[1] if passing else max(c.margin for c in tried)
+    other_config = runner_up(best, cands)
+    extra = [] if other_config is None or s.budget.spent() else \
+        [candidate(profile, sizing, margin, other_config.config, s.max_replicas)]
+    rows = fit_rows_of(s, history.fit, extra, day_offset, n_busy)
+    tried, fit_rows = tried + extra, fit_rows + rows[:-1]
     # the always-on fleet on the whole fit window, not only its busiest stretch: the SLO is a
     # share of all the window's requests, so the quieter hours may carry a smaller fleet
-    always_n, always_rows = _always_on(s, history.fit, n_busy, always_row)
-    fit_rows = fit_rows[:-1] + [always_rows[0]]
-    winner, why = _choose(cands, fit_rows, passing, always_n)
-    fit_rows = [replace(r, why=_fit_why(r, i, cands, winner, s.slo))
+    always_n, always_rows = _always_on(s, history.fit, n_busy, rows[-1])
+    fit_rows = fit_rows + [always_rows[0]]
+    passing_i = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
+    winner, why = _choose(tried, fit_rows, passing_i, always_n)
+    fit_rows = [replace(r, why=_fit_why(r, i, tried, winner, s.slo))
                 for i, r in enumerate(fit_rows)] + [
         replace(r, why=_why(r, s.slo) + ("; not the cheapest" if r.meets_slo else ""))
         for r in always_rows[1:]]
     plan_strategy_of = _plan_strategy(s, winner, always_n)
-    check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None)
+    check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None,
+                                        s.setup_of(winner))
     per_rps = sizing.busy_per_rps
     return TracePlan(history, per_rps, winner, always_n, s.max_replicas,
                      tuple(calibration) + tuple(s.screen_rows),
@@ -334,62 +339,6 @@ def _choose(cands: list[ScheduleCandidate], fit_rows: list[EvidenceRow],
                     f"{always_row.gpu_hours:.1f} always on)")
 
 
-def _candidates(s: TraceSearch, profile: np.ndarray, sizing: Sizing
-                ) -> list[ScheduleCandidate]:
-    """Every margin x scale-down window, cheapest first by the schedule's own replica-hours
-    (a proxy the simulations then confirm or refute)."""
-    windows = [s.scaler.scale_down_window_s]
-    if windows[0] > MIN_SCALE_DOWN_WINDOW_S:
-        # the schedule, not the window, brings capacity back before a known ramp: the HPA's
-        # default window lets it go sooner after one
-        windows.append(MIN_SCALE_DOWN_WINDOW_S)
-    cands = [_candidate(profile, sizing, m, s.scaler.reaction_s, s.max_replicas, w)
-             for m in MARGINS for w in windows]
-    return sorted(cands, key=lambda c: (float(c.wants.mean()), c.margin,
-                                        c.scale_down_window_s))
-
-
-def _screen(s: TraceSearch, cands: list[ScheduleCandidate], stretches: list[Window],
-            day_offset: float) -> list[tuple[ScheduleCandidate, bool]]:
-    """Each candidate on the short stretches (pruning by short representative windows): it
-    survives when it meets the SLO on every one."""
-    scenarios, labels = [], []
-    for c in cands:
-        for w in stretches:
-            initial = c.initial_at(w.start_s, day_offset)
-            scenarios.append(s.scenario(w, s.keda("plan", c, initial), initial))
-            labels.append(f"screen on {w.label}: {c.label}")
-    rows = s.run(scenarios, labels)
-    out = []
-    for i, c in enumerate(cands):
-        mine = rows[i * len(stretches):(i + 1) * len(stretches)]
-        out.append((c, all(r.meets_slo for r in mine)))
-        s.screen_rows.extend(replace(r, min_replicas=c.floor, why=_why(r, s.slo)) for r in mine)
-    return out
-
-
-def _candidate(profile: np.ndarray, sizing: Sizing, margin: float, lead_s: float,
-               ceiling: int, scale_down_window_s: int) -> ScheduleCandidate:
-    floor, windows = learned_schedule(profile, sizing, margin, lead_s, ceiling)
-    wants = minute_wants(slot_replicas(profile, sizing, margin, ceiling), lead_s)
-    return ScheduleCandidate(margin, floor, windows, wants, scale_down_window_s)
-
-
-def _fit_rows(s: TraceSearch, fit: Window, cands: list[ScheduleCandidate], day_offset: float,
-              always: int | None) -> list[EvidenceRow]:
-    scenarios, labels = [], []
-    for c in cands:
-        initial = c.initial_at(fit.start_s, day_offset)
-        scenarios.append(s.scenario(fit, s.keda("plan", c, initial), initial))
-        labels.append(f"{s.opt.label}, {s.scaler.label}, {c.label}")
-    if always is not None:
-        scenarios.append(s.scenario(fit, s.fixed(always), always))
-        labels.append(f"{s.opt.label}, always on {always}")
-    rows = s.run(scenarios, labels)
-    floors = [c.floor for c in cands] + ([always] if always is not None else [])
-    return [replace(r, min_replicas=f) for r, f in zip(rows, floors, strict=True)]
-
-
 def _fit_why(r: EvidenceRow, i: int, cands: list[ScheduleCandidate],
              winner: ScheduleCandidate | None, slo: SloInput) -> str:
     if i < len(cands) and cands[i] is winner:
@@ -409,10 +358,11 @@ def _plan_strategy(s: TraceSearch, winner: ScheduleCandidate | None, always: int
     return strategy
 
 
-def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: bool):
+def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: bool,
+           setup: CandidateSetup):
     """The held-out re-checks, and the replay: the plan, the baseline and the cheapest
     always-on fleet on all the traffic the plan was given (the whole history, or
-    `check_traffic` when the input gives one)."""
+    `check_traffic` when the input gives one), on the plan's nodes (`setup`: its cold start)."""
     check = history.check
     replay_w = check if other else Window(0.0, history.span_s, "the whole history")
     plan_st, base_st = plan_strategy(replay_w, other), s.baseline()
@@ -421,11 +371,13 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: 
     stretch = busiest_window(_check_arrivals(s, other), check,
                              min(s.plan.simulation.trace_window_s, SLOT_S))
     held = [] if other else [check]
-    scenarios = [s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other),
-                 s.scenario(replay_w, base_st, 1, other_trace=other)]
+    scenarios = [s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other,
+                            setup=setup),
+                 s.scenario(replay_w, base_st, 1, other_trace=other, setup=setup)]
     for w in held + [stretch]:
         st = plan_strategy(w, other)
-        scenarios.append(s.scenario(w, st, st["initial_replicas"], other_trace=other))
+        scenarios.append(s.scenario(w, st, st["initial_replicas"], other_trace=other,
+                                    setup=setup))
     labels = ["plan", "baseline-queue-depth (min 1)"] + \
         ["plan on the held-out window"] * len(held) + ["plan on the held-out busiest stretch"]
     rows = s.run(scenarios, labels)
@@ -440,7 +392,8 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: 
                             why="cheapest always-on fleet meeting the SLO on the replayed "
                                 "traffic"))
     strategies = [plan_st, base_st] + ([s.fixed(found)] if found is not None else [])
-    replay = s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other)
+    replay = s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other,
+                        setup=setup)
     replay["strategies"] = strategies
     return rows, found, replay
 

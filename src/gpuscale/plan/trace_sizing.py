@@ -18,6 +18,7 @@ from gpuscale.plan.schedule import describe
 from gpuscale.plan.search import SearchBudget
 from gpuscale.plan.sizing import TrafficStats
 from gpuscale.plan.sizing_search import Sized, _max_replicas, _setup
+from gpuscale.plan.trace_candidates import ScheduleCandidate
 from gpuscale.plan.trace_search import TracePlan, TraceSearch, plan_trace
 from gpuscale.units import SECONDS_PER_DAY
 
@@ -51,10 +52,15 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
                     if not other else "check_traffic, "
                     f"{found.history.check.duration_s / 3600:.1f} h")
     maximum = max(found.max_replicas, floor + 1) if found.winner else floor
-    if found.winner is not None:  # the window the winner was simulated with ships
-        scaler = replace(scaler, scale_down_window_s=found.winner.scale_down_window_s)
     sized = Sized(opt, scaler, pool, maximum, [], _cost(opt, found, check_plan, recheck),
                   lambda floors: (floors, pool), found.replay, schedule=schedule)
+    if found.winner is not None:  # what the winner was simulated with ships
+        config = found.winner.config
+        sized.scaler = replace(scaler, scale_down_window_s=config.release.scale_down_window_s,
+                               cold_start_s=config.cold.cold_start_s, reaction_s=config.lead_s)
+        sized.scale_up_tolerance = found.winner.tolerance
+        sized.consolidate_after_s = config.release.consolidate_after_s
+        sized.prepulled_image = config.cold.name == "prepulled"
     sized.decisions += _decisions(w, found, floor, schedule, slo)
     if found.unreachable is not None:
         sized.notes.append(found.unreachable.line)
@@ -103,6 +109,46 @@ def _cost(opt: HardwareOption, found: TracePlan, check_plan: EvidenceRow | None,
     return cost
 
 
+def _config_decisions(w: WorkloadInput, winner: ScheduleCandidate) -> list[Decision]:
+    """What the winner's configuration ships, each with why (plan/trace_configs.py)."""
+    config = winner.config
+    how = "chosen by simulation on the whole fit window (the evidence rows)"
+    out = [Decision("replicas", f"{w.name}: release after a window",
+                    f"scale-down stabilization {config.release.scale_down_window_s} s, "
+                    f"consolidateAfter {config.release.consolidate_after_s // 60} min",
+                    how + ("; with a schedule the known ramps are the cron windows' job, so "
+                           "capacity held after each window only bills" if
+                           config.release.name == "fast" else
+                           "; 1.5 and 2 restarts, kept through dips a reactive scaler "
+                           "could not follow"))]
+    if winner.tolerance is not None:
+        out.append(Decision("replicas", f"{w.name}: scheduled steps act",
+                            f"behavior.scaleUp.tolerance {winner.tolerance:g} (needs "
+                            "Kubernetes >= 1.34, or 1.33 with the HPAConfigurableTolerance "
+                            "gate)", "KEDA's cron metric is desired / current replicas, and "
+                            "a step of 10 % or less is inside the HPA's default 0.1 tolerance "
+                            "and does nothing (layer3 1.7); half the smallest step keeps a "
+                            "band against noise. An older cluster drops the field: plan with "
+                            "cluster.scale_up_tolerance: false to round the steps instead"))
+    elif config.steps == "rounded":
+        out.append(Decision("replicas", f"{w.name}: scheduled steps act", "each cron step "
+                            "asks more than 1.1 x the replicas before it", "a step of 10 % or "
+                            "less is inside the HPA's default tolerance and does nothing "
+                            "(layer3 1.7); rounded up, it acts on any cluster"))
+    cold = config.cold
+    if cold.name == "prepulled":
+        out.append(Decision(
+            "nodes", f"{w.name}: image pre-pulled", "Bottlerocket nodes whose data volume is "
+            "restored from an EBS snapshot holding the serving image, "
+            "volumeInitializationRate 300 MiB/s (EC2NodeClass)",
+            f"{cold.how}: a replica on a new node is serving after ~{cold.cold_start_s:.0f} s, "
+            f"so the schedule asks {config.lead_s / 60:.1f} min ahead; {how}. Cost: the "
+            f"snapshot's storage, ${cold.usd_per_day:.2f}/day ($0.05/GB-month); the "
+            "initialization rate is billed per GiB initialized (not costed here). Build the "
+            "snapshot (e.g. aws-samples/bottlerocket-images-cache) and set its snapshotID"))
+    return out
+
+
 def _decisions(w: WorkloadInput, found: TracePlan, floor: int, schedule, slo: SloInput
                ) -> list[Decision]:
     h = found.history
@@ -116,6 +162,7 @@ def _decisions(w: WorkloadInput, found: TracePlan, floor: int, schedule, slo: Sl
                             "half-hour slots, each raised a reaction time (signal lag + node "
                             "start-up + cold start) ahead of the slot; KEDA feeds every "
                             "trigger to the HPA, which takes the largest proposal"))
+        out += _config_decisions(w, found.winner)
     else:
         out.append(Decision("replicas", f"{w.name}: always-on fleet",
                             f"{floor} replicas, min = max (an always-on fleet, not autoscaling)",

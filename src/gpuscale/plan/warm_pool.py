@@ -147,6 +147,10 @@ class CandidateSetup:
         return {"tp": self.tp, **({"pp": self.pp} if self.pp > 1 else {}),
                 **({"ep": self.ep} if self.ep > 1 else {}),
                 **({"dp_attention": True} if self.dp_attention else {})}
+    # a pre-pulled image: the image part of the cold start, read from the node's snapshot
+    # volume (plan/trace_configs.py); None = pulled on each new node (the scenario's model)
+    image_pull_s: float | None = None
+    scale_up_tolerance: float | None = None  # behavior.scaleUp.tolerance; None = the default
 
 
 def drain_s(stats: TrafficStats, setup: CandidateSetup) -> float:
@@ -172,6 +176,8 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
         load = workload.traffic.model_dump()
         duration = plan.simulation.trace_window_s
     cold: dict = {}
+    if setup.image_pull_s is not None:
+        cold = {"image_pull": {"kind": "fixed", "value_s": setup.image_pull_s}}
     if setup.cold_start_s is not None:
         model = get_model(workload.model)
         load_s = model.weight_bytes(workload.precision) / (default_weight_load_gbps() * 1e9)
@@ -201,7 +207,8 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
             "max_replica_count": max(setup.max_replicas, min_replicas),
             "triggers": list(setup.triggers),
             "advanced": {"horizontal_pod_autoscaler_config": {
-                "behavior": hpa_behavior(setup.scale_down_window_s)}}}}],
+                "behavior": hpa_behavior(setup.scale_down_window_s,
+                                         setup.scale_up_tolerance)}}}}],
     }
 
 

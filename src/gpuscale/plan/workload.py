@@ -223,7 +223,9 @@ def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: 
         maximum = max(floors[role] + 1, math.ceil(sized.max_replicas * share)) \
             if sized.max_replicas > floors[role] or role != "serve" else floors[role]
         roles.append(replace(_role(w, role, opt, placement, scaler, floors[role], maximum),
-                             schedule=sized.schedule))
+                             schedule=sized.schedule, scale_up_tolerance=sized.scale_up_tolerance,
+                             consolidate_after_s=sized.consolidate_after_s,
+                             prepulled_image=sized.prepulled_image))
         out.warm_pools[roles[-1].name] = replace(pool, min_replicas=floors[role])
     out.costs[w.name] = sized.cost(roles)
     out.unmet_slo += sized.notes

@@ -42,6 +42,24 @@ LOADERS = ("safetensors", "streamer")
 IMAGE_PULL_GBPS = 20.2 / 330.0  # 61 MB/s from the registry
 IMAGE_EXTRACT_GBPS = 20.2 / 210.0  # 96 MB/s overlayfs layer extraction
 
+# -- image pre-pulled on a node data volume restored from an EBS snapshot ----------------------
+# Bottlerocket keeps containerd's images on its data volume; restored from a snapshot that
+# holds the serving image, a fresh node starts the container without a pull (node launch +
+# register ~30 s, then containers start at once: row "Bottlerocket + EBS snapshot with
+# pre-pulled images", hardware-and-models.md section 4 [S17]). A volume created from a
+# snapshot is filled from S3 as it is read, at a provisioned rate of 100-300 MiB/s when one
+# is given (Amazon EBS "Provisioned Rate for Volume Initialization",
+# docs.aws.amazon.com/ebs/latest/userguide/initalize-volume.html; Karpenter's EC2NodeClass
+# `volumeInitializationRate`, 100-300). Bounded here by reading the whole image at that rate.
+MAX_VOLUME_INIT_MIBPS = 300
+
+
+def snapshot_image_read_s(image_size_gb: float, rate_mibps: float) -> float:
+    """Seconds to read a pre-pulled image of `image_size_gb` from a volume initializing at
+    `rate_mibps` (the whole image: an upper bound, a container opens only part of it)."""
+    return image_size_gb * 1e9 / (rate_mibps * 2**20)
+
+
 # -- engine init (vLLM mid-2025), seconds: (small model ~1.8B, 70B) ----------------------------
 _SMALL_PARAMS, _LARGE_PARAMS = 1.83e9, 70.6e9  # #20264 (3.4 GiB BF16) and #19824 (70B FP8)
 CUDA_GRAPH_S = (17.0, 60.0)  # graph capture: #20264 and #19824
