@@ -33,27 +33,47 @@ def _series(item: Any, where: str) -> tuple[str, Labels, list]:
     return name, lbl.make(metric), points
 
 
-def read(document: Any, *, source: str = "<json>", origin_ms: int = 0) -> SeriesStore:
-    """A store with every sample of `document` (the decoded JSON of an API response, or its
-    `data` member)."""
-    data = document.get("data", document) if isinstance(document, dict) else None
+def responses(document: Any) -> list[tuple[str, Any]]:
+    """(where, response) of each API response in `document`: one response, or an object
+    mapping names to responses (several queries saved in one file, as `calibrate --fit`
+    reads them)."""
+    if isinstance(document, dict) and document and "data" not in document and all(
+            isinstance(v, dict) and "data" in v for v in document.values()):
+        return [(f"{key}.", value) for key, value in document.items()]
+    return [("", document)]
+
+
+def _response_rows(response: Any, where: str, source: str,
+                   by_name: dict[str, list[tuple[int, Labels, float]]]) -> None:
+    if isinstance(response, dict) and response.get("status") == "error":
+        raise PromQLError(f"{source}: {where}status: the query failed "
+                          f"({response.get('error', 'no error text')})")
+    data = response.get("data", response) if isinstance(response, dict) else None
     if not isinstance(data, dict) or data.get("resultType") not in ("matrix", "vector"):
-        raise PromQLError(f"{source}: expected a query_range (matrix) or query (vector) response")
+        raise PromQLError(f"{source}: {where}data: expected a query_range (matrix) or query "
+                          "(vector) response")
     result = data.get("result")
     if not isinstance(result, list):
-        raise PromQLError(f"{source}: `data.result` is not a list")
-    by_name: dict[str, list[tuple[int, Labels, float]]] = {}
+        raise PromQLError(f"{source}: {where}data.result is not a list")
     for index, item in enumerate(result):
-        where = f"{source}: data.result[{index}]"
-        name, labels, points = _series(item, where)
+        at = f"{source}: {where}data.result[{index}]"
+        name, labels, points = _series(item, at)
         rows = by_name.setdefault(name, [])
         for point in points:
             try:
                 t_s, value = point
                 rows.append((round(float(t_s) * 1000), labels, float(value)))
             except (TypeError, ValueError):
-                raise PromQLError(f"{where}: bad sample {point!r} (expected [time, \"value\"])")\
+                raise PromQLError(f"{at}: bad sample {point!r} (expected [time, \"value\"])")\
                     from None
+
+
+def read(document: Any, *, source: str = "<json>", origin_ms: int = 0) -> SeriesStore:
+    """A store with every sample of `document` (the decoded JSON of an API response, or its
+    `data` member, or an object mapping names to responses)."""
+    by_name: dict[str, list[tuple[int, Labels, float]]] = {}
+    for where, response in responses(document):
+        _response_rows(response, where, source, by_name)
     store = SeriesStore(origin_ms=origin_ms)
     store.load(by_name)
     return store

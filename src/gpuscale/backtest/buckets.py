@@ -1,0 +1,71 @@
+"""Values drawn from a Prometheus histogram's buckets, interpolated within each bucket so that
+their mean is the histogram's own (`_sum / _count`).
+
+A bucket (lo, hi] says how many observations fell in it, not where. Drawn uniformly, a
+bucket's mean is its midpoint, and vLLM's token buckets grow 1-2-5 (a 2,000-5,000 bucket's
+midpoint is 3,500 whatever the prompts were): the window's token total could be off by a
+third. The `_sum` fixes it: every bucket is drawn as `lo + (hi - lo) * u ** a` (u uniform),
+one `a` for the whole histogram, chosen so the expected mean equals `_sum / _count` (its
+closed form: E[u ** a] = 1 / (a + 1)). Draws stay inside their buckets, so the quantiles the
+buckets show are kept; the within-bucket shape is the approximation (docs/backtest.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# The share of a bucket's width the mean may sit at, at most (and 1 - it at least): a = 49 or
+# 1/49 already puts nearly every draw at one end of its buckets; further is a mean the
+# buckets cannot hold (a `_sum` from another scrape), read as that end.
+MAX_TILT = 0.98
+# An observation above the last finite bound (+Inf bucket) is drawn up to this many times
+# that bound: the buckets say nothing more (vLLM's token buckets end at max_model_len, so the
+# +Inf bucket holds nothing there).
+INF_BUCKET_SPAN = 2.0
+
+
+def bucket_edges(upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) of each bucket: the first from 0, the +Inf one up to INF_BUCKET_SPAN
+    times the last finite bound."""
+    finite = upper[np.isfinite(upper)]
+    last = float(finite[-1]) if len(finite) else 1.0
+    high = np.where(np.isfinite(upper), upper, last * INF_BUCKET_SPAN)
+    low = np.concatenate(([0.0], high[:-1]))
+    return low, high
+
+
+def mean_share(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
+               mean: float | None) -> float:
+    """Where in its bucket the average draw sits (0 = lower bound, 0.5 = uniform, 1 = upper),
+    so that the draws' expected mean is `mean`."""
+    total = float(counts.sum())
+    width = float((counts * (high - low)).sum())
+    if mean is None or not math.isfinite(mean) or total <= 0 or width <= 0:
+        return 0.5
+    share = (mean * total - float((counts * low).sum())) / width
+    return min(MAX_TILT, max(1.0 - MAX_TILT, share))
+
+
+def draw(counts: np.ndarray, upper: np.ndarray, mean: float | None, n: int,
+         rng: np.random.Generator) -> np.ndarray:
+    """`n` values from the bucket counts (buckets picked in proportion to them), each placed
+    in its bucket so the expected mean is `mean` (None: uniformly)."""
+    total = float(counts.sum())
+    if n <= 0 or total <= 0:
+        return np.zeros(max(n, 0))
+    low, high = bucket_edges(upper)
+    share = mean_share(counts, low, high, mean)
+    exponent = 1.0 / share - 1.0  # E[u ** a] = 1 / (a + 1) = share
+    which = rng.choice(len(counts), size=n, p=counts / total)
+    within = rng.random(n) ** exponent
+    return low[which] + (high[which] - low[which]) * within
+
+
+def draw_tokens(counts: np.ndarray, upper: np.ndarray, mean: float | None, n: int,
+                rng: np.random.Generator) -> np.ndarray:
+    """Whole token counts >= 1: a draw in (lo, hi] rounded up, so it stays in its bucket
+    (the mean is aimed half a token low to make up for the rounding)."""
+    values = draw(counts, upper, None if mean is None else mean - 0.5, n, rng)
+    return np.maximum(1, np.ceil(values)).astype(np.int64)
