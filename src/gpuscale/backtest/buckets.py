@@ -69,3 +69,14 @@ def draw_tokens(counts: np.ndarray, upper: np.ndarray, mean: float | None, n: in
     (the mean is aimed half a token low to make up for the rounding)."""
     values = draw(counts, upper, None if mean is None else mean - 0.5, n, rng)
     return np.maximum(1, np.ceil(values)).astype(np.int64)
+
+
+def share_at_most(counts: np.ndarray, upper: np.ndarray, bound: float) -> float | None:
+    """The share of observations <= `bound`, linear within the bucket holding it (as
+    histogram_quantile interpolates); None without observations."""
+    total = float(counts.sum())
+    if total <= 0:
+        return None
+    low, high = bucket_edges(upper)
+    inside = np.clip((bound - low) / np.maximum(high - low, 1e-300), 0.0, 1.0)
+    return float((counts * inside).sum()) / total
