@@ -49,18 +49,41 @@ def mean_share(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
 
 
 def draw(counts: np.ndarray, upper: np.ndarray, mean: float | None, n: int,
-         rng: np.random.Generator) -> np.ndarray:
+         rng: np.random.Generator, *, spread: bool = True) -> np.ndarray:
     """`n` values from the bucket counts (buckets picked in proportion to them), each placed
-    in its bucket so the expected mean is `mean` (None: uniformly)."""
+    in its bucket so the expected mean is `mean` (None: uniformly). Without `spread`, every
+    value of a bucket sits at that mean's point of it (for observations that are alike within
+    one window, as the waits of requests served in turn from one queue)."""
     total = float(counts.sum())
     if n <= 0 or total <= 0:
         return np.zeros(max(n, 0))
     low, high = bucket_edges(upper)
     share = mean_share(counts, low, high, mean)
-    exponent = 1.0 / share - 1.0  # E[u ** a] = 1 / (a + 1) = share
-    which = rng.choice(len(counts), size=n, p=counts / total)
-    within = rng.random(n) ** exponent
+    which, within = stratified(counts / total, n, rng)
+    if spread:
+        within = within ** (1.0 / share - 1.0)  # E[u ** a] = 1 / (a + 1) = share
+    else:
+        within = np.full(n, share)
     return low[which] + (high[which] - low[which]) * within
+
+
+def stratified(shares: np.ndarray, n: int, rng: np.random.Generator
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(bucket, uniform position in it) of `n` draws, shuffled: each bucket gets its share of
+    `n` (whole parts, the rest by the fractions), and its positions one per equal slice of
+    [0, 1): the draws hold the histogram's proportions exactly, not just on average."""
+    expected = shares * n
+    quota = np.floor(expected).astype(np.int64)
+    rest = n - int(quota.sum())
+    if rest > 0:
+        fraction = expected - quota
+        quota[rng.choice(len(shares), size=rest, replace=False,
+                         p=fraction / fraction.sum())] += 1
+    which = np.repeat(np.arange(len(shares)), quota)
+    within = np.concatenate([(rng.permutation(m) + rng.random(m)) / m for m in quota if m]
+                            ) if n else np.zeros(0)
+    order = rng.permutation(n)
+    return which[order], within[order]
 
 
 def draw_tokens(counts: np.ndarray, upper: np.ndarray, mean: float | None, n: int,

@@ -104,8 +104,10 @@ def read_history(path: Path) -> History:
                              source=source) from None
     check_required(store, source)
     step_ms = _step_ms(store)
-    times = np.concatenate([store.families[n].t_ms.view() for n in store.families
-                            if n.startswith("vllm:") and store.families[n].num_samples()])
+    # The export's span, not the serving pods' alone: a fleet scaled to zero still holds its
+    # nodes, and kube-state-metrics still reports them.
+    times = np.concatenate([family.t_ms.view() for family in store.families.values()
+                            if family.num_samples()])
     return History(store, source, fmt, step_ms, int(times.min()), int(times.max()))
 
 

@@ -98,7 +98,7 @@ def _delays(hist: HistogramWindows | None, counts: np.ndarray,
     parts = []
     for k in np.flatnonzero(counts):
         pool, mean = _mean(hist, *_pool_bounds(hist.totals, int(k), 1))
-        parts.append(buckets.draw(pool, hist.upper, mean, int(counts[k]), rng))
+        parts.append(buckets.draw(pool, hist.upper, mean, int(counts[k]), rng, spread=False))
     return np.concatenate(parts) if parts else np.zeros(0)
 
 

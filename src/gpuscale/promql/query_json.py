@@ -9,7 +9,11 @@ strings ("NaN", "+Inf" included); times are Unix seconds, read to the millisecon
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
+
+import numpy as np
 
 from gpuscale.promql import labels as lbl
 from gpuscale.promql.errors import PromQLError
@@ -77,3 +81,34 @@ def read(document: Any, *, source: str = "<json>", origin_ms: int = 0) -> Series
     store = SeriesStore(origin_ms=origin_ms)
     store.load(by_name)
     return store
+
+
+def format_value(value: float) -> str:
+    """A sample value as the API writes it (Go's FormatFloat 'f', -1: no exponent)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return np.format_float_positional(value, trim="-")
+
+
+def range_response(store: SeriesStore, names: list[str], start_ms: int, end_ms: int,
+                   step_ms: int) -> dict:
+    """What `/api/v1/query_range` answers for `{__name__=~"NAME|..."}` over the store: each
+    series at each step, its latest sample within the 5-minute lookback (the raw series a
+    backtest exports; tests/backtest compare it with a real Prometheus' answer)."""
+    from gpuscale.promql.engine import Engine
+    from gpuscale.promql.values import Vector
+
+    pattern = "|".join(re.escape(name) for name in names)
+    value = Engine(store).range_query(f'{{__name__=~"{pattern}"}}', start_ms, end_ms, step_ms)
+    assert isinstance(value, Vector)
+    times = np.arange(start_ms, end_ms + 1, step_ms, dtype=np.int64) / 1000.0
+    result = []
+    for row, labels in sorted(enumerate(value.labels), key=lambda item: item[1]):
+        present = np.flatnonzero(value.present[row])
+        if len(present):
+            result.append({"metric": dict(labels), "values": [
+                [float(times[i]) if times[i] % 1 else int(times[i]),
+                 format_value(float(value.values[row, i]))] for i in present]})
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}
