@@ -61,10 +61,33 @@ def draw(counts: np.ndarray, upper: np.ndarray, mean: float | None, n: int,
     share = mean_share(counts, low, high, mean)
     which, within = stratified(counts / total, n, rng)
     if spread:
-        within = within ** (1.0 / share - 1.0)  # E[u ** a] = 1 / (a + 1) = share
+        exponent = 1.0 / share - 1.0  # E[u ** a] = 1 / (a + 1) = share
+        if mean is not None:  # the draws' own mean, not only its expectation
+            exponent = _exponent_for(low[which], high[which] - low[which], within, mean,
+                                     exponent)
+        within = within ** exponent
     else:
         within = np.full(n, share)
-    return low[which] + (high[which] - low[which]) * within
+    values = low[which] + (high[which] - low[which]) * within
+    # (lo, hi]: a draw at the lower bound (u ** a underflows) belongs to the bucket below.
+    return np.maximum(values, np.nextafter(low[which], high[which]))
+
+
+def _exponent_for(low: np.ndarray, width: np.ndarray, u: np.ndarray, mean: float,
+                  guess: float) -> float:
+    """The `a` whose draws `low + width * u ** a` average exactly `mean` (bisection on log a:
+    the average falls as `a` grows), within the MAX_TILT bounds; `guess` when out of reach."""
+    lo_log, hi_log = np.log(1.0 / MAX_TILT - 1.0), np.log(MAX_TILT / (1.0 - MAX_TILT))
+
+    def average(log_a: float) -> float:
+        return float(np.mean(low + width * u ** np.exp(log_a)))
+
+    if not average(hi_log) <= mean <= average(lo_log):
+        return guess
+    for _ in range(40):
+        mid = (lo_log + hi_log) / 2.0
+        lo_log, hi_log = (mid, hi_log) if average(mid) > mean else (lo_log, mid)
+    return float(np.exp((lo_log + hi_log) / 2.0))
 
 
 def stratified(shares: np.ndarray, n: int, rng: np.random.Generator

@@ -63,6 +63,7 @@ class History:
     step_ms: int
     start_ms: int
     end_ms: int
+    scrapes_ms: np.ndarray  # every distinct sample time: when anything was scraped
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -106,9 +107,14 @@ def read_history(path: Path) -> History:
     step_ms = _step_ms(store)
     # The export's span, not the serving pods' alone: a fleet scaled to zero still holds its
     # nodes, and kube-state-metrics still reports them.
-    times = np.concatenate([family.t_ms.view() for family in store.families.values()
-                            if family.num_samples()])
-    return History(store, source, fmt, step_ms, int(times.min()), int(times.max()))
+    times = sample_times(store)
+    return History(store, source, fmt, step_ms, int(times[0]), int(times[-1]), times)
+
+
+def sample_times(store: SeriesStore) -> np.ndarray:
+    """Every distinct sample time of the store, ascending (when anything was scraped)."""
+    return np.unique(np.concatenate([family.t_ms.view() for family in store.families.values()
+                                     if family.num_samples()] or [np.zeros(0, np.int64)]))
 
 
 def _kept(store: SeriesStore) -> SeriesStore:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuscale.backtest import agreement, buckets
-from gpuscale.backtest.history import TTFT, History, Selector
+from gpuscale.backtest.history import TTFT, History, Selector, sample_times
 from gpuscale.backtest.replay import Timing
 from gpuscale.backtest.signals import Grid, read_signals
 from gpuscale.backtest.traffic import Traffic
@@ -35,7 +35,7 @@ def ttft_within(store: SeriesStore, selector: Selector, grid: Grid, slo_s: float
     edges = grid.start_ms + grid.step_ms * np.arange(grid.count, dtype=np.int64)
     hist = histogram_windows(store, TTFT, engine_matchers(selector.namespace,
                                                           selector.model_name),
-                             edges, grid.step_ms, Irregularities())
+                             edges, grid.step_ms, Irregularities(), sample_times(store))
     if hist is None:
         return None
     counts, _, _ = hist.pooled(0, len(hist.totals))
@@ -67,7 +67,8 @@ def history_json(history: History, traffic: Traffic, recorded: dict) -> dict:
         "step_s": history.step_ms / 1000.0, "span_s": history.span_s,
         "gaps": [{"from_s": round(a - history.start_ms / 1000.0, 3),
                   "to_s": round(b - history.start_ms / 1000.0, 3)} for a, b in gaps],
-        "counter_resets": seen.resets, "series_started": seen.started,
+        "counter_resets": seen.resets, "engine_restarts": seen.restarts,
+        "series_started": seen.started,
         "signals": {k: q or None for k, (_, q) in recorded.items()},
     }
 
@@ -100,10 +101,12 @@ def lines(data: dict) -> list[str]:
     out = [f"history {hist['source']} ({hist['format']}): {hist['span_s']:g} s at "
            f"{hist['step_s']:g} s steps; {traffic['requests']} requests rebuilt for "
            f"{traffic['group']['model_name']} in {traffic['group']['namespace']}"]
-    if hist["gaps"] or hist["counter_resets"]:
+    if hist["gaps"] or hist["counter_resets"] or hist["engine_restarts"]:
         spans = ", ".join(f"{g['from_s']:g}-{g['to_s']:g} s" for g in hist["gaps"][:5])
-        out.append(f"  gaps in the history: {len(hist['gaps'])} ({spans or 'none'}); counter "
-                   f"resets {hist['counter_resets']} (read as restarts, as rate() does)")
+        out.append(f"  scrape gaps {len(hist['gaps'])} ({spans or 'none'}: increases spread "
+                   f"over them); counter resets {hist['counter_resets']} (as rate() reads "
+                   f"them); engines silent while others were scraped {hist['engine_restarts']}"
+                   " (read as restarts: counted from 0 when back)")
     events = agree["scale_events"]
     gpu, slo = agree["gpu_hours"], agree["ttft_within_slo_frac"]
     out += [

@@ -126,10 +126,11 @@ def reconstruct(history: History, selector: Selector, seed: int) -> Traffic:
     step = history.step_ms
     seen = Irregularities()
     match = engine_matchers(selector.namespace, selector.model_name)
-    ttft = histogram_windows(history.store, TTFT, match, grid, step, seen)
-    e2e = histogram_windows(history.store, E2E, match, grid, step, Irregularities())
-    prompt = histogram_windows(history.store, PROMPT, match, grid, step, Irregularities())
-    output = histogram_windows(history.store, OUTPUT, match, grid, step, Irregularities())
+    scrapes = history.scrapes_ms
+    ttft = histogram_windows(history.store, TTFT, match, grid, step, seen, scrapes)
+    e2e, prompt, output = (histogram_windows(history.store, name, match, grid, step,
+                                             Irregularities(), scrapes)
+                           for name in (E2E, PROMPT, OUTPUT))
     assert prompt is not None and output is not None  # history.check_required
     if ttft is not None:
         counts = whole_counts(ttft.totals)
@@ -137,7 +138,8 @@ def reconstruct(history: History, selector: Selector, seed: int) -> Traffic:
         # The token histograms count at completion: one mean decode after the first token.
         lag_s = max(0.0, (_mean_latency(e2e) or 0.0) - (_mean_latency(ttft) or 0.0))
     else:
-        done = counter_windows(history.store, SUCCESS, match, grid, step, seen).get("")
+        done = counter_windows(history.store, SUCCESS, match, grid, step, seen,
+                               scrapes_ms=scrapes).get("")
         counts = whole_counts(done if done is not None else np.zeros(len(grid) - 1))
         delay_hist, counter, lag_s = e2e, f"{SUCCESS} (completions)", 0.0
     streams = RandomStreams(seed)
@@ -166,3 +168,18 @@ def reconstruct(history: History, selector: Selector, seed: int) -> Traffic:
         "seed": seed,
     }
     return Traffic(arrival[order], prompt_tokens[order], output_tokens[order], resolved, seen)
+
+
+def fit_model_len(traffic: Traffic, max_model_len: int) -> int:
+    """Fit every request in the served context (in place); returns how many were changed.
+    The history holds served requests only (vLLM refuses one that cannot fit), so a longer
+    one is an artefact of the draws: a prompt from the +Inf bucket (vLLM's token buckets end
+    at the largest 1-2-5 bound under max_model_len) is cut to leave room for one token, an
+    output drawn apart from its prompt is shortened to what the prompt leaves."""
+    prompt = np.minimum(traffic.prompt_tokens, max_model_len - 1)
+    room = np.maximum(1, max_model_len - prompt)
+    output = np.minimum(traffic.output_tokens, room)
+    changed = int(((prompt != traffic.prompt_tokens) | (output != traffic.output_tokens)).sum())
+    traffic.prompt_tokens, traffic.output_tokens = prompt, output
+    traffic.resolved["fitted_to_model_len"] = changed
+    return changed

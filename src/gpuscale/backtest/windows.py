@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuscale.promql import labels as lbl
-from gpuscale.promql.labels import Labels
 from gpuscale.promql.parse import Matcher
 from gpuscale.promql.store import SeriesStore
 
@@ -34,6 +33,7 @@ class Irregularities:
     """What the counters show of the history's own troubles."""
 
     resets: int = 0  # counter resets (restarted engines)
+    restarts: int = 0  # silences of one series while others were scraped (engine down)
     gaps: list[tuple[float, float]] = field(default_factory=list)  # (start, end) Unix s
     started: int = 0  # series that began after the export's start (new pods)
 
@@ -48,24 +48,40 @@ class Irregularities:
         return [(a, b) for a, b in out]
 
 
-def _cumulative(t_ms: np.ndarray, values: np.ndarray, new_series: bool, step_ms: int
-                ) -> tuple[np.ndarray, np.ndarray, int]:
-    """(times, cumulative increase since the series' first sample, resets) of one counter."""
+def _cumulative(t_ms: np.ndarray, values: np.ndarray, new_series: bool, step_ms: int,
+                restarted: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(knot times, cumulative increase at them, resets) of one counter. `restarted[i]`: the
+    process was down between samples i and i+1 (its count after starts from 0)."""
     steps = np.diff(values)
     resets = steps < 0
-    increase = np.where(resets, values[1:], steps)
+    increase = np.where(resets | restarted, values[1:], steps)
     cumulative = np.concatenate(([0.0], np.cumsum(increase)))
+    if restarted.any():  # a restart's count lands in the step before its first sample
+        at = np.flatnonzero(restarted) + 1
+        t_ms = np.insert(t_ms, at, t_ms[at] - step_ms)
+        cumulative = np.insert(cumulative, at, cumulative[at - 1])
     if new_series:  # counted from 0 by a process that started within the step before
         t_ms = np.concatenate(([t_ms[0] - step_ms], t_ms))
         cumulative = np.concatenate(([0.0], cumulative + values[0]))
     return t_ms, cumulative, int(resets.sum())
 
 
+def scraped_between(scrapes_ms: np.ndarray, lo_ms: np.ndarray, hi_ms: np.ndarray,
+                    step_ms: int) -> np.ndarray:
+    """Whether the export holds a sample of any series well inside each (lo, hi)."""
+    first = np.searchsorted(scrapes_ms, lo_ms + step_ms // 2, side="right")
+    last = np.searchsorted(scrapes_ms, hi_ms - step_ms // 2, side="left")
+    return last > first
+
+
 def counter_windows(store: SeriesStore, name: str, matchers: tuple[Matcher, ...],
                     grid_ms: np.ndarray, step_ms: int, seen: Irregularities,
-                    by: str | None = None) -> dict[str, np.ndarray]:
+                    by: str | None = None, scrapes_ms: np.ndarray | None = None
+                    ) -> dict[str, np.ndarray]:
     """Per-window increase of the selected series of counter `name`, summed per value of
-    label `by` ("" when None): {value: array of len(grid) - 1}."""
+    label `by` ("" when None): {value: array of len(grid) - 1}. `scrapes_ms`: every sample
+    time of the export; a series silent while others were scraped was down, and counts from
+    0 when it returns (a restart between samples, which no lower sample shows)."""
     out: dict[str, np.ndarray] = {}
     family = store.families.get(name)
     if family is None:
@@ -78,10 +94,13 @@ def counter_windows(store: SeriesStore, name: str, matchers: tuple[Matcher, ...]
             continue
         new_series = int(t_ms[0]) > first_ms + step_ms
         seen.started += new_series
-        times, cumulative, resets = _cumulative(t_ms, values, new_series, step_ms)
+        gap = np.diff(t_ms) > GAP_STEPS * step_ms
+        restarted = gap & scraped_between(scrapes_ms, t_ms[:-1], t_ms[1:], step_ms) \
+            if scrapes_ms is not None else np.zeros(len(gap), dtype=bool)
+        times, cumulative, resets = _cumulative(t_ms, values, new_series, step_ms, restarted)
         seen.resets += resets
-        spacing = np.diff(t_ms)
-        for i in np.flatnonzero(spacing > GAP_STEPS * step_ms):
+        seen.restarts += int(restarted.sum())
+        for i in np.flatnonzero(gap & ~restarted):
             seen.gaps.append((t_ms[i] / 1000.0, t_ms[i + 1] / 1000.0))
         at_edges = np.interp(grid_ms.astype(np.float64), times.astype(np.float64), cumulative)
         key = "" if by is None else lbl.get(family.labels[sid], by)
@@ -106,12 +125,12 @@ class HistogramWindows:
 
 
 def histogram_windows(store: SeriesStore, name: str, matchers: tuple[Matcher, ...],
-                      grid_ms: np.ndarray, step_ms: int, seen: Irregularities
-                      ) -> HistogramWindows | None:
+                      grid_ms: np.ndarray, step_ms: int, seen: Irregularities,
+                      scrapes_ms: np.ndarray | None = None) -> HistogramWindows | None:
     """Per-window bucket counts of histogram `name` over the selected series (None without
     its buckets)."""
     by_le = counter_windows(store, f"{name}_bucket", matchers, grid_ms, step_ms, seen,
-                            by=lbl.BUCKET)
+                            by=lbl.BUCKET, scrapes_ms=scrapes_ms)
     if not by_le:
         return None
     bounds = sorted(by_le, key=float)
@@ -121,8 +140,10 @@ def histogram_windows(store: SeriesStore, name: str, matchers: tuple[Matcher, ..
     # slightly different moments) is no observation.
     counts = np.clip(np.diff(cumulative, axis=1, prepend=0.0), 0.0, None)
     quiet = Irregularities()  # the buckets have reported the series' troubles already
-    sums = counter_windows(store, f"{name}_sum", matchers, grid_ms, step_ms, quiet).get("")
-    totals = counter_windows(store, f"{name}_count", matchers, grid_ms, step_ms, quiet).get("")
+    sums = counter_windows(store, f"{name}_sum", matchers, grid_ms, step_ms, quiet,
+                           scrapes_ms=scrapes_ms).get("")
+    totals = counter_windows(store, f"{name}_count", matchers, grid_ms, step_ms, quiet,
+                             scrapes_ms=scrapes_ms).get("")
     if totals is None:
         totals = counts.sum(axis=1)
     return HistogramWindows(upper, counts, sums if sums is not None else
@@ -132,6 +153,3 @@ def histogram_windows(store: SeriesStore, name: str, matchers: tuple[Matcher, ..
 def engine_matchers(namespace: str, model_name: str) -> tuple[Matcher, ...]:
     return (Matcher("namespace", "=", namespace), Matcher("model_name", "=", model_name))
 
-
-def labels_text(labels: Labels) -> str:
-    return lbl.text(labels)

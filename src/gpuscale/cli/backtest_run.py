@@ -33,6 +33,13 @@ def prepare(history_path: Path, first_bundle: str, seed: int):
     return history, selector, traffic, recorded, notes
 
 
+def model_len(scenario) -> int:
+    """The context length the bundle serves (--max-model-len, else the model's)."""
+    from gpuscale.catalog import get_model
+
+    return scenario.engine.max_model_len or get_model(scenario.model.name).max_context_tokens
+
+
 def run_selector(scenario):
     from gpuscale.backtest.history import Selector
 
@@ -53,6 +60,7 @@ def run_backtest(bundles: tuple[str, ...], history_path: Path, trace_path: Path,
                  fail_under: float | None, out: Path | None, series: bool,
                  report: Path | None, decisions: Path | None, force: bool) -> dict:
     from gpuscale.backtest import replay
+    from gpuscale.backtest.traffic import fit_model_len
     from gpuscale.cli.manifests_run import import_bundles, imported_lines
 
     if seeds > 1 or decisions is not None:
@@ -60,9 +68,12 @@ def run_backtest(bundles: tuple[str, ...], history_path: Path, trace_path: Path,
     _check_outputs([out, report, emit_trace], force)
     history, selector, traffic, recorded, notes = prepare(history_path, bundles[0], seed)
     replay.write_trace(traffic, trace_path)
+    imported = import_bundles(bundles, trace_path)
+    # Read when the runs start: today's context length is known only once imported.
+    fit_model_len(traffic, model_len(imported[0].scenario))
+    replay.write_trace(traffic, trace_path)
     if emit_trace is not None:
         shutil.copyfile(trace_path, emit_trace)
-    imported = import_bundles(bundles, trace_path)
     at = replay.timing(history, traffic)
     first_replicas = float(recorded["replicas"][0][min(at.lag_steps,
                                                        len(recorded["replicas"][0]) - 1)])
