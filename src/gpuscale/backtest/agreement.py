@@ -111,7 +111,7 @@ def _off(name: str, rec: np.ndarray, sim: np.ndarray) -> np.ndarray:
 
 def first_divergence(aligned: Aligned) -> dict | None:
     """The signal that departs first for DIVERGE_S in a row, when and why it may."""
-    run = max(2, int(math.ceil(DIVERGE_S / aligned.step_s)))
+    run = max(2, math.ceil(DIVERGE_S / aligned.step_s))
     found = []
     for name in TOLERANCES:
         rec, sim = aligned.recorded.get(name), aligned.simulated.get(name)

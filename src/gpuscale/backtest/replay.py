@@ -11,7 +11,7 @@ The run has no drain: the history's own span already holds what finished after t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -44,20 +44,20 @@ class Timing:
     @property
     def lag_steps(self) -> int:
         """Whole steps between the history's first step and the run's."""
-        return int(round(self.offset_s / self.step_s))
+        return round(self.offset_s / self.step_s)
 
 
 def timing(history: History, traffic: Traffic) -> Timing:
     offset_s = float(traffic.arrival_s[0]) if len(traffic) else 0.0
     step_s = history.step_ms / 1000.0
-    start = datetime.fromtimestamp(history.start_ms / 1000.0 + offset_s, UTC)
+    start = datetime.fromtimestamp(history.start_ms / 1000.0 + offset_s, timezone.utc)
     return Timing(offset_s, max(step_s, history.span_s + step_s - offset_s), start, step_s)
 
 
 def initial_replicas(data: dict, recorded: float) -> int:
     """The history's first replica count, inside the bundle's own bounds."""
     low, high = replica_bounds(data["strategies"][0]["autoscaler"])
-    count = int(round(recorded)) if np.isfinite(recorded) else low
+    count = round(recorded) if np.isfinite(recorded) else low
     return min(max(count, low), high)
 
 

@@ -2,14 +2,16 @@
 replayed run's own store: PromQL range queries at each step of the grid, as a Grafana panel
 over either would draw them.
 
-| signal | query (selector: the deployment's namespace, model name or Deployment name) |
-|---|---|
-| `replicas` | `sum(kube_deployment_spec_replicas{...})`, else `count(vllm:num_requests_running{...})` |
-| `ready` | `sum(kube_deployment_status_replicas_ready{...})`, else as `replicas`' fallback |
-| `queue` | `sum(vllm:num_requests_waiting{...})` |
-| `kv_usage` | `avg(vllm:kv_cache_usage_perc{...})` |
-| `gpus` | `sum(kube_node_status_allocatable{resource="nvidia_com_gpu"})`, else `count(DCGM_FI_DEV_GPU_UTIL{namespace})` |
-| `ttft_p50/p99_s`, `itl_p50/p99_s` | `histogram_quantile(q, sum by (le) (rate(X_bucket{...}[4 steps])))` |
+(`{...}`: the deployment's namespace, model name or Deployment name)
+- `replicas`: `sum(kube_deployment_spec_replicas{...})`, else the vLLM pods,
+  `count(group by (pod) (vllm:num_requests_running{...}))`;
+- `ready`: `sum(kube_deployment_status_replicas_ready{...})`, else the vLLM pods;
+- `queue`: `sum(vllm:num_requests_waiting{...})`;
+- `kv_usage`: `avg(vllm:kv_cache_usage_perc{...})`;
+- `gpus`: `sum(kube_node_status_allocatable{resource="nvidia_com_gpu"})`, else
+  `count(DCGM_FI_DEV_GPU_UTIL{namespace="..."})`;
+- `ttft_p50/p99_s`, `itl_p50/p99_s`:
+  `histogram_quantile(q, sum by (le) (rate(X_bucket{...}[4 steps])))`.
 
 `replicas` is what the autoscaler asked for (the Deployment's spec), the series scale events
 are read from. A missing series is NaN throughout (said in the section).

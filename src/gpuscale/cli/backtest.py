@@ -25,7 +25,8 @@ def _check_bundles(bundles: tuple[str, ...]) -> None:
                                "alternatives as more --manifests")
     if "-" in bundles:
         raise click.UsageError("backtest reads each bundle twice (its labels pick the history's "
-                               "series, then the import): give a file or directory, not --manifests -")
+                               "series, then the import): give a file or directory, not "
+                               "--manifests -")
 
 
 @click.command("backtest")
