@@ -93,7 +93,7 @@ def _drop_span(text: str, lo_s: float, hi_s: float, only: str | None = None) -> 
 
 
 def test_a_scrape_outage_is_spread_and_reported(history, tmp_path):
-    path, run = history
+    path, _ = history
     gapped = tmp_path / "gap.om"
     gapped.write_text(_drop_span(path.read_text(), 300, 400))
     data = _backtest("--manifests", str(EXAMPLE / "manifests"), "--history", str(gapped))
@@ -109,3 +109,17 @@ def test_bundle_from_stdin_and_no_bundle_are_usage_errors(history):
     for args in (["--manifests", "-"], []):
         result = CliRunner().invoke(cli, ["backtest", *args, "--history", str(path)])
         assert result.exit_code == 2 and "--manifests" in result.output
+
+
+def test_the_lengths_lag_needs_only_the_latency_sum_and_count(history):
+    """The docs ask for vllm:e2e_request_latency_seconds_{sum,count}: without its buckets the
+    lengths still come from the completions one mean decode after the first tokens."""
+    path, _ = history
+    full = _backtest("--manifests", str(EXAMPLE / "manifests"), "--history", str(path))
+    bare = path.with_name("no-e2e-buckets.om")
+    bare.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                            if not line.startswith("vllm:e2e_request_latency_seconds_bucket")))
+    data = _backtest("--manifests", str(EXAMPLE / "manifests"), "--history", str(bare))
+    lag_s = data["backtest"]["traffic"]["length_lag_s"]
+    assert lag_s > 0 and lag_s == full["backtest"]["traffic"]["length_lag_s"]
+    assert "_sum / _count" in data["backtest"]["traffic"]["length_lag_from"]

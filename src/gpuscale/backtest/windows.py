@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpuscale.backtest import buckets
 from gpuscale.promql import labels as lbl
 from gpuscale.promql.parse import Matcher
 from gpuscale.promql.store import SeriesStore
@@ -123,6 +124,35 @@ class HistogramWindows:
         return (self.counts[lo:hi].sum(axis=0), float(self.sums[lo:hi].sum()),
                 float(self.totals[lo:hi].sum()))
 
+    def shifted_back(self, lag_steps: np.ndarray) -> HistogramWindows:
+        """The histogram as if bucket b's observations had been made `lag_steps[b]` windows
+        earlier (`lag_steps[e, b]`: at window edge e, for a lag that varies in time; fractions
+        spread linearly; what was observed after the export's end is missing from its last
+        windows). Each observation's share of the window's `_sum` moves with it, placed in
+        its bucket as the window's own mean implies."""
+        windows = len(self.totals)
+        edges = np.arange(windows + 1, dtype=np.float64)
+        lags = np.broadcast_to(lag_steps, (windows + 1, len(self.upper)))
+        low, high = buckets.bucket_edges(self.upper)
+        has_sums = bool(np.isfinite(self.sums).all())
+        shares = np.array([buckets.mean_share(row, low, high, total_sum / row.sum()
+                                              if has_sums and row.sum() > 0 else None)
+                           for row, total_sum in zip(self.counts, self.sums, strict=True)])
+        amounts = self.counts * (low + np.outer(shares, high - low))
+
+        def moved(values: np.ndarray) -> np.ndarray:
+            cumulative = np.vstack([np.zeros(values.shape[1]), np.cumsum(values, axis=0)])
+            out = []
+            for b in range(values.shape[1]):
+                # When what was observed by each edge had been first seen (in time order).
+                started = np.maximum.accumulate(edges - lags[:, b])
+                out.append(np.diff(np.interp(edges, started, cumulative[:, b])))
+            return np.stack(out, axis=1)
+
+        counts = moved(self.counts)
+        sums = moved(amounts).sum(axis=1) if has_sums else np.full(windows, np.nan)
+        return HistogramWindows(self.upper, counts, sums, counts.sum(axis=1))
+
 
 def histogram_windows(store: SeriesStore, name: str, matchers: tuple[Matcher, ...],
                       grid_ms: np.ndarray, step_ms: int, seen: Irregularities,
@@ -148,6 +178,29 @@ def histogram_windows(store: SeriesStore, name: str, matchers: tuple[Matcher, ..
         totals = counts.sum(axis=1)
     return HistogramWindows(upper, counts, sums if sums is not None else
                             np.full(len(totals), np.nan), totals)
+
+
+def _sum_and_count(store: SeriesStore, name: str, matchers: tuple[Matcher, ...],
+                   grid_ms: np.ndarray, step_ms: int, scrapes_ms: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-window increases of histogram `name`'s `_sum` and `_count` (None without both
+    or without observations)."""
+    quiet = Irregularities()
+    sums, totals = (counter_windows(store, f"{name}_{part}", matchers, grid_ms, step_ms, quiet,
+                                    scrapes_ms=scrapes_ms).get("") for part in ("sum", "count"))
+    if sums is None or totals is None or totals.sum() <= 0 or not np.isfinite(sums).all():
+        return None
+    return sums, totals
+
+
+def mean_observation(store: SeriesStore, name: str, matchers: tuple[Matcher, ...],
+                     grid_ms: np.ndarray, step_ms: int,
+                     scrapes_ms: np.ndarray | None = None) -> float | None:
+    """Histogram `name`'s mean observation over the export: the increase of its `_sum` over
+    that of its `_count` (the buckets are not needed). None without both or without
+    observations."""
+    found = _sum_and_count(store, name, matchers, grid_ms, step_ms, scrapes_ms)
+    return None if found is None else float(found[0].sum() / found[1].sum())
 
 
 def engine_matchers(namespace: str, model_name: str) -> tuple[Matcher, ...]:
