@@ -4,18 +4,38 @@ backtest the same bundle on that export (issue 31's round trip)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
+from gpuscale.importer.build import bundle_labels
 from gpuscale.promql import openmetrics
 from gpuscale.promql.query_json import range_response
 
 BUNDLES = Path(__file__).resolve().parents[1] / "importer" / "bundles"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "backtest"
 CATALOG = BUNDLES / "catalog.yaml"
 SHAPES = ("flat", "step", "ramp", "wave")
+MINUTES = 20.0
+# label: (bundle, base and peak requests/s of the traces).
+BENCH_CASES = {
+    "examples/backtest/manifests": (EXAMPLE / "manifests", 0.5, 5.0),
+    "examples/backtest/manifests+": (EXAMPLE / "manifests", 1.0, 7.0),
+    "examples/backtest/proposal": (EXAMPLE / "proposal", 1.0, 9.0),
+    "b02_kserve_style": (BUNDLES / "b02_kserve_style", 0.1, 0.8),
+    "b01_prodstack_helm": (BUNDLES / "b01_prodstack_helm", 0.2, 2.0),
+}
+# The round trip test's cases: every bench case but those whose outcome turns on a
+# threshold at their operating point (today's example at a 5 requests/s plateau, where its
+# queue hovers at KEDA's threshold; b01), which the bench's noise floor shows no rebuild can
+# be expected to match (docs/benchmarks.md).
+TESTED = ("examples/backtest/manifests+", "examples/backtest/proposal", "b02_kserve_style")
+# The acceptance's bar (issue 31): replicas within one >= 90 % of the time, SLO attainment
+# within 3 points, GPU-hours within 10 %.
+WITHIN_ONE_FRAC, SLO_POINTS, GPU_HOURS_FRAC = 0.90, 0.03, 0.10
 
 
 def write_trace(path: Path, shape: str, seed: int, base_per_s: float, peak_per_s: float,
@@ -45,6 +65,25 @@ def write_trace(path: Path, shape: str, seed: int, base_per_s: float, peak_per_s
     return path
 
 
+def redrawn_within_steps(trace: Path, out: Path, seed: int, step_s: float = 15.0) -> Path:
+    """The trace as well as any export can carry it: each request kept in its step, placed
+    anew within it, and the steps' output lengths shuffled among their requests (the export
+    holds counts and length histograms per step, not where in the step or which request
+    had which length). A run on it shows how far the run's own figures move on what the
+    export cannot know: a case it moves beyond the bar is beyond any rebuild."""
+    rng = np.random.default_rng(seed)
+    rows = np.loadtxt(trace, delimiter=",", skiprows=1, ndmin=2)
+    step = np.floor(rows[:, 0] / step_s)
+    rows[:, 0] = (step + rng.random(len(rows))) * step_s
+    for k in np.unique(step):
+        inside = np.flatnonzero(step == k)
+        rows[inside, 2] = rows[rng.permutation(inside), 2]
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    out.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(
+        f"{a:.6f},{int(p)},{int(o)}\n" for a, p, o in rows))
+    return out
+
+
 def invoke(args: list[str]) -> dict:
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -66,35 +105,57 @@ def backtest(bundles: list[Path], history: Path, seed: int, *extra: str) -> dict
     return invoke(args)
 
 
-NEEDED_SERIES = ["vllm:time_to_first_token_seconds_bucket",
-                 "vllm:time_to_first_token_seconds_sum",
-                 "vllm:time_to_first_token_seconds_count",
-                 "vllm:e2e_request_latency_seconds_sum", "vllm:e2e_request_latency_seconds_count",
-                 "vllm:request_prompt_tokens_bucket", "vllm:request_prompt_tokens_sum",
-                 "vllm:request_prompt_tokens_count", "vllm:request_generation_tokens_bucket",
-                 "vllm:request_generation_tokens_sum", "vllm:request_generation_tokens_count",
-                 "vllm:inter_token_latency_seconds_bucket", "vllm:num_requests_waiting",
-                 "vllm:kv_cache_usage_perc", "vllm:num_requests_running",
-                 "kube_deployment_spec_replicas", "kube_node_status_allocatable"]
+DOC = Path(__file__).resolve().parents[2] / "docs" / "backtest.md"
 
 
-def as_query_range(history: Path, out: Path, step_ms: int = 15_000) -> Path:
-    """The export a user makes with the curl of docs/backtest.md, made in Python: each series
-    resampled at the step as `/api/v1/query_range` answers."""
+def doc_queries(namespace: str = "chat") -> dict[str, str]:
+    """{name: query} of docs/backtest.md's export block (`printf '..."name": '; q 'QUERY'`),
+    selecting `namespace` where the page selects its example's."""
+    found = dict(re.findall(r"""printf '[{, ]*"(\w+)": ';\s+q '(.+)'$""", DOC.read_text(),
+                            re.M))
+    assert set(found) == {"vllm", "kube", "nodes"}, found
+    return {name: query.replace('namespace="chat"', f'namespace="{namespace}"')
+            for name, query in found.items()}
+
+
+def export_span_s(history: Path) -> tuple[float, float]:
+    """(first, last) sample time of an OpenMetrics export, Unix seconds."""
     store = openmetrics.read(history.read_text(), source=str(history))
     times = np.concatenate([f.t_ms.view() for f in store.families.values()
                             if f.num_samples()])
-    response = range_response(store, NEEDED_SERIES, int(times.min()), int(times.max()),
-                              step_ms)
-    out.write_text(json.dumps(response))
+    return int(times.min()) / 1000.0, int(times.max()) / 1000.0
+
+
+def as_query_range(history: Path, out: Path, bundle: Path, step_ms: int = 15_000) -> Path:
+    """The export a user makes with the curl lines of docs/backtest.md, made in Python: the
+    page's queries answered as `/api/v1/query_range` answers them, saved in one file
+    (test_live_prometheus checks a real Prometheus answers the same)."""
+    store = openmetrics.read(history.read_text(), source=str(history))
+    start_s, end_s = export_span_s(history)
+    out.write_text(json.dumps({
+        name: range_response(store, query, round(start_s * 1000), round(end_s * 1000), step_ms)
+        for name, query in doc_queries(bundle_labels([str(bundle)])["namespace"]).items()}))
     return out
+
+
+def run_figures(run: dict, other: dict) -> dict:
+    """SLO points and GPU-hours error of another run of the same bundle against `run`."""
+    return {"slo_points": other["slo_attainment"] - run["slo_attainment"],
+            "gpu_hours_frac": (other["gpu_hours"] - run["gpu_hours"]) / run["gpu_hours"]}
+
+
+def meets(figures: dict) -> bool:
+    """All three figures within the bar (replicas within one: when compared)."""
+    return figures.get("within_one", 1.0) >= WITHIN_ONE_FRAC and \
+        abs(figures["slo_points"]) <= SLO_POINTS + 1e-12 and \
+        abs(figures["gpu_hours_frac"]) <= GPU_HOURS_FRAC + 1e-12
 
 
 def figures(run: dict, data: dict) -> dict:
     """The acceptance's three figures: replicas within one, SLO points, GPU-hours error."""
-    replay = data["runs"][0]
-    return {
-        "within_one": data["backtest"]["agreement"]["replicas_within_one_frac"],
-        "slo_points": replay["slo_attainment"] - run["slo_attainment"],
-        "gpu_hours_frac": (replay["gpu_hours"] - run["gpu_hours"]) / run["gpu_hours"],
-    }
+    return {"within_one": data["backtest"]["agreement"]["replicas_within_one_frac"],
+            **run_figures(run, data["runs"][0])}
+
+
+def rounded(figures: dict) -> dict:
+    return {key: round(value, 3) for key, value in figures.items()}

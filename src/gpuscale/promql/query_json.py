@@ -10,7 +10,6 @@ strings ("NaN", "+Inf" included); times are Unix seconds, read to the millisecon
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -92,17 +91,18 @@ def format_value(value: float) -> str:
     return np.format_float_positional(value, trim="-")
 
 
-def range_response(store: SeriesStore, names: list[str], start_ms: int, end_ms: int,
+def range_response(store: SeriesStore, query: str, start_ms: int, end_ms: int,
                    step_ms: int) -> dict:
-    """What `/api/v1/query_range` answers for `{__name__=~"NAME|..."}` over the store: each
-    series at each step, its latest sample within the 5-minute lookback (the raw series a
-    backtest exports; tests/backtest compare it with a real Prometheus' answer)."""
+    """What `/api/v1/query_range` answers for `query` over the store: each resulting series at
+    each step where it has a value (a raw selector's series: their latest sample within the
+    5-minute lookback, the raw series a backtest exports; tests/backtest compare it with a
+    real Prometheus' answer)."""
     from gpuscale.promql.engine import Engine
     from gpuscale.promql.values import Vector
 
-    pattern = "|".join(re.escape(name) for name in names)
-    value = Engine(store).range_query(f'{{__name__=~"{pattern}"}}', start_ms, end_ms, step_ms)
-    assert isinstance(value, Vector)
+    value = Engine(store).range_query(query, start_ms, end_ms, step_ms)
+    if not isinstance(value, Vector):
+        raise PromQLError(f"{query}: a range query's result is series, not a scalar or string")
     times = np.arange(start_ms, end_ms + 1, step_ms, dtype=np.int64) / 1000.0
     result = []
     for row, labels in sorted(enumerate(value.labels), key=lambda item: item[1]):
