@@ -12,10 +12,11 @@ from gpuscale.scenario import load_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-# my-cluster is a manifest bundle + catalog, read by `simulate --manifests`
-# (tests/importer/test_my_cluster.py runs it).
+# my-cluster and backtest hold manifest bundles, read by `simulate --manifests` and
+# `backtest` (tests/importer/test_my_cluster.py and tests/backtest/test_example.py run them).
+BUNDLE_FOLDERS = {"my-cluster", "backtest"}
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
-               if p.name != "grid.yaml" and "my-cluster" not in p.parts)
+               if p.name != "grid.yaml" and not BUNDLE_FOLDERS & set(p.parts))
 
 
 def _reader(path: Path):
