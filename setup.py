@@ -1,7 +1,7 @@
 """Build hook: compile the simulation's hot path with mypyc where a C compiler exists.
 
 Everything else about the package is in pyproject.toml; this file only adds the optional
-extension modules. The six modules below (event loop, step cost, replica engine, router,
+extension modules. The modules below (event loop, step cost, replica engine, router,
 request table, fleet) are compiled in one mypyc group, so they call each other natively
 (issue 16: ~1.5x the requests per second end to end, docs/benchmarks.md). Their pure-Python
 sources ship too and give the same bytes out; they are what runs when:

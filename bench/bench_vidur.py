@@ -32,7 +32,7 @@ from gpuscale.serving.bench import replay
 from gpuscale.serving.engines import get_engine_profile, with_engine
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
-from gpuscale.serving.requests_table import COMPLETED
+from gpuscale.serving.requests_table import COMPLETED, RequestTable
 from gpuscale.workloads.base import Requests
 from gpuscale.workloads.traces import read_azure_llm_csv
 
@@ -103,6 +103,12 @@ def simulate(run: str, vidur: dict[str, np.ndarray], no_host: bool,
         hw = dataclasses.replace(hw, step_time_factor=hw.step_time_factor * step_scale)
     table = replay(hw, vidur_engine_config(hw, scheduler), requests, replicas,
                    router="round_robin")
+    return table_stats(table)
+
+
+def table_stats(table: RequestTable) -> dict[str, float]:
+    """`stats` of a replay, read as Vidur reads its own: TTFT = arrival to first token, TPOT =
+    (completion - first token) / decode tokens."""
     cols = table.columns()
     done = cols.status == COMPLETED
     ttft = (cols.first_token_s - cols.arrival_s)[done]

@@ -11,12 +11,13 @@ from gpuscale.plan import load_plan_input
 from gpuscale.scenario import load_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario
 
+from .golden.regen import MANIFEST_BUNDLES
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-# my-cluster and backtest hold manifest bundles, read by `simulate --manifests` and
-# `backtest` (tests/importer/test_my_cluster.py and tests/backtest/test_example.py run them).
-BUNDLE_FOLDERS = {"my-cluster", "backtest"}
+# Manifest bundles + catalogs are read by `simulate --manifests` and `backtest` (their own
+# tests run them).
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
-               if p.name != "grid.yaml" and not BUNDLE_FOLDERS & set(p.parts))
+               if p.name != "grid.yaml" and not MANIFEST_BUNDLES & set(p.parts))
 
 
 def _reader(path: Path):

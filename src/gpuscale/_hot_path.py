@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 # The one list: setup.py reads it (and MANIFEST) from this file to know what to compile.
 HOT_MODULES = (
     "gpuscale.core.simulation",
+    "gpuscale.serving.hardware",
+    "gpuscale.serving.kernels",
+    "gpuscale.serving.pipeline",
+    "gpuscale.serving.step_time",
+    "gpuscale.serving.decode_segment",
     "gpuscale.serving.performance",
     "gpuscale.serving.replica",
     "gpuscale.serving.router",

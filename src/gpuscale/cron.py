@@ -184,3 +184,23 @@ def last_hit(expr: str, now: datetime, horizon: timedelta) -> datetime | None:
         else:
             return t
     return None
+
+
+def next_hit(expr: str, after: datetime, horizon: timedelta) -> datetime | None:
+    """Earliest minute strictly after `after` matching `expr` (robfig/cron's
+    `SpecSchedule.Next`: it first moves to the next whole second, and a 5-field spec fires at
+    second 0, so a schedule never fires at the instant it is asked from); None beyond
+    `horizon`. Works on `after`'s own wall clock (a naive or zone-aware datetime alike)."""
+    (minute, hour, *_), _, _ = parse_cron(expr)
+    t = after.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    ceiling = after + horizon
+    while t <= ceiling:
+        if not _day_matches(expr, t):
+            t = t.replace(hour=0, minute=0) + timedelta(days=1)
+        elif t.hour not in hour:
+            t = t.replace(minute=0) + timedelta(hours=1)
+        elif t.minute not in minute:
+            t += timedelta(minutes=1)
+        else:
+            return t
+    return None

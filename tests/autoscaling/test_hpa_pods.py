@@ -6,6 +6,8 @@ reference file paraphrases them; each assertion shows the sum.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gpuscale.autoscaling.base import PodMetrics
@@ -102,15 +104,40 @@ def test_zero_replicas_with_nonzero_min_disables_scaling():
     assert desired is None and state.condition == "ScalingDisabled"
 
 
-def test_scale_to_zero_hpa_proposes_ceil_ratio_at_zero():
-    # HPAScaleToZero: at 0 replicas, External Value proposes ceil(value / target) without tolerance.
+def zero_hpa() -> HpaController:
     ext = MetricSpec(
         type="External",
         query={"metric": "queue", "source": "signal"},
         target={"type": "Value", "value": 5},
     )
-    hpa = HpaController(HpaParams(min_replicas=0, max_replicas=10, metrics=(ext,)))
-    assert hpa.decide(view(0, 0, (), queue=12.0), hpa.initial_state())[0] == 3  # ceil(2.4)
+    return HpaController(HpaParams(min_replicas=0, max_replicas=10, metrics=(ext,)))
+
+
+def test_scale_to_zero_hpa_proposes_ceil_ratio_at_zero():
+    # HPAScaleToZero (KEP-2021, beta in 1.37): once the HPA took its target to 0 (the
+    # ScaledToZero condition), at 0 replicas an External Value metric proposes ceil(value /
+    # target) without tolerance.
+    hpa = zero_hpa()
+    state = replace(hpa.initial_state(), scaled_to_zero=True)
+    assert hpa.decide(view(0, 0, (), queue=12.0), state)[0] == 3  # ceil(2.4)
+
+
+def test_scale_to_zero_hpa_leaves_a_target_it_did_not_zero_alone():
+    # KEP-2021: without ScaledToZero=True a target at 0 is in implicit maintenance mode, e.g.
+    # a Deployment applied with replicas 0: the queue builds and nothing scales.
+    hpa = zero_hpa()
+    desired, state = hpa.decide(view(0, 0, (), queue=12.0), hpa.initial_state())
+    assert desired is None and state.condition == "ScalingDisabled"
+
+
+def test_scale_to_zero_hpa_goes_to_zero_and_back():
+    hpa = zero_hpa()
+    one = pods("x", [0.0])
+    log = drive(hpa, lambda t, n: view(t, n, one if n else (), queue=0.0 if t < 600 else 12.0),
+                start=1, until_s=700)
+    # Idle: scale-down after the 300 s legacy window (a proposal 300 s old still counts), to 0;
+    # then ScaledToZero lets the queue at t=600 bring it back at ceil(12 / 5) = 3.
+    assert log == [(315.0, 0), (600.0, 3)]
 
 
 def test_out_of_range_current_is_clamped_without_metrics():

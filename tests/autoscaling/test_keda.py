@@ -4,11 +4,17 @@ section 2)."""
 from __future__ import annotations
 
 from gpuscale.autoscaling import build_autoscalers
-from gpuscale.autoscaling.keda import KedaOperator, KedaParams, generated_hpa_params
+from gpuscale.autoscaling.keda import KedaParams
+from gpuscale.autoscaling.keda_operator import generated_hpa_params
 
 from .hpa_views import drive, pods, view
 
 Q = "vllm:num_requests_waiting"
+
+
+def KedaOperator(params: KedaParams):
+    """The operator of a ScaledObject (its own runtime, as `build` wires it)."""
+    return build_autoscalers(params)[0]
 
 
 def router_trigger(**kw):
@@ -102,4 +108,21 @@ def test_null_values_and_fallback():
         decisions.append(d)
     # Failures 1 and 2 are tolerated (no scaling); the 3rd exceeds the threshold -> 6 replicas.
     assert decisions[:2] == [None, None] and decisions[2] == 6
-    assert op.decide(view(0, 3, ()), op.initial_state())[1].condition == "FallbackPending"
+    # Once past the threshold the poll reads the fallback too, which counts as active.
+    assert op.decide(view(60, 3, ()), op.initial_state())[1].condition == "Active"
+
+
+def test_fallback_failures_are_counted_by_the_polls_and_the_hpa_queries_together():
+    # status.health is one count per trigger, written by both loops (fallback.go
+    # IncrementFailure from getScalerState and GetScaledObjectMetrics).
+    strict = {"query": {"metric": "router_queue", "source": "signal"}, "threshold": 5,
+              "ignore_null_values": False}
+    p = KedaParams(min_replica_count=1, triggers=(strict,),
+                   fallback={"failure_threshold": 2, "replicas": 6})
+    op, hpa = build_autoscalers(p)
+    three = pods("x", [0.0] * 3)
+    _, op_state = op.decide(view(0, 3, three), op.initial_state())  # failure 1
+    assert op_state.condition == "FallbackPending"  # failing, fallback set: no scale to zero
+    d1, hpa_state = hpa.decide(view(15, 3, three), hpa.initial_state())  # failure 2
+    d2, _ = hpa.decide(view(30, 3, three), hpa_state)  # failure 3 > 2: the fallback value
+    assert (d1, d2) == (None, 6)

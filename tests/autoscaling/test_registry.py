@@ -12,7 +12,10 @@ from pydantic import TypeAdapter, ValidationError
 from gpuscale.autoscaling import AUTOSCALERS, AutoscalerSpec, build_autoscalers, get_policy
 from gpuscale.autoscaling.base import PolicySpec
 from gpuscale.autoscaling.hpa import HpaParams
+from gpuscale.autoscaling.keda_operator import generated_hpa_params
 from gpuscale.errors import UserInputError
+
+from .hpa_views import pods, view
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "autoscaling.md"
 
@@ -25,9 +28,18 @@ def test_docs_yaml_examples_parse_and_build():
     """Every YAML sample in docs/autoscaling.md is a valid autoscaler spec."""
     blocks = doc_yaml_blocks()
     specs = [TypeAdapter(AutoscalerSpec).validate_python(yaml.safe_load(b)) for b in blocks]
-    assert [s.kind for s in specs] == ["hpa", "keda", "keda", "hpa", "fixed"]
-    assert [len(build_autoscalers(s)) for s in specs] == [1, 2, 2, 1, 1]
-    gpu, keda, promql, kv, _ = specs
+    assert [s.kind for s in specs] == ["hpa", "keda", "keda", "keda", "hpa", "fixed", "keda"]
+    assert [len(build_autoscalers(s)) for s in specs] == [1, 2, 2, 2, 1, 1, 2]
+    gpu, keda, formula, promql, kv, _, cron = specs
+    assert [t.type for t in cron.triggers] == ["prometheus", "cron"]
+    assert [t.name for t in formula.triggers] == ["queue", "running"]
+    # The doc's claim: one composite metric, ceil(max(queue / 5, running / 16) / 1).
+    hpa_params = generated_hpa_params(formula)
+    assert [m.query.metric for m in hpa_params.metrics] == ["composite-metric"]
+    hpa = build_autoscalers(formula)[1]
+    busy = pods("vllm:num_requests_waiting", [20.0, 20.0])
+    # ceil(40 / 5 / 1) = 8, capped at max(2 x 2, 4) on the legacy path
+    assert hpa.decide(view(0, 2, busy), hpa.initial_state())[0] == 4
     assert gpu.metrics[0].metric == "DCGM_FI_DEV_GPU_UTIL" and gpu.metrics[0].target.value == 70
     assert keda.triggers[0].query.aggregation == "sum" and keda.triggers[0].threshold == 5
     assert [t.name for t in promql.triggers] == ["queue", "tokens"]

@@ -442,3 +442,33 @@ def test_pipeline_parallel_size_is_read_or_refused(tmp_path):
     use_catalogs([CATALOG, extra])
     imp = import_manifests([str(write_bundle(tmp_path / "b", docs))], TRACE)
     assert (imp.scenario.model.tp, imp.scenario.model.pp) == (4, 2)
+
+
+def test_cron_trigger_is_read_beside_the_prometheus_one(tmp_path):
+    # issue 27: the plan's scheduled capacity ships as KEDA cron triggers and must replay
+    docs = load_docs()
+    triggers = of_kind(docs, "ScaledObject")["spec"]["triggers"]
+    # 01:10 in Berlin is 00:10 UTC on 2026-01-01, inside the example trace's 45 minutes
+    triggers.append({"type": "cron", "metadata": {"timezone": "Europe/Berlin",
+                                                  "start": "10 1 * * *", "end": "0 19 * * *",
+                                                  "desiredReplicas": "5"}})
+    imp = imported(tmp_path, docs)
+    autoscaler = imp.scenario.strategies[0].autoscaler
+    cron = autoscaler.triggers[-1]
+    assert (cron.type, cron.timezone, cron.start, cron.end, cron.desired_replicas) == (
+        "cron", "Europe/Berlin", "10 1 * * *", "0 19 * * *", 5)
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    ({"desiredReplicas": None}, "spec.triggers[1].metadata.desiredReplicas"),
+    ({"desiredReplicas": "five"}, "expected an integer"),
+    ({"start": "0 0 * * *", "end": "0 0 * * *"}, "start and end must differ"),
+])
+def test_bad_cron_triggers_are_one_line_errors(tmp_path, edit, expected):
+    docs = load_docs()
+    meta = {"timezone": "Etc/UTC", "start": "0 8 * * *", "end": "0 20 * * *",
+            "desiredReplicas": "4"}
+    meta.update(edit)
+    of_kind(docs, "ScaledObject")["spec"]["triggers"].append(
+        {"type": "cron", "metadata": {k: v for k, v in meta.items() if v is not None}})
+    refused(tmp_path, docs, expected)

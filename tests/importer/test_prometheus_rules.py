@@ -73,3 +73,25 @@ def test_a_bad_group_interval_is_refused(tmp_path):
     rule["spec"]["groups"][0]["interval"] = "soon"
     with pytest.raises(UserInputError, match=r"spec\.groups\[0\]\.interval"):
         imported(tmp_path, _bundle("sum(llm:queue_depth)", rule))
+
+
+def test_only_the_rules_a_scaler_reads_are_simulated(tmp_path):
+    """A dashboard's recording rule over a series the simulated cluster does not expose (the
+    plan's own gpu_pods_pending reads kube-state-metrics' resource requests) is skipped with a
+    note; a rule read through another rule is kept; a rule no scaler reads still has to parse."""
+    rule = copy.deepcopy(RULE)
+    rule["spec"]["groups"][0]["rules"][:0] = [
+        {"record": "llm:queue_depth_smooth", "expr": "avg_over_time(llm:queue_depth[2m])"},
+        {"record": "dash:gpu_pods_pending", "expr": (
+            'sum(kube_pod_container_resource_requests{resource="nvidia_com_gpu"})')},
+    ]
+    imp = imported(tmp_path, _bundle("sum(llm:queue_depth_smooth)", rule))
+    (group,) = imp.scenario.metrics.rule_groups
+    assert [r.record for r in group.rules] == ["llm:queue_depth_smooth", "llm:queue_depth"]
+    assert any("'dash:gpu_pods_pending' is read by no scaler" in n for n in imp.notes)
+    # the same unexposed series in a rule a scaler reads is refused, naming its field
+    with pytest.raises(UserInputError, match=r"spec\.groups\[0\]\.rules\[1\]\.expr"):
+        imported(tmp_path, _bundle("sum(dash:gpu_pods_pending)", rule))
+    rule["spec"]["groups"][0]["rules"][1]["expr"] = "sum(("
+    with pytest.raises(UserInputError, match=r"rules\[1\]\.expr.*cannot be evaluated"):
+        imported(tmp_path, _bundle("sum(llm:queue_depth)", rule))

@@ -32,6 +32,10 @@ def test_deleted_nodes_stay_billed_until_their_deletion():
     assert [n.name for n in billing.all_nodes(cluster)] == ["a", "b"]
     # a: 0..1000 s, b: 100..400 s, 8 GPUs each.
     assert billing.gpu_s(cluster, 1000.0) == pytest.approx(8 * (1000 + 300))
+    # the window before 300 s: a 0..300, b 100..300 (deleted later, billed up to the window)
+    assert billing.gpu_s_until(cluster, 300.0, 1000.0) == pytest.approx(8 * (300 + 200))
+    assert billing.cost_usd_until(cluster, 300.0, 1000.0) == pytest.approx(
+        P5.on_demand_usd_per_hour * 500 / 3600)
     assert billing.cost_usd(cluster, 1000.0) == pytest.approx(
         P5.on_demand_usd_per_hour * 1300 / 3600)
 
@@ -50,6 +54,7 @@ def test_series_columns_are_the_row_fields_by_name():
     result, _ = simulate_scenario(scenario, Path("."))
     series = result.runs[0].series
     assert tuple(series) == SERIES_COLUMNS
-    # The last row's cost is the summary's money, read from the same billing.
-    assert series["cost_usd"][-1] <= result.runs[0].summary.cost_usd + 1e-4
+    # The last row's cost is the summary's money (window + drain), read from the same billing.
+    summary = result.runs[0].summary
+    assert series["cost_usd"][-1] <= summary.cost_usd + summary.drain_cost_usd + 1e-4
     assert not any(math.isnan(v) for v in series["gpus_billed"])

@@ -94,3 +94,34 @@ def test_a_query_of_a_series_nothing_exposes_is_refused_at_load():
     rules = {"rule_groups": [{"name": "g", "rules": [
         {"record": "llm:queue", "expr": "sum(vllm:num_requests_waiting)"}]}]}
     assert small_scenario(strategies=recorded, metrics=rules).metrics.rule_groups
+
+
+def _series(store, name: str) -> tuple[set, np.ndarray]:
+    family = store.families[name]
+    names = {lbl.get(family.labels[sid], "horizontalpodautoscaler") for sid in family.sid.view()}
+    return names, np.asarray(family.val.view())
+
+
+def test_the_hpa_series_are_kube_state_metrics_view_of_the_generated_hpa():
+    """kube_horizontalpodautoscaler_*: KEDA's HPA is keda-hpa-<ScaledObject>, its bounds the
+    ScaledObject's, its desired replicas what its syncs chose (the peak the run reached)."""
+    run = _run(export=True, duration_s=240.0, rate_per_s=16.0)
+    store = run.prometheus.store
+    names, max_values = _series(store, "kube_horizontalpodautoscaler_spec_max_replicas")
+    assert names == {"keda-hpa-keda-promql"} and set(max_values) == {8.0}
+    assert set(_series(store, "kube_horizontalpodautoscaler_spec_min_replicas")[1]) == {1.0}
+    desired = _series(store, "kube_horizontalpodautoscaler_status_desired_replicas")[1]
+    current = _series(store, "kube_horizontalpodautoscaler_status_current_replicas")[1]
+    assert desired.max() == run.summary.replicas.peak > 1
+    assert current.min() >= 1 and current.max() <= run.summary.replicas.peak
+
+
+def test_a_query_on_the_hpa_series_collects_them_and_an_hpa_keeps_its_name():
+    hpa = [{"name": "plain-hpa", "autoscaler": {
+        "kind": "hpa", "min_replicas": 2, "max_replicas": 5, "metrics": [{
+            "type": "External", "query": {"metric": "vllm:num_requests_waiting",
+                                          "aggregation": "sum"},
+            "target": {"type": "AverageValue", "value": 3}}]}}]
+    store = _run(strategies=hpa, export=True).prometheus.store
+    names, values = _series(store, "kube_horizontalpodautoscaler_spec_min_replicas")
+    assert names == {"plain-hpa"} and set(values) == {2.0}

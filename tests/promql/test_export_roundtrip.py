@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,52 @@ def test_every_query_in_examples_agrees_with_prometheus(run, prometheus):
             for labels, value in want.items():
                 assert value == got[labels] or (math.isnan(value) and math.isnan(got[labels])),\
                     (query, offset_s, labels, value, got[labels])
+
+
+LLM_D = EXAMPLES / "llm-d-keda"
+QUEUE_GUARD = LLM_D / "upstream" / "keda-epp-queue-guard.scaledobject.yaml"
+START = "2026-05-04T09:30:00Z"
+
+
+@pytest.fixture(scope="module")
+def formula_run(tmp_path_factory):
+    """llm-d's queue-guard blueprint (four PromQL triggers combined by a scalingModifiers
+    formula), run from its manifests with the series exported."""
+    tmp = tmp_path_factory.mktemp("formula")
+    series, log = tmp / "series.om", tmp / "decisions.jsonl"
+    result = CliRunner().invoke(cli, [
+        "simulate", "--manifests", str(LLM_D / "queue-guard"), "--trace",
+        str(EXAMPLES / "keda-scaling-modifiers" / "trace.csv"), "--catalog",
+        str(LLM_D / "catalog.yaml"), "--metrics-out", str(series), "--decisions", str(log),
+        "--start-time", START], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    polls = [r["inputs"] for line in log.read_text().splitlines()
+             if (r := json.loads(line))["controller"] == "keda-operator"]
+    return tmp, series, polls
+
+
+def test_a_formulas_inputs_and_value_follow_from_what_prometheus_returns(formula_run):
+    """Through the manifests path: every trigger value of every poll is Prometheus' answer
+    over the export at `start-time + eval_time_s`, and the formula's logged value is the
+    formula over those answers as KEDA hands them on (three decimals, nulls as 0, the
+    composite truncated to milli-units)."""
+    from gpuscale.autoscaling.formula import Formula
+    from gpuscale.autoscaling.keda_runtime import metric_value, truncated_milli
+
+    tmp, series, polls = formula_run
+    modifiers = yaml.safe_load(QUEUE_GUARD.read_text())["spec"]["advanced"]["scalingModifiers"]
+    names = [t["name"] for t in polls[0]["triggers"]]
+    formula = Formula.compile(modifiers["formula"], names)
+    origin_s = epoch_ms(datetime.fromisoformat(START.replace("Z", "+00:00"))) / 1000
+    assert len(polls) > 100 and any(p["formula"]["value"] > 1 for p in polls)  # it scaled
+    with backfilled(series, tmp) as live:
+        for poll in polls:
+            answers = {}
+            for trigger in poll["triggers"]:
+                got = _prometheus_value(live.query(trigger["query"],
+                                                   origin_s + trigger["eval_time_s"]))
+                assert got == trigger["value"], (trigger, got)
+                answers[trigger["name"]] = metric_value(got if got is not None else 0.0)
+            expected = formula.evaluate(answers)
+            assert expected is not None and truncated_milli(expected) == \
+                poll["formula"]["value"], (poll, answers)

@@ -10,7 +10,7 @@ import pytest
 
 from gpuscale.autoscaling.base import AutoscalerView
 from gpuscale.autoscaling.hpa import MetricQuery, query_value
-from gpuscale.autoscaling.keda import read_trigger
+from gpuscale.autoscaling.keda import trigger_value
 from gpuscale.promql import Engine, SeriesStore
 
 
@@ -35,7 +35,7 @@ def view() -> AutoscalerView:
     ("q / on() q", True, None, None, "duplicate series"),  # an evaluation error
 ])
 def test_prometheus_scaler_semantics(view, query, ignore, value, read_as, error):
-    reading = read_trigger(view, MetricQuery(promql=query), ignore)
+    reading = trigger_value(view, MetricQuery(promql=query), ignore)
     assert (reading.value == value) or (math.isnan(value or 0) and math.isnan(reading.value))
     assert reading.read_as == read_as
     assert error in reading.error and bool(error) == bool(reading.error)

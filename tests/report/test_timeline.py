@@ -53,7 +53,8 @@ def test_series_columns_add_up_to_the_request_counts():
         )
         # Cost is cumulative and ends at most at the run's total.
         cost = np.array(cols["cost_usd"])
-        assert np.all(np.diff(cost) >= 0) and cost[-1] <= run["cost_usd"] * (1 + 1e-4)
+        total = run["cost_usd"] + run["drain_cost_usd"]
+        assert np.all(np.diff(cost) >= 0) and cost[-1] <= total * (1 + 1e-4)
 
 
 def test_markers_count_the_scale_events():

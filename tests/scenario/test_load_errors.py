@@ -38,7 +38,7 @@ def test_valid_scenario_round_trips(tmp_path):
          "greater than or equal to 0"),
         (lambda d: d["cluster"].update(ready_nodes=9, max_nodes=2), "cluster",
          "ready_nodes (9) > max_nodes (2)"),
-        (lambda d: d["model"].update(precision="fp4"), "model.precision", "'bf16' or 'fp8'"),
+        (lambda d: d["model"].update(precision="fp4"), "model.precision", "'nvfp4' or 'mxfp4'"),
         (lambda d: d["strategies"][1]["autoscaler"].update(kind="magic"),
          "strategies[1].autoscaler", "magic"),
         (lambda d: d.update(strategies=[d["strategies"][0], d["strategies"][0]]), "(top level)",

@@ -224,13 +224,17 @@ def test_scenario_takes_pp_and_batching():
     sc = scenario_from_dict({
         "name": "pp", "duration_s": 10, "model": {"name": "Llama-3.1-70B", "tp": 2, "pp": 2,
                                                   "precision": "fp8"},
-        "engine": {"batching": "prefill_first"},
+        # vLLM refuses prefill_first with a budget below max_model_len (issue 28).
+        "engine": {"batching": "prefill_first", "max_model_len": 8192},
         "cluster": {"instance_type": "p5.48xlarge", "ready_nodes": 1, "max_nodes": 1},
         "workload": {"kind": "poisson", "rate_per_s": 1.0, "duration_s": 10},
         "strategies": [{"name": "fixed", "autoscaler": {"kind": "fixed", "replicas": 1}}]})
     hw = replica_hardware(sc)
     assert (hw.tp, hw.pp, hw.tp_degree) == (4, 2, 2)
-    assert engine_config(sc, hw).batching == "prefill_first"
+    cfg = engine_config(sc, hw)
+    assert cfg.batching == "prefill_first"
+    # A budget per micro-batch: a period of 2 stages carries two (serving/pipeline.py).
+    assert cfg.max_num_batched_tokens == 2 * 8192
 
 
 def test_scenario_takes_the_kv_admission_policy():

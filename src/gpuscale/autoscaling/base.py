@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 # The one per-pod metrics type: the scrape (metrics/) writes it, every policy reads it.
@@ -96,6 +97,9 @@ class AutoscalerContext:
     engine: Any = None
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
+    # Wall-clock instant of simulated t=0 (Scenario.start_time): what time-of-day triggers
+    # (KEDA cron) read; None = units.DEFAULT_START_TIME.
+    start_time: datetime | None = None
 
 
 @dataclass(frozen=True)

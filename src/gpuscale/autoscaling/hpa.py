@@ -203,8 +203,8 @@ class HpaParams(BaseModel):
         default=1,
         ge=0,
         description=(
-            "Floor (API default 1). 0 needs the alpha HPAScaleToZero gate and an Object/External "
-            "metric."
+            "Floor (API default 1). 0 scales to and from zero on an Object/External metric "
+            "(HPAScaleToZero: beta and on by default since Kubernetes 1.37, KEP-2021)."
         ),
     )
     max_replicas: int = Field(ge=1, description="Ceiling; required by the API.")
@@ -258,22 +258,15 @@ class HpaParams(BaseModel):
 
 
 @dataclass(frozen=True)
-class Fallback:
-    """KEDA fallback (static): after more than `failure_threshold` failed reads, aim at
-    `replicas`."""
-
-    failure_threshold: int
-    replicas: int
-
-
-@dataclass(frozen=True)
 class HpaState:
     """What the controller remembers between syncs (per HPA key in the real controller)."""
 
     recommendations: tuple[Stamped, ...] | None = None  # None until the first sync records current
     up_events: tuple[Stamped, ...] = ()
     down_events: tuple[Stamped, ...] = ()
-    failures: tuple[int, ...] = ()  # consecutive failed reads per metric (used by KEDA fallback)
+    # The ScaledToZero condition (KEP-2021, beta in 1.37): this HPA scaled the target to 0, so
+    # at 0 it keeps computing (a target set to 0 by someone else stays ScalingDisabled).
+    scaled_to_zero: bool = False
     condition: str = ""  # last reason: ScalingDisabled, FailedGetMetrics, ValidMetricFound, ...
     last_proposal: int | None = None  # max over metrics before stabilization, for reports
     # Per metric of the last sync: (label, usage ratio to target or None, replicas proposed,
@@ -282,11 +275,12 @@ class HpaState:
     readings: tuple[tuple[str, float | None, int, float | None], ...] = ()
 
 
-# Reads one External/Object scalar; None = the query failed (KEDA swaps in its own reader).
-ScalarReader = Callable[[AutoscalerView, MetricSpec], "float | None"]
+# Reads External/Object metric number `index` of the HPA; None = the query failed (KEDA's
+# metrics server is its own reader: keda_runtime.py).
+ScalarReader = Callable[[AutoscalerView, int, MetricSpec], "float | None"]
 
 
-def read_scalar(view: AutoscalerView, spec: MetricSpec) -> float | None:
+def read_scalar(view: AutoscalerView, index: int, spec: MetricSpec) -> float | None:
     """Default metrics pipeline (prometheus-adapter style): an empty result is an error."""
     assert spec.query is not None  # validated for External/Object
     return query_value(view, spec.query)
@@ -295,13 +289,14 @@ def read_scalar(view: AutoscalerView, spec: MetricSpec) -> float | None:
 class HpaController:
     """The HPA controller for one scale target; satisfies `ReplicaAutoscaler`."""
 
-    def __init__(self, params: HpaParams, *, name: str = "hpa", reader: ScalarReader = read_scalar,
-                 fallback: Fallback | None = None):
+    def __init__(self, params: HpaParams, *, name: str = "hpa", reader: ScalarReader = read_scalar):
         self.name = name
         self.period_s = params.sync_period_s
         self.params = params
         self._reader = reader
-        self._fallback = fallback
+        # hasObjectOrExternalMetrics: only these can scale a target from zero (KEP-2021).
+        self._can_zero = params.min_replicas == 0 and any(
+            m.type in ("Object", "External") for m in params.metrics)
         self._up: ResolvedRules | None = None
         self._down: ResolvedRules | None = None
         down_tol = up_tol = params.tolerance_frac
@@ -331,32 +326,35 @@ class HpaController:
         self._readings: tuple[tuple[str, float | None, int, float | None], ...] = ()
 
     def initial_state(self) -> HpaState:
-        return HpaState(failures=(0,) * len(self.params.metrics))
+        return HpaState()
 
     def decide(self, view: AutoscalerView, state: HpaState) -> tuple[int | None, HpaState]:
         p, now, current = self.params, view.now_s, view.current_replicas
         if state.recommendations is None:  # recordInitialRecommendation
             state = replace(state, recommendations=(Stamped(now, current),))
-        if current == 0 and p.min_replicas != 0:
+        if current == 0 and not (self._can_zero and state.scaled_to_zero):
+            # Implicit maintenance mode: a target at 0 the HPA did not scale there itself
+            # (KEDA's, or a new Deployment with replicas 0) is left alone.
             return None, replace(state, condition="ScalingDisabled")
         if current > p.max_replicas:
             desired, state = p.max_replicas, replace(state, condition="TooManyReplicas")
         elif current < p.min_replicas:
             desired, state = p.min_replicas, replace(state, condition="TooFewReplicas")
         else:
-            proposal, failures, error = self._proposal(view, state)
+            proposal, error = self._proposal(view)
             if proposal is None:
-                return None, replace(state, failures=failures, last_proposal=proposal,
-                                     readings=self._readings,
+                return None, replace(state, last_proposal=proposal, readings=self._readings,
                                      condition=f"FailedGetMetrics: {error}")
             # One new state per sync (the frozen dataclass's `replace` is most of a sync's
             # own cost): the readings and the stabilised recommendations together.
             desired, recs = self._normalize(now, current, max(proposal, 0), state)
-            state = replace(state, failures=failures, last_proposal=proposal,
+            state = replace(state, last_proposal=proposal,
                             readings=self._readings, recommendations=recs,
                             condition="ValidMetricFound")
         if desired == current:
             return None, state
+        # ScaledToZero is set when this HPA takes its target to 0, cleared when it rescales.
+        state = replace(state, scaled_to_zero=self._can_zero and current > 0 and desired == 0)
         return desired, self._record_scale(now, current, desired, state)
 
     def _normalize(
@@ -412,17 +410,14 @@ class HpaController:
         return {"reason": state.condition, "proposal": state.last_proposal,
                 "tolerance": {"down": self._tol.down, "up": self._tol.up}, "metrics": metrics}
 
-    def _proposal(
-        self, view: AutoscalerView, state: HpaState
-    ) -> tuple[int | None, tuple[int, ...], str]:
+    def _proposal(self, view: AutoscalerView) -> tuple[int | None, str]:
         """`computeReplicasForMetrics`: max over metrics; None when all fail or a failure blocks
         scale-down."""
-        failures = list(state.failures) or [0] * len(self.params.metrics)
         replicas, invalid, first_error = 0, 0, ""
         readings: list[tuple[str, float | None, int, float | None]] = []
         for i, spec in enumerate(self.params.metrics):
             try:
-                proposal = self._metric_proposal(view, spec, i, failures)
+                proposal = self._metric_proposal(view, spec, i)
             except MetricError as exc:
                 invalid += 1
                 first_error = first_error or f"{spec.label}: {exc}"
@@ -434,12 +429,10 @@ class HpaController:
         if invalid >= len(self.params.metrics) or (
             invalid > 0 and replicas < view.current_replicas
         ):
-            return None, tuple(failures), first_error
-        return replicas, tuple(failures), first_error
+            return None, first_error
+        return replicas, first_error
 
-    def _metric_proposal(
-        self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]
-    ) -> int:
+    def _metric_proposal(self, view: AutoscalerView, spec: MetricSpec, index: int) -> int:
         current = view.current_replicas
         pods = [p for p in view.pods if p.phase != "Failed"]
         target = spec.target
@@ -465,7 +458,9 @@ class HpaController:
                     self._tol,
                 )
             return plain_metric_replicas(current, groups, to_milli(target.value), self._tol)
-        value = self._read(view, spec, index, failures)
+        value = self._reader(view, index, spec)
+        if value is None:
+            raise MetricError(f"unable to get metric {spec.label}")
         self._last_value = value
         usage = to_milli(value)
         if target.type == "AverageValue":  # status.replicas: pods that exist
@@ -475,23 +470,6 @@ class HpaController:
         self._last_ratio = usage / to_milli(target.value)
         ready = sum(1 for p in view.pods if p.phase == "Running" and p.ready) if view.pods else None
         return value_replicas(current, usage, to_milli(target.value), ready, self._tol)
-
-    def _read(
-        self, view: AutoscalerView, spec: MetricSpec, index: int, failures: list[int]
-    ) -> float:
-        value = self._reader(view, spec)
-        if value is not None:
-            failures[index] = 0
-            return value
-        failures[index] += 1
-        fb = self._fallback
-        if fb is not None and failures[index] > fb.failure_threshold:
-            # KEDA fallback.go: a synthetic value that makes the HPA land on fb.replicas.
-            if spec.target.type == "AverageValue":
-                return spec.target.value * fb.replicas
-            ready = sum(1 for p in view.pods if p.phase == "Running" and p.ready)
-            return spec.target.value * fb.replicas / max(ready, 1)
-        raise MetricError(f"unable to get metric {spec.label}")
 
     @staticmethod
     def _requests(view: AutoscalerView, resource: str) -> dict[str, int]:

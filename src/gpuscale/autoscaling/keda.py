@@ -1,33 +1,56 @@
-"""KEDA ScaledObject with Prometheus triggers: the operator's 0<->1 loop plus the HPA it generates.
+"""KEDA ScaledObject: its parameters, and what one trigger reads.
 
-Reference: ../shared/reference/layer3-replica-autoscaling.md section 2 (kedacore/keda
-`pkg/scaling/executor/scale_scaledobjects.go`, `controllers/keda/hpa.go`,
-`pkg/scalers/prometheus_scaler.go`, `pkg/fallback/fallback.go`). `build` returns two controllers:
-`KedaOperator` (every pollingInterval: activation and cooldown) and an `HpaController` named
-"keda-hpa" (every 15 s: External metrics, min = max(minReplicaCount, 1), behavior copied or None).
+Reference: ../shared/reference/layer3-replica-autoscaling.md section 2, and kedacore/keda (read
+at 8b4f083, 2026-08-20): `apis/keda/v1alpha1/scaledobject_types.go` (fields, pause annotations,
+fallback behaviors), `apis/keda/v1alpha1/scaletriggers_types.go` (trigger names unique),
+`apis/keda/v1alpha1/scaledobject_webhook.go` (formula and target validation),
+`pkg/scalers/prometheus_scaler.go`. The controllers are in keda_operator.py (the operator's
+activation/cooldown loop and the HPA KEDA generates) and keda_runtime.py (KEDA's scale handler
+and metrics server: fallback, cached metrics, the formula's composite metric); they load when a
+run builds a KEDA autoscaler (`registry.lazy_build`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from gpuscale.autoscaling.base import AutoscalerView, PolicySpec, ReplicaAutoscaler
+from gpuscale.autoscaling.base import AutoscalerView, PolicySpec
 from gpuscale.autoscaling.behavior import Behavior
-from gpuscale.autoscaling.hpa import (
-    Fallback,
-    HpaController,
-    HpaParams,
-    MetricQuery,
-    MetricSpec,
-    MetricTarget,
-    promql_result,
-    query_value,
-)
+from gpuscale.autoscaling.hpa import MetricQuery, promql_result, query_value
+from gpuscale.autoscaling.keda_cron import CronTrigger
 from gpuscale.promql import PromQLError, Scalar, StringValue, Vector
+from gpuscale.registry import lazy_build
+
+MetricType = Literal["AverageValue", "Value"]
+FallbackBehavior = Literal["static", "currentReplicas", "currentReplicasIfHigher",
+                           "currentReplicasIfLower", "scalingModifiers"]
+
+
+class KedaTrigger(Protocol):
+    """What the operator and the metrics server need of any trigger. A trigger whose value
+    comes from the clock (KEDA `cron`) implements `value_at`; Prometheus triggers are read by
+    `trigger_value`."""
+
+    @property
+    def name(self) -> str | None: ...  # the trigger's `name`, how a formula refers to it
+
+    @property
+    def metric_type(self) -> MetricType: ...
+
+    @property
+    def use_cached_metrics(self) -> bool: ...
+
+    @property
+    def target_value(self) -> float: ...  # the HPA target of its metric
+
+    @property
+    def label(self) -> str: ...  # what the decision log shows for it
+
+    def is_active(self, value: float) -> bool: ...  # the scaler's activity for a reading
 
 
 class PrometheusTrigger(BaseModel):
@@ -38,8 +61,8 @@ class PrometheusTrigger(BaseModel):
 
     type: Literal["prometheus"] = "prometheus"
     name: str | None = Field(default=None, description=(
-        "The trigger's `name` (what a scalingModifiers formula calls it); None = KEDA's "
-        "metric name s<index>-prometheus."))
+        "The trigger's `name` (unique): what a scalingModifiers formula calls it; None = "
+        "KEDA's metric name s<index>-prometheus."))
     query: MetricQuery = Field(
         description=("The PromQL query as written in the ScaledObject (a string), or the "
                      "shorthand {metric, aggregation}, e.g. sum(vllm:num_requests_waiting).")
@@ -51,17 +74,90 @@ class PrometheusTrigger(BaseModel):
         default=0.0,
         description="Active iff value > this, strictly (prometheus_scaler.go; default 0).",
     )
-    metric_type: Literal["AverageValue", "Value"] = Field(
+    metric_type: MetricType = Field(
         default="AverageValue", description="KEDA default AverageValue."
     )
     ignore_null_values: bool = Field(
         default=True,
         description="Empty result or NaN counts as 0 instead of an error (default true).",
     )
+    use_cached_metrics: bool = Field(
+        default=False,
+        description="useCachedMetrics: the HPA reads the value of the operator's last poll "
+        "instead of querying again.",
+    )
+
+    @property
+    def target_value(self) -> float:
+        return self.threshold
+
+    @property
+    def label(self) -> str:
+        return self.query.label
+
+    def is_active(self, value: float) -> bool:
+        return value > self.activation_threshold
+
+
+@dataclass(frozen=True)
+class TriggerReading:
+    """One read of a Prometheus trigger: what Prometheus returned and what KEDA made of it."""
+
+    value: float | None  # the single series' value Prometheus returned; None: not one series
+    read_as: float | None  # the scaler's value (0 for an ignored null); None: an error
+    error: str = ""
+
+
+def trigger_value(view: AutoscalerView, query: MetricQuery,
+                  ignore_null_values: bool) -> TriggerReading:
+    """The Prometheus scaler's `ExecutePromQuery` (prometheus_scaler.go), the one place a
+    trigger's value is computed: an empty result, or NaN/Inf, reads 0 when
+    `ignoreNullValues` (default) and is an error otherwise; more than one series is always an
+    error ("returned multiple elements"); a scalar or string result does not unmarshal (an
+    error); an instant query of a range vector has no `value` (empty). The shorthand
+    `{metric, aggregation}` reads the latest scrape with the same null rules."""
+    if query.promql is None:
+        value = query_value(view, query)
+        if value is None or not math.isfinite(value):
+            return _null(value, ignore_null_values, "empty or not finite")
+        return TriggerReading(value, value)
+    result = promql_result(view, query.promql)
+    if isinstance(result, PromQLError):
+        return TriggerReading(None, None, str(result))
+    if isinstance(result, (Scalar, StringValue)):
+        return TriggerReading(None, None, "the result is not a vector (KEDA cannot unmarshal it)")
+    rows = result.rows() if isinstance(result, Vector) else []
+    if len(rows) > 1:
+        return TriggerReading(None, None, f"query returned multiple elements ({len(rows)})")
+    if not rows:
+        return _null(None, ignore_null_values, "the result is empty")
+    value = rows[0][1]
+    if not math.isfinite(value):
+        return _null(value, ignore_null_values, f"query returns {value}")
+    return TriggerReading(value, value)
+
+
+def _null(value: float | None, ignore_null_values: bool, why: str) -> TriggerReading:
+    """An empty or non-finite answer: 0 when nulls are ignored, else an error."""
+    if ignore_null_values:
+        return TriggerReading(value, 0.0)
+    return TriggerReading(value, None, why)
+
+
+def _trigger_type(value: Any) -> str:
+    """A trigger's `type` (absent: prometheus), so a bad cron trigger is reported as a cron
+    trigger, not as a Prometheus one missing its query."""
+    kind = value.get("type", "prometheus") if isinstance(value, dict) else value.type
+    return kind if kind in ("prometheus", "cron") else "prometheus"
+
+
+# A trigger as the scenario writes it: Prometheus, or KEDA `cron` (keda_cron.py).
+TriggerSpec = Annotated[Annotated[PrometheusTrigger, Tag("prometheus")]
+                        | Annotated[CronTrigger, Tag("cron")], Discriminator(_trigger_type)]
 
 
 class FallbackParams(BaseModel):
-    """`spec.fallback` with the default `behavior: static`."""
+    """`spec.fallback`: what the metrics server reports after repeated scaler errors."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,6 +165,26 @@ class FallbackParams(BaseModel):
         ge=0, description="Consecutive failed reads tolerated before falling back."
     )
     replicas: int = Field(ge=0, description="Replica count the synthetic metric steers the HPA to.")
+    behavior: FallbackBehavior = Field(
+        default="static",
+        description="static: `replicas`; currentReplicas(IfHigher|IfLower): the target's count "
+        "(or the higher / lower of the two); scalingModifiers: failed triggers reach the formula "
+        "as nil (fallback.go).",
+    )
+
+
+class ScalingModifiers(BaseModel):
+    """`advanced.scalingModifiers`: one composite metric computed by a formula over the
+    triggers' values by name, in place of one metric per trigger."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    formula: str = Field(min_length=1, description="expr-lang expression over trigger names.")
+    target: float = Field(gt=0, description="HPA target of the composite metric.")
+    activation_target: float = Field(
+        default=0.0, description="Active iff the composite value > this (default 0)."
+    )
+    metric_type: MetricType = Field(default="AverageValue", description="Of the composite.")
 
 
 class HorizontalPodAutoscalerConfig(BaseModel):
@@ -84,6 +200,9 @@ class Advanced(BaseModel):
 
     horizontal_pod_autoscaler_config: HorizontalPodAutoscalerConfig = Field(
         default_factory=HorizontalPodAutoscalerConfig
+    )
+    scaling_modifiers: ScalingModifiers | None = Field(
+        default=None, description="A formula combining the triggers into one metric."
     )
 
 
@@ -113,12 +232,34 @@ class KedaParams(BaseModel):
     idle_replica_count: int | None = Field(
         default=None, ge=0, description="idleReplicaCount; must be < min (docs: only 0 works)."
     )
-    triggers: tuple[PrometheusTrigger, ...] = Field(
-        min_length=1, description="Prometheus triggers; active if any is."
+    triggers: tuple[TriggerSpec, ...] = Field(
+        min_length=1, description="Prometheus and cron triggers: one HPA metric each (the HPA "
+        "takes the largest proposal), active if any is; or inputs of "
+        "`advanced.scaling_modifiers`."
     )
     advanced: Advanced = Field(default_factory=Advanced)
     fallback: FallbackParams | None = Field(
-        default=None, description="Static fallback on failing triggers."
+        default=None, description="What to report after repeated scaler errors."
+    )
+    paused: bool = Field(
+        default=False, description="autoscaling.keda.sh/paused: no scaling at all; the "
+        "replicas stay where they are."
+    )
+    paused_replicas: int | None = Field(
+        default=None, ge=0, description="autoscaling.keda.sh/paused-replicas: the target is "
+        "set to this count and no scaling happens."
+    )
+    paused_scale_in: bool = Field(
+        default=False, description="autoscaling.keda.sh/paused-scale-in: the HPA's scaleDown "
+        "selectPolicy is Disabled and the operator never deactivates."
+    )
+    paused_scale_out: bool = Field(
+        default=False, description="autoscaling.keda.sh/paused-scale-out: the HPA's scaleUp "
+        "selectPolicy is Disabled and the operator never activates from 0 or idle."
+    )
+    force_activation: bool = Field(
+        default=False, description="autoscaling.keda.sh/force-activation: active whatever "
+        "the triggers read."
     )
     hpa_sync_period_s: float = Field(
         default=15.0,
@@ -145,181 +286,44 @@ class KedaParams(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _check_triggers(self) -> KedaParams:
+        names = [t.name for t in self.triggers if t.name]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:  # scaletriggers_types.go ValidateTriggers
+            raise ValueError(f"trigger name {repeated[0]!r} is defined more than once; names "
+                             "must be unique")
+        modifiers = self.advanced.scaling_modifiers
+        if modifiers is not None:
+            from gpuscale.autoscaling.formula import Formula, FormulaError
 
-@dataclass(frozen=True)
-class TriggerReading:
-    """One poll of a Prometheus trigger: what Prometheus returned and what KEDA made of it."""
+            try:
+                Formula.compile(modifiers.formula, names)
+            except FormulaError as exc:
+                raise ValueError(f"advanced.scaling_modifiers.formula: {exc}") from None
+        if self.fallback is not None and self.fallback.behavior == "scalingModifiers" \
+                and modifiers is None:
+            raise ValueError("fallback behavior scalingModifiers requires "
+                             "advanced.scaling_modifiers.formula (KEDA admission check)")
+        return self
 
-    value: float | None  # the single series' value Prometheus returned; None: not one series
-    read_as: float | None  # the scaler's value (0 for an ignored null); None: an error
-    error: str = ""
-
-
-def read_trigger(view: AutoscalerView, query: MetricQuery,
-                 ignore_null_values: bool) -> TriggerReading:
-    """The Prometheus scaler's `ExecutePromQuery` (kedacore/keda pkg/scalers/
-    prometheus_scaler.go): an empty result, or NaN/Inf, reads 0 when `ignoreNullValues`
-    (default) and is an error otherwise; more than one series is always an error ("returned
-    multiple elements"); a scalar or string result does not unmarshal (an error); an instant
-    query of a range vector has no `value` (empty)."""
-    if query.promql is None:
-        value = query_value(view, query)
-        if value is None or not math.isfinite(value):
-            return TriggerReading(value, 0.0 if ignore_null_values else None,
-                                  "" if ignore_null_values else "empty or not finite")
-        return TriggerReading(value, value)
-    result = promql_result(view, query.promql)
-    if isinstance(result, PromQLError):
-        return TriggerReading(None, None, str(result))
-    if isinstance(result, (Scalar, StringValue)):
-        return TriggerReading(None, None, "the result is not a vector (KEDA cannot unmarshal it)")
-    rows = result.rows() if isinstance(result, Vector) else []
-    if len(rows) > 1:
-        return TriggerReading(None, None, f"query returned multiple elements ({len(rows)})")
-    if not rows:
-        return TriggerReading(None, 0.0 if ignore_null_values else None,
-                              "" if ignore_null_values else "the result is empty")
-    value = rows[0][1]
-    if not math.isfinite(value):
-        return TriggerReading(value, 0.0 if ignore_null_values else None,
-                              "" if ignore_null_values else f"query returns {value}")
-    return TriggerReading(value, value)
-
-
-def trigger_value(
-    view: AutoscalerView, query: MetricQuery, ignore_null_values: bool
-) -> float | None:
-    """The Prometheus scaler's value (`read_trigger`); None is an error."""
-    return read_trigger(view, query, ignore_null_values).read_as
-
-
-@dataclass(frozen=True)
-class KedaState:
-    created_s: float | None = None  # the ScaledObject's creationTimestamp (first poll)
-    last_active_s: float | None = None  # status.lastActiveTime
-    condition: str = ""
-
-
-class KedaOperator:
-    """KEDA's own loop (`RequestScale`): owns 0 <-> max(min, 1) and -> idle; the HPA owns the
-    rest."""
-
-    def __init__(self, params: KedaParams):
-        self.name = "keda-operator"
-        self.period_s = params.polling_interval_s
-        self.params = params
-
-    def initial_state(self) -> KedaState:
-        return KedaState()
-
-    def decide(self, view: AutoscalerView, state: KedaState) -> tuple[int | None, KedaState]:
-        p, now, current = self.params, view.now_s, view.current_replicas
-        if state.created_s is None:
-            state = replace(state, created_s=now)
-        values = [trigger_value(view, t.query, t.ignore_null_values) for t in p.triggers]
-        is_error = any(v is None for v in values)
-        is_active = any(
-            v is not None and v > t.activation_threshold
-            for v, t in zip(values, p.triggers, strict=True)
-        )
-        idle, min_count = p.idle_replica_count, p.min_replica_count
-        if is_active:
-            if (idle is not None and current < min_count) or current == 0:
-                # scaleFromZeroOrIdle: minReplicaCount if > 0, else 1
-                return self._change(current, min_count if min_count > 0 else 1), replace(
-                    state, last_active_s=now, condition="Activated"
-                )
-            if is_error:
-                return None, replace(state, condition="TriggerError")
-            return None, replace(state, last_active_s=now, condition="Active")
-        if is_error and p.fallback is not None and p.fallback.replicas != 0:
-            return None, replace(state, condition="FallbackPending")
-        if (idle is not None and current > idle) or (current > 0 and min_count == 0):
-            if self._cooled_down(now, state):
-                target = idle if idle is not None else min_count  # getIdleOrMinimumReplicaCount
-                return self._change(current, target), replace(state, condition="Deactivated")
-            return None, replace(state, condition="CoolingDown")
-        if current < min_count and idle is None:
-            return min_count, replace(state, condition="BelowMin")
-        return None, replace(state, condition="Inactive")
-
-    def explain(self, view: AutoscalerView, state: KedaState) -> dict[str, Any]:
-        """Activation: each trigger's value against its activation threshold (re-read from
-        the same view `decide` saw; only the decision log calls this)."""
-        triggers = []
-        active = False
-        for index, t in enumerate(self.params.triggers):
-            reading = read_trigger(view, t.query, t.ignore_null_values)
-            entry: dict[str, Any] = {
-                "name": t.name or f"s{index}-prometheus", "query": t.query.label,
-                "value": reading.value, "read_as": reading.read_as, "eval_time_s": view.now_s,
-                "activation_threshold": t.activation_threshold}
-            if reading.error:
-                entry["error"] = reading.error
-            triggers.append(entry)
-            active = active or (reading.read_as is not None
-                                and reading.read_as > t.activation_threshold)
-        return {"reason": state.condition, "triggers": triggers, "active": active,
-                "last_active_s": state.last_active_s,
-                "cooldown_period_s": self.params.cooldown_period_s}
-
-    def _cooled_down(self, now: float, state: KedaState) -> bool:
-        """scaleToZeroOrIdle: strictly more than the cooldown since the last active poll."""
-        p = self.params
-        if state.last_active_s is None:
-            created = state.created_s if state.created_s is not None else now
-            return created + p.initial_cooldown_period_s < now
-        return state.last_active_s + p.cooldown_period_s < now
-
-    @staticmethod
-    def _change(current: int, target: int) -> int | None:
-        return None if target == current else target
-
-
-def generated_hpa_params(params: KedaParams) -> HpaParams:
-    """controllers/keda/hpa.go: one External metric per trigger (s<i>-prometheus), target =
-    threshold."""
-    metrics = tuple(
-        MetricSpec(
-            type="External",
-            query=t.query,
-            target=MetricTarget(type=t.metric_type, value=t.threshold),
-        )
-        for t in params.triggers
-    )
-    return HpaParams(
-        min_replicas=max(params.min_replica_count, 1),
-        max_replicas=params.max_replica_count,
-        metrics=metrics,
-        behavior=params.advanced.horizontal_pod_autoscaler_config.behavior,
-        tolerance_frac=params.hpa_tolerance_frac,
-        sync_period_s=params.hpa_sync_period_s,
-    )
-
-
-def build(params: KedaParams) -> list[ReplicaAutoscaler]:
-    # Keyed by query: two triggers with the same query but different ignore_null_values flags
-    # would share the last flag (an unlikely manifest; KEDA itself reads each trigger separately).
-    ignore = {t.query: t.ignore_null_values for t in params.triggers}
-
-    def reader(view: AutoscalerView, spec: MetricSpec) -> float | None:
-        assert spec.query is not None  # every generated metric carries its trigger's query
-        return trigger_value(view, spec.query, ignore[spec.query])
-
-    fb = params.fallback
-    hpa = HpaController(
-        generated_hpa_params(params), name="keda-hpa", reader=reader,
-        fallback=Fallback(fb.failure_threshold, fb.replicas) if fb is not None else None,
-    )
-    return [KedaOperator(params), hpa]
+    @property
+    def fallback_enabled(self) -> bool:
+        """`HasValidFallback`: with a formula, fallback also needs an integer target > 0
+        (fallback.go parses the target with ParseInt); otherwise it is ignored."""
+        if self.fallback is None:
+            return False
+        modifiers = self.advanced.scaling_modifiers
+        return modifiers is None or modifiers.target == int(modifiers.target)
 
 
 SPEC = PolicySpec(
     name="keda",
     params=KedaParams,
-    build=build,
+    build=lazy_build("gpuscale.autoscaling.keda_operator"),
     summary=(
-        "KEDA ScaledObject on Prometheus: operator loop for "
-        "0<->1 plus a generated HPA for 1<->N."
+        "KEDA ScaledObject: operator loop for 0<->1 plus a generated HPA for 1<->N; "
+        "triggers, scalingModifiers formulas, fallback, pause annotations."
     ),
+    needs_context=True,  # cron triggers read the wall clock of the scenario's start_time
 )

@@ -25,6 +25,7 @@ from gpuscale.serving.cold_start import (
     node_ready_components,
 )
 from gpuscale.serving.engines import get_engine_profile, with_engine
+from gpuscale.serving.frontend import FRONTENDS
 from gpuscale.serving.kv_cache import num_kv_blocks
 from gpuscale.serving.performance import ReplicaHardware, layer_linear_time_s
 from gpuscale.serving.replica import EngineConfig
@@ -86,11 +87,13 @@ class CheckResult:
 
 
 def _hw(gpu: str | GpuSpec, model: str, tp: int, weights: Precision, kv: Precision,
-        engine: str = "default", streaming: bool = False) -> ReplicaHardware:
-    """`streaming`: the row's run streams tokens (MLPerf Server); offline rows do not."""
+        engine: str = "default", frontend: str = "none") -> ReplicaHardware:
+    """`frontend`: what the row's run puts on the engine's loop (serving/frontend.py): NVIDIA's
+    MLPerf harness streams tokens in Server (`nvidia_mlperf_harness`); offline rows run none."""
     spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
     return with_engine(ReplicaHardware(spec, get_model(model), weights, kv, tp),
-                       get_engine_profile(engine), streaming=streaming)
+                       get_engine_profile(engine),
+                       stream_seq_s=FRONTENDS[frontend].stream_seq_s)
 
 
 def _engine(hw: ReplicaHardware, max_seqs: int, budget: int, util: float = 0.9,
@@ -280,8 +283,8 @@ def a8_relative_qps() -> float:
 def _a8(duration_s: float = MLPERF_SERVER_MIN_DURATION_S, hw: ReplicaHardware | None = None,
         qps: float = A8_QPS) -> BenchResult:
     """MLPerf Server: Poisson arrivals at `qps` on 4 x TP2 (`hw` overrides the replica)."""
-    # NVIDIA's harness streams tokens in Server, not in Offline (serving/engines.py).
-    hw = hw or _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm", streaming=True)
+    # NVIDIA's harness streams tokens in Server, not in Offline (serving/frontend.py).
+    hw = hw or _hw("H100-SXM", "Llama-2-70B", 2, FP8, FP8, "trtllm", "nvidia_mlperf_harness")
     n = int(qps * duration_s)
     prompts, outputs = mlperf_lengths(n, seed=1)
     rng = np.random.default_rng(8)
@@ -311,7 +314,7 @@ def row_a8(duration_s: float = MLPERF_SERVER_MIN_DURATION_S) -> list[CheckResult
                         relative.mean_in_system / A8_INSTANCES, 0.25, "req", input_note=note)]
 
 
-# The point TRTLLM_STREAM_SEQ_S is fixed on (serving/engines.py), not a row: the same
+# The point TRTLLM_STREAM_SEQ_S is fixed on (serving/frontend.py), not a row: the same
 # submission's 8 x H200 Server run, mlcommons inference_results_v4.1 closed/NVIDIA/results/
 # H200-SXM-141GBx8_TRT/llama2-70b-99/Server/performance/run_1/mlperf_log_detail.txt:
 # effective_target_qps 101, result_first_token_mean_latency_ns 198,269,106,
@@ -333,7 +336,7 @@ def a7_model_samples_per_s() -> float:
 def h200_server(duration_s: float = MLPERF_SERVER_MIN_DURATION_S,
                 hw: ReplicaHardware | None = None) -> BenchResult:
     """The H200 Server run at its load relative to the model's own A7 rate (as A8 is run)."""
-    hw = hw or _hw("H200", "Llama-2-70B", 1, FP8, FP8, "trtllm", streaming=True)
+    hw = hw or _hw("H200", "Llama-2-70B", 1, FP8, FP8, "trtllm", "nvidia_mlperf_harness")
     qps = H200_SERVER_QPS / H200_OFFLINE_SAMPLES_PER_S * a7_model_samples_per_s()
     prompts, outputs = mlperf_lengths(int(qps * duration_s), seed=1)
     return run_benchmark(hw, _engine(hw, 896, TRTLLM_MAX_NUM_TOKENS, admission=MLPERF_ADMISSION),
@@ -373,9 +376,13 @@ def data_row_checks(rows: list) -> list[CheckResult]:
     for row in rows:
         got = run_row(row)
         for check in row.checks:
-            out.append(CheckResult(row.id, check.statistic, check.measured, got[check.statistic],
+            # A throughput counted `per` replica, node or GPU: the system's total divided so.
+            predicted = got[check.statistic] / row.units(check.per)
+            label = check.statistic if check.per == "system" else \
+                f"{check.statistic} per {check.per}"
+            out.append(CheckResult(row.id, label, check.measured, predicted,
                                    check.tolerance, "", known_miss=check.known_miss,
-                                   statistic=check.statistic))
+                                   statistic=label))
     return out
 
 
@@ -395,6 +402,8 @@ row_p1 = _shipped("P1")
 row_p2 = _shipped("P2")
 row_s1 = _shipped("S1")
 row_v6 = _shipped("V6")
+row_m51 = _shipped("M51")  # MLPerf v5.1: B200, GB200, H200 Interactive, MI300X, MI325X, MI355X
+row_v9 = _shipped("V9")  # AMD's vLLM 0.9.1 numbers, MI300X TP8
 
 
 def row_a13() -> list[CheckResult]:
@@ -470,6 +479,7 @@ ROWS: dict[str, Callable[[], list[CheckResult]]] = {
     "A1-A3": rows_a1_a3, "A4": row_a4, "A5": row_a5, "A6-A7": rows_a6_a7, "A8": row_a8,
     "A10": row_a10, "A11": row_a11, "A13": row_a13, "A15": row_a15, "A16": row_a16,
     "A17": row_a17, "A18": row_a18, "P1": row_p1, "P2": row_p2, "S1": row_s1, "V6": row_v6,
+    "M51": row_m51, "V9": row_v9,
 }
 
 

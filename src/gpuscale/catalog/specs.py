@@ -17,14 +17,33 @@ from gpuscale.units import GIB
 
 
 class Precision(str, Enum):
-    """Weight and KV-cache precision; the value is bytes per element."""
+    """Weight and KV-cache precision (`bytes_per_elem` gives its storage cost).
+
+    The FP4 formats store a 4-bit E2M1 value per element plus a shared scale: NVFP4 one FP8
+    (E4M3) scale per 16 elements (4.5 bits), MXFP4 one E8M0 scale per 32 (4.25 bits); the
+    per-tensor FP32 scale of NVFP4 is negligible. Sources: the OCP Microscaling Formats (MX)
+    v1.0 spec (MXFP4: block 32, E8M0 scale); NVIDIA's "Introducing NVFP4" technical blog
+    (2025-06: block 16, E4M3 scale, plus a per-tensor FP32 scale).
+    """
 
     BF16 = "bf16"
     FP8 = "fp8"
+    NVFP4 = "nvfp4"
+    MXFP4 = "mxfp4"
 
     @property
-    def bytes_per_elem(self) -> int:
-        return 2 if self is Precision.BF16 else 1
+    def bytes_per_elem(self) -> float:
+        return _BYTES_PER_ELEM[self.value]
+
+    @property
+    def is_fp4(self) -> bool:
+        return self.value in _FP4
+
+
+# Integers for the 16- and 8-bit formats, so their byte counts stay exact integers.
+_BYTES_PER_ELEM: dict[str, float] = {"bf16": 2, "fp8": 1, "nvfp4": (4 + 8 / 16) / 8,
+                                     "mxfp4": (4 + 8 / 32) / 8}
+_FP4 = frozenset({"nvfp4", "mxfp4"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +79,10 @@ class GpuSpec:
     # Small-message all-reduce (< 8 MiB), per TP degree: (payload bytes, us) points of the
     # measured NCCL curve, interpolated linearly; above the last point the affine fit applies.
     allreduce_small_us: tuple[tuple[int, tuple[tuple[int, float], ...]], ...] = ()
+    # The same for the engines' own IPC all-reduce kernel (vLLM's custom all-reduce), where
+    # one was measured on this GPU (MI300X); empty = the affine fit at every size, as the
+    # engines' one-shot kernels are taken on NVIDIA GPUs (`allreduce_s`).
+    allreduce_custom_small_us: tuple[tuple[int, tuple[tuple[int, float], ...]], ...] = ()
     # Attention kernels measured on their own (gpus.yaml gives the profile); None = the GEMM
     # factors (compute_efficiency of the BF16 peak, hbm_efficiency) and kernel_floor_us.
     # Prefill: the chunk's attention over its cached prefix and over itself (causal) reach
@@ -74,6 +97,21 @@ class GpuSpec:
     # slower than the uniform-length batches a profile times (Vidur's correction, gpus.yaml);
     # 0 where the decode rate is not read off such a profile.
     attention_gqa_batch_overhead_frac: float = 0.0
+    # Dense FP4 tensor-core peak and the FP4 formats the tensor cores take natively ("nvfp4",
+    # "mxfp4"; Blackwell both, CDNA4 MXFP4 only); gpus.yaml gives the datasheets. Without one
+    # of them an FP4 checkpoint runs weight-only at the BF16 rate (`peak_flops`).
+    fp4_tflops: float | None = None
+    fp4_formats: tuple[str, ...] = ()
+    # FP4 GEMMs reach this fraction of `compute_efficiency` x the FP4 peak (1.0: assumed, no
+    # FP4 GEMM profile read; gpus.yaml says so per GPU).
+    fp4_efficiency_factor: float = 1.0
+    # Decode attention (the paged KV read) reaches this fraction of `hbm_efficiency` x HBM, and
+    # prefill attention this fraction of the GEMM compute rate, where no attention profile gives
+    # the rates (attention_*_frac): ROCm's paged-attention and FlashAttention kernels are not
+    # NVIDIA's (gpus.yaml gives the source per GPU). 1.0 = the GEMM factors.
+    attention_bw_factor: float = 1.0
+    attention_compute_factor: float = 1.0
+    vendor: str = "nvidia"  # "amd": ROCm engines only (TensorRT-LLM is CUDA-only)
 
     @property
     def memory_bytes(self) -> float:
@@ -92,15 +130,17 @@ class GpuSpec:
         latency_us = _at_tp(self.allreduce_latency_us, tp)
         return frac * link, latency_us * 1e-6
 
-    def allreduce_s(self, tp: int, payload_bytes: float) -> float:
+    def allreduce_s(self, tp: int, payload_bytes: float, custom: bool = False) -> float:
         """One all-reduce of `payload_bytes` over `tp` GPUs: the measured small-message curve
         below its last point (NCCL's LL/LL128 protocols are flat there, not affine), else
-        latency + ring bus bytes / effective bus bandwidth."""
+        latency + ring bus bytes / effective bus bandwidth. `custom`: the engine's own kernel's
+        curve (`allreduce_custom_small_us`) instead of NCCL's."""
         bus, latency_s = self.allreduce_bus_bytes_per_s_and_latency_s(tp)
         affine = latency_s + 2.0 * (tp - 1) / tp * payload_bytes / bus
-        if not self.allreduce_small_us:
+        curves = self.allreduce_custom_small_us if custom else self.allreduce_small_us
+        if not curves:
             return affine
-        points = _at_tp(self.allreduce_small_us, tp)
+        points = _at_tp(curves, tp)
         last_bytes, _last_us = points[-1]
         if payload_bytes >= last_bytes:
             return affine
@@ -112,17 +152,30 @@ class GpuSpec:
         return affine
 
     def sustained_flops(self, precision: Precision) -> float:
-        """Peak x compute efficiency, with the FP8 factor on GPUs that run FP8 natively."""
+        """Peak x compute efficiency, with the FP8 (FP4) factor on GPUs that run FP8 (that FP4
+        format) natively."""
         flops = self.peak_flops(precision) * self.compute_efficiency
         if precision is Precision.FP8 and self.fp8_tflops:
             flops *= self.fp8_efficiency_factor
+        elif self.runs_fp4(precision):
+            flops *= self.fp4_efficiency_factor
         return flops
 
     def peak_flops(self, precision: Precision) -> float:
-        """Dense peak FLOP/s; FP8 falls back to BF16 on GPUs without FP8 tensor cores."""
+        """Dense peak FLOP/s; FP8 falls back to BF16 on GPUs without FP8 tensor cores, and an
+        FP4 format the tensor cores lack runs weight-only (W4A16: FP4 weights dequantized to
+        BF16 in the GEMM, as vLLM's Marlin FP4 and gpt-oss's MXFP4 kernels on Hopper do), so
+        at the BF16 rate; its weights still stream at 4 bits."""
         if precision is Precision.FP8 and self.fp8_tflops:
             return self.fp8_tflops * 1e12
+        if self.runs_fp4(precision):
+            assert self.fp4_tflops is not None
+            return self.fp4_tflops * 1e12
         return self.bf16_tflops * 1e12
+
+    def runs_fp4(self, precision: Precision) -> bool:
+        """Whether this GPU's tensor cores multiply `precision` (an FP4 format) natively."""
+        return precision.value in self.fp4_formats and bool(self.fp4_tflops)
 
 
 def _at_tp(pairs, tp: int):
@@ -221,7 +274,7 @@ class ModelSpec:
         )
         return embeddings + attention + dense + moe
 
-    def kv_bytes_per_token(self, kv_precision: Precision) -> int:
+    def kv_bytes_per_token(self, kv_precision: Precision) -> float:
         """K and V bytes per token over all layers: 2 x layers x kv_heads x head_dim x bytes.
 
         MLA models (DeepSeek-V3) cache one latent of `kv_elems_per_token_per_layer` elements.
@@ -236,7 +289,16 @@ class ModelSpec:
         return self.total_params - (self.vocab * self.hidden if self.tied_embeddings else 0)
 
     def weight_bytes(self, precision: Precision) -> float:
-        return self.parameter_count * precision.bytes_per_elem
+        """Stored weight bytes. FP4 checkpoints quantize the layers' linear weights only: the
+        embedding and LM head stay BF16 (NVIDIA ModelOpt NVFP4 and AMD Quark MXFP4 exclude
+        lm_head; the embedding is a lookup table). FP8 keeps the one-precision count it had
+        (its KV pools are what rows A5-A13 checked)."""
+        if not precision.is_fp4:
+            return self.parameter_count * precision.bytes_per_elem
+        layer_params = self.total_params - 2 * self.vocab * self.hidden
+        embedding_params = self.parameter_count - layer_params
+        return layer_params * precision.bytes_per_elem \
+            + embedding_params * Precision.BF16.bytes_per_elem
 
 
 @dataclass(frozen=True)
@@ -355,10 +417,12 @@ def _builtin_gpus() -> dict[str, GpuSpec]:
         for key in ("allreduce_bus_frac", "allreduce_latency_us"):
             if key in spec:
                 spec[key] = tuple(sorted((int(k), float(v)) for k, v in spec[key].items()))
-        if "allreduce_small_us" in spec:
-            spec["allreduce_small_us"] = tuple(sorted(
-                (int(k), tuple((int(b), float(t)) for b, t in v))
-                for k, v in spec["allreduce_small_us"].items()))
+        for key in ("allreduce_small_us", "allreduce_custom_small_us"):
+            if key in spec:
+                spec[key] = tuple(sorted((int(k), tuple((int(b), float(t)) for b, t in v))
+                                         for k, v in spec[key].items()))
+        if "fp4_formats" in spec:
+            spec["fp4_formats"] = tuple(spec["fp4_formats"])
         out[name] = GpuSpec(name=name, **spec)
     return out
 

@@ -24,6 +24,7 @@ from gpuscale.catalog.specs import (
     GpuSpec,
     InstanceType,
     ModelSpec,
+    Precision,
     _builtin_gpus,
     _builtin_instance_types,
     _builtin_models,
@@ -379,6 +380,8 @@ def _gpu(name: str, entry: Any, source: str) -> GpuSpec:
     for key in ("allreduce_bus_frac", "allreduce_latency_us"):
         if key in entry:
             data[key] = _tp_map(entry[key], source, f"{where}.{key}")
+    if "fp4_formats" in entry:
+        data["fp4_formats"] = _fp4_formats(entry["fp4_formats"], source, f"{where}.fp4_formats")
     _missing(GpuSpec, data, source, where)
     for key in ("bf16_tflops", "memory_gib", "memory_bandwidth_tbps", "link_gbps_per_direction"):
         _number(data[key], source, f"{where}.{key}")
@@ -387,6 +390,14 @@ def _gpu(name: str, entry: Any, source: str) -> GpuSpec:
         if value > 1:
             raise _fail(f"expected a fraction in (0, 1], got {value!r}", source, f"{where}.{key}")
     return GpuSpec(name=name, **data)
+
+
+def _fp4_formats(value: Any, source: str, where: str) -> tuple[str, ...]:
+    """The FP4 formats a GPU's tensor cores take: a list of nvfp4 / mxfp4 (may be empty)."""
+    known = [p.value for p in Precision if p.is_fp4]
+    if not isinstance(value, list) or any(v not in known for v in value):
+        raise _fail(f"expected a list of {' / '.join(known)}, got {value!r}", source, where)
+    return tuple(value)
 
 
 def _tp_map(value: Any, source: str, where: str) -> tuple[tuple[int, float], ...]:
@@ -428,9 +439,13 @@ def _instance_type(name: str, entry: Any, source: str, known_gpus: set[str]) -> 
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise _fail(f"unknown GPU {data['gpu']!r}{hint} (add it under `gpus:`)", source,
                     f"{where}.gpu")
-    if data["num_gpus"] < 1 or not 1 <= data["nvlink_domain_gpus"] <= data["num_gpus"]:
-        raise _fail(f"needs num_gpus >= 1 and 1 <= nvlink_domain_gpus <= num_gpus, got "
-                    f"{data['num_gpus']} and {data['nvlink_domain_gpus']}", source, where)
+    gpus, domain = data["num_gpus"], data["nvlink_domain_gpus"]
+    # A rack-scale NVLink domain spans nodes (GB200 NVL72: 18 nodes of 4 GPUs), so it may be
+    # larger than one node, in whole nodes; inside one node it is at most the node.
+    if gpus < 1 or domain < 1 or (domain > gpus and domain % gpus):
+        raise _fail(f"needs num_gpus >= 1 and nvlink_domain_gpus >= 1, at most num_gpus or a "
+                    f"whole number of nodes of it (NVL72: 72 on nodes of 4), got {gpus} and "
+                    f"{domain}", source, where)
     if not 0 <= data["spot_discount_frac"] < 1:
         raise _fail(f"expected a fraction in [0, 1), got {data['spot_discount_frac']!r}",
                     source, f"{where}.spot_discount_frac")

@@ -12,10 +12,8 @@ import click
 
 from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.metrics_out import metrics_options
-from gpuscale.cli.options import scenario_file_argument
-from gpuscale.cli.run_common import overridden, report_options, run_and_report, run_options
+from gpuscale.cli.run_common import report_options, run_and_report, run_options, scenario_units
 from gpuscale.cli.simulate import manifest_options
-from gpuscale.scenario import load_scenario
 
 
 @click.command("compare")
@@ -49,16 +47,13 @@ def command(scenario_file: Path | None, manifests: tuple[str, ...], trace: Path 
             raise click.UsageError("--emit-scenario goes with `simulate --manifests` (one bundle)")
         if "-" in manifests and len(manifests) > 1:
             raise click.UsageError("stdin (-) can hold only one of the bundles compared")
-        from gpuscale.cli.manifests_run import import_bundles, run_imported
+        from gpuscale.cli.manifests_run import manifest_units
 
-        imported = import_bundles(manifests, trace)
-        for imp in imported:
-            imp.scenario = overridden(imp.scenario, seed=seed, start_time=start_time)
-        run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report,
-                     metrics_out=metrics_out)
-        return
-    scenario_file = scenario_file_argument(scenario_file, trace, emit)
-    scenario = overridden(load_scenario(scenario_file), seed=seed, start_time=start_time)
-    run_and_report(scenario, scenario_file.parent, strategies=None, fmt=fmt, out=out, force=force,
-                   series=series, report=report, wide=wide, seeds=seeds, fail_under=fail_under,
-                   decisions=decisions, metrics_out=metrics_out)
+        _, units, footer = manifest_units(manifests, trace, seed, start_time=start_time)
+    else:
+        units = scenario_units(scenario_file, trace, emit, seed, start_time=start_time)
+        footer = []
+    # One code path for both modes: the same verdict, gates, seeds and outputs.
+    run_and_report(units, fmt=fmt, out=out, force=force, series=series, report=report,
+                   wide=wide, seeds=seeds, fail_under=fail_under, decisions=decisions,
+                   metrics_out=metrics_out, footer=footer)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from gpuscale.cli.run_common import report_options, run_and_report, run_options
+from gpuscale.cli.run_common import RunUnit, report_options, run_and_report, run_options
 from gpuscale.inputs import parse_yaml
 from gpuscale.scenario import scenario_from_dict
 
@@ -36,6 +36,6 @@ def command(seed: int | None, fmt: str, out: Path, force: bool, print_scenario: 
     scenario = scenario_from_dict(parse_yaml(text, "demo.yaml"), source="demo.yaml")
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
-    run_and_report(scenario, Path("."), strategies=None, fmt=fmt, out=out, force=force,
+    run_and_report([RunUnit(scenario, Path("."))], fmt=fmt, out=out, force=force,
                    overwrite_own=True, series=series, report=report, wide=wide, seeds=seeds,
                    fail_under=fail_under, decisions=decisions)

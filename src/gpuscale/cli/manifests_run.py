@@ -1,8 +1,6 @@
-"""`simulate --manifests` / `compare --manifests A --manifests B`: import, then run as usual.
-
-Two bundles that differ only in what a strategy holds (autoscaler, nodes, scheduler) run as
-two strategies of one scenario on one workload draw; bundles that differ in the model, engine
-or cluster run as two scenarios on the same trace, their runs joined in one result.
+"""`simulate --manifests` / `compare --manifests A --manifests B`: import each bundle as a
+scenario on the same trace; run_common runs them as it runs scenario files (one code path),
+joining their runs in one result.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import click
 import yaml
 
 from gpuscale.cli.io import check_output_path
-from gpuscale.cli.metrics_out import check_metrics_path, write_metrics
 
 
 def imported_lines(imported: list) -> list[str]:
@@ -26,7 +23,9 @@ def imported_lines(imported: list) -> list[str]:
     return lines
 
 
-def import_bundles(bundles: tuple[str, ...], trace: Path | None) -> list:
+def import_bundles(bundles: tuple[str, ...], trace: Path | None,
+                   seed: int | None = None, start_time=None) -> list:
+    from gpuscale.cli.run_common import overridden
     from gpuscale.importer.build import import_manifests
 
     if trace is None:
@@ -38,63 +37,20 @@ def import_bundles(bundles: tuple[str, ...], trace: Path | None) -> list:
         if len(bundles) > 1 and name in [i.scenario.strategies[0].name for i in imported]:
             name = f"{name}-{index + 1}"
         imported.append(import_manifests([bundle], trace, name=name))
+    for imp in imported:
+        imp.scenario = overridden(imp.scenario, seed=seed, start_time=start_time)
     return imported
 
 
-def run_imported(imported: list, *, fmt: str, out: Path | None, force: bool,
-                 series: bool = False, report: Path | None = None,
-                 metrics_out: Path | None = None) -> dict:
-    """Run each imported scenario (the trace makes their workloads identical) and join the
-    runs into one result: {"scenario", "seed", "runs", "imported"}."""
-    import time
+def manifest_units(bundles: tuple[str, ...], trace: Path | None, seed: int | None,
+                   strategies: list[str] | None = None,
+                   start_time=None) -> tuple[list, list, list[str]]:
+    """(imported bundles, their run units, the lines that say what each import read)."""
+    from gpuscale.cli.run_common import RunUnit
 
-    from gpuscale.cli.run_common import check_result_path, write_result
-    from gpuscale.importer.resolved import attach_resolved, resolved_line
-    from gpuscale.report.terminal import print_summary
-    from gpuscale.report.timeline import attach_series, result_json_text
-    from gpuscale.sim import simulate_scenario
-
-    for path in (out, report):
-        if path is not None:
-            check_result_path(path, force=force)
-    check_metrics_path(metrics_out, force=force)
-    runs: list[Any] = []
-    run_results: list[Any] = []
-    head: dict[str, Any] = {}
-    for imp in imported:
-        result, walls = simulate_scenario(imp.scenario, Path("."), clock=time.perf_counter,
-                                          export_series=metrics_out is not None)
-        run_results.extend(result.runs)
-        part = attach_resolved(result.to_json(walls), imp.scenario)
-        if series or report is not None:
-            part = attach_series(part, result)
-        for run in part["runs"]:
-            run["imported"] = imp.as_json()
-        runs.extend(part["runs"])
-        head = head or {k: v for k, v in part.items() if k != "runs"}  # e.g. a format version
-    data = dict(head, scenario=" vs ".join(i.scenario.name for i in imported),
-                seed=imported[0].scenario.seed, runs=runs)
-    text = result_json_text(data)
-    if out is not None:
-        write_result(out, text, force=force)
-    if metrics_out is not None:
-        write_metrics(metrics_out, run_results, force=force)
-    if report is not None:
-        from gpuscale.report.html import ReportInputs, render_html
-
-        write_result(report, render_html(ReportInputs(results=[data], title=f"gpuscale: "
-                                                      f"{data['scenario']}")), force=force)
-    if fmt == "json":
-        click.echo(text, nl=False)
-        return data
-    print_summary(data)
-    for run in runs:
-        click.echo(f"resolved {resolved_line(run)}")
-    for line in imported_lines(imported):
-        click.echo(line)
-    if out is not None:
-        click.echo(f"JSON summary written to {out}")
-    return data
+    imported = import_bundles(bundles, trace, seed=seed, start_time=start_time)
+    units = [RunUnit(imp.scenario, Path("."), strategies, imp.as_json()) for imp in imported]
+    return imported, units, imported_lines(imported)
 
 
 def emit_scenario(path: Path, data: dict, *, force: bool) -> None:

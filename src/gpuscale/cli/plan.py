@@ -28,8 +28,12 @@ from gpuscale.errors import UserInputError
 @click.option("--time-budget-s", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Wall-clock budget of the search over simulations; once spent, the candidates "
                    "tried so far decide and plan.md says so.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes the search's simulations run in (results are identical).")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True, help="local: worker processes on this machine; ray: Ray tasks.")
 def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simulate: bool,
-            time_budget_s: float) -> None:
+            time_budget_s: float, workers: int, backend: str) -> None:
     """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML; -
     for stdin)."""
     from gpuscale.manifests.plan import (
@@ -49,14 +53,20 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         raise UserInputError(f"directory {out.parent} does not exist")
     input_file = input_path(input_file)
     plan_input = load_plan_input(input_file)
-    plan = _run_plan(plan_input, input_file.parent, not no_simulate, time_budget_s,
-                     show_progress=sys.stderr.isatty() and fmt == "table")
+    plan = _run_plan(plan_input, input_file, not no_simulate, time_budget_s,
+                     show_progress=sys.stderr.isatty() and fmt == "table", workers=workers,
+                     backend=backend)
     from gpuscale.outputs import real_directory, safe_filename, write_atomic
 
     # Workload names become file names: a 300-character name must not fail with
     # "File name too long" (the hash keeps long names distinct).
     files = {safe_filename(name.removesuffix(".yaml"), ".yaml"): objects
              for name, objects in render_plan_manifests(plan).items()}
+    if plan.scenarios and not no_simulate:
+        # the replay is what ships: the plan's own manifests, imported and re-run
+        from gpuscale.cli.plan_replay import run_replays
+
+        plan, _ = run_replays(plan, files, input_file.parent, workers=workers, backend=backend)
     text = render_plan_md(plan, sorted(files))
     if out is not None:
         # --force replaces what a plan writes (plan.md, manifests/*.yaml) and nothing else:
@@ -76,6 +86,9 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
             write_atomic(out / "manifests" / "kustomization.yaml",
                          to_yaml([render_kustomization(files)]))
         _write_scenarios(out, plan.scenarios, input_file)
+    if plan.unmet_slo:
+        # plan.md (when written) holds what is reachable and what would reach the SLO
+        raise UserInputError("; ".join(plan.unmet_slo), source=str(input_file), field="slo")
     if fmt == "yaml":
         if not files:
             raise UserInputError("the plan refused this input, so there are no manifests to print; "
@@ -95,30 +108,35 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
                           if plan.scenarios else ")"))
 
 
-def _run_plan(plan_input, base_dir: Path, simulate: bool, time_budget_s: float, *,
-              show_progress: bool):
-    """make_plan with the wall clock and a rich progress line (only the CLI reads the clock)."""
+def _run_plan(plan_input, input_file: Path, simulate: bool, time_budget_s: float, *,
+              show_progress: bool, workers: int = 1, backend: str = "local"):
+    """make_plan with the wall clock and a rich progress bar (only the CLI reads the clock):
+    simulations done, the one just finished, and the time budget spent."""
     from gpuscale.plan import make_plan
     from gpuscale.plan.search import SearchBudget
 
-    budget = SearchBudget(time_budget_s=time_budget_s, clock=time.monotonic)
+    budget = SearchBudget(time_budget_s=time_budget_s, clock=time.monotonic, workers=workers,
+                          backend=backend, started_s=time.monotonic())
+    base_dir, source = input_file.parent, str(input_file)
     if not show_progress or not simulate:
-        return make_plan(plan_input, base_dir, simulate=simulate, budget=budget)
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        return make_plan(plan_input, base_dir, simulate=simulate, budget=budget, source=source)
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from gpuscale.report.terminal import make_console
 
-    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                   console=make_console(stderr=True), transient=True)
-    task = bar.add_task("planning", total=None)
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                   TimeElapsedColumn(), console=make_console(stderr=True), transient=True)
+    # the bar fills with the time budget: the search stops starting work once it is spent
+    task = bar.add_task("planning", total=time_budget_s)
 
     def progress(label: str) -> None:
-        bar.update(task, description=f"simulation {budget.simulations}: {label} "
-                                     f"(budget {time_budget_s:g} s)")
+        spent = time.monotonic() - (budget.started_s or time.monotonic())
+        bar.update(task, completed=min(spent, time_budget_s),
+                   description=f"{budget.simulations} simulations; last: {label}")
 
     budget.progress = progress
     with bar:
-        return make_plan(plan_input, base_dir, simulate=simulate, budget=budget)
+        return make_plan(plan_input, base_dir, simulate=simulate, budget=budget, source=source)
 
 
 def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path) -> None:

@@ -6,7 +6,10 @@ import json
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -89,28 +92,62 @@ def write_result(path: Path, text: str, *, force: bool, overwrite_own: bool = Fa
         write_atomic(path, text)  # devices (/dev/null) in place, files via temp + rename
 
 
-def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
-                   fmt: str, out: Path | None, force: bool, overwrite_own: bool = False,
-                   series: bool = False, report: Path | None = None, wide: bool = False,
-                   seeds: int = 1, fail_under: float | None = None,
-                   verdict_line: bool = True, decisions: Path | None = None,
-                   metrics_out: Path | None = None) -> dict:
+@dataclass(frozen=True)
+class RunUnit:
+    """One scenario a command runs: a scenario file's, or one imported manifest bundle's
+    (`imported`: its sources, defaults and notes, which every run's JSON carries). Several
+    units (`compare --manifests A --manifests B`) run on the same trace and join into one
+    result, so the verdict, gates, seeds and outputs are the same code for both modes."""
+
+    scenario: Scenario
+    base_dir: Path
+    strategies: list[str] | None = None
+    imported: dict | None = None
+
+
+def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | None,
+                   seed: int | None, strategies: list[str] | None = None,
+                   start_time=None) -> list[RunUnit]:
+    """The one unit of a scenario file (`-`: stdin), with `--seed` and `--start-time`
+    applied."""
+    from gpuscale.cli.options import scenario_file_argument
+    from gpuscale.scenario import load_scenario
+
+    path = scenario_file_argument(scenario_file, trace, emit)
+    scenario = overridden(load_scenario(path), seed=seed, start_time=start_time)
+    return [RunUnit(scenario, path.parent, strategies)]
+
+
+def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, force: bool,
+                   overwrite_own: bool = False, series: bool = False,
+                   report: Path | None = None, wide: bool = False, seeds: int = 1,
+                   fail_under: float | None = None, verdict_line: bool = True,
+                   decisions: Path | None = None, metrics_out: Path | None = None,
+                   footer: Sequence[str] = ()) -> dict:
     """Run (once per seed), print the table and the verdict, write the outputs; exit 1
-    under `fail_under`. `metrics_out` gets the first seed's series (OpenMetrics)."""
+    under `fail_under`. `metrics_out` gets the first seed's series (OpenMetrics); `footer`:
+    lines printed after the table (e.g. what an import read)."""
     from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
     from gpuscale.report.verdict import failing_gate, spread, verdict
 
     if out is not None and str(out) == "-":  # `--out -`: the JSON is the output
         fmt, out = ("yaml" if fmt == "yaml" else "json"), None
-    if out is not None:  # before the (possibly long) runs; written once the verdict is known
+    # Check every output path before the (possibly long) runs, so a typo costs nothing and no
+    # file is half-written when a later one is refused; each is written once its data exists.
+    if out is not None:
         check_result_path(out, force=force, overwrite_own=overwrite_own)
-    data = _run_one(scenario, base_dir, strategies=strategies, fmt=fmt, force=force,
-                    series=series, report=report, decisions=decisions, metrics_out=metrics_out)
-    results = [data] + [
-        _run_one(scenario.model_copy(update={"seed": scenario.seed + i}), base_dir,
-                 strategies=strategies, fmt=fmt, force=force)
-        for i in range(1, seeds)]
-    slo = {"ttft_s": scenario.slo.ttft_s, "tpot_s": scenario.slo.tpot_s}
+    if report is not None:
+        check_result_path(report, force=force)
+    if decisions is not None:
+        check_output_path(decisions, force=force)
+    check_metrics_path(metrics_out, force=force)
+    results = [_run_seed(units, offset, fmt=fmt, force=force, series=series and offset == 0,
+                         report=report if offset == 0 else None,
+                         decisions=decisions if offset == 0 else None,
+                         metrics_out=metrics_out if offset == 0 else None)
+               for offset in range(seeds)]
+    data = results[0]
+    slo = {"ttft_s": units[0].scenario.slo.ttft_s, "tpot_s": units[0].scenario.slo.tpot_s}
     target = fail_under if fail_under is not None else SLO_ATTAINMENT_TARGET
     line = verdict(results, slo, target) if data["runs"] and verdict_line else None
     if line:
@@ -121,7 +158,7 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
     text = result_json_text(data)
     if out is not None:
         write_result(out, text, force=force, overwrite_own=overwrite_own)
-    _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide)
+    _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide, footer=footer)
     if decisions is not None and fmt == "table":
         click.echo(f"decision log written to {decisions}")
     if metrics_out is not None and fmt == "table" and not is_stream(metrics_out):
@@ -129,7 +166,8 @@ def run_and_report(scenario: Scenario, base_dir: Path, *, strategies: list[str] 
     if seeds > 1 and fmt == "table":
         print_spread(data)
     if fmt == "table":
-        for note in scenario.notes:  # the scenario's own reading of the table
+        notes = dict.fromkeys(n for unit in units for n in unit.scenario.notes)
+        for note in notes:  # the scenario's own reading of the table
             click.echo(textwrap.fill(note, width=98, initial_indent="- ",
                                      subsequent_indent="  ", break_on_hyphens=False))
         if line:
@@ -162,7 +200,7 @@ def print_spread(data: dict) -> None:
 
 
 def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: Path | None,
-                  wide: bool) -> None:
+                  wide: bool, footer: Sequence[str] = ()) -> None:
     if fmt in ("json", "yaml"):
         from gpuscale.cli.options import json_text_as
 
@@ -177,26 +215,57 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
 
     for run in data["runs"]:  # what was simulated, one line a run (issue 15)
         click.echo(f"resolved {terminal_safe(resolved_line(run))}")
+    for line in footer:
+        click.echo(terminal_safe(line))
     if out is not None and not is_stream(out):
         click.echo(f"JSON summary written to {out}")
     if report is not None:
         click.echo(f"HTML report written to {report}")
 
 
-def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None,
-             fmt: str, force: bool, series: bool = False, report: Path | None = None,
-             decisions: Path | None = None, metrics_out: Path | None = None) -> dict:
-    """One seed's runs as result JSON, with the report and decision log written; the
-    result file, the table and the verdict are run_and_report's (they need every seed)."""
-    # Check every output path before the (possibly long) run, so a typo costs nothing and
-    # no file is half-written when a later one is refused.
+def _run_seed(units: Sequence[RunUnit], offset: int, *, fmt: str, force: bool,
+              series: bool = False, report: Path | None = None,
+              decisions: Path | None = None, metrics_out: Path | None = None) -> dict:
+    """Every unit at its seed + `offset`, joined as one result JSON, with the report, the
+    decision log and the series written; the result file, the table and the verdict are
+    run_and_report's (they need every seed)."""
+    parts, records, runs = [], [], []
+    for unit in units:
+        scenario = unit.scenario
+        if offset:
+            scenario = scenario.model_copy(update={"seed": scenario.seed + offset})
+        part, result = _run_unit(scenario, unit, fmt=fmt, log=decisions is not None,
+                                 export=metrics_out is not None)
+        runs += result.runs
+        if series or report is not None:
+            from gpuscale.report.timeline import attach_series
+
+            part = attach_series(part, result)
+        if unit.imported is not None:
+            for run in part["runs"]:
+                run["imported"] = unit.imported
+        parts.append(part)
+        records += [record for run in result.runs for record in run.decisions]
+    data = parts[0]
+    if len(parts) > 1:
+        head = {k: v for k, v in parts[0].items() if k != "runs"}  # e.g. a format version
+        data = dict(head, scenario=" vs ".join(p["scenario"] for p in parts),
+                    runs=[run for p in parts for run in p["runs"]])
     if report is not None:
-        check_result_path(report, force=force)
+        from gpuscale.report.html import ReportInputs, render_html
+
+        html = render_html(ReportInputs(results=[data], title=f"gpuscale: {data['scenario']}"))
+        write_result(report, html, force=force)
     if decisions is not None:
-        check_output_path(decisions, force=force)
-    check_metrics_path(metrics_out, force=force)
-    log = decisions is not None
-    export = metrics_out is not None
+        write_result(decisions, "".join(json.dumps(r) + "\n" for r in records), force=force)
+    if metrics_out is not None:
+        write_metrics(metrics_out, runs, force=force)
+    return data
+
+
+def _run_unit(scenario: Scenario, unit: RunUnit, *, fmt: str, log: bool,
+              export: bool = False) -> tuple[dict, Any]:
+    """One scenario's runs (with a progress bar on a terminal) as result JSON and result."""
     show_progress = sys.stderr.isatty() and fmt == "table"
     if show_progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -205,36 +274,21 @@ def _run_one(scenario: Scenario, base_dir: Path, *, strategies: list[str] | None
 
         bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
                        console=make_console(stderr=True), transient=True)
-        names = [s.name for s in scenario.strategies if not strategies or s.name in strategies]
+        names = [s.name for s in scenario.strategies
+                 if not unit.strategies or s.name in unit.strategies]
         tasks = [bar.add_task(name, total=1.0) for name in names]
 
         def progress(index: int, count: int, frac: float) -> None:
             bar.update(tasks[index], completed=frac)
 
         with bar:
-            result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
+            result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
                                               progress=progress, clock=time.perf_counter,
                                               decisions=log, export_series=export)
     else:
-        result, walls = simulate_scenario(scenario, base_dir, strategies=strategies,
+        result, walls = simulate_scenario(scenario, unit.base_dir, strategies=unit.strategies,
                                           clock=time.perf_counter, decisions=log,
                                           export_series=export)
-    data = result.to_json(walls)
     from gpuscale.importer.resolved import attach_resolved
 
-    data = attach_resolved(data, scenario)
-    if series or report is not None:
-        from gpuscale.report.timeline import attach_series
-
-        data = attach_series(data, result)
-    if report is not None:
-        from gpuscale.report.html import ReportInputs, render_html
-
-        html = render_html(ReportInputs(results=[data], title=f"gpuscale: {scenario.name}"))
-        write_result(report, html, force=force)
-    if decisions is not None:
-        lines = [json.dumps(record) for run in result.runs for record in run.decisions]
-        write_result(decisions, "".join(line + "\n" for line in lines), force=force)
-    if metrics_out is not None:
-        write_metrics(metrics_out, result.runs, force=force)
-    return data
+    return attach_resolved(result.to_json(walls), scenario), result

@@ -12,9 +12,7 @@ import click
 
 from gpuscale.cli.catalog_option import catalog_option
 from gpuscale.cli.metrics_out import metrics_options
-from gpuscale.cli.options import scenario_file_argument
-from gpuscale.cli.run_common import overridden, report_options, run_and_report, run_options
-from gpuscale.scenario import load_scenario
+from gpuscale.cli.run_common import report_options, run_and_report, run_options, scenario_units
 
 
 def manifest_options(fn):
@@ -53,38 +51,21 @@ def command(scenario_file: Path | None, manifests: str | None, trace: Path | Non
             metrics_out: Path | None, start_time) -> None:
     """Simulate SCENARIO_FILE (- for stdin; or --manifests) and print SLO attainment, goodput,
     GPU-hours and cost."""
+    picked = list(strategies) or None
     if manifests is not None:
         if scenario_file is not None:
             raise click.UsageError("give a SCENARIO_FILE or --manifests, not both")
-        from gpuscale.cli.manifests_run import (
-            emit_scenario,
-            import_bundles,
-            run_imported,
-        )
+        from gpuscale.cli.manifests_run import emit_scenario, manifest_units
 
-        imported = import_bundles((manifests,), trace)
-        imported[0].scenario = overridden(imported[0].scenario, seed=seed,
-                                          start_time=start_time)
+        imported, units, footer = manifest_units((manifests,), trace, seed, picked,
+                                                 start_time)
         if emit is not None:
             emit_scenario(emit, imported[0].data, force=force)
-        run_imported(imported, fmt=fmt, out=out, force=force, series=series, report=report,
-                     metrics_out=metrics_out)
-        return
-    scenario_file = scenario_file_argument(scenario_file, trace, emit)
-    scenario = overridden(load_scenario(scenario_file), seed=seed, start_time=start_time)
-    run_and_report(
-        scenario,
-        scenario_file.parent,
-        strategies=list(strategies) or None,
-        fmt=fmt,
-        out=out,
-        force=force,
-        series=series,
-        report=report,
-        wide=wide,
-        seeds=seeds,
-        fail_under=fail_under,
-        decisions=decisions,
-        verdict_line=len(scenario.strategies) > 1 and not strategies,
-        metrics_out=metrics_out,
-    )
+    else:
+        units = scenario_units(scenario_file, trace, emit, seed, picked, start_time)
+        footer = []
+    # One code path for both modes: the same verdict rule, gates, seeds and outputs.
+    run_and_report(units, fmt=fmt, out=out, force=force, series=series, report=report,
+                   wide=wide, seeds=seeds, fail_under=fail_under, decisions=decisions,
+                   verdict_line=len(units[0].scenario.strategies) > 1 and not strategies,
+                   metrics_out=metrics_out, footer=footer)

@@ -22,6 +22,7 @@ from gpuscale.importer import (
     pdb,
     podgroups,
     prometheus_rules,
+    scaled_object,
     scalers,
     workload,
 )
@@ -82,8 +83,7 @@ def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[st
                         f"({wl.replicas})")
         return {"kind": "fixed", "replicas": wl.replicas}
     spec, more = (
-        scalers.hpa(obj) if kind == "HorizontalPodAutoscaler"
-        else scalers.scaled_object(obj, ctx)
+        scalers.hpa(obj) if kind == "HorizontalPodAutoscaler" else scaled_object.read(obj, ctx)
     )
     notes.extend(more)
     return spec
@@ -113,12 +113,44 @@ def _metrics_labels(objects: list[Manifest], wl) -> tuple[dict, QueryContext]:
     return metrics, ctx
 
 
+def _queries(node: object) -> list[str]:
+    """Every PromQL query in the imported autoscaler section (a `query:` or `promql:` string;
+    the shorthand `{metric, ...}` reads an exporter's series, never a rule)."""
+    if isinstance(node, dict):
+        return [q for key, value in node.items()
+                for q in ([value] if key in ("query", "promql") and isinstance(value, str)
+                          else _queries(value))]
+    if isinstance(node, (list, tuple)):
+        return [q for item in node for q in _queries(item)]
+    return []
+
+
 def replica_bounds(autoscaler: dict) -> tuple[int, int]:
     if autoscaler["kind"] == "hpa":
         return autoscaler["min_replicas"], autoscaler["max_replicas"]
     if autoscaler["kind"] == "keda":
         return autoscaler.get("min_replica_count", 0), autoscaler.get("max_replica_count", 100)
     return autoscaler["replicas"], autoscaler["replicas"]
+
+
+def _initial_replicas(autoscaler: dict, wl, low: int, high: int, notes: list[str]) -> int:
+    """The replicas at t=0: the workload's, within the scaler's bounds, except where the
+    scaler would not move them (a paused ScaledObject, an HPA whose target is at 0)."""
+    if autoscaler["kind"] == "keda" and autoscaler.get("paused_replicas") is not None:
+        notes.append(f"{wl.obj.ref} held at {autoscaler['paused_replicas']} replica(s): its "
+                     "ScaledObject is paused (autoscaling.keda.sh/paused-replicas)")
+        return autoscaler["paused_replicas"]
+    if autoscaler["kind"] == "keda" and autoscaler.get("paused"):
+        notes.append(f"{wl.obj.ref} held at its {wl.replicas} replica(s): its ScaledObject is "
+                     "paused (autoscaling.keda.sh/paused)")
+        return wl.replicas
+    if autoscaler["kind"] == "hpa" and wl.replicas == 0:
+        # horizontal.go: a target at 0 the HPA did not scale there itself is left alone
+        # (with minReplicas 0 too: KEP-2021's ScaledToZero condition is not set).
+        notes.append(f"{wl.obj.ref} has replicas 0: its HorizontalPodAutoscaler leaves a target "
+                     "at 0 alone (ScalingDisabled), so nothing scales it")
+        return 0
+    return min(max(wl.replicas, low), high)
 
 
 def _pod_labels(wl) -> dict:
@@ -264,10 +296,12 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     workload.gpus_requested(wl, tp)
     metrics, ctx = _metrics_labels(objects, wl)
     autoscaler = _autoscaler(objects, wl, defaults, notes, ctx)
-    metrics["rule_groups"] = prometheus_rules.rule_groups(objects, ctx, notes)
+    read = prometheus_rules.rules_read(objects, prometheus_rules.names_read(_queries(autoscaler)))
+    metrics["rule_groups"] = prometheus_rules.rule_groups(objects, ctx, notes, read)
     metrics["extra_labels"] = ctx.extra_labels
     low, high = replica_bounds(autoscaler)
-    initial = min(max(wl.replicas, low), high)
+    initial = _initial_replicas(autoscaler, wl, low, high, notes)
+    high = max(high, initial)
     cold_start = workload.cold_start_section(wl, defaults)
     cluster, nodes = _cluster_and_nodes(objects, wl, tp, initial, high, model["name"],
                                         defaults, notes, cold_start)

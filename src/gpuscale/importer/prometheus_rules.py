@@ -1,8 +1,11 @@
 """PrometheusRule objects (monitoring.coreos.com/v1) -> the scenario's `metrics.rule_groups`.
 
-Recording rules (`record:` + `expr:`) are simulated: evaluated at their group's `interval`
-(Prometheus' `evaluation_interval` when unset) and stored as series the scalers' queries can
-read. Alerting rules (`alert:`) change no replica count and are skipped with a note.
+Recording rules (`record:` + `expr:`) that a scaler's query reads, directly or through other
+rules, are simulated: evaluated at their group's `interval` (Prometheus' `evaluation_interval`
+when unset) and stored as series the queries can read. Rules no scaler reads (a dashboard's
+recordings) and alerting rules (`alert:`) change no replica count: they are checked for syntax
+and skipped with a note, so a rule over a series the simulated cluster does not expose (say
+kube-state-metrics' resource requests) does not stop the import.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import math
 from gpuscale.audit.loader import Manifest, format_path
 from gpuscale.errors import UserInputError
 from gpuscale.importer.promql import QueryContext, import_query
+from gpuscale.metrics.prometheus_config import checked_promql
+from gpuscale.promql.errors import PromQLError
+from gpuscale.promql.parse import metric_names, parse
 from gpuscale.units import parse_duration_s
 
 
@@ -34,8 +40,51 @@ def recorded_names(objects: list[Manifest]) -> frozenset[str]:
     return frozenset(out)
 
 
-def rule_groups(objects: list[Manifest], ctx: QueryContext, notes: list[str]) -> list[dict]:
-    """The recording-rule groups of every PrometheusRule, in bundle order."""
+def names_read(queries: list[str]) -> set[str] | None:
+    """The metric names `queries` read; None when one selects names by a regex (it may read
+    any rule)."""
+    out: set[str] = set()
+    for query in queries:
+        try:
+            names = metric_names(parse(query))
+        except PromQLError:  # a bad query is refused where it is imported
+            continue
+        if names is None:
+            return None
+        out |= names
+    return out
+
+
+def rules_read(objects: list[Manifest], read: set[str] | None) -> set[str] | None:
+    """The `record:` names a scaler reads: those `read` names, and what their rules read in
+    turn (a rule over another rule). None: every rule (a query matched names by regex)."""
+    if read is None:
+        return None
+    exprs: dict[str, list[str]] = {}
+    for obj in objects:
+        if obj.kind != "PrometheusRule":
+            continue
+        for group in obj.get("spec", "groups", default=[]) or []:
+            for rule in (group.get("rules") or []) if isinstance(group, dict) else []:
+                if isinstance(rule, dict) and isinstance(rule.get("record"), str):
+                    exprs.setdefault(rule["record"], []).append(str(rule.get("expr", "")))
+    needed, frontier = set(), set(read)
+    while frontier:
+        name = frontier.pop()
+        if name in needed or name not in exprs:
+            continue
+        needed.add(name)
+        more = names_read(exprs[name])
+        if more is None:
+            return None
+        frontier |= more
+    return needed
+
+
+def rule_groups(objects: list[Manifest], ctx: QueryContext, notes: list[str],
+                read: set[str] | None = None) -> list[dict]:
+    """The recording-rule groups of every PrometheusRule, in bundle order: the rules in `read`
+    (`rules_read`; None: all of them)."""
     out: list[dict] = []
     for obj in objects:
         if obj.kind != "PrometheusRule":
@@ -47,7 +96,7 @@ def rule_groups(objects: list[Manifest], ctx: QueryContext, notes: list[str]) ->
             path = ("spec", "groups", g)
             if not isinstance(group, dict) or not isinstance(group.get("name"), str):
                 raise _fail(obj, path, "expected a rule group with a name")
-            rules = _rules(obj, path, group, ctx, notes)
+            rules = _rules(obj, path, group, ctx, notes, read)
             if not rules:
                 continue
             entry: dict = {"name": group["name"], "rules": rules}
@@ -65,7 +114,7 @@ def rule_groups(objects: list[Manifest], ctx: QueryContext, notes: list[str]) ->
 
 
 def _rules(obj: Manifest, path: tuple, group: dict, ctx: QueryContext,
-           notes: list[str]) -> list[dict]:
+           notes: list[str], read: set[str] | None) -> list[dict]:
     rules = group.get("rules")
     if not isinstance(rules, list):
         raise _fail(obj, path + ("rules",), "expected a list of rules")
@@ -80,6 +129,14 @@ def _rules(obj: Manifest, path: tuple, group: dict, ctx: QueryContext,
             continue
         if not isinstance(rule.get("record"), str):
             raise _fail(obj, here, "expected `record:` (a recording rule) or `alert:`")
+        if read is not None and rule["record"] not in read:
+            try:
+                checked_promql(rule.get("expr", ""))
+            except ValueError as exc:
+                raise _fail(obj, here + ("expr",), f"cannot be evaluated: {exc}") from None
+            notes.append(f"{obj.ref}: recording rule {rule['record']!r} is read by no scaler: "
+                         "not simulated")
+            continue
         expr = import_query(rule.get("expr"), ctx, source=obj.source,
                             field_path=format_path(here + ("expr",)), notes=notes)
         labels = rule.get("labels") or {}

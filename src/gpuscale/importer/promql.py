@@ -29,6 +29,11 @@ from gpuscale.promql.parse import metric_names, parse, selectors
 
 # vLLM renamed these; the simulated pods export the new name (serving-engine-metrics.md 1.1).
 RENAMED = {"vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc"}
+# The labels that carry the InferencePool's name on the EPP's series (`inference_pool` on the
+# flow-control families, `name` on the inference_pool_* ones: llm-d-router
+# pkg/epp/metrics/metrics.go). The pool is not among the manifests gpuscale reads, so its
+# name is the one the queries pin.
+POOL_LABELS = ("inference_pool", "name")
 
 
 @dataclass
@@ -107,6 +112,9 @@ def _labels(selector, ctx: QueryContext, query: str, notes: list[str]) -> None:
     for m in selector.matchers:
         if m.name == NAME:
             continue
+        if m.name in POOL_LABELS and m.name in carried and m.op == "=":
+            _adopt_pool_name(m.value, ctx, query, notes)
+            continue
         if m.name not in carried:
             if m.op != "=":
                 notes.append(f"query {query!r}: label {m.name} is not on the simulated "
@@ -123,3 +131,23 @@ def _labels(selector, ctx: QueryContext, query: str, notes: list[str]) -> None:
             notes.append(f"query {query!r} pins {m.name}={m.value!r} but the simulated "
                          f"series carry {m.name}={ours!r}: it reads nothing, as it would in "
                          "a cluster where they differ")
+
+
+def _adopt_pool_name(pool: str, ctx: QueryContext, query: str, notes: list[str]) -> None:
+    """Name the simulated InferencePool `pool` on every EPP series (a pool name pinned
+    once is the pool's name for every query; a second, different one reads nothing)."""
+    carriers = [name for name, labels in ctx.series.items()
+                if any(label in labels for label in POOL_LABELS)]
+    current = next((ctx.extra_labels.get(n, {}).get(label) for n in carriers
+                    for label in POOL_LABELS if label in ctx.extra_labels.get(n, {})), None)
+    if current is not None:
+        if current != pool:
+            notes.append(f"query {query!r} pins the InferencePool {pool!r} but another query "
+                         f"named it {current!r}: it reads nothing")
+        return
+    for name in carriers:
+        for label in POOL_LABELS:
+            if label in ctx.series[name]:
+                ctx.extra_labels.setdefault(name, {})[label] = pool
+    notes.append(f"InferencePool name {pool!r} (from query {query!r}) given to the simulated "
+                 "EPP series (the pool is not among the manifests)")

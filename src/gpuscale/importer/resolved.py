@@ -1,7 +1,8 @@
 """`resolved`: what one simulate/compare run actually simulated, stated from the Scenario.
 
 Every run's JSON carries it (key names are part of the public output; checks depend on them):
-`model.{name,tp,precision,kv_precision}`, `gpu.{name,instance_type,calibrated,
+`model.{name,tp,precision,kv_precision}`, `engine.{kind,batching,max_num_batched_tokens,
+max_prompt_tokens[,note]}`, `gpu.{name,instance_type,calibrated,
 efficiency_source}`, `autoscaler.{kind,min_replicas,max_replicas}`, `nodes.{kind,
 consolidation_policy}`, `scheduler.kind`, `catalog` (which entries came from a user catalog).
 The table shows the same in one line per run (`resolved_line`).
@@ -14,6 +15,7 @@ from gpuscale.catalog.specs import user_entry_names
 from gpuscale.catalog.user import gpu_has_calibration_points
 from gpuscale.provisioning.karpenter.nodepool import order_by_weight
 from gpuscale.scenario.models import Scenario, Strategy
+from gpuscale.sim.replica_setup import engine_config, engine_resolved, replica_hardware
 
 # Replica floor/ceiling field of each autoscaler kind (KPA's max_scale 0 means unbounded).
 _BOUNDS = {"hpa": ("min_replicas", "max_replicas"),
@@ -60,9 +62,11 @@ def resolved_for(scenario: Scenario, strategy: Strategy) -> dict:
     model = scenario.model
     user = {"models": user_entry_names("models"), "gpus": user_entry_names("gpus"),
             "instance_types": user_entry_names("instance_types")}
+    hw = replica_hardware(scenario)
     return {
         "model": {"name": model.name, "tp": model.tp, "precision": model.precision.value,
-                  "kv_precision": (model.kv_precision or model.precision).value},
+                  "kv_precision": hw.kv_precision.value},
+        "engine": engine_resolved(scenario, hw, engine_config(scenario, hw)),
         "gpu": {"name": gpu.name, "instance_type": itype.name,
                 "calibrated": gpu_has_calibration_points(gpu.name),
                 "efficiency_source": gpu.efficiency_source},

@@ -1,4 +1,5 @@
-"""HPA (autoscaling/v2) and KEDA ScaledObject manifests -> the scenario's `autoscaler` mapping.
+"""HPA (autoscaling/v2) manifests -> the scenario's `autoscaler` mapping, and the readers the
+ScaledObject's (scaled_object.py) shares: quantities, integers, booleans, `behavior`.
 
 Field names follow the APIs (reference layer3-replica-autoscaling.md sections 1 and 2); what an
 object leaves unset takes the API default, which the scenario's params models already hold.
@@ -10,9 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuscale.audit.loader import Manifest, format_path
-from gpuscale.audit.promql import returns_one_series
 from gpuscale.errors import UserInputError
-from gpuscale.importer.promql import QueryContext, import_query
 from gpuscale.metrics.store import POD_SERIES
 from gpuscale.units import parse_quantity
 
@@ -50,6 +49,10 @@ def behavior(obj: Manifest, path: tuple) -> dict | None:
         return None
     if not isinstance(data, dict):
         raise _fail(obj, path, "expected a mapping with scaleUp/scaleDown")
+    for key in data:
+        if key not in ("scaleUp", "scaleDown"):
+            raise _fail(obj, path + (key,), f"unknown field of HorizontalPodAutoscalerBehavior "
+                        f"{key!r} (expected scaleUp, scaleDown)")
     out = {}
     for api, ours in (("scaleUp", "scale_up"), ("scaleDown", "scale_down")):
         rules = data.get(api)
@@ -62,16 +65,8 @@ def behavior(obj: Manifest, path: tuple) -> dict | None:
             if key == "policies":
                 if not isinstance(value, list):
                     raise _fail(obj, path + (api, key), "expected a list of policies")
-                mapped["policies"] = [
-                    {
-                        "type": p.get("type"),
-                        "value": p.get("value"),
-                        "period_s": p.get("periodSeconds"),
-                    }
-                    if isinstance(p, dict)
-                    else p
-                    for p in value
-                ]
+                mapped["policies"] = [_policy(obj, path + (api, key, i), p)
+                                      for i, p in enumerate(value)]
             elif key == "tolerance":
                 mapped["tolerance_frac"] = _quantity(obj, path + (api, key))
             elif key in _RULE_KEYS:
@@ -80,6 +75,18 @@ def behavior(obj: Manifest, path: tuple) -> dict | None:
                 raise _fail(obj, path + (api, key), f"unknown field of HPAScalingRules {key!r}")
         out[ours] = mapped
     return out
+
+
+def _policy(obj: Manifest, path: tuple, policy: object) -> object:
+    """One `HPAScalingPolicy` (type, value, periodSeconds); another key is refused by name."""
+    if not isinstance(policy, dict):
+        return policy  # the scenario check names what was expected
+    for key in policy:
+        if key not in ("type", "value", "periodSeconds"):
+            raise _fail(obj, path + (key,), f"unknown field of HPAScalingPolicy {key!r} "
+                        "(expected type, value, periodSeconds)")
+    return {"type": policy.get("type"), "value": policy.get("value"),
+            "period_s": policy.get("periodSeconds")}
 
 
 def _adapter_metric(name: str) -> tuple[str, str]:
@@ -164,71 +171,6 @@ def _bool_text(obj: Manifest, path: tuple, default: bool) -> bool:
     if str(value).lower() in ("true", "false"):
         return str(value).lower() == "true"
     raise _fail(obj, path, f"expected \"true\" or \"false\", got {value!r}")
-
-
-def _trigger(obj: Manifest, index: int, notes: list[str], ctx: QueryContext) -> dict:
-    path = ("spec", "triggers", index)
-    kind = obj.get(*path, "type")
-    if kind != "prometheus":
-        raise _fail(obj, path + ("type",), f"trigger type {kind!r} is not simulated; the "
-                    "simulator reads Prometheus triggers (type: prometheus)")
-    meta = path + ("metadata",)
-    if obj.get(*meta, "threshold") is None:
-        raise _fail(obj, meta + ("threshold",), "missing (required by the Prometheus scaler)")
-    query = import_query(obj.get(*meta, "query"), ctx, source=obj.source,
-                         field_path=format_path(meta + ("query",)), notes=notes)
-    if not returns_one_series(query):
-        notes.append(f"query {' '.join(query.split())!r} can return one series per pod: "
-                     "KEDA's Prometheus scaler fails when it returns more than one (the "
-                     "simulation reads it the same way)")
-    out = {
-        "query": query,
-        "threshold": _quantity(obj, meta + ("threshold",)),
-        "ignore_null_values": _bool_text(obj, meta + ("ignoreNullValues",), True),
-    }
-    name = obj.get(*path, "name")
-    if name is not None:
-        out["name"] = str(name)
-    if obj.get(*meta, "activationThreshold") is not None:
-        out["activation_threshold"] = _quantity(obj, meta + ("activationThreshold",))
-    metric_type = obj.get(*path, "metricType")
-    if metric_type is not None:
-        # KEDA's CRD enum; Utilization is for the cpu/memory scalers only.
-        if metric_type not in ("AverageValue", "Value"):
-            raise _fail(obj, path + ("metricType",), f"metricType {metric_type!r}: a Prometheus "
-                        "trigger takes AverageValue (the default) or Value")
-        out["metric_type"] = metric_type
-    return out
-
-
-def scaled_object(obj: Manifest, ctx: QueryContext) -> tuple[dict, list[str]]:
-    """A KEDA ScaledObject -> (autoscaler mapping, notes); its queries are checked against
-    the simulated series (`ctx`)."""
-    notes: list[str] = []
-    triggers = obj.get("spec", "triggers")
-    if not isinstance(triggers, list) or not triggers:
-        raise _fail(obj, ("spec", "triggers"), "expected at least one trigger")
-    out: dict = {
-        "kind": "keda",
-        "triggers": [_trigger(obj, i, notes, ctx) for i in range(len(triggers))],
-    }
-    for api, ours in (("pollingInterval", "polling_interval_s"),
-                      ("cooldownPeriod", "cooldown_period_s"),
-                      ("initialCooldownPeriod", "initial_cooldown_period_s"),
-                      ("minReplicaCount", "min_replica_count"),
-                      ("maxReplicaCount", "max_replica_count"),
-                      ("idleReplicaCount", "idle_replica_count")):
-        value = _int(obj, ("spec", api))
-        if value is not None:
-            out[ours] = value
-    fallback = obj.get("spec", "fallback")
-    if isinstance(fallback, dict):
-        out["fallback"] = {"failure_threshold": fallback.get("failureThreshold"),
-                           "replicas": fallback.get("replicas")}
-    rules = behavior(obj, ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior"))
-    if rules is not None:
-        out["advanced"] = {"horizontal_pod_autoscaler_config": {"behavior": rules}}
-    return out, notes
 
 
 def target_name(obj: Manifest) -> str:

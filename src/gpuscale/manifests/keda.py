@@ -13,6 +13,7 @@ from typing import Any
 
 from gpuscale.manifests.prometheus import PROMETHEUS_URL, kv_query, queue_query
 from gpuscale.plan.model import Role
+from gpuscale.plan.scaler import SCALE_DOWN_POLICIES, SCALE_UP_POLICIES
 
 
 def triggers(role: Role) -> list[dict[str, Any]]:
@@ -22,17 +23,23 @@ def triggers(role: Role) -> list[dict[str, Any]]:
     kv = {"type": "prometheus", "metricType": "AverageValue", "metadata": {
         "serverAddress": PROMETHEUS_URL, "query": kv_query(role),
         "threshold": f"{role.kv_threshold:g}"}}
-    return {"queue_depth": [queue], "kv_cache": [kv], "composite": [queue, kv]}[role.signal]
+    reactive = {"queue_depth": [queue], "kv_cache": [kv], "composite": [queue, kv]}[role.signal]
+    # Scheduled capacity: KEDA feeds each trigger's metric to the HPA, which takes the largest
+    # proposal, so a cron window is a floor that arrives before the demand it was learned from.
+    return reactive + [{"type": "cron", "metadata": {
+        "timezone": w.timezone, "start": w.start, "end": w.end,
+        "desiredReplicas": str(w.desired_replicas)}} for w in role.schedule]
 
 
 def behavior(role: Role) -> dict[str, Any]:
+    """The behavior the plan simulated (plan/scaler.py hpa_behavior), in the API's names."""
+    def policies(rules) -> list[dict[str, Any]]:
+        return [{"type": t, "value": v, "periodSeconds": p} for t, v, p in rules]
     return {
-        "scaleUp": {"stabilizationWindowSeconds": 0,
-                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
-                                 {"type": "Pods", "value": 4, "periodSeconds": 15}],
+        "scaleUp": {"stabilizationWindowSeconds": 0, "policies": policies(SCALE_UP_POLICIES),
                     "selectPolicy": "Max"},
         "scaleDown": {"stabilizationWindowSeconds": role.scale_down_window_s,
-                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]},
+                      "policies": policies(SCALE_DOWN_POLICIES)},
     }
 
 

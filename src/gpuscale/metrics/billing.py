@@ -25,6 +25,21 @@ def gpu_s(cluster: ClusterState, now_s: float) -> float:
     return sum(n.billed_s(now_s) * n.num_gpus for n in all_nodes(cluster))
 
 
+def gpu_s_until(cluster: ClusterState, until_s: float, now_s: float) -> float:
+    """GPU-seconds billed before `until_s` in a run that is now at `now_s` (>= until_s): the
+    traffic's window of a run whose drain continues after it (a node deleted in the drain
+    bills up to `until_s` here, one launched in it bills nothing)."""
+    return sum(max(0.0, min(until_s, now_s if n.deleted_s is None else n.deleted_s)
+                   - n.created_s) * n.num_gpus for n in all_nodes(cluster))
+
+
+def cost_usd_until(cluster: ClusterState, until_s: float, now_s: float) -> float:
+    """Dollars billed before `until_s` (the window `gpu_s_until` bills), at each node's price."""
+    return sum(max(0.0, min(until_s, now_s if n.deleted_s is None else n.deleted_s)
+                   - n.created_s) * n.instance_type.price_usd_per_hour(n.capacity_type)
+               for n in all_nodes(cluster)) / SECONDS_PER_HOUR
+
+
 def cost_usd(cluster: ClusterState, now_s: float) -> float:
     """Dollars billed up to `now_s` at each node's own price (spot or on-demand).
 

@@ -16,7 +16,11 @@ writes what:
   deployment-metrics.md, pod-metrics.md, docs/metrics/cluster/node-metrics.md);
 - the inference gateway's endpoint picker, per pool (kubernetes-sigs/
   gateway-api-inference-extension site-src/guides/metrics-and-observability.md; llm-d's EPP
-  renames the flow-control family `llm_d_epp_flow_control_queue_size`, landscape-2026.md);
+  renames the flow-control family `llm_d_epp_flow_control_queue_size`, landscape-2026.md;
+  the pool saturation gauge: llm-d/llm-d-router pkg/epp/metrics/metrics.go, its value the
+  utilization detector's, pkg/epp/framework/plugins/flowcontrol/saturationdetector/
+  utilization/detector.go; the in-flight load per endpoint: pkg/epp/framework/plugins/
+  requestcontrol/dataproducer/inflightload/producer.go);
 - Karpenter, per NodePool (kubernetes-sigs/karpenter website docs reference/metrics.md);
 - KEDA's operator, per trigger (kedacore/keda pkg/metricscollector/prommetrics.go).
 Target labels are those a Prometheus Operator ServiceMonitor adds: `namespace`, `pod`,
@@ -162,7 +166,20 @@ KUBE_STATE = {
                                "The allocatable for different resources of a node."),
     "node_condition": Family("kube_node_status_condition", "gauge",
                              "The condition of a cluster node."),
+    # kube-state-metrics docs/metrics/workload/horizontalpodautoscaler-metrics.md; labels
+    # namespace and horizontalpodautoscaler (KEDA's HPA is keda-hpa-<ScaledObject>).
+    "hpa_min": Family("kube_horizontalpodautoscaler_spec_min_replicas", "gauge",
+                      "Lower limit for the number of pods that can be set by the autoscaler, "
+                      "default 1."),
+    "hpa_max": Family("kube_horizontalpodautoscaler_spec_max_replicas", "gauge",
+                      "Upper limit for the number of pods that can be set by the autoscaler; "
+                      "cannot be smaller than MinReplicas."),
+    "hpa_current": Family("kube_horizontalpodautoscaler_status_current_replicas", "gauge",
+                          "Current number of replicas of pods managed by this autoscaler."),
+    "hpa_desired": Family("kube_horizontalpodautoscaler_status_desired_replicas", "gauge",
+                          "Desired number of replicas of pods managed by this autoscaler."),
 }
+HPA_FAMILIES = ("hpa_min", "hpa_max", "hpa_current", "hpa_desired")
 POD_PHASES = ("Failed", "Pending", "Running", "Succeeded", "Unknown")
 
 GATEWAY = {
@@ -178,7 +195,25 @@ GATEWAY = {
                       "The average kv cache utilization for an inference server pool."),
     "pool_ready": Family("inference_pool_ready_pods", "gauge",
                          "The number of ready pods for an inference server pool."),
+    "pool_saturation": Family("llm_d_epp_flow_control_pool_saturation", "gauge",
+                              "Current saturation level of the inference pool (0.0 = empty, "
+                              "1.0 = fully saturated)."),
+    "pool_saturation_upstream": Family("inference_extension_flow_control_pool_saturation",
+                                       "gauge", "Current saturation level of the inference "
+                                       "pool (upstream name)."),
+    "inflight_requests": Family("llm_d_epp_inflight_requests", "gauge",
+                                "Current number of in-flight requests per endpoint, as tracked "
+                                "by the in-flight load producer."),
+    "inflight_tokens": Family("llm_d_epp_inflight_tokens", "gauge",
+                              "Current number of in-flight tokens per endpoint (uncached prompt "
+                              "tokens), as tracked by the in-flight load producer."),
 }
+# The EPP's utilization detector defaults (queueDepthThreshold, kvCacheUtilThreshold:
+# llm-d-router saturationdetector/utilization/README.md; reference layer3 section 6.3).
+SATURATION_QUEUE_DEPTH = 5
+SATURATION_KV_UTIL = 0.8
+# The in-flight load producer's name when the EPP config leaves it unnamed: its type.
+INFLIGHT_PRODUCER = "inflight-load-producer"
 
 KARPENTER = {
     "nodes_created": Family("karpenter_nodes_created", "counter",
@@ -204,18 +239,23 @@ _LABELS = {
     "pod_phase": _KSM | {"pod", "phase"}, "pod_ready": _KSM | {"pod", "condition"},
     "node_allocatable": _KSM | {"node", "resource", "unit"},
     "node_condition": _KSM | {"node", "condition", "status"},
+    **{q: _KSM | {"horizontalpodautoscaler"} for q in HPA_FAMILIES},
     "gpu_util": frozenset({"gpu", "UUID", "device", "modelName", "Hostname", "namespace", "pod",
                            "container", "job", "instance"}),
     "flow_queue": _EPP | {"inference_pool", "model_name", "target_model_name", "fairness_id",
                           "priority"},
     "request_running": _EPP | {"model_name", "target_model_name"},
     "pool_queue": _EPP | {"name"},
+    "pool_saturation": _EPP | {"inference_pool"},
+    "inflight_tokens": _EPP | {"endpoint_name", "producer_name", "fairness_id", "priority"},
     "nodes_created": frozenset({"nodepool", "job", "namespace"}),
     "metrics_value": frozenset({"namespace", "scaledObject", "scaler", "triggerIndex", "metric",
                                 "type", "job"}),
 }
 for _quantity, _same in (("fb_used", "gpu_util"), ("flow_queue_upstream", "flow_queue"),
                          ("pool_kv", "pool_queue"), ("pool_ready", "pool_queue"),
+                         ("pool_saturation_upstream", "pool_saturation"),
+                         ("inflight_requests", "inflight_tokens"),
                          ("nodes_terminated", "nodes_created"), ("active", "metrics_value")):
     _LABELS[_quantity] = _LABELS[_same]
 

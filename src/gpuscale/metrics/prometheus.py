@@ -47,6 +47,9 @@ class EventSource(Protocol):
     @property
     def gateway(self) -> Any: ...
 
+    @property
+    def slots(self) -> Mapping[str, Any]: ...  # pod name -> slot (`.replica`, the engine)
+
     def engine_events(self) -> list[tuple[str, Any]]: ...
 
 
@@ -98,6 +101,7 @@ class SimulatedPrometheus:
         self._seen: set[int] = set()
         self._nodes_seen: dict[str, str] = {}  # node -> NodePool, every node ever seen
         self._keda: dict[tuple[str, int], tuple[str, float, bool]] = {}
+        self._hpas: dict[str, tuple[int, int, int, int]] = {}  # name -> min, max, cur, desired
         self._batch: dict[str, tuple[list[int], list[float]]] = {}
         self._sids: dict[tuple, int] = {}
         self._arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -112,6 +116,11 @@ class SimulatedPrometheus:
     def wants_keda(self) -> bool:
         """Whether KEDA's own metrics are collected (the operator's polls publish them)."""
         return "metrics_value" in self.families or "active" in self.families
+
+    @property
+    def wants_hpa(self) -> bool:
+        """Whether kube-state-metrics' HorizontalPodAutoscaler series are collected."""
+        return any(q in self.families for q in ex.HPA_FAMILIES)
 
     @property
     def records_events(self) -> bool:
@@ -132,10 +141,12 @@ class SimulatedPrometheus:
             if self.request_families:
                 self._requests(pool.name, pool.engine_events(), table)
             self._deployment(pool, raw)
+            self._inflight(pool, raw, table)
         # The engines gone since the last scrape take their counters with them.
         self._counters = {k: v for k, v in self._counters.items() if k in self._seen}
         self._nodes(cluster)
         self._keda_gauges()
+        self._hpa_gauges()
         for name, (sids, values) in self._batch.items():
             self.store.families[name].append(t_ms, np.array(sids, dtype=np.int32),
                                              np.array(values))
@@ -272,6 +283,7 @@ class SimulatedPrometheus:
         serving = [values_ for _, _, is_ready, values_ in raw if WAITING in values_]
         epp = {"namespace": self.namespace, "job": f"{pool.name}-epp",
                "instance": f"{pool.name}-epp:9090"}
+        saturation = {**epp, "inference_pool": pool.name}
         flow = {**epp, "inference_pool": pool.name, "model_name": self.model_name,
                 "target_model_name": self.model_name, "fairness_id": "default", "priority": "0"}
         gauges = {
@@ -284,10 +296,36 @@ class SimulatedPrometheus:
                            _mean([v[WAITING] for v in serving])),
             "pool_kv": ({**epp, "name": pool.name}, _mean([v[KV_USAGE] for v in serving])),
             "pool_ready": ({**epp, "name": pool.name}, float(ready)),
+            "pool_saturation": (saturation, _pool_saturation(serving)),
+            "pool_saturation_upstream": (saturation, _pool_saturation(serving)),
         }
         for quantity, (labels_, value) in gauges.items():
             if quantity in fams:
                 self._emit(fams[quantity].name, (pool.name,), labels_, value)
+
+    def _inflight(self, pool: EventSource, raw: list, table: Any) -> None:
+        """The EPP's in-flight load producer, per endpoint: the requests dispatched to it and
+        not finished, and their prompt tokens until the first token (producer.go books both
+        at PreRequest; with output tokens not estimated, the default, a request's tokens are
+        released at its first response chunk, the request at its last)."""
+        fams = self.families
+        if "inflight_tokens" not in fams and "inflight_requests" not in fams:
+            return
+        for name, _, _, values in raw:
+            slot = pool.slots.get(name)
+            replica = slot.replica if slot is not None else None
+            if replica is None or WAITING not in values:
+                continue
+            labels = {"namespace": self.namespace, "job": f"{pool.name}-epp",
+                      "instance": f"{pool.name}-epp:9090", "endpoint_name": name,
+                      "producer_name": ex.INFLIGHT_PRODUCER, "fairness_id": "default",
+                      "priority": "0"}
+            if "inflight_requests" in fams:
+                self._emit(fams["inflight_requests"].name, (name,), labels,
+                           values[WAITING] + values[RUNNING])
+            if "inflight_tokens" in fams:
+                self._emit(fams["inflight_tokens"].name, (name,), labels,
+                           _prompt_tokens_before_first_token(replica, table))
 
     def _nodes(self, cluster: Any) -> None:
         fams = self.families
@@ -337,6 +375,45 @@ class SimulatedPrometheus:
             if "active" in self.families:
                 self._emit(self.families["active"].name, (scaled_object, index), labels,
                            float(active))
+
+
+    # -- kube-state-metrics' HorizontalPodAutoscaler series -----------------------------------
+    def publish_hpa(self, name: str, min_replicas: int, max_replicas: int, current: int,
+                    desired: int) -> None:
+        """An HPA sync's spec and status (kube-state-metrics reads the object: the spec's
+        bounds, status.currentReplicas and the last status.desiredReplicas), exposed until the
+        next sync."""
+        self._hpas[name] = (min_replicas, max_replicas, current, desired)
+
+    def _hpa_gauges(self) -> None:
+        for name, values in sorted(self._hpas.items()):
+            labels = self._ksm(horizontalpodautoscaler=name)
+            for quantity, value in zip(ex.HPA_FAMILIES, values, strict=True):
+                if quantity in self.families:
+                    self._emit(self.families[quantity].name, ("hpa", name), labels,
+                               float(value))
+
+
+def _pool_saturation(serving: list[dict[str, float]]) -> float:
+    """The utilization detector's `Saturation`: the mean over the pool's endpoints of
+    max(waiting / queue threshold, KV usage / KV threshold); 1.0 with no endpoint."""
+    if not serving:
+        return 1.0
+    return sum(max(v[WAITING] / ex.SATURATION_QUEUE_DEPTH, v[KV_USAGE] / ex.SATURATION_KV_UTIL)
+               for v in serving) / len(serving)
+
+
+def _prompt_tokens_before_first_token(replica: Any, table: Any) -> float:
+    """The prompt tokens of the engine's requests (waiting or prefilling) that have no first
+    token yet: what the in-flight load producer still holds for the endpoint. A preempted
+    request re-queued after its first token is not counted (the EPP released it). The EPP's
+    cached-prefix discount is not applied (docs/promql.md)."""
+    first, prompt = table.first_token_s_view, table.prompt_tokens_list
+    total = 0
+    for rid in replica.waiting_rids() + list(replica.prefilling):
+        if first[rid] != first[rid]:  # NaN: no first token yet
+            total += prompt[rid]
+    return float(total)
 
 
 def _mean(values: list[float]) -> float:

@@ -121,8 +121,11 @@ class RunSummary(_Block):
     roles: dict[str, RoleStats] | None = None
     scale_events: int
     slo_breach_minutes: float
-    gpu_hours: float
-    cost_usd: float
+    gpu_hours: float  # over the traffic's window [0, duration_s]
+    cost_usd: float  # likewise
+    # What the drain (after duration_s) billed, apart; the defaults read older result files.
+    drain_gpu_hours: float = 0.0
+    drain_cost_usd: float = 0.0
     idle_gpu_minutes: float
     nodes: NodesSummary
     # The scheduler's own summary (docs/scheduling.md), kept as it reports it.

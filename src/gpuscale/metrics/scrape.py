@@ -56,6 +56,9 @@ class ScrapedPool(Protocol):
     @property
     def hw(self) -> Any: ...  # serving.performance.ReplicaHardware (its `tp` GPUs per replica)
 
+    @property
+    def slots(self) -> Mapping[str, Any]: ...  # pod name -> slot (`.replica`, the engine)
+
     def num_ready(self) -> int: ...
 
     def replica_samples(self, now_s: float, window_s: float, prev_busy: dict[str, float],

@@ -83,7 +83,7 @@ def _monitoring(plan: PlanInput) -> list[Decision]:
 
 
 def make_plan(plan: PlanInput, base_dir: Path, *, simulate: bool = True,
-              budget: SearchBudget | None = None) -> Plan:
+              budget: SearchBudget | None = None, source: str = "<plan input>") -> Plan:
     """The whole plan; `simulate=False` sizes the warm pool analytically (fast, stated).
     `budget` carries the time budget, the clock and the progress callback (from the CLI)."""
     if _single_node_cluster(plan):
@@ -92,7 +92,7 @@ def make_plan(plan: PlanInput, base_dir: Path, *, simulate: bool = True,
     out = PlanOut()
     roles: list[Role] = []
     for w in plan.workloads:
-        roles += workload_roles(plan, w, base_dir, simulate, out, budget)
+        roles += workload_roles(plan, w, base_dir, simulate, out, budget, source)
     decisions, refusals, warm_pools, costs = out.decisions, out.refusals, out.warm_pools, out.costs
     pools, pool_decisions, pool_refusals = layers.nodepools(plan, roles)
     queues, queue_decisions, queue_refusals = layers.queues(plan, roles)
@@ -113,5 +113,7 @@ def make_plan(plan: PlanInput, base_dir: Path, *, simulate: bool = True,
         node_role=plan.cluster.node_role or f"KarpenterNodeRole-{plan.cluster.name}",
         reserved_ids=tuple(r.reservation_id for r in plan.cluster.reserved if r.reservation_id),
         ttft_slo_s={w.name: plan.slo_of(w).ttft_p99_s for w in plan.workloads},
+        goodput_frac={w.name: plan.slo_of(w).goodput_frac for w in plan.workloads},
         scenarios=dict(sorted(out.scenarios.items())),
+        unmet_slo=tuple(out.unmet_slo),
     )

@@ -8,15 +8,24 @@ plan with its reason instead of being silently ignored or obeyed.
 
 from __future__ import annotations
 
+from datetime import timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from gpuscale.catalog import get_instance_type, get_model
 from gpuscale.catalog.specs import Precision, known_name
 from gpuscale.errors import UserInputError
 from gpuscale.scenario.load import input_kind, load_yaml, validate_mapping
+from gpuscale.units import DEFAULT_START_TIME
 from gpuscale.workloads.distributions import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -186,6 +195,17 @@ class WorkloadInput(Strict):
                                          "spanning pods is refused.")
     image: str = Field("vllm/vllm-openai:v0.11.0", description="Serving image (vLLM).")
     slo: SloInput | None = Field(None, description="Per-workload SLO; None = the plan's.")
+    check_traffic: TraceWorkload | None = Field(None, description="Another trace of the same "
+                                                "service to check the plan on (held out): the "
+                                                "plan is fitted on `traffic` and re-run here; "
+                                                "None = hold out the end of `traffic`.")
+
+    @model_validator(mode="after")
+    def _check_with_trace(self) -> WorkloadInput:
+        if self.check_traffic is not None and not isinstance(self.traffic, TraceWorkload):
+            raise ValueError("check_traffic checks a plan fitted on a trace; `traffic` is a "
+                             "shape (give a trace, or drop check_traffic)")
+        return self
 
     @model_validator(mode="after")
     def _tp(self) -> WorkloadInput:
@@ -204,7 +224,16 @@ class SimulationSettings(Strict):
                                 "workload (each is one short run).")
     quiet_before_burst_s: float = Field(600.0, ge=0, description="Trough load before the burst, s.")
     after_burst_s: float = Field(900.0, ge=0, description="Trough load after the burst, s.")
-    trace_window_s: float = Field(3600.0, gt=0, description="Longest stretch of a trace replayed.")
+    trace_window_s: float = Field(3600.0, gt=0, description="Length of the short "
+                                  "representative windows of a trace (its busiest and quietest "
+                                  "stretches, at most the schedule's 30-minute slot) on which "
+                                  "the search prunes; the candidates that survive are "
+                                  "simulated on the whole fit window.")
+    check_s: float | None = Field(None, gt=0, description="Seconds at the end of a trace held "
+                                  "out to check the plan on; None = the last day of a history "
+                                  "of two days or more, else the last check_frac.")
+    check_frac: float = Field(0.2, gt=0, lt=1, description="Share of a history shorter than two "
+                              "days held out to check the plan on.")
 
 
 class PlanInput(Strict):
@@ -215,6 +244,11 @@ class PlanInput(Strict):
     workloads: list[WorkloadInput] = Field(default_factory=list)
     slo: SloInput = Field(default_factory=SloInput)
     simulation: SimulationSettings = Field(default_factory=SimulationSettings)
+    start_time: AwareDatetime = Field(DEFAULT_START_TIME, description="Wall-clock time of a "
+                                      "trace's first request (RFC 3339 with an offset): what "
+                                      "the learned KEDA cron schedule is read against; default "
+                                      "2026-01-01T00:00:00Z, so trace second N is N seconds "
+                                      "past 00:00 UTC.")
 
     @model_validator(mode="after")
     def _references(self) -> PlanInput:
@@ -237,6 +271,12 @@ class PlanInput(Strict):
 
     def slo_of(self, workload: WorkloadInput) -> SloInput:
         return workload.slo or self.slo
+
+    @property
+    def day_offset_s(self) -> float:
+        """Seconds past 00:00 UTC of a trace's first request."""
+        t = self.start_time.astimezone(timezone.utc)
+        return t.hour * 3600.0 + t.minute * 60.0 + t.second + t.microsecond / 1e6
 
 
 def plan_input_from_dict(data: Any, *, source: str = "<plan input>") -> PlanInput:

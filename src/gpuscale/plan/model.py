@@ -39,6 +39,8 @@ class EvidenceRow:
     oracle_gpu_hours: float | None = None  # metrics/oracle.py, the bound simulate reports
     config: str = ""  # hardware and scaler of the candidate, e.g. "p5.48xlarge TP2, queue 7"
     why: str = ""  # why it won or lost
+    cost_usd: float | None = None  # the run's cost over the traffic's window
+    drain_gpu_hours: float | None = None  # billed after the traffic's window, apart
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,26 @@ class WarmPool:
     evidence: tuple[EvidenceRow, ...] = ()
     analytic_estimate: int = 1
     recheck: tuple[EvidenceRow, ...] = ()  # the winner on other seeds / shifted windows
+    # The replay scenario's runs (plan, baseline-queue-depth, fixed-best), as
+    # `gpuscale compare DIR/scenarios/W.yaml` shows them; empty when not simulated so.
+    replay: tuple[EvidenceRow, ...] = ()
+    replay_window: str = ""  # which traffic the replay holds
+
+
+@dataclass(frozen=True)
+class CronWindow:
+    """Scheduled capacity: a KEDA `cron` trigger asking for `desired_replicas` from `start` to
+    `end` (5-field cron, read in `timezone`), learned from the history's daily profile."""
+
+    start: str
+    end: str
+    desired_replicas: int
+    timezone: str = "Etc/UTC"
+
+    def trigger(self) -> dict:
+        """The scenario's KEDA trigger (autoscaling/keda_cron.py)."""
+        return {"type": "cron", "timezone": self.timezone, "start": self.start, "end": self.end,
+                "desired_replicas": self.desired_replicas}
 
 
 @dataclass(frozen=True)
@@ -82,6 +104,7 @@ class Role:
     capacity_rps: float  # requests/s one replica serves at the target load
     topology_required: str | None = None
     topology_preferred: str | None = None
+    schedule: tuple[CronWindow, ...] = ()  # KEDA cron triggers beside the reactive ones
 
     @property
     def gpus_per_replica(self) -> int:
@@ -120,6 +143,7 @@ class CostEstimate:
     slo_attainment: float | None  # from the warm-pool simulation of the chosen size
     worst_slo_attainment: float | None = None  # the winner re-run on other seeds / windows
     simulated_efficiency_frac: float | None = None  # oracle / GPU-hours of the chosen run
+    simulated_per_day: bool = False  # True: GPU-hours/day are simulated runs, not a mean fleet
 
 
 @dataclass(frozen=True)
@@ -137,8 +161,12 @@ class Plan:
     node_role: str = ""
     reserved_ids: tuple[str, ...] = ()
     ttft_slo_s: dict[str, float] = field(default_factory=dict)  # workload -> P99 TTFT SLO
+    goodput_frac: dict[str, float] = field(default_factory=dict)  # workload -> SLO share
     managed_endpoint_advice: str | None = None
     scenarios: dict[str, dict] = field(default_factory=dict)  # workload -> replay scenario
+    # One line per workload whose SLO no fleet up to the GPU limit meets (simulated): the
+    # plan is still written (what is reachable, what would reach it) and the CLI exits 2.
+    unmet_slo: tuple[str, ...] = ()
 
     @property
     def has_manifests(self) -> bool:

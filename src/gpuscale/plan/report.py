@@ -63,6 +63,30 @@ def _evidence(plan: Plan) -> list[str]:
     return out
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _replay(plan: Plan) -> list[str]:
+    """The replay scenario's runs, the numbers `gpuscale compare DIR/scenarios/W.yaml` gives."""
+    out: list[str] = []
+    for name, pool in sorted(plan.warm_pools.items()):
+        if not pool.replay:
+            continue
+        out += [f"## Replay of {name} ({pool.replay_window})", "",
+                f"`gpuscale compare DIR/scenarios/{name}.yaml` re-runs these strategies, each "
+                "starting from its own minimum (the plan from its manifests as applied, its "
+                "Deployment at the floor and the cron windows lifting it as the clock says; "
+                "the baseline from 1 replica; the always-on fleet at its size):", "",
+                "| strategy | SLO attainment | P99 TTFT s | GPU-hours | USD | drain GPU-hours "
+                "(apart) | meets SLO |", "|---|---|---|---|---|---|---|"]
+        out += [f"| {_cell(r.config)} | {_pct(r.slo_attainment)} | {_fmt(r.ttft_p99_s, 2)} | "
+                f"{_fmt(r.gpu_hours, 1)} | {_fmt(r.cost_usd, 2)} | {_fmt(r.drain_gpu_hours, 1)} "
+                f"| {'yes' if r.meets_slo else 'no'} |" for r in pool.replay]
+        out.append("")
+    return out
+
+
 def render_plan_md(plan: Plan, files: list[str]) -> str:
     out = [f"# Autoscaling plan: {plan.name}", ""]
     if plan.refusals:
@@ -82,6 +106,7 @@ def render_plan_md(plan: Plan, files: list[str]) -> str:
         out += [f"## {title}", "", "| subject | decision | reason |", "|---|---|---|"]
         out += [f"| {_cell(d.subject)} | {_cell(d.choice)} | {_cell(d.reason)} |" for d in rows]
         out.append("")
+    out += _replay(plan)
     out += _evidence(plan)
     out += ["## Expected SLO attainment, GPU-hours and cost per day", "",
             "| workload | SLO attainment (simulation) | worst re-check | GPU-hours/day | USD/day "
@@ -92,10 +117,15 @@ def render_plan_md(plan: Plan, files: list[str]) -> str:
                    f"| {c.gpu_hours_per_day:.1f} | {c.cost_usd_per_day:.2f} "
                    f"| {_fmt(c.oracle_gpu_hours_per_day, 1)} | {_fmt(c.efficiency_frac)} "
                    f"| {_fmt(c.simulated_efficiency_frac)} |")
+    simulated = [n for n, c in sorted(plan.costs.items()) if c.simulated_per_day]
     out += [
         "",
-        "GPU-hours/day: the mean-rate fleet (never below the warm pool) in whole on-demand nodes "
-        "for 24 h. Oracle: the one `simulate` reports (metrics/oracle.py): whole nodes that "
+        (f"GPU-hours/day of {', '.join(simulated)}: simulated, the plan's GPU-hours over the "
+         "fit and check windows divided by their length (traffic's window only; the drain is "
+         "apart); SLO attainment: the held-out check window. " if simulated else "")
+        + "Otherwise GPU-hours/day: the mean-rate fleet (never below the warm pool) in whole "
+        "on-demand nodes for 24 h. Oracle: the one `simulate` reports (metrics/oracle.py): "
+        "whole nodes that "
         "appear the moment they are needed, at a replica's sustained throughput at the TPOT SLO "
         "on this workload's length mix; efficiency in the simulation is that oracle over the "
         "chosen candidate's simulated GPU-hours.",

@@ -29,6 +29,24 @@ MIN_SCALE_DOWN_WINDOW_S = 300  # the HPA default (layer3 1.8); never shorter
 MAX_SCALE_DOWN_WINDOW_S = 3600  # API maximum of stabilizationWindowSeconds
 
 
+# The HPA behavior the plan ships (manifests/keda.py renders it): scale up at once by 100 % or
+# 4 pods a 15 s, whichever is more (the HPA's own default scale-up, written out, layer3 1.8),
+# scale down one pod a minute after the stabilization window, so a dip never drops capacity
+# at once.
+SCALE_UP_POLICIES = (("Percent", 100, 15), ("Pods", 4, 15))
+SCALE_DOWN_POLICIES = (("Pods", 1, 60),)
+
+
+def hpa_behavior(scale_down_window_s: int) -> dict:
+    """The plan's behavior in the scenario's terms (autoscaling/behavior.py)."""
+    def rules(policies) -> list[dict]:
+        return [{"type": t, "value": v, "period_s": p} for t, v, p in policies]
+    return {"scale_up": {"stabilization_window_s": 0, "select_policy": "Max",
+                         "policies": rules(SCALE_UP_POLICIES)},
+            "scale_down": {"stabilization_window_s": scale_down_window_s,
+                           "policies": rules(SCALE_DOWN_POLICIES)}}
+
+
 @dataclass(frozen=True)
 class ScalerChoice:
     label: str

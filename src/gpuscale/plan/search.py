@@ -33,6 +33,8 @@ class SearchBudget:
     started_s: float | None = None
     simulations: int = 0
     exhausted: bool = False
+    workers: int = 1  # --workers: processes the search's simulations run in (plan/parallel.py)
+    backend: str = "local"  # or "ray"
 
     def spent(self) -> bool:
         if self.time_budget_s is None or self.clock is None:

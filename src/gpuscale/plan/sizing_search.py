@@ -19,7 +19,7 @@ from gpuscale.metrics.oracle import oracle_gpu_hours_for, replica_sustained_rps
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, SloInput, TraceWorkload, WorkloadInput
 from gpuscale.plan.layers import consolidate_after_for
-from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Role, WarmPool
+from gpuscale.plan.model import CostEstimate, CronWindow, Decision, EvidenceRow, Role, WarmPool
 from gpuscale.plan.scaler import ScalerChoice, scaler_choice, scaler_variants
 from gpuscale.plan.search import (
     HARDWARE_OPTIONS,
@@ -58,6 +58,7 @@ class Sized:
     verify_pd: Callable[[dict[str, int]], tuple[dict[str, int], WarmPool]]
     scenario: dict | None = None
     notes: list[str] = field(default_factory=list)
+    schedule: tuple[CronWindow, ...] = ()  # KEDA cron windows (trace histories)
 
 
 def _per_node(opt: HardwareOption) -> int:
@@ -123,8 +124,10 @@ def _fixed_best(plan, w, stats, opt, setup, slo, base_dir, floor, budget) -> Evi
     def evaluate(n: int) -> EvidenceRow:
         budget.tick(f"fixed fleet {n}")
         data = candidate_scenario_dict(plan, w, stats, setup, floor)
+        # from its own size, not the plan's floor (issue 27: a clean fixed fleet)
         data["strategies"] = [
-            {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n}}
+            {"name": f"fixed-{n}", "autoscaler": {"kind": "fixed", "replicas": n},
+             "initial_replicas": n, "ready_nodes": math.ceil(n / setup.replicas_per_node)}
         ]
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
                                            math.ceil(n / setup.replicas_per_node))
@@ -146,14 +149,20 @@ def replay_scenario(plan, w, stats, setup, scaler: ScalerChoice, floor: int,
     keda = data["strategies"][0]["autoscaler"]
     queue = {"query": {"metric": "vllm:num_requests_waiting", "aggregation": "sum"},
              "threshold": scaler.queue_threshold}
+    # each from its own minimum: the baseline from 1 replica with KEDA's and the HPA's own
+    # defaults (no plan window), the fixed fleet at its size (issue 27)
+    baseline = {k: v for k, v in keda.items() if k != "advanced"}
     data["strategies"] = [
         {"name": "plan", "autoscaler": keda},
-        {"name": "baseline-queue-depth", "autoscaler": dict(keda, min_replica_count=1,
-                                                           triggers=[queue])},
+        {"name": "baseline-queue-depth", "autoscaler": dict(baseline, min_replica_count=1,
+                                                           triggers=[queue]),
+         "initial_replicas": 1, "ready_nodes": 1},
     ]
     if fixed is not None:
+        n = fixed.min_replicas
         data["strategies"].append({"name": "fixed-best", "autoscaler": {
-            "kind": "fixed", "replicas": fixed.min_replicas}})
+            "kind": "fixed", "replicas": n}, "initial_replicas": n,
+            "ready_nodes": math.ceil(n / setup.replicas_per_node)})
         data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"],
                                            math.ceil(fixed.min_replicas / setup.replicas_per_node))
     return data
@@ -309,10 +318,31 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
         evidence += (replace(fixed, why="fixed-best: cheapest always-on fleet meeting the SLO"),)
     estimate = analytic_warm_pool(stats, opt.cap.requests_per_s, scaler.reaction_s, slo.ttft_p99_s)
     method = _floor_method(win, slo, hi, plan.simulation.max_candidates, per_node, rounded)
+    always_on = win is not None and fixed is not None and chosen is not None \
+        and fixed.gpu_hours <= chosen.gpu_hours
+    if always_on:
+        # issue 27: a plan costing more than the fixed fleet it lists as beaten is not a plan;
+        # the fleet is, called what it is (min = max) with the reason autoscaling lost
+        assert fixed is not None and chosen is not None
+        method += (f"; an always-on fleet of {fixed.min_replicas} met the SLO at "
+                   f"{fixed.gpu_hours:.2f} GPU-h, no more than the scaler's "
+                   f"{chosen.gpu_hours:.2f}: the plan is that fleet (min = max), since the "
+                   "cold start leaves scaling nothing to save on this traffic")
+        # in whole nodes (billed whole either way), simulated as it ships: KEDA min = max
+        rounded = max_repl = math.ceil(fixed.min_replicas / per_node) * per_node
+        setup = replace(setup, max_replicas=rounded)
+        budget.tick(f"{opt.label}, always on {rounded}")
+        chosen = replace(_evaluator(plan, w, stats, setup, slo, base_dir)(rounded),
+                         config=f"{opt.label}, always on {rounded} (min = max)",
+                         why="winner: the always-on fleet, in whole nodes")
+        evidence = tuple(
+            replace(r, why=f"meets the SLO; the always-on fleet of {rounded} costs no more")
+            if r.why.startswith("winner") else
+            r for r in evidence) + (chosen,)
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
     pool = WarmPool(rounded, True, method, evidence, estimate, recheck)
-    sized = Sized(opt, scaler, pool, max(max_repl, rounded + 1), [],
+    sized = Sized(opt, scaler, pool, rounded if always_on else max(max_repl, rounded + 1), [],
                   _cost_fn(stats, opt, slo, chosen, recheck),
                   _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool),
                   replay_scenario(plan, w, stats, setup, scaler, rounded, fixed))

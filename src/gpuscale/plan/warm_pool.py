@@ -143,6 +143,7 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
                             setup: CandidateSetup, min_replicas: int) -> dict:
     """The scenario (as a mapping for `scenario_from_dict`) that tests one warm-pool size."""
     from gpuscale.catalog import get_model
+    from gpuscale.plan.scaler import hpa_behavior  # scaler imports this module
 
     if isinstance(workload.traffic, TrafficShape):
         phases = shape_phases(workload.traffic, stats, plan)
@@ -183,8 +184,8 @@ def candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: Tra
             "kind": "keda", "polling_interval_s": 15.0, "min_replica_count": min_replicas,
             "max_replica_count": max(setup.max_replicas, min_replicas),
             "triggers": list(setup.triggers),
-            "advanced": {"horizontal_pod_autoscaler_config": {"behavior": {"scale_down": {
-                "stabilization_window_s": setup.scale_down_window_s}}}}}}],
+            "advanced": {"horizontal_pod_autoscaler_config": {
+                "behavior": hpa_behavior(setup.scale_down_window_s)}}}}],
     }
 
 
@@ -208,7 +209,8 @@ def simulate_candidate(scenario_dict: dict, base_dir: Path, ttft_slo_s: float,
         min_replicas=scenario.initial_replicas, ttft_p99_s=p99, itl_p99_s=s.tpot_s.p99,
         slo_attainment=attained, dropped=dropped, gpu_hours=s.gpu_hours,
         meets_slo=p99 is not None and p99 <= ttft_slo_s and attained >= goodput_frac,
-        oracle_gpu_hours=s.oracle_gpu_hours)
+        oracle_gpu_hours=s.oracle_gpu_hours, cost_usd=s.cost_usd,
+        drain_gpu_hours=s.drain_gpu_hours)
 
 
 def pd_candidate_scenario_dict(plan: PlanInput, workload: WorkloadInput, stats: TrafficStats,

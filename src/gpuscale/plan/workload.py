@@ -8,7 +8,7 @@ simulating, the hardware option and scaler variant) comes from `search.py`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpuscale.plan.hardware import HardwareOption, hardware_options
@@ -18,6 +18,8 @@ from gpuscale.plan.scaler import ScalerChoice
 from gpuscale.plan.search import SearchBudget
 from gpuscale.plan.sizing import KV_TARGET_FRAC, traffic_stats
 from gpuscale.plan.sizing_search import size_workload
+from gpuscale.plan.trace_sizing import size_trace
+from gpuscale.workloads.replay import TraceWorkload
 
 
 @dataclass
@@ -29,6 +31,7 @@ class PlanOut:
     warm_pools: dict[str, WarmPool] = field(default_factory=dict)
     costs: dict[str, CostEstimate] = field(default_factory=dict)
     scenarios: dict[str, dict] = field(default_factory=dict)  # workload -> replay scenario
+    unmet_slo: list[str] = field(default_factory=list)  # SLOs no fleet reaches, one line each
 
 
 @dataclass(frozen=True)
@@ -179,12 +182,19 @@ def _pd_split(w: WorkloadInput, opt: HardwareOption, out: PlanOut) -> dict[str, 
 
 
 def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: bool,
-                   out: PlanOut, budget: SearchBudget) -> list[Role]:
+                   out: PlanOut, budget: SearchBudget, source: str = "<plan input>"
+                   ) -> list[Role]:
     """Hardware, placement, scaler and warm pool of one workload, as roles."""
     slo = plan.slo_of(w)
     stats = traffic_stats(w, base_dir, plan.simulation.trace_window_s)
     options = hardware_options(plan, w, stats, slo)
-    sized = size_workload(plan, w, stats, slo, options, base_dir, simulate, budget, out.refusals)
+    if simulate and isinstance(w.traffic, TraceWorkload) and not w.disaggregated \
+            and options[0].one_node:
+        sized = size_trace(plan, w, stats, slo, options[0], base_dir, budget, out.refusals,
+                           source)
+    else:
+        sized = size_workload(plan, w, stats, slo, options, base_dir, simulate, budget,
+                              out.refusals)
     opt, scaler, pool = sized.option, sized.scaler, sized.pool
     _hardware_decisions(plan, w, opt, slo, out)
     placement = _placement(plan, w, opt, out)
@@ -201,12 +211,13 @@ def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: 
                         f"{' (meets)' if r.meets_slo else ''}" for r in checks)))
     roles = []
     for role, share in split.items():
-        maximum = max(floors[role] + 1, math.ceil(sized.max_replicas * share))
-        roles.append(_role(w, role, opt, placement, scaler, floors[role], maximum))
-        out.warm_pools[roles[-1].name] = WarmPool(floors[role], pool.simulated, pool.method,
-                                                  pool.evidence, pool.analytic_estimate,
-                                                  pool.recheck)
+        maximum = max(floors[role] + 1, math.ceil(sized.max_replicas * share)) \
+            if sized.max_replicas > floors[role] or role != "serve" else floors[role]
+        roles.append(replace(_role(w, role, opt, placement, scaler, floors[role], maximum),
+                             schedule=sized.schedule))
+        out.warm_pools[roles[-1].name] = replace(pool, min_replicas=floors[role])
     out.costs[w.name] = sized.cost(roles)
+    out.unmet_slo += sized.notes
     if sized.scenario is not None:
         out.scenarios[w.name] = sized.scenario
     return roles

@@ -7,11 +7,13 @@ generated from these models.
 from __future__ import annotations
 
 import difflib
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscale.autoscaling import AutoscalerSpec, promql_queries
+from gpuscale.autoscaling.keda_cron import opens_within
 from gpuscale.catalog.specs import Precision, get_instance_type, get_model, known_name
 from gpuscale.cluster.groups import DEFAULT_QUEUE, DEFAULT_STALENESS_GRACE_S, PodGroupSpec
 from gpuscale.metrics.exposition import known_series
@@ -46,10 +48,12 @@ class ModelDeployment(Strict):
     name: str = Field(
         description="Model from the catalog (`catalog/models.yaml`), e.g. Llama-3.3-70B."
     )
-    precision: Precision = Field(Precision.BF16, description="Weight precision: bf16 or fp8.")
-    kv_precision: Precision | None = Field(
-        None, description="KV-cache precision; default = weights'."
-    )
+    precision: Precision = Field(Precision.BF16, description=(
+        "Weight precision: bf16, fp8, nvfp4 or mxfp4 (FP4 natively on Blackwell / MI355X, "
+        "weight-only elsewhere where the engine has the kernel; serving/precision_support.py)."))
+    kv_precision: Precision | None = Field(None, description=(
+        "KV-cache precision (bf16, fp8, nvfp4 on Blackwell); default = weights' (fp8 for FP4 "
+        "weights: no engine stores an MXFP4 KV cache)."))
     tp: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs per replica (one pod).")
     pp: int = Field(1, ge=1, le=16, description=(
         "Pipeline-parallel stages per replica; the pod holds tp x pp GPUs. 1 = no pipeline "
@@ -115,6 +119,21 @@ class EngineSettings(Strict):
             "recompute when it runs out) or `guaranteed_no_evict` (TensorRT-LLM's default "
             "capacity scheduler: admit only if the prompt and every output token still to come "
             "fit beside the running requests' reservations; never preempts)."))
+
+
+class PrefixAwareWeights(Strict):
+    """`router: prefix_aware`'s scorer weights, as llm-d's EndpointPickerConfig gives them to
+    its scorers (its well-lit inference-scheduling path: 3 / 2 / 2; serving/router.py)."""
+
+    prefix_cache: float = Field(3.0, ge=0, description=(
+        "Weight of the share of the prompt's blocks cached on the replica (prefix-cache-scorer)."))
+    queue: float = Field(2.0, ge=0, description=(
+        "Weight of the short-queue score, min-max over the replicas (queue-scorer)."))
+    kv_cache: float = Field(2.0, ge=0, description=(
+        "Weight of the free KV-cache share (kv-cache-utilization-scorer)."))
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return self.prefix_cache, self.queue, self.kv_cache
 
 
 class ColdStart(Strict):
@@ -264,6 +283,12 @@ class Strategy(Strict):
         "Karpenter settings or Karpenter vs Cluster Autoscaler on one workload."))
     scheduler: SchedulerSpec | None = Field(None, description=(
         "Layer 2 for this strategy only (overrides the scenario's `scheduler`)."))
+    initial_replicas: int | None = Field(None, ge=0, description=(
+        "Replicas ready at t=0 for this strategy only (aggregated serving); None = the "
+        "scenario's. Lets each strategy of a comparison start from its own minimum, as it "
+        "would run in a cluster, instead of all from one warm fleet."))
+    ready_nodes: int | None = Field(None, ge=0, description=(
+        "Nodes ready at t=0 for this strategy only; None = the scenario's cluster.ready_nodes."))
 
     @model_validator(mode="after")
     def _one_shape(self) -> Strategy:
@@ -336,9 +361,12 @@ class Scenario(Strict):
     router: Literal["least_outstanding", "round_robin", "prefix_aware"] = Field(
         "least_outstanding", description=(
             "How requests pick a ready replica: `least_outstanding` (fewest waiting + "
-            "running), `round_robin`, or `prefix_aware` (the replica holding the longest "
-            "cached prefix of the prompt, fewest outstanding as the tie break, as llm-d's "
-            "and Dynamo's KV-aware routers; docs/serving.md)."))
+            "running), `round_robin`, or `prefix_aware` (the best weighted score of cached "
+            "prefix share, queue and free KV cache, as llm-d's inference scheduler scores "
+            "endpoints; `prefix_aware_weights`; docs/serving.md)."))
+    prefix_aware_weights: PrefixAwareWeights = Field(
+        default_factory=PrefixAwareWeights, description=(
+            "Scorer weights of `router: prefix_aware` (llm-d's defaults 3 / 2 / 2)."))
     request_timeout_s: float = Field(600.0, gt=0, description=(
         "A request with no first token after this long is dropped (the client gave up)."))
     pod_annotations: dict[str, str] = Field(default_factory=dict, description=(
@@ -382,6 +410,25 @@ class Scenario(Strict):
         return self
 
     @model_validator(mode="after")
+    def _cron_windows_open(self) -> Scenario:
+        """A KEDA cron window that never opens while the traffic runs is a schedule meant for
+        other hours (a trace's wall clock starts at start_time): refused, not run silently."""
+        end = self.start_time + timedelta(seconds=self.duration_s)
+        for index, strategy in enumerate(self.strategies):
+            for role in ("autoscaler", "prefill", "decode"):
+                spec = getattr(strategy, role)
+                for j, trigger in enumerate(getattr(spec, "triggers", ()) or ()):
+                    if getattr(trigger, "type", "") == "cron" and not opens_within(
+                            trigger, self.start_time, end):
+                        raise ValueError(
+                            f"strategies[{index}].{role}.triggers[{j}]: cron window "
+                            f"{trigger.start!r} - {trigger.end!r} ({trigger.timezone}) never "
+                            f"opens between {self.start_time.isoformat()} and "
+                            f"{end.isoformat()}, the traffic's wall-clock span (start_time + "
+                            "duration_s); fix the schedule or start_time")
+        return self
+
+    @model_validator(mode="after")
     def _pod_group_aggregated(self) -> Scenario:
         if self.pod_group is not None and self.disaggregation is not None:
             raise ValueError("pod_group applies to aggregated serving; with disaggregation "
@@ -395,6 +442,10 @@ class Scenario(Strict):
             if split:
                 raise ValueError(f"strategies {', '.join(split)} set prefill/decode autoscalers "
                                  "but the scenario has no `disaggregation`")
+        if self.disaggregation is not None and any(
+                s.initial_replicas is not None for s in self.strategies):
+            raise ValueError("a strategy's initial_replicas applies to aggregated serving; with "
+                             "disaggregation set disaggregation.<role>.initial_replicas")
         names = [s.name for s in self.strategies]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

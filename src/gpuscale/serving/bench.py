@@ -19,11 +19,14 @@ import numpy as np
 
 from gpuscale.core import Priority, Simulation
 from gpuscale.core.fork import copy_attributes, fork_sim
+from gpuscale.serving.frontend import FRONTENDS, Frontend
 from gpuscale.serving.performance import ReplicaHardware, StepCost
 from gpuscale.serving.replica import EngineConfig, Replica
 from gpuscale.serving.requests_table import COMPLETED, RequestColumns, RequestTable
 from gpuscale.serving.router import least_outstanding
 from gpuscale.workloads.base import Requests
+
+NO_FRONTEND = FRONTENDS["none"]
 
 
 @dataclass(frozen=True)
@@ -309,31 +312,49 @@ def replay_closed_loop(hw: ReplicaHardware, cfg: EngineConfig, prompt_tokens: np
     return table
 
 
-STATISTICS = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "itl_mean_s",
-              "output_tokens_per_s", "requests_per_s")
+STATISTICS = ("ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "tpot_mean_s", "tpot_p50_s",
+              "tpot_p99_s", "itl_mean_s", "itl_p50_s", "output_tokens_per_s",
+              "input_tokens_per_s", "requests_per_s")
 
 
-def statistics(table: RequestTable) -> dict[str, float]:
-    """What benchmark tools report, from one run. TPOT per request is MLPerf's (finish - first
-    token) / (output - 1); ITL is AIPerf's average over every inter-token gap (token-weighted);
-    throughputs are over first arrival to last finish."""
+def statistics(table: RequestTable, frontend: Frontend = NO_FRONTEND) -> dict[str, float]:
+    """What benchmark tools report, from one run, as the client sees it through `frontend`
+    (serving/frontend.py: its per-request and per-token costs; the table holds the engine's
+    side). TPOT per request is MLPerf's (finish - first token) / (output - 1); ITL is AIPerf's
+    average over every inter-token gap (token-weighted), its median the token-weighted median
+    of the requests' mean gaps (the engine's gaps within one request are not kept apart: an
+    approximation where one request's gaps vary, as under chunked prefills); throughputs are
+    over first arrival to last finish (input: the completed requests' prompt tokens)."""
     cols = table.columns()
     done = cols.status == COMPLETED
     nan = float("nan")
     if not done.any():
         return {k: nan for k in STATISTICS}
-    span = max(float(np.nanmax(cols.finish_s[done]) - cols.arrival_s.min()), 1e-12)
-    ttft = cols.first_token_s[done] - cols.arrival_s[done]
+    span = max(float(np.nanmax(cols.finish_s[done]) - cols.arrival_s.min())
+               + frontend.request_s + frontend.finish_s, 1e-12)
+    ttft = cols.first_token_s[done] - cols.arrival_s[done] + frontend.ttft_offset_s
     multi = done & (cols.output_tokens > 1)
     gaps = cols.finish_s[multi] - cols.first_token_s[multi]
-    tpot = gaps / (cols.output_tokens[multi] - 1)
-    return {"ttft_mean_s": float(ttft.mean()), "ttft_p99_s": float(np.percentile(ttft, 99)),
-            "tpot_mean_s": float(tpot.mean()) if len(tpot) else nan,
-            "tpot_p99_s": float(np.percentile(tpot, 99)) if len(tpot) else nan,
-            "itl_mean_s": float(gaps.sum() / (cols.output_tokens[multi] - 1).sum())
-            if len(tpot) else nan,
+    steps = cols.output_tokens[multi] - 1
+    tpot = gaps / steps + frontend.token_s
+    have = len(tpot) > 0
+    return {"ttft_mean_s": float(ttft.mean()), "ttft_p50_s": float(np.median(ttft)),
+            "ttft_p99_s": float(np.percentile(ttft, 99)),
+            "tpot_mean_s": float(tpot.mean()) if have else nan,
+            "tpot_p50_s": float(np.median(tpot)) if have else nan,
+            "tpot_p99_s": float(np.percentile(tpot, 99)) if have else nan,
+            "itl_mean_s": float(gaps.sum() / steps.sum()) + frontend.token_s if have else nan,
+            "itl_p50_s": _weighted_median(tpot, steps) if have else nan,
             "output_tokens_per_s": float(cols.output_tokens[done].sum()) / span,
+            "input_tokens_per_s": float(cols.prompt_tokens[done].sum()) / span,
             "requests_per_s": float(done.sum()) / span}
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    """The value below which half the total weight lies (the lower one at an exact half)."""
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2.0)])
 
 
 def offline_requests(prompt_tokens: np.ndarray, output_tokens: np.ndarray) -> Requests:

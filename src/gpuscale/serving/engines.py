@@ -31,15 +31,10 @@ measurement that is not itself a calibration row, and are then checked on rows
 - `sarathi` (Sarathi-Serve, the engine Vidur's profiles come from): NCCL all-reduce at every
   size (its custom kernels are not used) plus 20 us of CPU launch per NCCL call (Vidur's
   constant, SARATHI_NCCL_LAUNCH_S), V1's host time (assumed; Vidur itself models none).
-- Streaming (`stream_seq_s`, TensorRT-LLM only): when responses stream token by token, as every
-  online run does (Poisson, closed loop, scenarios; not `offline`), TensorRT-LLM's batch manager
-  hands each sequence's new token to the caller every step on its own loop thread, between
-  steps. NVIDIA's MLPerf v4.1 harness shows the switch: it streams in Server and not in Offline
-  (closed/NVIDIA/code/harness/harness_llm/main_llm.cc: `mIsStreaming = streaming &&
-  scenario != "Offline"`; configs otherwise equal but the batch), and the Server runs are slower
-  per token than the Offline ones (row A8: 155 ms per token at ~836 in flight against <= 146 ms
-  at <= 896 offline). TRTLLM_STREAM_SEQ_S is fixed on a point that is not a row, the H200 Server
-  run of the same submission, and checked on A8 (docs/calibration.md, "Streaming").
+- Streaming: what a front end costs per token is not the engine's (serving/frontend.py): the
+  MLPerf v4.1 harness's per-streamed-sequence cost on TensorRT-LLM's loop (20.5 us,
+  TRTLLM_STREAM_SEQ_S, docs/calibration.md "Streaming") is an option of the rows that ran it,
+  and an OpenAI API server's per-request and per-token costs are the `api_server` front end.
 
 Without CUDA graphs (`cuda_graphs: false`, vLLM `--enforce-eager`) the CPU launches every
 kernel: performance.EAGER_LAUNCH_S per kernel, from a measured Llama-3.1-8B H100 decode step,
@@ -51,6 +46,7 @@ that PyTorch dispatch plus cudaLaunchKernel are commonly measured at.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from gpuscale.catalog.specs import user_engine_overrides
@@ -63,14 +59,6 @@ from gpuscale.serving.performance import HOST_SEQ_S, HOST_STEP_S, ReplicaHardwar
 # CUDA graphs. Vidur's all_reduce.csv times the NCCL kernel alone, so the launch adds to it.
 SARATHI_NCCL_LAUNCH_S = 20e-6
 
-# Host time per streamed sequence per step in TensorRT-LLM (C++ batch manager, one response per
-# sequence per step), 20.5 us: the value at which the model, run for LoadGen's 2,400 s at the
-# H200 Server run's load relative to its own A7 offline rate (101 / 107.48 of it; 8 x TP1,
-# batch 896; calibration/rows.py h200_server), reproduces that run's mean TTFT, 198 ms
-# (bisected in 0.5 us steps: 20.5 -> 0.198 s, 21.0 -> 0.201 s). Inferred from a published
-# point, not from a host profile: no per-response timing of the batch manager was found. Not
-# fitted on any row; checked on row A8 (H100, TP2, 4 instances).
-TRTLLM_STREAM_SEQ_S = 20.5e-6
 
 
 @dataclass(frozen=True)
@@ -93,8 +81,6 @@ class EngineProfile:
     # to GUARANTEED_NO_EVICT (reserve prompt + max new tokens at admission); vLLM admits on
     # the KV in use and preempts.
     admission: str = "max_utilization"
-    # Added to host_seq_s when responses stream (with_engine(streaming=True)); see the docstring.
-    stream_seq_s: float = 0.0
 
 
 ENGINE_PROFILES: dict[str, EngineProfile] = {
@@ -102,8 +88,7 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
         EngineProfile("default", "kernels + BLIS host time (rows A6, A7, A10, A11)"),
         EngineProfile("vllm", "vLLM V1: async scheduling, CUDA graphs; BLIS host time"),
         EngineProfile("trtllm", "TensorRT-LLM: C++ runtime, CUDA graphs (rows A6-A11)",
-                      batching="whole_prompt", admission="guaranteed_no_evict",
-                      stream_seq_s=TRTLLM_STREAM_SEQ_S),
+                      batching="whole_prompt", admission="guaranteed_no_evict"),
         EngineProfile("sglang", "assumed as vLLM V1; checked on row S1 (docs/calibration.md)"),
         EngineProfile("vllm-v0.6", "Lambda vLLM 0.6.0 8B point [S9]; checked on row A13",
                       host_seq_s=66e-6, batching="prefill_first"),
@@ -115,9 +100,26 @@ ENGINE_PROFILES["vllm-v1"] = ENGINE_PROFILES["vllm"]
 ENGINE_KINDS = ("vllm", "trtllm", "sglang", "sarathi")
 
 
+# vLLM made the V1 engine the default in 0.8.0 (vLLM v0.8.0 release notes, 2025-03: "V1 is now
+# enabled by default"; `VLLM_USE_V1` defaults to 1 from then on), so 0.8 and later run V1's
+# scheduler and host time; 0.7 and earlier run V0, whose closest profile is vllm-v0.6.
+VLLM_V1_DEFAULT_FROM = (0, 8)
+
+
+def vllm_release(version: str) -> tuple[int, int]:
+    """(major, minor) of a vLLM version string ("0.10.2", "v0.6.3.post1", "0.9.0rc1");
+    ValueError when it does not start with two dotted numbers."""
+    match = re.match(r"[vV]?(\d+)\.(\d+)", str(version).strip())
+    if match is None:
+        raise ValueError(f"expected a vLLM version like 0.10.2, got {version!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
 def profile_name(kind: str, version: str | None = None) -> str:
-    """`engine: {kind, version}` of a calibration row or scenario -> a profile name."""
-    if kind == "vllm" and version is not None and str(version).startswith("0."):
+    """`engine: {kind, version}` of a calibration row or scenario -> a profile name: vLLM
+    before 0.8 is the V0 engine (the vllm-v0.6 profile), 0.8 and later V1 (`vllm`)."""
+    if kind == "vllm" and version is not None \
+            and vllm_release(version) < VLLM_V1_DEFAULT_FROM:
         return "vllm-v0.6"
     return kind
 
@@ -137,11 +139,12 @@ def get_engine_profile(name: str) -> EngineProfile:
 
 
 def with_engine(hw: ReplicaHardware, profile: EngineProfile, cuda_graphs: bool = True,
-                streaming: bool = True) -> ReplicaHardware:
-    """The same replica run by `profile`'s engine; `streaming`: responses go out token by token
-    (online serving), False for offline batch runs, which return whole outputs."""
-    host_seq_s = profile.host_seq_s + (profile.stream_seq_s if streaming else 0.0)
-    return dataclasses.replace(hw, host_step_s=profile.host_step_s, host_seq_s=host_seq_s,
+                stream_seq_s: float = 0.0) -> ReplicaHardware:
+    """The same replica run by `profile`'s engine; `stream_seq_s`: host time per streamed
+    sequence per step that the front end puts on the engine's loop (serving/frontend.py:
+    NVIDIA's MLPerf harness over TensorRT-LLM; 0 for an API server or an offline run)."""
+    return dataclasses.replace(hw, host_step_s=profile.host_step_s,
+                               host_seq_s=profile.host_seq_s + stream_seq_s,
                                custom_allreduce=profile.custom_allreduce,
                                allreduce_launch_s=profile.allreduce_launch_s,
                                step_time_factor=profile.step_time_factor, cuda_graphs=cuda_graphs)

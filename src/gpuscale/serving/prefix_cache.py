@@ -104,6 +104,13 @@ class PrefixCache:
             k += 1
         return k
 
+    def match_frac(self, rid: int) -> float:
+        """Share of request `rid`'s prompt units cached here, leading ones (the router's
+        prefix score: llm-d's prefix-cache-scorer divides the matched blocks by the prompt's
+        blocks, a trailing partial one included)."""
+        units = -(-self.prompt_tokens[rid] // self.unit_tokens)
+        return self.match_units(rid) / units if units else 0.0
+
     def acquire(self, rid: int, num_tokens: int, used_blocks: float) -> int:
         """Request `rid` is admitted with `num_tokens` to prefill: returns the tokens served
         from the cache (whole engine blocks, at most num_tokens - 1), holds the hit units, and

@@ -208,38 +208,72 @@ def round_robin_factory() -> Router:
 
 
 class PrefixAwareRouter(Router):
-    """`router: prefix_aware`: longest cached prefix, then least outstanding, then readiness.
+    """`router: prefix_aware`: the best weighted score of cached prefix, queue and KV cache, as
+    llm-d's inference scheduler scores endpoints (its well-lit path's EndpointPickerConfig:
+    prefix-cache-scorer weight 3, queue-scorer 2, kv-cache-utilization-scorer 2, then
+    max-score-picker; llm-d guides/inference-scheduling and the Gateway API Inference
+    Extension's scorers):
 
-    llm-d's inference scheduler scores each endpoint by the share of the prompt's blocks found
-    in its prefix cache (the "precise prefix cache" scorer reads the engines' KV events) beside
-    load scorers; NVIDIA Dynamo's KV router picks the worker with the lowest
-    `overlap_score_weight x prefill blocks still to compute + active decode blocks`. Both send a
-    request where most of its prefix is cached and let load break the tie. This is the simplest
-    form of that: most cached leading blocks first, then fewest outstanding (waiting + running)
-    requests, then list order, so routing is deterministic. It reads each replica's actual cache
-    (as the KV-event-fed "precise" indexes do), not an approximate copy kept by the router. It
-    never trades a hit against load, as the weighted scores can (docs/serving.md).
+    - prefix: the share of the prompt's blocks the replica holds, leading blocks only
+      (prefix-cache-scorer: matched blocks / the prompt's blocks), 0..1;
+    - queue: (most waiting - this replica's waiting) / (most - least) over the candidates, 1
+      when all wait alike (queue-scorer, on vllm:num_requests_waiting);
+    - KV cache: 1 - the replica's KV-cache usage (kv-cache-utilization-scorer, on
+      vllm:kv_cache_usage_perc).
+
+    A long cached prefix on a replica whose queue is the longest and whose KV cache is full
+    scores at most 3 where an idle one scores 4, so a hit never outweighs load the way it did
+    when the prefix was the only criterion (issue 28: 0 % SLO and half the requests dropped
+    on a long-prompt trace). NVIDIA Dynamo's KV router trades the same two (cost =
+    overlap_score_weight x blocks to prefill + active blocks, lowest wins); the weights are
+    the knob (`prefix_aware_weights` in a scenario). Ties: fewest outstanding (waiting +
+    running), then the replica ready first. It reads each replica's actual cache and queue,
+    as the KV-event-fed "precise" scorer does, so it is exact where theirs lag by a scrape or
+    an event. Without a request (no hashes to match) it is least outstanding.
     """
 
     needs_request = True
 
-    # Any, not Replica: this router reads only `prefix_cache` and `outstanding()`, and
-    # its tests pass stand-ins, which compiled (mypyc) code would reject.
+    def __init__(self, prefix_weight: float = 3.0, queue_weight: float = 2.0,
+                 kv_cache_weight: float = 2.0) -> None:
+        self.prefix_weight = prefix_weight
+        self.queue_weight = queue_weight
+        self.kv_cache_weight = kv_cache_weight
+
+    # Any, not Replica: this router reads only `prefix_cache`, `num_waiting()`,
+    # `kv_usage_frac()`, `outstanding()` and `sim`, and its tests pass stand-ins, which
+    # compiled (mypyc) code would reject.
     def __call__(self, replicas: list[Any]) -> Any:
         """Without the request (no hashes to match): least outstanding (`min` keeps the first
         of equals, as `least_outstanding`)."""
         return min(replicas, key=lambda r: r.outstanding())
 
     def pick(self, replicas: list[Any], rid: int) -> Any:
+        waiting = [r.num_waiting() for r in replicas]
+        least, most = min(waiting), max(waiting)
+        spread = most - least
         best = replicas[0]
-        best_key: tuple[int, int] | None = None
-        for replica in replicas:
+        best_key: tuple[float, int] | None = None
+        for i, replica in enumerate(replicas):
             cache = replica.prefix_cache
-            matched = 0 if cache is None else cache.match_units(rid)
-            key = (-matched, replica.outstanding())
+            prefix = 0.0 if cache is None else cache.match_frac(rid)
+            queue = 1.0 if spread == 0 else (most - waiting[i]) / spread
+            kv_free = 1.0 - replica.kv_usage_frac(replica.sim.now_s)
+            score = (self.prefix_weight * prefix + self.queue_weight * queue
+                     + self.kv_cache_weight * kv_free)
+            key = (-score, replica.outstanding())
             if best_key is None or key < best_key:
                 best, best_key = replica, key
         return best
+
+
+def make_router(name: str, prefix_aware_weights: tuple[float, float, float] | None = None
+                ) -> Router:
+    """A fresh router of kind `name`; `prefix_aware_weights`: (prefix, queue, KV cache)
+    scorer weights of `prefix_aware` (PrefixAwareRouter's defaults when None)."""
+    if name == "prefix_aware" and prefix_aware_weights is not None:
+        return PrefixAwareRouter(*prefix_aware_weights)
+    return ROUTERS[name]()
 
 
 ROUTERS: dict[str, Callable[[], Router]] = {"least_outstanding": LeastOutstanding,

@@ -68,6 +68,7 @@ class RunParts:
     scheduler: PodScheduler
     startups: Startups
     initial_node_count: int
+    initial_replicas: int  # every pool's replicas at t=0 (the strategy's own start)
     hw: ReplicaHardware
     cfg: EngineConfig
     decisions: list[dict]
@@ -121,9 +122,7 @@ def build_result(run: RunParts) -> RunResult:
     gpu_s = billing.gpu_s(run.cluster, end_s)
     fleets = run.fleets
     busy_gpu_s = sum(f.busy_gpu_s(end_s) for f in fleets.values())
-    initial = (scenario.initial_replicas if scenario.disaggregation is None else
-               scenario.disaggregation.prefill.initial_replicas
-               + scenario.disaggregation.decode.initial_replicas)
+    initial = run.initial_replicas
     summary["replicas"] = ReplicaStats(
         initial=initial, peak=int(sum(f.peak_replicas for f in fleets.values())),
         mean=round(time_weighted_mean(series["time_s"], ready, end_s), 4))
@@ -140,8 +139,15 @@ def build_result(run: RunParts) -> RunResult:
     summary["slo_breach_minutes"] = round(slo_breach_minutes(
         cols, scenario.slo.ttft_s, series["time_s"], scenario.metrics.scrape_interval_s,
         run.store.ttft_window_s), 3)
-    summary["gpu_hours"] = round(gpu_s / SECONDS_PER_HOUR, 6)
-    summary["cost_usd"] = round(billing.cost_usd(run.cluster, end_s), 4)
+    # GPU-hours and dollars over the traffic's window [0, duration_s]; what the drain (arrivals
+    # over, in-flight requests finishing) bills is reported apart, so a long drain does not
+    # inflate what a strategy costs for the traffic it served (issue 27).
+    window_gpu_s = billing.gpu_s_until(run.cluster, scenario.duration_s, end_s)
+    window_usd = billing.cost_usd_until(run.cluster, scenario.duration_s, end_s)
+    summary["gpu_hours"] = round(window_gpu_s / SECONDS_PER_HOUR, 6)
+    summary["cost_usd"] = round(window_usd, 4)
+    summary["drain_gpu_hours"] = round((gpu_s - window_gpu_s) / SECONDS_PER_HOUR, 6)
+    summary["drain_cost_usd"] = round(billing.cost_usd(run.cluster, end_s) - window_usd, 4)
     summary["idle_gpu_minutes"] = round(max(0.0, gpu_s - busy_gpu_s) / 60.0, 4)
     summary["nodes"] = _nodes_summary(run, series)
     scheduling = run.scheduler.summary()

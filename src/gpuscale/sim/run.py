@@ -35,7 +35,7 @@ from gpuscale.serving.kv_transfer import KvTransfer
 from gpuscale.serving.performance import ReplicaHardware
 from gpuscale.serving.replica import EngineConfig
 from gpuscale.serving.requests_table import RequestTable
-from gpuscale.serving.router import ROUTERS
+from gpuscale.serving.router import make_router
 from gpuscale.serving.startup import Startups
 from gpuscale.sim.fleet import Fleet
 from gpuscale.sim.replica_setup import engine_config, replica_hardware
@@ -143,7 +143,8 @@ class _Run:
         group = scenario.pod_group  # the serving pods' KAI PodGroup, if the scenario has one
         return Fleet(name=name, hw=hw, engine_cfg=cfg, sim=self.sim, cluster=self.cluster,
                      table=self.table, cold_start_s=self.startups.cold_start_s,
-                     router=ROUTERS[scenario.router](), evicted_requests=scenario.evicted_requests,
+                     router=make_router(scenario.router, scenario.prefix_aware_weights.as_tuple()),
+                     evicted_requests=scenario.evicted_requests,
                      role=role, on_prefilled=on_prefilled, retry=retry,
                      pod_annotations=scenario.pod_annotations,
                      pod_group=None if group is None else group.spec(),
@@ -176,7 +177,8 @@ class _Run:
         def context(role: str, fleet: Fleet) -> AutoscalerContext:
             return AutoscalerContext(role=role, hardware=fleet.hw, engine=fleet.engine_cfg,
                                      slo_ttft_s=scenario.slo.ttft_s,
-                                     slo_tpot_s=scenario.slo.tpot_s)
+                                     slo_tpot_s=scenario.slo.tpot_s,
+                                     start_time=scenario.start_time)
 
         if strategy.autoscaler is not None:
             # One autoscaler: its decision sets every pool, its metrics span every pool.
@@ -193,16 +195,22 @@ class _Run:
     # -- set-up -------------------------------------------------------------------------------
     def _initial_state(self) -> None:
         scenario = self.scenario
-        self.provider.adopt_ready_nodes(scenario.cluster.ready_nodes,
+        ready_nodes = (scenario.cluster.ready_nodes if self.strategy.ready_nodes is None
+                       else self.strategy.ready_nodes)
+        self.provider.adopt_ready_nodes(ready_nodes,
                                         get_instance_type(scenario.cluster.instance_type),
                                         scenario.cluster.capacity_type)
         # The warm floor: every node at t=0, adopted or the provider's own; it has the image.
         floor = list(self.cluster.nodes.values())
         self.startups.add_warm_nodes(node.name for node in floor)
         self.initial_node_count = len(floor)
+        self.initial_replicas = 0
         for role, fleet in self.fleets.items():
-            initial = (scenario.initial_replicas if role == "serve"
-                       else getattr(scenario.disaggregation, role).initial_replicas)
+            initial = (getattr(scenario.disaggregation, role).initial_replicas
+                       if role != "serve" else scenario.initial_replicas
+                       if self.strategy.initial_replicas is None
+                       else self.strategy.initial_replicas)
+            self.initial_replicas += initial
             fleet.scale_to(initial, 0.0)
             fleet.scale_events = 0
             fleet.markers.clear()
@@ -236,6 +244,9 @@ class _Run:
         # KEDA's operator exposes its triggers' values (keda_scaler_metrics_value).
         publish = prometheus is not None and prometheus.wants_keda \
             and controller.name == "keda-operator"
+        # The HPAs' spec and status as kube-state-metrics exposes them.
+        hpa_name = self._hpa_name(controller, role)
+        publish_hpa = prometheus is not None and prometheus.wants_hpa and hpa_name is not None
 
         def tick(now_s: float) -> None:
             view = AutoscalerView(now_s=now_s, current_replicas=lead.desired,
@@ -248,11 +259,28 @@ class _Run:
                 assert prometheus is not None
                 explained = controller.explain(view, state_box[0])
                 prometheus.publish_keda(self.strategy.name, list(explained.get("triggers", [])))
+            if publish_hpa:
+                assert prometheus is not None and hpa_name is not None
+                params = controller.params  # type: ignore[attr-defined]
+                # status.currentReplicas: the pods the Deployment has (scale status.replicas)
+                prometheus.publish_hpa(hpa_name, params.min_replicas, params.max_replicas,
+                                       len(lead.slots),
+                                       view.current_replicas if desired is None else desired)
             if desired is not None:
                 for fleet in fleets:
                     if desired != fleet.desired:
                         fleet.scale_to(desired, now_s)
         return tick
+
+    def _hpa_name(self, controller: ReplicaAutoscaler, role: str | None) -> str | None:
+        """The HPA object's name, for an HPA controller: KEDA's generated HPA is
+        keda-hpa-<ScaledObject> (KEDA's default), an HPA the strategy's; a P/D role's gets
+        the role appended."""
+        if controller.name not in ("hpa", "keda-hpa"):
+            return None
+        base = self.strategy.name if controller.name == "hpa" else \
+            f"keda-hpa-{self.strategy.name}"
+        return base if role in (None, "serve") else f"{base}-{role}"
 
     # -- run ----------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -271,7 +299,8 @@ class _Run:
             name=self.strategy.name, scenario=scenario, sim=self.sim, table=self.table,
             store=self.scraper.store, fleets=self.fleets, cluster=self.cluster,
             provider=self.provider, scheduler=self.scheduler, startups=self.startups,
-            initial_node_count=self.initial_node_count, hw=self.hw, cfg=self.cfg,
+            initial_node_count=self.initial_node_count,
+            initial_replicas=self.initial_replicas, hw=self.hw, cfg=self.cfg,
             decisions=self.sim.decisions.records if self.sim.decisions else [],
             prometheus=self.prometheus))
 

@@ -1,0 +1,139 @@
+"""A trace workload sized by `trace_search.plan_trace`, as the `Sized` the roles are built from:
+the floor, the cron schedule, max replicas, the evidence, the replay scenario and the per-day
+cost, which is simulated (the fit and check windows' GPU-hours over their length), never an
+hour extrapolated."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from gpuscale.plan.hardware import HardwareOption
+from gpuscale.plan.inputs import PlanInput, SloInput, WorkloadInput
+from gpuscale.plan.model import CostEstimate, Decision, EvidenceRow, Refusal, Role, WarmPool
+from gpuscale.plan.parallel import Runner
+from gpuscale.plan.scaler import scaler_choice
+from gpuscale.plan.schedule import describe
+from gpuscale.plan.search import SearchBudget
+from gpuscale.plan.sizing import TrafficStats
+from gpuscale.plan.sizing_search import Sized, _max_replicas, _setup
+from gpuscale.plan.trace_search import TracePlan, TraceSearch, plan_trace
+from gpuscale.units import SECONDS_PER_DAY
+
+
+def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloInput,
+               opt: HardwareOption, base_dir: Path, budget: SearchBudget, refusals: list,
+               source: str) -> Sized:
+    scaler = scaler_choice(plan, w, opt, slo, refusals)
+    setup = _setup(plan, opt, scaler, _max_replicas(plan, w, stats, opt), w, slo)
+    runner = Runner(budget.workers, budget.backend, on_done=budget.tick)
+    search = TraceSearch(plan, w, stats, slo, opt, scaler, setup, base_dir, budget, runner)
+    found = plan_trace(search, source)
+    floor = (found.winner.floor if found.winner else found.always_on
+             if found.always_on is not None else found.max_replicas)
+    schedule = found.winner.windows if found.winner else ()
+    method = _method(found, slo)
+    if budget.exhausted:
+        method += f"; the time budget ended the search after {budget.simulations} simulations"
+    other = found.history.check_is_other_trace
+    held = [r for r in found.check if r.why.startswith("re-check")]
+    # the plan on the held-out traffic: check_traffic (the replay) or the held-out window
+    check_plan = (found.check[0] if other else held[0]) if found.check and held else \
+        (found.check[0] if found.check else None)
+    recheck = tuple(([found.check[0]] if other and found.check else []) + held)
+    replay = tuple(r for r in found.check if not r.why.startswith("re-check"))
+    pool = WarmPool(floor, True, method, found.calibration + found.fit + found.check, floor,
+                    recheck, replay, f"the whole history, {found.history.span_s / 3600:.1f} h"
+                    if not other else "check_traffic, "
+                    f"{found.history.check.duration_s / 3600:.1f} h")
+    maximum = max(found.max_replicas, floor + 1) if found.winner else floor
+    if found.winner is not None:  # the window the winner was simulated with ships
+        scaler = replace(scaler, scale_down_window_s=found.winner.scale_down_window_s)
+    sized = Sized(opt, scaler, pool, maximum, [], _cost(opt, found, check_plan, recheck),
+                  lambda floors: (floors, pool), found.replay, schedule=schedule)
+    sized.decisions += _decisions(w, found, floor, schedule, slo)
+    if found.unreachable is not None:
+        sized.notes.append(found.unreachable.line)
+        refusals.append(Refusal(
+            f"{w.name}: {slo.goodput_frac:.0%} within TTFT {slo.ttft_p99_s:g} s and ITL "
+            f"{slo.itl_p99_s:g} s", f"{floor} replicas always on, "
+            f"{found.unreachable.cheapest_close.slo_attainment:.2%} (the reachable "
+            f"{found.unreachable.reachable.slo_attainment:.2%} within 0.1 point)",
+            "no fleet up to the GPU limit meets the SLO (simulated); the evidence rows after "
+            "the always-on fleets are the changes that would reach it, each simulated"))
+    return sized
+
+
+def _method(found: TracePlan, slo: SloInput) -> str:
+    h = found.history
+    text = (f"the whole history simulated: fit on {h.fit.duration_s / 3600:.1f} h, checked on "
+            f"{h.check.duration_s / 3600:.1f} h held out ({h.how}); {found.why}")
+    if found.replicas_per_rps is not None:
+        text += (f"; {found.replicas_per_rps:.2f} replicas per request/s (of a 10-minute "
+                 "mean), measured as the smallest always-on fleet meeting the SLO on the fit "
+                 "window's busiest stretch over that stretch's peak 10-minute rate")
+    return text
+
+
+def _rows_per_day(rows: list[EvidenceRow], seconds: float, opt: HardwareOption
+                  ) -> tuple[float, float, float]:
+    gpu_h = sum(r.gpu_hours for r in rows) * SECONDS_PER_DAY / seconds
+    usd = gpu_h * opt.it.on_demand_usd_per_hour / opt.it.num_gpus
+    oracle = (sum(r.oracle_gpu_hours for r in rows if r.oracle_gpu_hours is not None)
+              * SECONDS_PER_DAY / seconds)
+    return gpu_h, usd, oracle
+
+
+def _cost(opt: HardwareOption, found: TracePlan, check_plan: EvidenceRow | None,
+          recheck: tuple[EvidenceRow, ...]):
+    def cost(roles: list[Role]) -> CostEstimate:
+        """Per day, simulated: the plan's GPU-hours on the fit and check windows over their
+        length (a day of the plan, not an hour times 24)."""
+        winner = next((r for r in found.fit if r.why.startswith("winner")), None)
+        rows = [r for r in (winner, check_plan) if r is not None]
+        seconds = ((found.history.fit.duration_s if winner else 0.0)
+                   + (found.history.check.duration_s if check_plan else 0.0))
+        if not rows or seconds <= 0:
+            return CostEstimate(0.0, 0.0, None, None, None)
+        gpu_h, usd, oracle = _rows_per_day(rows, seconds, opt)
+        worst = min(r.slo_attainment for r in recheck) if recheck else None
+        sim_eff = round(oracle / gpu_h, 4) if gpu_h else None
+        return CostEstimate(round(gpu_h, 2), round(usd, 2), round(oracle, 2), sim_eff,
+                            check_plan.slo_attainment if check_plan else None, worst, sim_eff,
+                            simulated_per_day=True)
+    return cost
+
+
+def _decisions(w: WorkloadInput, found: TracePlan, floor: int, schedule, slo: SloInput
+               ) -> list[Decision]:
+    h = found.history
+    out = [Decision("warm-pool", f"{w.name}: history",
+                    f"{h.fit.label} {h.fit.duration_s / 3600:.1f} h, {h.check.label} "
+                    f"{h.check.duration_s / 3600:.1f} h", h.how)]
+    if found.winner is not None:
+        out.append(Decision("replicas", f"{w.name}: scheduled capacity",
+                            describe(floor, schedule) + "; KEDA cron triggers beside the "
+                            "reactive one", "learned from the fit window's daily profile in "
+                            "half-hour slots, each raised a reaction time (signal lag + node "
+                            "start-up + cold start) ahead of the slot; KEDA feeds every "
+                            "trigger to the HPA, which takes the largest proposal"))
+    else:
+        out.append(Decision("replicas", f"{w.name}: always-on fleet",
+                            f"{floor} replicas, min = max (an always-on fleet, not autoscaling)",
+                            found.why))
+    worst = [r for r in found.check if r.why.startswith("re-check")
+             or (h.check_is_other_trace and r.config == "plan")]
+    if worst:
+        low = min(worst, key=lambda r: r.slo_attainment)
+        out.append(Decision("warm-pool", f"{w.name}: robustness",
+                            f"worst SLO attainment on held-out windows {low.slo_attainment:.1%} "
+                            f"({low.config})", "the winner re-run on the held-out check window "
+                            "and its busiest stretch (other traffic, not other seeds: a trace "
+                            "replays the same requests whatever the seed)"))
+        if low.slo_attainment < slo.goodput_frac:
+            out.append(Decision("warm-pool", f"{w.name}: SLO not met on held-out traffic",
+                                f"{low.slo_attainment:.1%} < {slo.goodput_frac:.0%}",
+                                "measured on the check window, not assumed"))
+    return out
+
+
