@@ -123,3 +123,24 @@ def test_the_lengths_lag_needs_only_the_latency_sum_and_count(history):
     lag_s = data["backtest"]["traffic"]["length_lag_s"]
     assert lag_s > 0 and lag_s == full["backtest"]["traffic"]["length_lag_s"]
     assert "_sum / _count" in data["backtest"]["traffic"]["length_lag_from"]
+
+
+def test_the_replay_runs_as_compare_runs_a_bundle(history, tmp_path):
+    """One run path with compare --manifests: the decision log and the replay's own series
+    (on the history's clock, so both fit in one Prometheus), and --seeds refused in one
+    line (the traffic is rebuilt once per --seed)."""
+    path, _ = history
+    series, log = tmp_path / "replay.om", tmp_path / "decisions.jsonl"
+    data = _backtest("--manifests", str(EXAMPLE / "manifests"), "--history", str(path),
+                     "--metrics-out", str(series), "--decisions", str(log))
+    assert data["backtest"]["agreement"]["replicas_within_one_frac"] is not None
+    assert any('"controller"' in line for line in log.read_text().splitlines())
+    recorded = [float(line.rsplit(" ", 1)[1]) for line in path.read_text().splitlines()
+                if line.startswith("kube_deployment_spec_replicas{")]
+    replayed = [float(line.rsplit(" ", 1)[1]) for line in series.read_text().splitlines()
+                if line.startswith("kube_deployment_spec_replicas{")]
+    assert min(recorded) <= min(replayed) < min(recorded) + 60  # from the first request
+    assert abs(max(replayed) - max(recorded)) <= 15.0  # to the history's end
+    result = CliRunner().invoke(cli, ["backtest", "--manifests", str(EXAMPLE / "manifests"),
+                                      "--history", str(path), "--seeds", "2"])
+    assert result.exit_code == 2 and "--seeds" in result.output

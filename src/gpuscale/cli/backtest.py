@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.metrics_out import metrics_out_option
 from gpuscale.cli.run_common import report_options, run_options
 
 TRACE_NAME = "history-traffic.csv"
@@ -45,17 +46,22 @@ def _check_bundles(bundles: tuple[str, ...]) -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write the JSON summary here.")
 @report_options
+@metrics_out_option
 @click.option("--force", is_flag=True, help="Overwrite output files that exist.")
 def command(manifests: tuple[str, ...], history_path: Path, seed: int, emit_trace: Path | None,
             fmt: str, wide: bool, seeds: int, fail_under: float | None, out: Path | None,
-            series: bool, report: Path | None, decisions: Path | None, force: bool) -> None:
+            series: bool, report: Path | None, decisions: Path | None,
+            metrics_out: Path | None, force: bool) -> None:
     """Replay MANIFESTS on the traffic of a Prometheus history, show how the replay agrees with
     what was recorded, and compare alternatives (more --manifests) on the same traffic."""
     from gpuscale.cli.backtest_run import run_backtest
 
     _check_bundles(manifests)
+    if seeds > 1:
+        raise click.UsageError("--seeds is not available on backtest: the traffic is rebuilt "
+                               "once per --seed (run a few --seed values to see the spread)")
     with tempfile.TemporaryDirectory(prefix="gpuscale-backtest-") as folder:
         run_backtest(manifests, history_path, Path(folder) / TRACE_NAME, seed=seed,
-                     emit_trace=emit_trace, fmt=fmt, wide=wide, seeds=seeds,
-                     fail_under=fail_under, out=out, series=series, report=report,
-                     decisions=decisions, force=force)
+                     emit_trace=emit_trace, fmt=fmt, wide=wide, fail_under=fail_under,
+                     out=out, series=series, report=report, decisions=decisions,
+                     metrics_out=metrics_out, force=force)

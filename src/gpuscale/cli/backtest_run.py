@@ -1,13 +1,12 @@
-"""The body of `gpuscale backtest`: history -> traffic -> imported bundles -> runs -> the
-agreement section, printed and written like `compare`'s result."""
+"""The body of `gpuscale backtest`: history -> traffic -> imported bundles -> the runs of
+`compare --manifests` (run_common.run_and_report: the same verdict, gates, outputs) with the
+agreement section made from the first bundle's run."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 from typing import Any
-
-import click
 
 from gpuscale.errors import UserInputError
 
@@ -47,128 +46,60 @@ def run_selector(scenario):
     return Selector(m.namespace, m.served_model_name, m.deployment)
 
 
-def _check_outputs(paths: list[Path | None], force: bool) -> None:
+def _check_outputs(out: Path | None, report: Path | None, others: list[Path | None],
+                   force: bool) -> None:
+    """Every output path before the history is read (a typo costs nothing)."""
+    from gpuscale.cli.io import check_output_path
     from gpuscale.cli.run_common import check_result_path
 
-    for path in paths:
-        if path is not None:
+    for path in (out, report):
+        if path is not None and str(path) != "-":
             check_result_path(path, force=force)
+    for path in others:
+        if path is not None:
+            check_output_path(path, force=force)
 
 
 def run_backtest(bundles: tuple[str, ...], history_path: Path, trace_path: Path, *,
-                 seed: int, emit_trace: Path | None, fmt: str, wide: bool, seeds: int,
+                 seed: int, emit_trace: Path | None, fmt: str, wide: bool,
                  fail_under: float | None, out: Path | None, series: bool,
-                 report: Path | None, decisions: Path | None, force: bool) -> dict:
+                 report: Path | None, decisions: Path | None, metrics_out: Path | None,
+                 force: bool) -> dict:
     from gpuscale.backtest import replay
     from gpuscale.backtest.traffic import fit_model_len
     from gpuscale.cli.manifests_run import import_bundles, imported_lines
+    from gpuscale.cli.run_common import RunUnit, run_and_report
 
-    if seeds > 1 or decisions is not None:
-        raise click.UsageError("--seeds and --decisions are not available on backtest yet")
-    _check_outputs([out, report, emit_trace], force)
+    _check_outputs(out, report, [emit_trace, decisions, metrics_out], force)
     history, selector, traffic, recorded, notes = prepare(history_path, bundles[0], seed)
     replay.write_trace(traffic, trace_path)
-    imported = import_bundles(bundles, trace_path)
+    imported = import_bundles(bundles, trace_path, seed=seed)
     # Read when the runs start: today's context length is known only once imported.
     fit_model_len(traffic, model_len(imported[0].scenario))
     replay.write_trace(traffic, trace_path)
     if emit_trace is not None:
         shutil.copyfile(trace_path, emit_trace)
     at = replay.timing(history, traffic)
-    first_replicas = float(recorded["replicas"][0][min(at.lag_steps,
-                                                       len(recorded["replicas"][0]) - 1)])
+    replicas = recorded["replicas"][0]
+    first_replicas = float(replicas[min(at.lag_steps, len(replicas) - 1)])
     for imp in imported:
-        imp.scenario = imp.scenario.model_copy(update={"seed": seed})
         imp.data = dict(imp.data, seed=seed)
         replay.history_scenario(imp, history, traffic, at, first_replicas)
-    data, results = _run(imported, series=series or report is not None)
-    section = _section(history, selector, traffic, at, recorded, imported, results)
-    section.data["history"]["notes"] = notes
-    data["backtest"] = section.data
-    return _report(data, section, imported_lines(imported), imported[0].scenario, fmt=fmt,
-                   wide=wide, out=out, report=report, fail_under=fail_under, force=force)
+    units = [RunUnit(imp.scenario, Path("."), None, imp.as_json()) for imp in imported]
 
+    def agreement(runs: list[Any]):
+        from gpuscale.backtest import section
+        from gpuscale.cli.run_common import CommandSection
+        from gpuscale.report.html import ExtraSection
 
-def _run(imported: list, *, series: bool) -> tuple[dict, list]:
-    """Each bundle's run on the rebuilt traffic, joined as `compare --manifests` joins them,
-    with every run's series kept (the agreement reads the first's)."""
-    import time
+        scenario = imported[0].scenario
+        made = section.build(history, selector, traffic, at, recorded, runs[0].prometheus.store,
+                             run_selector(scenario), scenario.slo.ttft_s, runs[0].name)
+        made.data["history"]["notes"] = notes
+        return CommandSection("backtest", made.data, made.lines, ExtraSection(
+            "Backtest: recorded vs replayed", made.lines, made.charts))
 
-    from gpuscale.importer.resolved import attach_resolved
-    from gpuscale.report.timeline import attach_series
-    from gpuscale.sim import simulate_scenario
-
-    runs: list[Any] = []
-    results: list[Any] = []
-    head: dict[str, Any] = {}
-    for imp in imported:
-        result, walls = simulate_scenario(imp.scenario, Path("."), clock=time.perf_counter,
-                                          export_series=True)
-        results.extend(result.runs)
-        part = attach_resolved(result.to_json(walls), imp.scenario)
-        if series:
-            part = attach_series(part, result)
-        for run in part["runs"]:
-            run["imported"] = imp.as_json()
-        runs.extend(part["runs"])
-        head = head or {k: v for k, v in part.items() if k != "runs"}
-    data = dict(head, scenario=" vs ".join(i.scenario.name for i in imported),
-                seed=imported[0].scenario.seed, runs=runs)
-    return data, results
-
-
-def _section(history, selector, traffic, at, recorded, imported, results):
-    from gpuscale.backtest import section
-
-    first = results[0]
-    scenario = imported[0].scenario
-    return section.build(history, selector, traffic, at, recorded, first.prometheus.store,
-                         run_selector(scenario), scenario.slo.ttft_s, first.name)
-
-
-def _report(data: dict, section, lines: list[str], scenario, *, fmt: str, wide: bool,
-            out: Path | None, report: Path | None, fail_under: float | None,
-            force: bool) -> dict:
-    import textwrap
-
-    from gpuscale.cli.run_common import write_result
-    from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
-    from gpuscale.report.timeline import result_json_text
-    from gpuscale.report.verdict import failing_gate, verdict
-
-    slo = {"ttft_s": scenario.slo.ttft_s, "tpot_s": scenario.slo.tpot_s}
-    target = fail_under if fail_under is not None else SLO_ATTAINMENT_TARGET
-    line = verdict([data], slo, target) if len(data["runs"]) > 1 else None
-    if line:
-        data["verdict"] = line
-    text = result_json_text(data)
-    if out is not None:
-        write_result(out, text, force=force)
-    if report is not None:
-        from gpuscale.report.html import ExtraSection, ReportInputs, render_html
-
-        extra = ExtraSection("Backtest: recorded vs replayed", section.lines, section.charts)
-        write_result(report, render_html(ReportInputs(results=[data], title=f"gpuscale "
-                                                      f"backtest: {data['scenario']}",
-                                                      sections=[extra])), force=force)
-    if fmt in ("json", "yaml"):
-        from gpuscale.cli.options import json_text_as
-
-        click.echo(json_text_as(fmt, text), nl=False)
-    else:
-        from gpuscale.importer.resolved import resolved_line
-        from gpuscale.outputs import terminal_safe
-        from gpuscale.report.terminal import print_summary
-
-        print_summary(data, wide=wide)
-        for run in data["runs"]:
-            click.echo(f"resolved {terminal_safe(resolved_line(run))}")
-        for text_line in [*lines, *section.lines]:
-            click.echo(terminal_safe(text_line))
-        if line:
-            click.echo(textwrap.fill(line, width=98, subsequent_indent="  ",
-                                     break_on_hyphens=False))
-    if fail_under is not None and (gate := failing_gate([data], fail_under)) is not None:
-        click.echo(f"gpuscale: {gate}", err=True)
-        click.get_current_context().exit(1)
-    return data
+    return run_and_report(units, fmt=fmt, out=out, force=force, series=series, report=report,
+                          wide=wide, fail_under=fail_under, verdict_line=len(units) > 1,
+                          decisions=decisions, metrics_out=metrics_out,
+                          footer=imported_lines(imported), section=agreement)
