@@ -51,7 +51,8 @@ def test_the_example_agrees_with_its_history_as_the_page_says(example):
     slo = agree["ttft_within_slo_frac"]
     assert (f"{100 * slo['simulated']:.1f}", f"{100 * slo['recorded']:.1f}") == (slo_sim,
                                                                                  slo_rec)
-    assert agree["agrees"] and "agreement of llama-8b with the history: AGREES" in table
+    assert agree["agrees"] and data["backtest"]["replayed"] == "manifests"
+    assert "agreement of manifests with the history: AGREES" in table
 
 
 def test_the_alternative_is_judged_as_the_page_says(example):

@@ -5,11 +5,14 @@ The trace is written in the generic CSV (`arrival_s,prompt_tokens,output_tokens`
 `simulate --manifests --trace` reads too (`--emit-trace` keeps it). Trace readers start a
 trace at its first request, so the run starts there (`offset_s` after the history's first
 step): its start time is moved by as much, and the comparison lines the steps up again.
-The run has no drain: the history's own span already holds what finished after the load.
+The run covers the history to its end: the traffic's window (its first to its last rebuilt
+request, as `simulate --manifests --trace` counts a trace's), then the rest of the history as
+the drain, so GPU-hours read as a run's do (over the traffic's window, the drain apart).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,7 +40,8 @@ class Timing:
     """Where the replay sits in the history."""
 
     offset_s: float  # the run's t=0, seconds after the history's first step
-    duration_s: float
+    duration_s: float  # the traffic's window
+    drain_s: float  # the rest of the history
     start: datetime
     step_s: float
 
@@ -51,7 +55,11 @@ def timing(history: History, traffic: Traffic) -> Timing:
     offset_s = float(traffic.arrival_s[0]) if len(traffic) else 0.0
     step_s = history.step_ms / 1000.0
     start = datetime.fromtimestamp(history.start_ms / 1000.0 + offset_s, timezone.utc)
-    return Timing(offset_s, max(step_s, history.span_s + step_s - offset_s), start, step_s)
+    span_s = float(traffic.arrival_s[-1]) - offset_s if len(traffic) else 0.0
+    # As importer.build reads a trace: its span, rounded up, and a second.
+    duration_s = max(1.0, math.ceil(span_s) + 1.0)
+    covered_s = max(step_s, history.span_s + step_s - offset_s)
+    return Timing(offset_s, duration_s, max(0.0, covered_s - duration_s), start, step_s)
 
 
 def initial_replicas(data: dict, recorded: float) -> int:
@@ -70,7 +78,7 @@ def history_scenario(imported, history: History, traffic: Traffic, at: Timing,
     tp = data["model"]["tp"] * data["model"].get("pp", 1)
     cluster["ready_nodes"] = nodes_for(initial, tp, get_instance_type(cluster["instance_type"]))
     cluster["max_nodes"] = max(cluster["max_nodes"], cluster["ready_nodes"])
-    data.update(duration_s=at.duration_s, drain_s=0.0, start_time=at.start.isoformat(),
+    data.update(duration_s=at.duration_s, drain_s=at.drain_s, start_time=at.start.isoformat(),
                 initial_replicas=initial, cluster=cluster,
                 description=f"{data['description'].split(' with trace ')[0]} on the history "
                             f"{history.source}")
@@ -80,6 +88,7 @@ def history_scenario(imported, history: History, traffic: Traffic, at: Timing,
                                                                            "cluster:"))]
     imported.defaults += [
         f"workload: rebuilt from {history.source} ({len(traffic)} requests over "
-        f"{history.span_s:g} s, from {at.start.isoformat()}); no drain (the history's span)",
+        f"{history.span_s:g} s, from {at.start.isoformat()}); the traffic's window "
+        f"{at.duration_s:g} s, then the rest of the history ({at.drain_s:g} s) as the drain",
         f"cluster: {initial} replica(s) at the start, as the history's first step "
         f"({cluster['ready_nodes']} {cluster['instance_type']} node(s) ready)"]
