@@ -1,13 +1,4 @@
-"""User catalog entries are process-wide: every test starts and ends with none installed."""
+"""User catalog entries are process-wide: every test starts and ends with none installed
+(the importer's autouse fixture: a backtest imports bundles, with --catalog files)."""
 
-import pytest
-
-from gpuscale.catalog.specs import set_user_entries
-
-
-@pytest.fixture(autouse=True)
-def _no_user_catalog(monkeypatch):
-    monkeypatch.delenv("GPUSCALE_CATALOG", raising=False)
-    set_user_entries({}, {}, {})
-    yield
-    set_user_entries({}, {}, {})
+from ..importer.conftest import _no_user_catalog  # noqa: F401 (an autouse fixture)
