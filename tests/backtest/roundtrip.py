@@ -65,18 +65,33 @@ def write_trace(path: Path, shape: str, seed: int, base_per_s: float, peak_per_s
     return path
 
 
+def _within_buckets(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Each value replaced by one drawn from the trace's values in its 1-2-5 token bucket
+    (vLLM's: what a histogram says of a length)."""
+    upper = np.array([m * 10.0 ** e for e in range(7) for m in (1, 2, 5)])
+    which = np.searchsorted(upper, values, side="left")
+    out = values.copy()
+    for bucket in np.unique(which):
+        inside = np.flatnonzero(which == bucket)
+        out[inside] = rng.choice(values[inside], size=len(inside))
+    return out
+
+
 def redrawn_within_steps(trace: Path, out: Path, seed: int, step_s: float = 15.0) -> Path:
     """The trace as well as any export can carry it: each request kept in its step, placed
-    anew within it, and the steps' output lengths shuffled among their requests (the export
-    holds counts and length histograms per step, not where in the step or which request
-    had which length). A run on it shows how far the run's own figures move on what the
-    export cannot know: a case it moves beyond the bar is beyond any rebuild."""
+    anew within it, its lengths drawn anew within their buckets (from the trace's own
+    lengths there) and shuffled among the step's requests (the export holds counts and
+    length histograms per step, not where in the step, which value in a bucket, or which
+    request had which length). A run on it shows how far the run's own figures move on what
+    the export cannot know: a case it moves beyond the bar is beyond any rebuild."""
     rng = np.random.default_rng(seed)
     rows = np.loadtxt(trace, delimiter=",", skiprows=1, ndmin=2)
     step = np.floor(rows[:, 0] / step_s)
     rows[:, 0] = (step + rng.random(len(rows))) * step_s
+    rows[:, 1], rows[:, 2] = _within_buckets(rows[:, 1], rng), _within_buckets(rows[:, 2], rng)
     for k in np.unique(step):
         inside = np.flatnonzero(step == k)
+        rows[inside, 1] = rows[rng.permutation(inside), 1]
         rows[inside, 2] = rows[rng.permutation(inside), 2]
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
     out.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(
