@@ -144,3 +144,23 @@ def test_the_replay_runs_as_compare_runs_a_bundle(history, tmp_path):
     result = CliRunner().invoke(cli, ["backtest", "--manifests", str(EXAMPLE / "manifests"),
                                       "--history", str(path), "--seeds", "2"])
     assert result.exit_code == 2 and "--seeds" in result.output
+
+
+def test_replicas_changed_by_hand_are_named_as_what_diverges_first(history, tmp_path):
+    """The same history with three replicas more recorded from minute 5 (a hand edit the
+    manifests do not carry): the load still agrees, so the replicas depart first."""
+    path, _ = history
+    edited = []
+    for line in path.read_text().splitlines():
+        if line.startswith("kube_deployment_spec_replicas{"):
+            head, value, stamp = line.rsplit(" ", 2)
+            if float(stamp) - 1_767_225_600 >= 300:
+                line = f"{head} {float(value) + 3} {stamp}"
+        edited.append(line)
+    hand = tmp_path / "hand.om"
+    hand.write_text("\n".join(edited) + "\n")
+    agree = _backtest("--manifests", str(EXAMPLE / "manifests"), "--history",
+                      str(hand))["backtest"]["agreement"]
+    assert not agree["agrees"]
+    assert agree["first_divergence"]["signal"] == "replicas"
+    assert 300 <= agree["first_divergence"]["at_s"] <= 330
