@@ -14,8 +14,8 @@ from gpuscale.scenario.schedule import load_schedule_scenario
 from .golden.regen import MANIFEST_BUNDLES
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-# Manifest bundles + catalogs are read by `simulate --manifests` (their own tests run them);
-# diagnose/ is a kubectl snapshot (tests/cli/test_first_hour.py diagnoses it).
+# Manifest bundles + catalogs are read by `simulate --manifests` and `backtest` (their own
+# tests run them); diagnose/ is a kubectl snapshot (tests/cli/test_first_hour.py diagnoses it).
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
                if p.name != "grid.yaml" and not MANIFEST_BUNDLES & set(p.parts)
                and "diagnose" not in p.parts)

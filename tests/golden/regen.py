@@ -33,7 +33,7 @@ HORIZON_S = {"consolidation-trap/scenario.yaml": 7200.0}
 
 # Example folders that are manifest bundles (`simulate --manifests`), not scenario files; their
 # own tests run them (tests/importer/test_my_cluster.py, test_keda_examples.py).
-MANIFEST_BUNDLES = frozenset({"my-cluster", "keda-scaling-modifiers", "llm-d-keda"})
+MANIFEST_BUNDLES = frozenset({"my-cluster", "keda-scaling-modifiers", "llm-d-keda", "backtest"})
 
 
 def _scenario_files() -> list[Path]:

@@ -29,6 +29,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("gpuscale.cli.demo", "Run the embedded default scenario and compare autoscalers."),
     "simulate": ("gpuscale.cli.simulate", "Simulate one scenario file."),
     "compare": ("gpuscale.cli.compare", "Run every strategy of a scenario on the same workload."),
+    "backtest": (
+        "gpuscale.cli.backtest",
+        "Replay manifests on a Prometheus history: agreement first, then alternatives.",
+    ),
     "plan": (
         "gpuscale.cli.plan",
         "Design a three-layer autoscaling plan: decisions, manifests, evidence.",

@@ -38,17 +38,22 @@ class Rfc3339(click.ParamType):
         return moment
 
 
+def metrics_out_option(fn):
+    """`--metrics-out FILE` (backtest: its runs start at the history's own time)."""
+    return click.option("--metrics-out", "metrics_out", type=OutputFile(),
+                        default=None,
+                        help="Write every series of the run (vLLM, DCGM, kube-state-metrics, "
+                             "gateway, KEDA, recording rules) here as OpenMetrics text, for "
+                             "promtool tsdb create-blocks-from openmetrics.")(fn)
+
+
 def metrics_options(fn):
     """`--metrics-out FILE` and `--start-time TIME`, shared by simulate and compare."""
     fn = click.option("--start-time", "start_time", type=Rfc3339(), default=None,
                       help="Wall-clock time of simulated t=0 (RFC 3339; default the "
                            "scenario's start_time, 2026-01-01T00:00:00Z): the exported "
                            "samples' timestamps.")(fn)
-    return click.option("--metrics-out", "metrics_out", type=OutputFile(),
-                        default=None,
-                        help="Write every series of the run (vLLM, DCGM, kube-state-metrics, "
-                             "gateway, KEDA, recording rules) here as OpenMetrics text, for "
-                             "promtool tsdb create-blocks-from openmetrics.")(fn)
+    return metrics_out_option(fn)
 
 
 def check_metrics_path(path: Path | None, *, force: bool) -> None:

@@ -6,8 +6,8 @@ import json
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,23 @@ class RunUnit:
     source: str = "<scenario>"  # the scenario's file, named by errors found at run time
 
 
+@dataclass
+class CommandSection:
+    """A command's own part of a result, made from the first seed's runs (a backtest's
+    agreement with its history): JSON under `key`, lines printed after the table, and the
+    report's section (a `report.html.ExtraSection`)."""
+
+    key: str
+    data: dict
+    lines: list[str] = field(default_factory=list)
+    report: Any = None
+
+
+# Called with the first seed's run results (every unit's, in order); the runs keep their
+# series (`RunResult.prometheus`) for it.
+SectionMaker = Callable[[list[Any]], CommandSection]
+
+
 def scenario_units(scenario_file: Path | None, trace: Path | None, emit: Path | None,
                    seed: int | None, strategies: list[str] | None = None,
                    start_time=None) -> list[RunUnit]:
@@ -126,10 +143,11 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
                    report: Path | None = None, wide: bool = False, seeds: int = 1,
                    fail_under: float | None = None, verdict_line: bool = True,
                    decisions: Path | None = None, metrics_out: Path | None = None,
-                   footer: Sequence[str] = ()) -> dict:
+                   footer: Sequence[str] = (), section: SectionMaker | None = None) -> dict:
     """Run (once per seed), print the table and the verdict, write the outputs; exit 1
     under `fail_under`. `metrics_out` gets the first seed's series (OpenMetrics); `footer`:
-    lines printed after the table (e.g. what an import read)."""
+    lines printed after the table (e.g. what an import read); `section`: the command's own
+    part, from the first seed's runs (in the JSON, after the footer, in the report)."""
     from gpuscale.metrics.oracle import SLO_ATTAINMENT_TARGET
     from gpuscale.report.verdict import failing_gate, spread, verdict
 
@@ -145,12 +163,14 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
     if decisions is not None:
         check_output_path(decisions, force=force)
     check_metrics_path(metrics_out, force=force)
-    results = [_run_seed(units, offset, fmt=fmt, force=force, series=series and offset == 0,
-                         report=report if offset == 0 else None,
-                         decisions=decisions if offset == 0 else None,
-                         metrics_out=metrics_out if offset == 0 else None)
-               for offset in range(seeds)]
-    data = results[0]
+    seeded = [_run_seed(units, offset, fmt=fmt, force=force, series=series and offset == 0,
+                        report=report if offset == 0 else None,
+                        decisions=decisions if offset == 0 else None,
+                        metrics_out=metrics_out if offset == 0 else None,
+                        section=section if offset == 0 else None)
+              for offset in range(seeds)]
+    results = [data for data, _ in seeded]
+    data, section_lines = seeded[0]
     slo = {"ttft_s": units[0].scenario.slo.ttft_s, "tpot_s": units[0].scenario.slo.tpot_s}
     target = fail_under if fail_under is not None else SLO_ATTAINMENT_TARGET
     line = verdict(results, slo, target) if data["runs"] and verdict_line else None
@@ -162,7 +182,8 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
     text = result_json_text(data)
     if out is not None:
         write_result(out, text, force=force, overwrite_own=overwrite_own)
-    _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide, footer=footer)
+    _print_result(data, text, fmt=fmt, out=out, report=report, wide=wide,
+                  footer=[*footer, *section_lines])
     if decisions is not None and fmt == "table":
         click.echo(f"decision log written to {decisions}")
     if metrics_out is not None and fmt == "table" and not is_stream(metrics_out):
@@ -269,17 +290,19 @@ def _print_result(data: dict, text: str, *, fmt: str, out: Path | None, report: 
 
 def _run_seed(units: Sequence[RunUnit], offset: int, *, fmt: str, force: bool,
               series: bool = False, report: Path | None = None,
-              decisions: Path | None = None, metrics_out: Path | None = None) -> dict:
-    """Every unit at its seed + `offset`, joined as one result JSON, with the report, the
-    decision log and the series written; the result file, the table and the verdict are
-    run_and_report's (they need every seed)."""
+              decisions: Path | None = None, metrics_out: Path | None = None,
+              section: SectionMaker | None = None) -> tuple[dict, list[str]]:
+    """Every unit at its seed + `offset`, joined as one result JSON (with the command's
+    section; its lines returned beside), with the report, the decision log and the series
+    written; the result file, the table and the verdict are run_and_report's (they need
+    every seed)."""
     parts, records, runs = [], [], []
     for unit in units:
         scenario = unit.scenario
         if offset:
             scenario = scenario.model_copy(update={"seed": scenario.seed + offset})
         part, result = _run_unit(scenario, unit, fmt=fmt, log=decisions is not None,
-                                 export=metrics_out is not None)
+                                 export=metrics_out is not None or section is not None)
         runs += result.runs
         if series or report is not None:
             from gpuscale.report.timeline import attach_series
@@ -295,16 +318,21 @@ def _run_seed(units: Sequence[RunUnit], offset: int, *, fmt: str, force: bool,
         head = {k: v for k, v in parts[0].items() if k != "runs"}  # e.g. a format version
         data = dict(head, scenario=" vs ".join(p["scenario"] for p in parts),
                     runs=[run for p in parts for run in p["runs"]])
+    made = section(runs) if section is not None else None
+    if made is not None:
+        data = dict(data, **{made.key: made.data})
     if report is not None:
         from gpuscale.report.html import ReportInputs, render_html
 
-        html = render_html(ReportInputs(results=[data], title=f"gpuscale: {data['scenario']}"))
+        extra = [made.report] if made is not None and made.report is not None else []
+        html = render_html(ReportInputs(results=[data], title=f"gpuscale: {data['scenario']}",
+                                        sections=extra))
         write_result(report, html, force=force)
     if decisions is not None:
         write_result(decisions, "".join(json.dumps(r) + "\n" for r in records), force=force)
     if metrics_out is not None:
         write_metrics(metrics_out, runs, force=force)
-    return data
+    return data, made.lines if made is not None else []
 
 
 def _run_unit(scenario: Scenario, unit: RunUnit, *, fmt: str, log: bool,

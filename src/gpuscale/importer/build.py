@@ -91,12 +91,24 @@ def _autoscaler(objects: list[Manifest], wl, defaults: list[str], notes: list[st
     return spec
 
 
-def _metrics_labels(objects: list[Manifest], wl) -> tuple[dict, QueryContext]:
-    """The labels the simulated series carry (the Deployment's namespace and name, the served
-    model name) and the context the scalers' queries are checked in."""
+def serving_labels(wl) -> dict:
+    """The labels the serving pods' series carry: the Deployment's namespace and name, the
+    served model name (`metrics` of the scenario)."""
     namespace = wl.obj.namespace or "default"
     served = str(wl.args.get("served_model_name") or wl.args.get("model"))
-    metrics = {"namespace": namespace, "served_model_name": served, "deployment": wl.obj.name}
+    return {"namespace": namespace, "served_model_name": served, "deployment": wl.obj.name}
+
+
+def bundle_labels(inputs: list[str]) -> dict:
+    """`serving_labels` of a bundle's serving workload, read without a trace."""
+    return serving_labels(workload.find_serving_workload(load_inputs(inputs)))
+
+
+def _metrics_labels(objects: list[Manifest], wl) -> tuple[dict, QueryContext]:
+    """The labels the simulated series carry and the context the scalers' queries are checked
+    in."""
+    metrics = serving_labels(wl)
+    namespace, served = metrics["namespace"], metrics["served_model_name"]
     ctx = QueryContext(known_series(wl.args.engine), prometheus_rules.recorded_names(objects),
                        {"namespace": namespace, "model_name": served},
                        equivalents=engine_equivalents(wl.args.engine))
@@ -115,7 +127,7 @@ def _queries(node: object) -> list[str]:
     return []
 
 
-def _bounds(autoscaler: dict) -> tuple[int, int]:
+def replica_bounds(autoscaler: dict) -> tuple[int, int]:
     if autoscaler["kind"] == "hpa":
         return autoscaler["min_replicas"], autoscaler["max_replicas"]
     if autoscaler["kind"] == "keda":
@@ -302,7 +314,7 @@ def _import(objects: list[Manifest], inputs: list[str], trace: Path,
     read = prometheus_rules.rules_read(objects, prometheus_rules.names_read(_queries(autoscaler)))
     metrics["rule_groups"] = prometheus_rules.rule_groups(objects, ctx, notes, read)
     metrics["extra_labels"] = ctx.extra_labels
-    low, high = _bounds(autoscaler)
+    low, high = replica_bounds(autoscaler)
     initial = _initial_replicas(autoscaler, wl, low, high, notes)
     high = max(high, initial)
     cold_start = workload.cold_start_section(wl, defaults)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from typing import TextIO
 
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from gpuscale.promql import labels as lbl
 from gpuscale.promql.errors import PromQLError
 from gpuscale.promql.labels import Labels
-from gpuscale.promql.store import Family, SeriesStore, is_stale
+from gpuscale.promql.store import Family, SeriesStore
 
 
 def format_value(value: float) -> str:
@@ -52,23 +52,8 @@ def _series_text(labels: Labels, extra: Labels) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs) + "}"
 
 
-def _samples(family: Family) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Each series' (times, values), stale markers left out."""
-    t, sid, v = family.t_ms.view(), family.sid.view(), family.val.view()
-    keep = ~is_stale(v)
-    t, sid, v = t[keep], sid[keep], v[keep]
-    order = np.argsort(sid, kind="stable")
-    t, sid, v = t[order], sid[order], v[order]
-    bounds = np.flatnonzero(np.diff(sid)) + 1
-    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for start, stop in zip(np.r_[0, bounds], np.r_[bounds, len(sid)], strict=True):
-        if stop > start:
-            out[int(sid[start])] = (t[start:stop], v[start:stop])
-    return out
-
-
 def _plain(out: TextIO, family: Family, extra: Labels) -> None:
-    for sid, (times, values) in sorted(_samples(family).items(),
+    for sid, (times, values) in sorted(family.by_series().items(),
                                        key=lambda item: family.labels[item[0]]):
         prefix = family.name + _series_text(family.labels[sid], extra) + " "
         out.writelines(f"{prefix}{format_value(v)} {format_timestamp(t)}\n"
@@ -80,7 +65,7 @@ def _histogram(out: TextIO, families: list[Family], extra: Labels) -> None:
     label set less `le`) at a time, so memory holds one series' lines, not a family's."""
     by_key: dict[Labels, list[tuple[tuple[int, float], str, np.ndarray, np.ndarray]]] = {}
     for family in families:
-        for sid, (times, values) in _samples(family).items():
+        for sid, (times, values) in family.by_series().items():
             labels = family.labels[sid]
             bound = float(lbl.get(labels, lbl.BUCKET) or "inf")
             rank = (0, bound) if family.name.endswith("_bucket") else (
@@ -132,7 +117,7 @@ def write(out: TextIO, parts: list[tuple[SeriesStore, dict[str, str]]]) -> int:
     return count
 
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)'
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)?(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)'
                      r'(?:\s+(\S+))?\s*(?:#.*)?$')
 _PAIR = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
@@ -141,33 +126,65 @@ def _unescape(value: str) -> str:
     return re.sub(r'\\(.)', lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
 
 
-def parse_samples(text: str, *, source: str = "<text>"
+def parse_samples(text: str, *, source: str = "<text>", names: Container[str] | None = None
                   ) -> Iterator[tuple[str, Labels, float, int | None]]:
-    """(name, labels, value, timestamp ms or None) of every sample line (OpenMetrics or the
-    Prometheus text format); comments and metadata skipped."""
+    """(name, labels, value, timestamp ms or None) of every sample line (OpenMetrics, the
+    Prometheus text format, or `promtool tsdb dump`'s lines); comments and metadata skipped,
+    and samples of metrics not in `names` (when given).
+
+    `promtool tsdb dump` (Prometheus 2.x, cmd/promtool/tsdb.go `dumpSamples`) writes
+    `{__name__="x", a="b"} value milliseconds`: the name among the labels and the timestamp in
+    milliseconds, where OpenMetrics has seconds."""
+    # A series' text repeats on every one of its samples: its name and labels are parsed
+    # once (the regex still reads every line whose series is new, or that has no timestamp).
+    series: dict[str, tuple[str, Labels, bool] | None] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
-        found = _SAMPLE.match(line)
-        if found is None:
-            raise PromQLError(f"{source}:{number}: not a sample line: {line[:80]!r}")
-        name, body, value, stamp = found.groups()
-        pairs = _PAIR.findall(body[1:-1]) if body else []
-        labels = lbl.make({**{k: _unescape(v) for k, v in pairs}, lbl.NAME: name})
+        parts = line.rsplit(None, 2)
+        known = series.get(parts[0]) if len(parts) == 3 and "#" not in line else None
+        if known is None:
+            known = _series_of(line, number, source)
+            found = _SAMPLE.match(line)
+            assert found is not None
+            value, stamp = found.group(3), found.group(4)
+            if len(parts) == 3 and "#" not in line and (value, stamp) == (parts[1], parts[2]):
+                series[parts[0]] = known  # the same split as the regex's: safe to reuse
+        else:
+            value, stamp = parts[1], parts[2]
+        name, labels, dump = known
+        if names is not None and name not in names:
+            continue
         try:
             number_value = float(value)
-            t_ms = None if stamp is None else int(float(stamp) * 1000)
+            t_ms = None if stamp is None else (
+                int(stamp) if dump else int(float(stamp) * 1000))
         except ValueError:
             raise PromQLError(f"{source}:{number}: bad value or timestamp in {line[:80]!r}") \
                 from None
         yield name, labels, number_value, t_ms
 
 
-def read(text: str, *, source: str = "<text>", origin_ms: int = 0) -> SeriesStore:
+def _series_of(line: str, number: int, source: str) -> tuple[str, Labels, bool]:
+    """(name, labels, whether it is promtool's dump form) of a sample line."""
+    found = _SAMPLE.match(line)
+    if found is None or (found.group(1) is None and found.group(2) is None):
+        raise PromQLError(f"{source}:{number}: not a sample line: {line[:80]!r}")
+    name, body = found.group(1), found.group(2)
+    pairs = {k: _unescape(v) for k, v in _PAIR.findall(body[1:-1])} if body else {}
+    dump = name is None  # promtool's dump: milliseconds, the name a label
+    name = pairs.get(lbl.NAME, "") if dump else name
+    if not name:
+        raise PromQLError(f"{source}:{number}: a sample without a metric name: {line[:80]!r}")
+    return name, lbl.make({**pairs, lbl.NAME: name}), dump
+
+
+def read(text: str, *, source: str = "<text>", origin_ms: int = 0,
+         names: Container[str] | None = None) -> SeriesStore:
     """A store holding every timestamped sample of `text` (an untimestamped one is refused:
-    a backfill needs times)."""
+    a backfill needs times); only the metrics in `names` when given."""
     by_name: dict[str, list[tuple[int, Labels, float]]] = {}
-    for name, labels, value, t_ms in parse_samples(text, source=source):
+    for name, labels, value, t_ms in parse_samples(text, source=source, names=names):
         if t_ms is None:
             raise PromQLError(f"{source}: sample {lbl.text(labels)} has no timestamp")
         by_name.setdefault(name, []).append((t_ms, labels, value))

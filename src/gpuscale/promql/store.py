@@ -104,6 +104,21 @@ class Family:
     def num_samples(self) -> int:
         return self.t_ms.size
 
+    def by_series(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Each series' (times, values) in time order, staleness markers left out (a lazy
+        family: what it holds so far)."""
+        t, sid, v = self.t_ms.view(), self.sid.view(), self.val.view()
+        keep = ~is_stale(v)
+        t, sid, v = t[keep], sid[keep], v[keep]
+        order = np.argsort(sid, kind="stable")
+        t, sid, v = t[order], sid[order], v[order]
+        bounds = np.flatnonzero(np.diff(sid)) + 1
+        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for start, stop in zip(np.r_[0, bounds], np.r_[bounds, len(sid)], strict=True):
+            if stop > start:
+                out[int(sid[start])] = (t[start:stop], v[start:stop])
+        return out
+
 
 @dataclass
 class SeriesStore:

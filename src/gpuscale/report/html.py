@@ -105,12 +105,23 @@ SCRIPT = """
 
 
 @dataclass
+class ExtraSection:
+    """A command's own section after the summary (a backtest's agreement): lines, charts."""
+
+    title: str
+    lines: list[str]
+    charts: list[Chart]
+
+
+@dataclass
 class ReportInputs:
-    """What one report draws: result JSONs (with or without series) and sweep rows."""
+    """What one report draws: result JSONs (with or without series), sweep rows and the
+    command's own sections."""
 
     results: list[dict] = field(default_factory=list)
     sweep_rows: list[dict] = field(default_factory=list)
     title: str = "gpuscale report"
+    sections: list[ExtraSection] = field(default_factory=list)
 
 
 def all_views(inputs: ReportInputs) -> list[RunView]:
@@ -207,6 +218,10 @@ def render_html(inputs: ReportInputs) -> str:
         parts.append("<h2>Summary</h2>" + _summary_html(inputs.results))
     if "cost_vs_slo" in by_id:
         parts.append(_figure(by_id["cost_vs_slo"]))
+    for section in inputs.sections:
+        notes = "".join(f'<p class="note">{escape(line)}</p>' for line in section.lines)
+        parts.append(f"<h2>{escape(section.title)}</h2>{notes}"
+                     + "".join(_figure(c) for c in section.charts))
     timelines = [c for c in charts if c.timeline]
     if timelines:
         parts.append(
