@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from gpuscale.audit.diagnose.placement import node_fit, pool_verdicts
+from gpuscale.audit.diagnose.placement import NodeFit, PoolVerdict, node_fit, pool_verdicts
 from gpuscale.audit.diagnose.snapshot import TERMINAL_PHASES, PodView, Snapshot
 from gpuscale.audit.loader import Manifest
 from gpuscale.audit.structure import check_shape
@@ -58,7 +59,14 @@ def _gpu(value) -> float | None:
     return None if value is None else float(parse_quantity(value))
 
 
-def _queue_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
+class Cause(NamedTuple):
+    """Why a pod is Pending: the cause's id (docs/audit.md, diagnose) and one line of why."""
+
+    cause: str
+    summary: str
+
+
+def _queue_check(snap: Snapshot, pod: PodView) -> Cause | None:
     name = pod.labels.get(QUEUE_LABEL)
     queue = next((q for q in snap.queues if q.name == name), None) if name else None
     if queue is None:
@@ -72,23 +80,23 @@ def _queue_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
         used = sum(p.gpus for p in snap.pods if p.labels.get(QUEUE_LABEL) == name and p.node_name
                    and p.phase not in TERMINAL_PHASES)
     if limit is None or limit == 0:
-        return (
+        return Cause(
             "queue-over-limit",
             f"queue {name} has gpu limit {'unset' if limit is None else 0}, "
             "which KAI reads as a cap of 0",
         )
     if limit >= 0 and used + pod.gpus > limit:
-        return (
+        return Cause(
             "queue-over-limit",
             f"queue {name} uses {gpus_text(used)}; +{pod.gpus} would pass its limit of {limit:g}",
         )
     # layer2-scheduling.md 2.3: priority >= 100 (e.g. `inference`) may use only in-quota resources.
     if pod.priority_class in ("inference", "build") and quota is not None and quota >= 0 \
             and used + pod.gpus > quota:
-        return "queue-over-quota", (
+        return Cause("queue-over-quota", (
             f"queue {name} uses {used:g} of its {quota:g}-GPU quota; non-preemptible "
             f"class {pod.priority_class} may not go over quota"
-        )
+        ))
     return None
 
 
@@ -111,14 +119,14 @@ def _members(snap: Snapshot, group: Manifest) -> list[PodView]:
         src.get(k) == group.name for src in (p.annotations, p.labels) for k in POD_GROUP_KEYS)]
 
 
-def _gang_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
+def _gang_check(snap: Snapshot, pod: PodView) -> Cause | None:
     group = _group_of(snap, pod)
     if group is None:
         return None
     min_member = int(group.get("spec", "minMember", default=0) or 0)
     members = [p for p in _members(snap, group) if p.phase not in TERMINAL_PHASES]
     if min_member and len(members) < min_member:
-        return (
+        return Cause(
             "gang-waiting",
             f"PodGroup {group.name} has {len(members)} of its minMember {min_member} pods",
         )
@@ -131,14 +139,17 @@ def _gang_check(snap: Snapshot, pod: PodView) -> tuple[str, str] | None:
                 domains[node.labels[level]] += snap.gpus_free(node)
         best = max(domains.values(), default=0)
         if best < demand:
-            return "topology", (
+            return Cause("topology", (
                 f"PodGroup {group.name} needs {gpus_text(demand)} within one {level} domain; "
                 f"the best domain has {best} free ({sum(domains.values())} free in total)"
-            )
+            ))
     return None
 
 
-def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
+def _node_checks(snap: Snapshot, pod: PodView) -> tuple[Cause, list[str]]:
+    """The cause and the evidence from the nodes and what could add one, tried in order: room
+    on a node now, then what adds capacity (`_capacity_cause`), then the NodePools'
+    verdicts, which join the evidence (`_pool_cause`), then placement alone."""
     fit = node_fit(snap, pod)
     evidence = [
         f"node {n}: untolerated taint {', '.join(t)}" for n, t in sorted(fit.tainted.items())
@@ -146,69 +157,73 @@ def _node_checks(snap: Snapshot, pod: PodView) -> tuple[str, str, list[str]]:
     evidence += [f"node {n}: labels do not match nodeSelector/affinity" for n in fit.mismatched]
     evidence += [f"node {n}: not Ready or cordoned" for n in fit.not_ready]
     evidence += [f"node {n}: {gpus_text(fit.free[n])} free" for n in sorted(fit.free)]
+    found = _capacity_cause(snap, pod, fit)
+    if found is None:
+        verdicts = pool_verdicts(snap, pod)
+        evidence += [f"NodePool {v.pool}: {v.problem or 'ok'}: {v.detail}" for v in verdicts]
+        found = _pool_cause(pod, verdicts) or _placement_cause(fit, verdicts)
+    if found is None:
+        found = Cause("insufficient-gpus", _insufficient_summary(snap, pod))
+    return found, evidence
+
+
+def _capacity_cause(snap: Snapshot, pod: PodView, fit: NodeFit) -> Cause | None:
+    """Room on a node now, GPUs not registered yet, free GPUs spread too thin, or a NodeClaim
+    on its way."""
     if any(f >= pod.gpus for f in fit.free.values()):
-        return "schedulable", "a node has enough free GPUs now", evidence
+        return Cause("schedulable", "a node has enough free GPUs now")
     warming = [n for n in fit.eligible if n.gpu_allocatable == 0 and n.looks_like_gpu_node]
     if warming:
         names = ", ".join(n.name for n in warming)
-        return (
-            "device-plugin-not-ready",
-            (
-                f"GPU node(s) {names} are Ready but report 0 allocatable "
-                "nvidia.com/gpu: the device plugin has not registered the GPUs yet"
-            ),
-            evidence,
-        )
+        return Cause("device-plugin-not-ready", (
+            f"GPU node(s) {names} are Ready but report 0 allocatable "
+            "nvidia.com/gpu: the device plugin has not registered the GPUs yet"))
     total = sum(fit.free.values())
     if total >= pod.gpus:
-        return (
-            "fragmentation",
-            (
-                f"{total} GPUs are free across {len(fit.free)} eligible nodes but at most "
-                f"{max(fit.free.values(), default=0)} on any one; "
-                f"the pod needs {pod.gpus} on one node"
-            ),
-            evidence,
-        )
+        return Cause("fragmentation", (
+            f"{total} GPUs are free across {len(fit.free)} eligible nodes but at most "
+            f"{max(fit.free.values(), default=0)} on any one; "
+            f"the pod needs {pod.gpus} on one node"))
     launching = [c for c in snap.nodeclaims if not _claim_initialized(c)]
     if launching:
         names = ", ".join(c.name for c in launching)
-        return (
-            "nodeclaim-launching",
-            f"NodeClaim(s) {names} not yet Initialized: capacity is on its way",
-            evidence,
-        )
-    verdicts = pool_verdicts(snap, pod)
-    evidence += [f"NodePool {v.pool}: {v.problem or 'ok'}: {v.detail}" for v in verdicts]
+        return Cause("nodeclaim-launching",
+                     f"NodeClaim(s) {names} not yet Initialized: capacity is on its way")
+    return None
+
+
+def _pool_cause(pod: PodView, verdicts: list[PoolVerdict]) -> Cause | None:
+    """Every NodePool refuses (the first refusal by kind), or one could launch a node and
+    none is launching."""
     if verdicts and not any(v.problem == "" for v in verdicts):
         for cause in ("nodepool-limits", "nodepool-requirements", "taints", "selector"):
             hit = [v for v in verdicts if v.problem == cause]
             if hit:
-                return cause, f"NodePool {hit[0].pool}: {hit[0].detail}", evidence
+                return Cause(cause, f"NodePool {hit[0].pool}: {hit[0].detail}")
     ready = [v for v in verdicts if v.problem == ""]
     if ready:
         # A pool can launch a fitting node and none is on its way: saying "no NodePool can add
         # one" here would contradict the pool's own evidence line. Karpenter batches pending
         # pods for 1-10 s before it creates a NodeClaim; longer means it is not acting.
-        return "provisioner-not-acting", (
+        return Cause("provisioner-not-acting", (
             f"no node has {pod.gpus} free GPUs; NodePool {ready[0].pool} {ready[0].detail} but "
             "no NodeClaim is launching: if this lasts beyond Karpenter's 10 s batch window, "
             "read the Karpenter controller's logs and the pod's events (launch failures such as "
-            "InsufficientCapacityError, a NodeClass that is not Ready)"), evidence
-    if not fit.eligible and not verdicts:
-        if fit.tainted and len(fit.tainted) >= len(fit.mismatched):
-            return (
-                "taints",
-                f"{len(fit.tainted)} node(s) carry taints the pod does not tolerate",
-                evidence,
-            )
-        if fit.mismatched:
-            return (
-                "selector",
-                f"{len(fit.mismatched)} node(s) fail the pod's nodeSelector/affinity",
-                evidence,
-            )
-    return "insufficient-gpus", _insufficient_summary(snap, pod), evidence
+            "InsufficientCapacityError, a NodeClass that is not Ready)"))
+    return None
+
+
+def _placement_cause(fit: NodeFit, verdicts: list[PoolVerdict]) -> Cause | None:
+    """No node is eligible and no NodePool to say more: taints or the selector."""
+    if fit.eligible or verdicts:
+        return None
+    if fit.tainted and len(fit.tainted) >= len(fit.mismatched):
+        return Cause("taints",
+                     f"{len(fit.tainted)} node(s) carry taints the pod does not tolerate")
+    if fit.mismatched:
+        return Cause("selector",
+                     f"{len(fit.mismatched)} node(s) fail the pod's nodeSelector/affinity")
+    return None
 
 
 def _insufficient_summary(snap: Snapshot, pod: PodView) -> str:
@@ -237,8 +252,8 @@ def diagnose_pod(snap: Snapshot, pod: PodView) -> Diagnosis:
     for check in (_queue_check, _gang_check):
         found = check(snap, pod)
         if found:
-            return Diagnosis(pod.ref, pod.gpus, found[0], found[1], tuple(events))
-    cause, summary, evidence = _node_checks(snap, pod)
+            return Diagnosis(pod.ref, pod.gpus, found.cause, found.summary, tuple(events))
+    (cause, summary), evidence = _node_checks(snap, pod)
     return Diagnosis(pod.ref, pod.gpus, cause, summary, tuple(evidence + events))
 
 
