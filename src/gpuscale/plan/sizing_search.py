@@ -463,33 +463,45 @@ def _scaler_decisions(w: WorkloadInput, sized: Sized, slo: SloInput,
         out.append(Decision("warm-pool", f"{w.name}: goodput", f"{chosen.slo_attainment:.1%} below "
                             f"the {slo.goodput_frac:.0%} target", "see the evidence"))
     if pool.simulated and chosen is None and pool.evidence and not unreachable:
-        last = max((r for r in pool.evidence if r.config.startswith(sized.option.label)),
-                   key=lambda r: r.min_replicas, default=pool.evidence[-1])
-        missed = []
-        if last.ttft_p99_s is None or last.ttft_p99_s > slo.ttft_p99_s:
-            ttft_p99_s = last.ttft_p99_s if last.ttft_p99_s is not None else float("nan")
-            missed.append(f"P99 TTFT {ttft_p99_s:.2f} s > {slo.ttft_p99_s:g} s")
-        if last.itl_p99_s is not None and last.itl_p99_s > slo.itl_p99_s:
-            missed.append(f"P99 TPOT {last.itl_p99_s:.3f} s > {slo.itl_p99_s:g} s")
-        out.append(Decision("warm-pool", f"{w.name}: SLO not met", "; ".join(missed) or
-                            f"attainment {last.slo_attainment:.1%} < {slo.goodput_frac:.0%}",
-                            "the largest floor simulated still misses the SLO; what it missed is "
-                            "measured, not assumed"))
+        out.append(_slo_not_met(w, sized, slo))
+    robustness = _robustness(w, pool, unreachable)
+    if robustness is not None:
+        out.append(robustness)
+    return out
+
+
+def _slo_not_met(w: WorkloadInput, sized: Sized, slo: SloInput) -> Decision:
+    """What the largest floor simulated for the chosen option still missed."""
+    pool = sized.pool
+    last = max((r for r in pool.evidence if r.config.startswith(sized.option.label)),
+               key=lambda r: r.min_replicas, default=pool.evidence[-1])
+    missed = []
+    if last.ttft_p99_s is None or last.ttft_p99_s > slo.ttft_p99_s:
+        ttft_p99_s = last.ttft_p99_s if last.ttft_p99_s is not None else float("nan")
+        missed.append(f"P99 TTFT {ttft_p99_s:.2f} s > {slo.ttft_p99_s:g} s")
+    if last.itl_p99_s is not None and last.itl_p99_s > slo.itl_p99_s:
+        missed.append(f"P99 TPOT {last.itl_p99_s:.3f} s > {slo.itl_p99_s:g} s")
+    return Decision("warm-pool", f"{w.name}: SLO not met", "; ".join(missed) or
+                    f"attainment {last.slo_attainment:.1%} < {slo.goodput_frac:.0%}",
+                    "the largest floor simulated still misses the SLO; what it missed is "
+                    "measured, not assumed")
+
+
+def _robustness(w: WorkloadInput, pool: WarmPool, unreachable: bool) -> Decision | None:
+    """How the plan held on traffic it was not fitted on (None where that is not said)."""
     if pool.recheck:
         worst = min(pool.recheck, key=lambda r: r.slo_attainment)
-        out.append(
-            Decision(
-                "warm-pool",
-                f"{w.name}: robustness",
-                f"worst SLO attainment {worst.slo_attainment:.1%} ({worst.config})",
-                "the plan re-run on held-out windows of the trace (other traffic, not other "
-                "seeds: a trace replays the same requests whatever the seed)"
-                if isinstance(w.traffic, TraceWorkload) else
-                "the plan re-run on other seeds, each a new draw of the shape's traffic",
-            )
+        return Decision(
+            "warm-pool",
+            f"{w.name}: robustness",
+            f"worst SLO attainment {worst.slo_attainment:.1%} ({worst.config})",
+            "the plan re-run on held-out windows of the trace (other traffic, not other "
+            "seeds: a trace replays the same requests whatever the seed)"
+            if isinstance(w.traffic, TraceWorkload) else
+            "the plan re-run on other seeds, each a new draw of the shape's traffic",
         )
-    elif pool.simulated and isinstance(w.traffic, TraceWorkload) and not unreachable:
-        out.append(Decision("warm-pool", f"{w.name}: robustness", "not re-checked",
-                            "the trace is no longer than the window the plan was fitted on: "
-                            "nothing is held out (other seeds would replay the same requests)"))
-    return out
+    if pool.simulated and isinstance(w.traffic, TraceWorkload) and not unreachable:
+        return Decision("warm-pool", f"{w.name}: robustness", "not re-checked",
+                        "the trace is no longer than the window the plan was fitted on: "
+                        "nothing is held out (other seeds would replay the same requests)")
+    return None
