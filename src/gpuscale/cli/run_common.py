@@ -154,15 +154,8 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
     units = _checked_units(units, seeds)
     if out is not None and str(out) == "-":  # `--out -`: the JSON is the output
         fmt, out = ("yaml" if fmt == "yaml" else "json"), None
-    # Check every output path before the (possibly long) runs, so a typo costs nothing and no
-    # file is half-written when a later one is refused; each is written once its data exists.
-    if out is not None:
-        check_result_path(out, force=force, overwrite_own=overwrite_own)
-    if report is not None:
-        check_result_path(report, force=force)
-    if decisions is not None:
-        check_output_path(decisions, force=force)
-    check_metrics_path(metrics_out, force=force)
+    _check_output_paths(out, report, decisions, metrics_out, force=force,
+                        overwrite_own=overwrite_own)
     seeded = [_run_seed(units, offset, fmt=fmt, force=force, series=series and offset == 0,
                         report=report if offset == 0 else None,
                         decisions=decisions if offset == 0 else None,
@@ -191,18 +184,35 @@ def run_and_report(units: Sequence[RunUnit], *, fmt: str, out: Path | None, forc
     if seeds > 1 and fmt == "table":
         print_spread(data)
     if fmt == "table":
-        notes = dict.fromkeys(n for unit in units for n in unit.scenario.notes)
-        for note in notes:  # the scenario's own reading of the table
-            click.echo(textwrap.fill(note, width=98, initial_indent="- ",
-                                     subsequent_indent="  ", break_on_hyphens=False))
-        if line:
-            click.echo(
-                textwrap.fill(line, width=98, subsequent_indent="  ", break_on_hyphens=False)
-            )
+        _print_notes_and_verdict(units, line)
     if fail_under is not None and (gate := failing_gate(results, fail_under)) is not None:
         click.echo(f"gpuscale: {gate}", err=True)
         click.get_current_context().exit(1)
     return data
+
+
+def _check_output_paths(out: Path | None, report: Path | None, decisions: Path | None,
+                        metrics_out: Path | None, *, force: bool, overwrite_own: bool) -> None:
+    """Check every output path before the (possibly long) runs, so a typo costs nothing and
+    no file is half-written when a later one is refused; each is written once its data
+    exists."""
+    if out is not None:
+        check_result_path(out, force=force, overwrite_own=overwrite_own)
+    if report is not None:
+        check_result_path(report, force=force)
+    if decisions is not None:
+        check_output_path(decisions, force=force)
+    check_metrics_path(metrics_out, force=force)
+
+
+def _print_notes_and_verdict(units: Sequence[RunUnit], line: str | None) -> None:
+    """Under the table: the scenarios' own readings of it, then the verdict."""
+    notes = dict.fromkeys(n for unit in units for n in unit.scenario.notes)
+    for note in notes:
+        click.echo(textwrap.fill(note, width=98, initial_indent="- ",
+                                 subsequent_indent="  ", break_on_hyphens=False))
+    if line:
+        click.echo(textwrap.fill(line, width=98, subsequent_indent="  ", break_on_hyphens=False))
 
 
 def _checked_units(units: Sequence[RunUnit], seeds: int) -> list[RunUnit]:
