@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -66,7 +68,6 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
             click.echo(f"{run.run_id}  {run.strategy}  {settings}")
         click.echo(f"{len(runs)} runs")
         return
-    console = make_console(stderr=True)
     start = time.perf_counter()
 
     def on_dropped(what: list[str]) -> None:
@@ -75,37 +76,21 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
         click.echo(terminal_safe(f"gpuscale: resuming {out}: dropped {len(what)} unreadable "
                                  f"part(s), their runs run again: {'; '.join(what[:5])}"), err=True)
 
-    if sys.stderr.isatty():
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+    with _progress() as on_row:
+        skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
+                                 workers=workers, address=address, on_row=on_row,
+                                 on_dropped=on_dropped)
+    wall_s = time.perf_counter() - start
+    rate = f", {60 * ran / wall_s:.1f} runs/min" if ran and wall_s > 0 else ""
+    click.echo(f"{len(runs)} runs: {skipped} already in {out}, {ran} run in {wall_s:.1f} s{rate}")
 
-        bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True)
-        task = bar.add_task("runs", total=None)
 
-        def on_row(row: dict, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        with bar:
-            skipped, ran = run_sweep(
-                scenario_data,
-                scenario_file.parent,
-                runs,
-                out,
-                backend=backend,
-                workers=workers,
-                address=address,
-                on_row=on_row,
-                on_dropped=on_dropped,
-            )
-    else:
-        def on_row(row: dict, done: int, total: int) -> None:
+@contextmanager
+def _progress() -> Iterator[Callable[[dict, int, int], None]]:
+    """What a finished run shows: a progress bar on a terminal, else one line a run on
+    stderr."""
+    if not sys.stderr.isatty():
+        def on_line(row: dict, done: int, total: int) -> None:
             from gpuscale.outputs import terminal_safe
 
             # The run's settings, not its id (a hash that says nothing to a reader).
@@ -113,9 +98,24 @@ def command(scenario_file: Path, grid_file: Path, out: Path, backend: str, worke
                 f"[{done}/{total}] {row['strategy']} {run_settings(row)}: SLO met "
                 f"{100 * (row['slo_attainment'] or 0):.1f}%, ${row['cost_usd']}"), err=True)
 
-        skipped, ran = run_sweep(scenario_data, scenario_file.parent, runs, out, backend=backend,
-                                 workers=workers, address=address, on_row=on_row,
-                                     on_dropped=on_dropped)
-    wall_s = time.perf_counter() - start
-    rate = f", {60 * ran / wall_s:.1f} runs/min" if ran and wall_s > 0 else ""
-    click.echo(f"{len(runs)} runs: {skipped} already in {out}, {ran} run in {wall_s:.1f} s{rate}")
+        yield on_line
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn(), console=make_console(stderr=True),
+                   transient=True)
+    task = bar.add_task("runs", total=None)
+
+    def on_bar(row: dict, done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    with bar:
+        yield on_bar
