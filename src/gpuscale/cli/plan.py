@@ -44,27 +44,18 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
             time_budget_s: float, workers: int, backend: str) -> None:
     """Design node, scheduling and replica autoscaling for INPUT_FILE (a plan-input YAML; -
     for stdin)."""
-    from gpuscale.manifests.plan import (
-        all_manifests_yaml,
-        render_kustomization,
-        render_plan_manifests,
-        to_yaml,
-    )
+    from gpuscale.manifests.plan import all_manifests_yaml, render_plan_manifests
     from gpuscale.plan import load_plan_input, plan_to_json
     from gpuscale.plan.report import render_plan_md
 
-    if out is not None and out.exists() and not force:
-        raise UserInputError(f"{out} exists; pass --force to overwrite it")
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserInputError(f"{out} is a file, not a directory; give --out a directory")
-    if out is not None and not out.exists() and not out.parent.exists():
-        raise UserInputError(f"directory {out.parent} does not exist")
+    if out is not None:
+        _check_out_dir(out, force)
     input_file = input_path(input_file)
     plan_input = load_plan_input(input_file)
     plan = _run_plan(plan_input, input_file, not no_simulate, time_budget_s,
                      show_progress=sys.stderr.isatty() and fmt == "table", workers=workers,
                      backend=backend)
-    from gpuscale.outputs import real_directory, safe_filename, write_atomic
+    from gpuscale.outputs import safe_filename
 
     # Workload names become file names: a 300-character name must not fail with
     # "File name too long" (the hash keeps long names distinct).
@@ -81,22 +72,7 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
                 for name in plan.scenarios}
     text = render_plan_md(plan, sorted(files), commands)
     if out is not None:
-        # --force replaces what a plan writes (plan.md, manifests/*.yaml) and nothing else:
-        # other files a user keeps in the directory are never deleted, and nothing is written
-        # or deleted through a symbolic link planted in DIR.
-        out.mkdir(exist_ok=True)
-        old_manifests = real_directory(out / "manifests", "manifests")
-        if old_manifests.is_dir():
-            for stale in old_manifests.glob("*.yaml"):
-                stale.unlink()  # a symlink named *.yaml is removed itself, not its target
-        if files:
-            old_manifests.mkdir(exist_ok=True)
-        write_atomic(out / "plan.md", text)  # replaces a planted plan.md symlink, not its target
-        for name, objects in sorted(files.items()):
-            write_atomic(out / "manifests" / name, to_yaml(objects))
-        if files:
-            write_atomic(out / "manifests" / "kustomization.yaml",
-                         to_yaml([render_kustomization(files)]))
+        _write_plan_dir(out, text, files)
         _write_scenarios(out, plan.scenarios, input_file, plan.goodput_frac)
     if plan.unmet_slo:
         # plan.md (when written) holds what is reachable and what would reach the SLO
@@ -120,6 +96,38 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
             for name in sorted(plan.scenarios):
                 click.echo("replay with: " + replay_command(
                     out / "scenarios" / f"{name}.yaml", plan.goodput_frac.get(name, 0)))
+
+
+def _check_out_dir(out: Path, force: bool) -> None:
+    """Refuse an --out the plan may not write, before the (possibly long) search."""
+    if out.exists() and not force:
+        raise UserInputError(f"{out} exists; pass --force to overwrite it")
+    if out.exists() and not out.is_dir():
+        raise UserInputError(f"{out} is a file, not a directory; give --out a directory")
+    if not out.exists() and not out.parent.exists():
+        raise UserInputError(f"directory {out.parent} does not exist")
+
+
+def _write_plan_dir(out: Path, text: str, files: dict[str, list[dict]]) -> None:
+    """plan.md and manifests/ in `out`. --force replaces what a plan writes (plan.md,
+    manifests/*.yaml) and nothing else: other files a user keeps in the directory are never
+    deleted, and nothing is written or deleted through a symbolic link planted in DIR."""
+    from gpuscale.manifests.plan import render_kustomization, to_yaml
+    from gpuscale.outputs import real_directory, write_atomic
+
+    out.mkdir(exist_ok=True)
+    old_manifests = real_directory(out / "manifests", "manifests")
+    if old_manifests.is_dir():
+        for stale in old_manifests.glob("*.yaml"):
+            stale.unlink()  # a symlink named *.yaml is removed itself, not its target
+    if files:
+        old_manifests.mkdir(exist_ok=True)
+    write_atomic(out / "plan.md", text)  # replaces a planted plan.md symlink, not its target
+    for name, objects in sorted(files.items()):
+        write_atomic(out / "manifests" / name, to_yaml(objects))
+    if files:
+        write_atomic(out / "manifests" / "kustomization.yaml",
+                     to_yaml([render_kustomization(files)]))
 
 
 def _run_plan(plan_input, input_file: Path, simulate: bool, time_budget_s: float, *,
