@@ -253,7 +253,8 @@ def _signal_case(rng: random.Random, tmp: Path) -> str | None:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "gpuscale", *args], cwd=tmp, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,  # SIGINT as at a terminal, not inherited
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(rng.uniform(0.5, 6.0))
     signum = rng.choice([signal.SIGINT, signal.SIGTERM])
     if sweep and signum == signal.SIGINT and rng.random() < 0.5:
