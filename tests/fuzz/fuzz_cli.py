@@ -101,6 +101,10 @@ def _base_args(command: str, tmp: Path) -> list[str]:
         "sweep": ["sweep", str(scenario), "--grid", str(grid), "--out", str(tmp / "t.csv"),
                   "--workers", "1"],
         "calibrate": ["calibrate", "--row", "A1"],
+        # no history here (one takes a simulated run to make): options and outputs are
+        # checked before it is read, which is what these classes exercise
+        "backtest": ["backtest", "--manifests", str(ROOT / "examples" / "backtest" /
+                                                    "manifests"), "--history", "h.om"],
     }[command]
 
 
@@ -195,6 +199,7 @@ INPUT_SLOTS = {"simulate": 1, "compare": 1, "audit": 1, "diagnose": 1, "plan": 1
                "schedule": 1, "report": 1, "sweep": 1}
 OUTPUT_OPTIONS = [("simulate", "--out"), ("simulate", "--report"), ("simulate", "--decisions"),
                   ("simulate", "--metrics-out"), ("compare", "--metrics-out"),
+                  ("backtest", "--out"), ("backtest", "--emit-trace"),
                   ("compare", "--out"), ("schedule", "--out"), ("report", "--out"),
                   ("sweep", "--out"), ("plan", "--out"), ("report", "--charts-dir")]
 
