@@ -34,6 +34,23 @@ def test_plan_force_never_deletes_through_a_manifests_symlink(tmp_path):
     assert keep.read_text() == "keep: me\n"
 
 
+def test_plan_force_never_deletes_through_a_scenarios_symlink_and_writes_nothing(tmp_path):
+    # DIR/scenarios was not held to DIR/manifests' rule: its stale *.yaml were deleted
+    # through a planted link, in the folder it pointed to (issue 30's "harm" class).
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    keep = outside / "precious.yaml"
+    keep.write_text("keep: me\n")
+    out = tmp_path / "plan"
+    out.mkdir()
+    (out / "scenarios").symlink_to(outside)
+    result = _plan(tmp_path, out)
+    assert result.exit_code == 2, result.output
+    assert "symbolic link" in result.output
+    assert keep.read_text() == "keep: me\n"
+    assert sorted(p.name for p in out.iterdir()) == ["scenarios"]  # checked before any write
+
+
 def test_plan_force_replaces_a_plan_md_symlink_not_its_target(tmp_path):
     target = tmp_path / "target.txt"
     target.write_text("untouched")

@@ -86,6 +86,7 @@ def command(input_file: Path, out: Path | None, force: bool, fmt: str, no_simula
         # or deleted through a symbolic link planted in DIR.
         out.mkdir(exist_ok=True)
         old_manifests = real_directory(out / "manifests", "manifests")
+        real_directory(out / "scenarios", "replay scenarios")  # before anything is written
         if old_manifests.is_dir():
             for stale in old_manifests.glob("*.yaml"):
                 stale.unlink()  # a symlink named *.yaml is removed itself, not its target
@@ -160,8 +161,9 @@ def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path,
     import yaml
 
     from gpuscale.cli.plan_replay import replay_command
+    from gpuscale.outputs import real_directory, write_atomic
 
-    folder = out / "scenarios"
+    folder = real_directory(out / "scenarios", "replay scenarios")
     if folder.is_dir():
         for stale in folder.glob("*.yaml"):
             stale.unlink()
@@ -180,6 +182,5 @@ def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path,
             "# strategies: plan (the plan's scaler and floor), baseline-queue-depth (KEDA on "
             "queue depth, min 1), fixed-best (cheapest always-on fleet meeting the SLO)\n"
         )
-        (folder / f"{name}.yaml").write_text(
-            header + yaml.safe_dump(data, sort_keys=False, width=100)
-        )
+        write_atomic(folder / f"{name}.yaml",
+                     header + yaml.safe_dump(data, sort_keys=False, width=100))
