@@ -131,3 +131,33 @@ def test_markup_and_escapes_in_names_never_reach_the_terminal(tmp_path):
     assert "[/]" in result.output  # shown as written, not read as markup
     result = CliRunner().invoke(cli, ["simulate", str(path), "--strategy", "no\x1b[2Jsuch"])
     assert result.exit_code == 2 and "\x1b" not in result.output
+
+
+def test_chart_files_replace_a_planted_link_not_its_target(tmp_path):
+    # report --charts-dir wrote each chart with Path.write_text, through a link in the folder
+    charts = tmp_path / "charts"
+    charts.mkdir()
+    target = tmp_path / "target.txt"
+    target.write_text("untouched")
+    (charts / "replicas.svg").symlink_to(target)
+    result = CliRunner().invoke(cli, ["report", str(SCENARIO), "--out", str(tmp_path / "r.html"),
+                                      "--charts-dir", str(charts), "--force"])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == "untouched"
+    assert not (charts / "replicas.svg").is_symlink()
+    assert "<svg" in (charts / "replicas.svg").read_text()
+
+
+def test_a_calibration_overlay_replaces_a_link_not_its_target(tmp_path):
+    from tests.calibration.test_fit import synthetic_bench
+
+    bench, overlay, target = tmp_path / "b.jsonl", tmp_path / "o.yaml", tmp_path / "t.yaml"
+    synthetic_bench(bench)
+    target.write_text("mine: true\n")
+    overlay.symlink_to(target)
+    result = CliRunner().invoke(cli, ["calibrate", "--fit", str(bench), "--gpu", "H100-SXM",
+                                      "--model", "Llama-3.1-8B", "--overlay", str(overlay),
+                                      "--force"])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == "mine: true\n"
+    assert not overlay.is_symlink() and overlay.read_text().startswith("# gpuscale calibrate")
