@@ -9,7 +9,8 @@ Case classes:
   fractional value.
 - `files`: every input argument and output option given an unusual file kind: a directory, a
   FIFO (with a reader for outputs), /dev/null, /dev/zero, a symlink to /dev/zero, a dangling
-  symlink, a missing parent, a trailing slash, a 300-byte name.
+  symlink, a symlink to a file that must stay as it was, a missing parent, a trailing slash, a
+  300-byte name.
 - `signals`: a run stopped by SIGINT or SIGTERM at a random moment while it writes --out.
 
 Beyond the classes issue 30 listed:
@@ -186,6 +187,9 @@ def _special(kind: str, tmp: Path) -> Path:
         path.symlink_to("/dev/zero")
     elif kind == "dangling-link":
         path.symlink_to(special / "nothing-here")
+    elif kind == "link-to-victim":  # an output replaces the link; the file it names is kept
+        (special / "victim.txt").write_text("victim\n")
+        path.symlink_to(special / "victim.txt")
     elif kind == "missing-parent":
         return special / "no-such-dir" / "x.yaml"
     elif kind == "long-name":
@@ -194,7 +198,7 @@ def _special(kind: str, tmp: Path) -> Path:
 
 
 FILE_KINDS = ["directory", "fifo", "dev-null", "dev-zero", "link-to-dev-zero", "dangling-link",
-              "missing-parent", "long-name"]
+              "missing-parent", "long-name", "link-to-victim"]
 INPUT_SLOTS = {"simulate": 1, "compare": 1, "audit": 1, "diagnose": 1, "plan": 1,
                "schedule": 1, "report": 1, "sweep": 1}
 OUTPUT_OPTIONS = [("simulate", "--out"), ("simulate", "--report"), ("simulate", "--decisions"),
@@ -241,6 +245,9 @@ def _check_specials(tmp: Path) -> str | None:
     fifo = tmp / "special" / "fifo.yaml"
     if fifo.exists() and not stat.S_ISFIFO(os.lstat(fifo).st_mode):
         return "the FIFO was replaced"
+    victim = tmp / "special" / "victim.txt"
+    if victim.exists() and victim.read_text() != "victim\n":
+        return "a file was written through a link to it"
     for device in ("/dev/null", "/dev/zero"):
         if not stat.S_ISCHR(os.stat(device).st_mode):
             return f"{device} is no longer a device"
