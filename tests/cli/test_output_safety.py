@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
@@ -20,21 +21,8 @@ def _plan(tmp_path: Path, out: Path, input_file: Path = PLAN_INPUT):
                                     "--no-simulate"])
 
 
-def test_plan_force_never_deletes_through_a_manifests_symlink(tmp_path):
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    keep = outside / "precious.yaml"
-    keep.write_text("keep: me\n")
-    out = tmp_path / "plan"
-    out.mkdir()
-    (out / "manifests").symlink_to(outside)
-    result = _plan(tmp_path, out)
-    assert result.exit_code == 2, result.output
-    assert "symbolic link" in result.output
-    assert keep.read_text() == "keep: me\n"
-
-
-def test_plan_force_never_deletes_through_a_scenarios_symlink_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("folder", ["manifests", "scenarios"])
+def test_plan_force_never_deletes_through_a_folder_symlink_and_writes_nothing(tmp_path, folder):
     # DIR/scenarios was not held to DIR/manifests' rule: its stale *.yaml were deleted
     # through a planted link, in the folder it pointed to (issue 30's "harm" class).
     outside = tmp_path / "outside"
@@ -43,12 +31,12 @@ def test_plan_force_never_deletes_through_a_scenarios_symlink_and_writes_nothing
     keep.write_text("keep: me\n")
     out = tmp_path / "plan"
     out.mkdir()
-    (out / "scenarios").symlink_to(outside)
+    (out / folder).symlink_to(outside)
     result = _plan(tmp_path, out)
     assert result.exit_code == 2, result.output
     assert "symbolic link" in result.output
     assert keep.read_text() == "keep: me\n"
-    assert sorted(p.name for p in out.iterdir()) == ["scenarios"]  # checked before any write
+    assert sorted(p.name for p in out.iterdir()) == [folder]  # checked before any write
 
 
 def test_plan_force_replaces_a_plan_md_symlink_not_its_target(tmp_path):
