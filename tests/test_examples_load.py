@@ -11,14 +11,13 @@ from gpuscale.plan import load_plan_input
 from gpuscale.scenario import load_scenario
 from gpuscale.scenario.schedule import load_schedule_scenario
 
-from .golden.regen import MANIFEST_BUNDLES
+from .golden.regen import NOT_SCENARIOS
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Manifest bundles + catalogs are read by `simulate --manifests` and `backtest` (their own
 # tests run them); diagnose/ is a kubectl snapshot (tests/cli/test_first_hour.py diagnoses it).
 FILES = sorted(p for p in EXAMPLES.rglob("*.yaml")
-               if p.name != "grid.yaml" and not MANIFEST_BUNDLES & set(p.parts)
-               and "diagnose" not in p.parts)
+               if p.name != "grid.yaml" and not NOT_SCENARIOS & set(p.parts))
 
 
 def _reader(path: Path):

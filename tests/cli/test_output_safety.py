@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
@@ -20,18 +21,22 @@ def _plan(tmp_path: Path, out: Path, input_file: Path = PLAN_INPUT):
                                     "--no-simulate"])
 
 
-def test_plan_force_never_deletes_through_a_manifests_symlink(tmp_path):
+@pytest.mark.parametrize("folder", ["manifests", "scenarios"])
+def test_plan_force_never_deletes_through_a_folder_symlink_and_writes_nothing(tmp_path, folder):
+    # DIR/scenarios was not held to DIR/manifests' rule: its stale *.yaml were deleted
+    # through a planted link, in the folder it pointed to (issue 30's "harm" class).
     outside = tmp_path / "outside"
     outside.mkdir()
     keep = outside / "precious.yaml"
     keep.write_text("keep: me\n")
     out = tmp_path / "plan"
     out.mkdir()
-    (out / "manifests").symlink_to(outside)
+    (out / folder).symlink_to(outside)
     result = _plan(tmp_path, out)
     assert result.exit_code == 2, result.output
     assert "symbolic link" in result.output
     assert keep.read_text() == "keep: me\n"
+    assert sorted(p.name for p in out.iterdir()) == [folder]  # checked before any write
 
 
 def test_plan_force_replaces_a_plan_md_symlink_not_its_target(tmp_path):
@@ -114,3 +119,33 @@ def test_markup_and_escapes_in_names_never_reach_the_terminal(tmp_path):
     assert "[/]" in result.output  # shown as written, not read as markup
     result = CliRunner().invoke(cli, ["simulate", str(path), "--strategy", "no\x1b[2Jsuch"])
     assert result.exit_code == 2 and "\x1b" not in result.output
+
+
+def test_chart_files_replace_a_planted_link_not_its_target(tmp_path):
+    # report --charts-dir wrote each chart with Path.write_text, through a link in the folder
+    charts = tmp_path / "charts"
+    charts.mkdir()
+    target = tmp_path / "target.txt"
+    target.write_text("untouched")
+    (charts / "replicas.svg").symlink_to(target)
+    result = CliRunner().invoke(cli, ["report", str(SCENARIO), "--out", str(tmp_path / "r.html"),
+                                      "--charts-dir", str(charts), "--force"])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == "untouched"
+    assert not (charts / "replicas.svg").is_symlink()
+    assert "<svg" in (charts / "replicas.svg").read_text()
+
+
+def test_a_calibration_overlay_replaces_a_link_not_its_target(tmp_path):
+    from tests.calibration.test_fit import synthetic_bench
+
+    bench, overlay, target = tmp_path / "b.jsonl", tmp_path / "o.yaml", tmp_path / "t.yaml"
+    synthetic_bench(bench)
+    target.write_text("mine: true\n")
+    overlay.symlink_to(target)
+    result = CliRunner().invoke(cli, ["calibrate", "--fit", str(bench), "--gpu", "H100-SXM",
+                                      "--model", "Llama-3.1-8B", "--overlay", str(overlay),
+                                      "--force"])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == "mine: true\n"
+    assert not overlay.is_symlink() and overlay.read_text().startswith("# gpuscale calibrate")

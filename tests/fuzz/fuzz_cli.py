@@ -9,7 +9,8 @@ Case classes:
   fractional value.
 - `files`: every input argument and output option given an unusual file kind: a directory, a
   FIFO (with a reader for outputs), /dev/null, /dev/zero, a symlink to /dev/zero, a dangling
-  symlink, a missing parent, a trailing slash, a 300-byte name.
+  symlink, a symlink to a file that must stay as it was, a missing parent, a trailing slash, a
+  300-byte name.
 - `signals`: a run stopped by SIGINT or SIGTERM at a random moment while it writes --out.
 
 Beyond the classes issue 30 listed:
@@ -187,6 +188,9 @@ def _special(kind: str, tmp: Path) -> Path:
         path.symlink_to("/dev/zero")
     elif kind == "dangling-link":
         path.symlink_to(special / "nothing-here")
+    elif kind == "link-to-victim":  # an output replaces the link; the file it names is kept
+        (special / "victim.txt").write_text("victim\n")
+        path.symlink_to(special / "victim.txt")
     elif kind == "missing-parent":
         return special / "no-such-dir" / "x.yaml"
     elif kind == "long-name":
@@ -195,11 +199,12 @@ def _special(kind: str, tmp: Path) -> Path:
 
 
 FILE_KINDS = ["directory", "fifo", "dev-null", "dev-zero", "link-to-dev-zero", "dangling-link",
-              "missing-parent", "long-name"]
+              "missing-parent", "long-name", "link-to-victim"]
 INPUT_SLOTS = {"simulate": 1, "compare": 1, "audit": 1, "diagnose": 1, "plan": 1,
                "schedule": 1, "report": 1, "sweep": 1}
 OUTPUT_OPTIONS = [("simulate", "--out"), ("simulate", "--report"), ("simulate", "--decisions"),
                   ("simulate", "--metrics-out"), ("compare", "--metrics-out"),
+                  ("backtest", "--out"), ("backtest", "--emit-trace"),
                   ("compare", "--out"), ("schedule", "--out"), ("report", "--out"),
                   ("sweep", "--out"), ("plan", "--out"), ("report", "--charts-dir")]
 
@@ -241,6 +246,9 @@ def _check_specials(tmp: Path) -> str | None:
     fifo = tmp / "special" / "fifo.yaml"
     if fifo.exists() and not stat.S_ISFIFO(os.lstat(fifo).st_mode):
         return "the FIFO was replaced"
+    victim = tmp / "special" / "victim.txt"
+    if victim.exists() and victim.read_text() != "victim\n":
+        return "a file was written through a link to it"
     for device in ("/dev/null", "/dev/zero"):
         if not stat.S_ISCHR(os.stat(device).st_mode):
             return f"{device} is no longer a device"
@@ -258,7 +266,8 @@ def _signal_case(rng: random.Random, tmp: Path) -> str | None:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "gpuscale", *args], cwd=tmp, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,  # SIGINT as at a terminal, not inherited
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(rng.uniform(0.5, 6.0))
     signum = rng.choice([signal.SIGINT, signal.SIGTERM])
     if sweep and signum == signal.SIGINT and rng.random() < 0.5:

@@ -34,13 +34,15 @@ HORIZON_S = {"consolidation-trap/scenario.yaml": 7200.0}
 # Example folders that are manifest bundles (`simulate --manifests`), not scenario files; their
 # own tests run them (tests/importer/test_my_cluster.py, test_keda_examples.py).
 MANIFEST_BUNDLES = frozenset({"my-cluster", "keda-scaling-modifiers", "llm-d-keda", "backtest"})
+# ... and every folder of examples that are no scenario: diagnose/ is a kubectl snapshot
+# (tests/cli/test_first_hour.py diagnoses it).
+NOT_SCENARIOS = MANIFEST_BUNDLES | {"diagnose"}
 
 
 def _scenario_files() -> list[Path]:
-    # diagnose/ holds a kubectl snapshot (tests/cli/test_first_hour.py diagnoses it)
     return sorted(p for p in EXAMPLES.rglob("*.yaml")
-                  if not {"plans", "diagnose"} & set(p.relative_to(EXAMPLES).parts)
-                  and not MANIFEST_BUNDLES & set(p.parts) and p.name != "grid.yaml")
+                  if "plans" not in p.relative_to(EXAMPLES).parts
+                  and not NOT_SCENARIOS & set(p.parts) and p.name != "grid.yaml")
 
 
 def case_names() -> list[str]:

@@ -140,3 +140,37 @@ def test_a_stop_while_the_workers_start_stops_them_too(tmp_path):
         f"finished rows are in {out}, and the same command resumes it"], stderr
     assert _group_gone(proc.pid), "worker processes survived the sweep"
     assert not (tmp_path / "t.csv.lock").exists()
+
+
+# SIGTERM sent to itself while the first finished row is being appended to the table.
+_STOP_WHILE_APPENDING = """
+import os, runpy, signal, sys
+from gpuscale.sweep.table import ResultTable
+
+append = ResultTable.append
+
+def append_then_stop(self, row):
+    append(self, row)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+ResultTable.append = append_then_stop
+sys.argv = ["gpuscale", *sys.argv[1:]]
+runpy.run_module("gpuscale", run_name="__main__")
+"""
+
+
+def test_a_row_in_the_table_is_a_row_counted_and_shown(tmp_path):
+    # A stop landing between a row's append and its progress line left the row in the table
+    # but out of the count ("after 4 new run(s)" over 5 rows: the full suite under load).
+    scenario, grid = _files(tmp_path)
+    out = tmp_path / "t.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STOP_WHILE_APPENDING, "sweep", str(scenario), "--grid",
+         str(grid), "--out", str(out), "--workers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    stderr = _stderr_within_a_minute(proc)
+    assert proc.returncode == 2, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[1/6] "), stderr
+    assert "after 1 new run(s)" in lines[1]
+    assert len(out.read_text().splitlines()) == 2  # the header and that row

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from gpuscale.cli.catalog_option import catalog_option
+from gpuscale.cli.io import OutputFile
 from gpuscale.cli.metrics_out import metrics_out_option
 from gpuscale.cli.run_common import report_options, run_options
 
@@ -40,10 +41,10 @@ def _check_bundles(bundles: tuple[str, ...]) -> None:
 @catalog_option
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the rebuilt traffic (and of the runs).")
-@click.option("--emit-trace", "emit_trace", type=click.Path(path_type=Path), default=None,
+@click.option("--emit-trace", "emit_trace", type=OutputFile(), default=None,
               help="Also write the rebuilt requests here (generic CSV, for --trace).")
 @run_options
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=OutputFile(), default=None,
               help="Write the JSON summary here.")
 @report_options
 @metrics_out_option

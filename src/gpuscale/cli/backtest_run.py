@@ -4,11 +4,11 @@ agreement section made from the first bundle's run."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 from gpuscale.errors import UserInputError
+from gpuscale.outputs import write_atomic
 
 
 def prepare(history_path: Path, first_bundle: str, seed: int):
@@ -77,8 +77,8 @@ def run_backtest(bundles: tuple[str, ...], history_path: Path, trace_path: Path,
     # Read when the runs start: today's context length is known only once imported.
     fit_model_len(traffic, model_len(imported[0].scenario))
     replay.write_trace(traffic, trace_path)
-    if emit_trace is not None:
-        shutil.copyfile(trace_path, emit_trace)
+    if emit_trace is not None:  # the safe writer: a link there replaced, not written through
+        write_atomic(emit_trace, trace_path.read_bytes())
     at = replay.timing(history, traffic)
     replicas = recorded["replicas"][0]
     first_replicas = float(replicas[min(at.lag_steps, len(replicas) - 1)])

@@ -68,9 +68,11 @@ def run_fit(*, fmt: str, fit_file: Path, gpu: str | None, model: str | None, tp:
     result = fit(points, gpu, model, tp, Precision(precision), fit_engine, input_format, notes)
     data = result.overlay(str(fit_file))
     if overlay is not None:
-        overlay.write_text(f"# gpuscale calibrate --fit {fit_file} --gpu {gpu} --model {model} "
-                           f"--tp {tp} --engine {fit_engine}\n"
-                           + (yaml.safe_dump(data, sort_keys=False) if data else "{}\n"))
+        from gpuscale.outputs import write_atomic  # a link there replaced, not written through
+
+        write_atomic(overlay, f"# gpuscale calibrate --fit {fit_file} --gpu {gpu} --model "
+                              f"{model} --tp {tp} --engine {fit_engine}\n"
+                              + (yaml.safe_dump(data, sort_keys=False) if data else "{}\n"))
     if fmt == "json":
         click.echo(dumps(result, str(fit_file)))
         return

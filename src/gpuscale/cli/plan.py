@@ -117,6 +117,7 @@ def _write_plan_dir(out: Path, text: str, files: dict[str, list[dict]]) -> None:
 
     out.mkdir(exist_ok=True)
     old_manifests = real_directory(out / "manifests", "manifests")
+    real_directory(out / "scenarios", "replay scenarios")  # before anything is written
     if old_manifests.is_dir():
         for stale in old_manifests.glob("*.yaml"):
             stale.unlink()  # a symlink named *.yaml is removed itself, not its target
@@ -168,8 +169,9 @@ def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path,
     import yaml
 
     from gpuscale.cli.plan_replay import replay_command
+    from gpuscale.outputs import real_directory, write_atomic
 
-    folder = out / "scenarios"
+    folder = real_directory(out / "scenarios", "replay scenarios")
     if folder.is_dir():
         for stale in folder.glob("*.yaml"):
             stale.unlink()
@@ -188,6 +190,5 @@ def _write_scenarios(out: Path, scenarios: dict[str, dict], input_file: Path,
             "# strategies: plan (the plan's scaler and floor), baseline-queue-depth (KEDA on "
             "queue depth, min 1), fixed-best (cheapest always-on fleet meeting the SLO)\n"
         )
-        (folder / f"{name}.yaml").write_text(
-            header + yaml.safe_dump(data, sort_keys=False, width=100)
-        )
+        write_atomic(folder / f"{name}.yaml",
+                     header + yaml.safe_dump(data, sort_keys=False, width=100))

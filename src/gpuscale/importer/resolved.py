@@ -120,12 +120,22 @@ def resolved_line(run: dict) -> str:
 
 def resolved_text(run: dict, width: int = 100) -> str:
     """`resolved_line` as printed under the table: prefixed `resolved`, control characters
-    escaped, wrapped at `width` columns between its parts (a run on a user's GPU reached ~170
-    columns)."""
+    escaped, wrapped at `width` columns between its ` | ` parts, so each part (the GPU, the
+    autoscaler, the clock) stays on one line (a run on a user's GPU reached ~170 columns); a
+    part longer than the width alone is wrapped at its spaces."""
     import textwrap
 
     from gpuscale.outputs import terminal_safe
 
-    return textwrap.fill(f"resolved {terminal_safe(resolved_line(run))}", width,
-                         subsequent_indent="  ", break_on_hyphens=False,
-                         break_long_words=False)
+    def wrapped(text: str) -> list[str]:
+        return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False,
+                             break_long_words=False)
+
+    first, *rest = f"resolved {terminal_safe(resolved_line(run))}".split(" | ")
+    lines = wrapped(first)
+    for part in rest:
+        if len(lines[-1]) + len(" | ") + len(part) <= width:
+            lines[-1] += " | " + part
+        else:
+            lines.extend(wrapped("  | " + part))
+    return "\n".join(lines)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuscale.errors import UserInputError
+from gpuscale.outputs import write_atomic
 from gpuscale.report.charts import Chart
 from gpuscale.report.svg import render_svg
 
@@ -98,9 +99,8 @@ def export_charts(charts: list[Chart], directory: Path, fmt: str = "svg") -> lis
     written = []
     for chart in charts:
         path = directory / f"{chart.chart_id}.{fmt}"
-        if fmt == "svg":
-            path.write_text(render_svg(chart, standalone=True))
-        else:
-            path.write_bytes(_png_bytes(chart))
+        # the safe writer: a link planted in the folder is replaced, never written through
+        write_atomic(path, render_svg(chart, standalone=True) if fmt == "svg"
+                     else _png_bytes(chart))
         written.append(path)
     return written

@@ -245,8 +245,10 @@ def _run_locked(job: SweepJob, runs: list[SweepRun], out: Path, backend: str,
     # semaphores leaked).
     with contextlib.closing(rows):
         for row in rows:
-            table.append({c: row.get(c) for c in columns})
-            done += 1
-            if on_row is not None:
-                on_row(row, done, len(todo))
+            # a row in the table is a row counted and shown: a stop waits for all three
+            with stops_deferred():
+                table.append({c: row.get(c) for c in columns})
+                done += 1
+                if on_row is not None:
+                    on_row(row, done, len(todo))
     return skipped, done
