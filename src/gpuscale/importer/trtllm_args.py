@@ -9,9 +9,9 @@ token budget per step), `--max_seq_len` (-> max_model_len) and
 left after weights and buffers that the KV cache takes; converted to our
 gpu_memory_utilization once the GPU and model are known, `kv_cache_utilization`),
 `--ep_size` (the MoE expert-parallel size). `--backend`, `--extra_llm_api_options` /
-`--config` (a YAML file the manifests do not carry; attention DP, `enable_attention_dp`, is
-set there) are listed as not simulated. Click declares them with
-underscores only: a dashed spelling is refused (vllm_args.STRICT_PARSERS).
+`--config` (a YAML file the manifests do not carry; attention DP, `enable_attention_dp`, is set
+there) are listed as not simulated. Click declares them with underscores only: a dashed
+spelling is refused (vllm_args.STRICT_PARSERS).
 """
 
 from __future__ import annotations
