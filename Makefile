@@ -38,6 +38,8 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 
+# The whole suite, the tests marked `slow` included (`pytest -m "not slow"` is the quick loop
+# while editing; README.md).
 test: lint
 	$(BIN)/python -m pytest
 

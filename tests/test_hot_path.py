@@ -145,6 +145,7 @@ RUN_CASES = ("import json, sys; sys.path.insert(0, 'tests/golden'); from regen i
              "print(json.dumps([run_case(n) for n in sys.argv[1:]], sort_keys=True))", *CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _compiled_available(), reason="no compiled hot path is installed "
                     "(pip install -e . builds one where a C compiler and mypyc work)")
 def test_compiled_and_pure_give_the_same_bytes():

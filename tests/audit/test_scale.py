@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,6 +45,7 @@ def _timed(fn, *args):
     return out, time.perf_counter() - start
 
 
+@pytest.mark.slow
 def test_five_thousand_objects_audit_in_seconds():
     objects, load_s = _timed(parse_text, _bundle(5000), "big.yaml")
     assert len(objects) == 5000
@@ -123,6 +125,7 @@ def _snapshot(nodes: int, pending: int) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": out})
 
 
+@pytest.mark.slow
 def test_diagnose_two_thousand_nodes_and_pods_in_seconds():
     from gpuscale.audit.diagnose import diagnose
 

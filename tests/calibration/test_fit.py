@@ -59,6 +59,7 @@ def synthetic_bench(path, rates=(0.5, 4.0, math.inf), n=400) -> None:
     path.write_text("\n".join(json.dumps(r) for r in results) + "\n")
 
 
+@pytest.mark.slow
 def test_fit_recovers_the_factors_and_writes_an_overlay(tmp_path):
     bench, overlay = tmp_path / "bench.jsonl", tmp_path / "overlay.yaml"
     synthetic_bench(bench)

@@ -51,6 +51,7 @@ def test_a5_gap_under_the_literal_reading_is_exactly_one_non_torch_term():
     assert pytest.approx(22.74, abs=0.01) == 0.9 * 47.54 - 19.60 - 0.44
 
 
+@pytest.mark.slow
 def test_a8_passes_at_steady_state_once_streamed_tokens_cost_host_time():
     """Row A8 as decided, run for LoadGen's 2,400 s: every check passes, none a known miss."""
     tput, ttft, tpot, in_flight = rows.row_a8()
@@ -69,6 +70,7 @@ def test_a8_misses_without_the_streaming_cost_the_harness_pays_in_server_only():
     assert result.mean_in_system / rows.A8_INSTANCES < 0.4 * rows.A8_MEASURED_IN_FLIGHT
 
 
+@pytest.mark.slow
 def test_trtllm_stream_cost_is_fixed_on_the_h200_server_run_not_on_a8():
     """TRTLLM_STREAM_SEQ_S reproduces the H200 Server TTFT (its fixing point) at its relative
     load; its TPOT and in-flight count, not fitted, stay within A8's tolerances."""
@@ -155,6 +157,7 @@ def test_a8_diagnosis_model_keeps_few_requests_in_flight_even_at_measured_capaci
     assert result.mean_tpot_s < 0.5 * 0.155
 
 
+@pytest.mark.slow
 def test_a6_a7_and_the_ratio_pass_at_steady_state_with_the_measured_all_reduce():
     a6, a7, ratio = rows.rows_a6_a7()
     assert a6.passed and a7.passed and ratio.passed

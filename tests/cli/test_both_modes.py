@@ -123,6 +123,7 @@ def test_both_modes_give_the_same_runs(scenario_file):
     assert runs[0] == runs[1]
 
 
+@pytest.mark.slow
 def test_compare_of_two_bundles_prints_the_verdict(tmp_path):
     docs = load_docs()
     bigger = [dict(d) for d in docs]

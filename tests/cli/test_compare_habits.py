@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -102,6 +103,7 @@ def test_json_writes_an_infinite_ttft_as_null_not_infinity():
     assert "Infinity" not in text and json.loads(text)["runs"][0]["ttft_s"]["p99"] is None
 
 
+@pytest.mark.slow
 def test_every_command_takes_o_and_reads_dash_where_it_reads_a_file(tmp_path):
     examples = EXAMPLES
     runner = CliRunner()

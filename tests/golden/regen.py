@@ -37,8 +37,9 @@ MANIFEST_BUNDLES = frozenset({"my-cluster", "keda-scaling-modifiers", "llm-d-ked
 
 
 def _scenario_files() -> list[Path]:
+    # diagnose/ holds a kubectl snapshot (tests/cli/test_first_hour.py diagnoses it)
     return sorted(p for p in EXAMPLES.rglob("*.yaml")
-                  if "plans" not in p.relative_to(EXAMPLES).parts
+                  if not {"plans", "diagnose"} & set(p.relative_to(EXAMPLES).parts)
                   and not MANIFEST_BUNDLES & set(p.parts) and p.name != "grid.yaml")
 
 

@@ -301,6 +301,7 @@ def _paths(node, path=()):
         yield from _paths(value, path + (key,))
 
 
+@pytest.mark.slow
 def test_misshapen_fields_are_one_line_errors_never_tracebacks(tmp_path):
     """Every field of the example bundle replaced by a value of another type (alternating a
     string, a list, a number and a mapping): each import succeeds or fails as one UserInputError

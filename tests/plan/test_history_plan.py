@@ -31,6 +31,7 @@ def planned(tmp_path_factory) -> tuple[dict, Path]:
     return json.loads(result.output), out
 
 
+@pytest.mark.slow
 def test_the_plan_ships_a_schedule_as_cron_triggers_beside_the_reactive_one(planned):
     plan, out = planned
     role = plan["roles"][0]
@@ -43,6 +44,7 @@ def test_the_plan_ships_a_schedule_as_cron_triggers_beside_the_reactive_one(plan
     assert int(cron["metadata"]["desiredReplicas"]) > scaled["spec"]["minReplicaCount"]
 
 
+@pytest.mark.slow
 def test_compare_on_the_replay_reproduces_the_plans_numbers(planned):
     plan, out = planned
     scenario_file = out / "scenarios" / "chat.yaml"
@@ -79,6 +81,7 @@ def test_compare_on_the_replay_reproduces_the_plans_numbers(planned):
     assert f"| {plan_row['gpu_hours']:.1f} | {plan_row['cost_usd']:.2f} |" in text
 
 
+@pytest.mark.slow
 def test_per_day_cost_is_simulated_not_an_hour_times_24(planned):
     plan, out = planned
     cost = plan["costs"]["chat"]
@@ -112,6 +115,7 @@ def test_an_unreachable_slo_is_one_line_exit_2_with_what_would_reach_it(tmp_path
     assert "cheapest within 0.1 point of the reachable" in text
 
 
+@pytest.mark.slow
 def test_simulate_manifests_on_the_check_trace_is_the_replays_plan_run(planned):
     _, out = planned
     scenario_file = out / "scenarios" / "chat.yaml"
@@ -141,6 +145,7 @@ def test_a_spent_time_budget_skips_the_screening_and_still_plans(tmp_path):
     assert budget.exhausted and "time budget ended the search" in plan.warm_pools["chat"].method
 
 
+@pytest.mark.slow
 def test_without_check_traffic_the_replay_is_the_whole_history(tmp_path):
     trace = write_trace(tmp_path / "t.csv")
     source = tmp_path / "input.yaml"

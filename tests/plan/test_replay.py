@@ -83,6 +83,7 @@ def test_a_trace_winner_is_rechecked_on_held_out_windows_not_on_seeds():
     assert worst == min(r.slo_attainment for r in recheck)
 
 
+@pytest.mark.slow
 def test_the_plan_never_costs_more_than_the_fixed_fleet_it_lists(tmp_path):
     """Issue 27: with a 3-hour window the plan chose a setup costing 115.6 GPU-h over the
     111.4 fixed fleet it listed as beaten. A fleet that costs no more is the plan, min = max."""

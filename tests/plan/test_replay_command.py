@@ -8,6 +8,7 @@ import json
 import shlex
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -54,6 +55,7 @@ def _table_rows(text: str) -> list[list[str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_compares_verdict_names_the_strategy_plan_md_shows_cheapest_meeting_the_slo(tmp_path):
     trace = write_trace(tmp_path / "t.csv")
     source = tmp_path / "input.yaml"

@@ -37,6 +37,7 @@ def _hours(cron: str) -> int:
     return int(cron.split()[1])
 
 
+@pytest.mark.slow
 def test_the_cron_windows_are_at_the_traces_hours_not_midnights(planned):
     plan, out = planned
     windows = plan["roles"][0]["schedule"]
@@ -49,6 +50,7 @@ def test_the_cron_windows_are_at_the_traces_hours_not_midnights(planned):
     assert shipped == [w["start"] for w in windows]
 
 
+@pytest.mark.slow
 def test_plan_md_and_the_replay_say_which_clock(planned):
     plan, out = planned
     decision = next(d for d in plan["decisions"] if d["subject"] == "chat: time of day")

@@ -4,6 +4,7 @@ cold start or the burst factor grows (analytically and on the simulation engine)
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,11 +65,13 @@ def _simulated(cold_s, burst_factor):
     return plan.warm_pools["chat"]
 
 
+@pytest.mark.slow
 def test_simulated_warm_pool_grows_with_burst_factor():
     sizes = [_simulated(120, b).min_replicas for b in (1.5, 3.0, 5.0)]
     assert sizes[0] < sizes[1] < sizes[2]
 
 
+@pytest.mark.slow
 def test_simulated_warm_pool_does_not_shrink_when_cold_start_grows():
     fast, slow = _simulated(30, 3.0), _simulated(900, 3.0)
     assert slow.min_replicas >= fast.min_replicas

@@ -124,6 +124,7 @@ def example_queries() -> list[str]:
     return sorted(set(out))
 
 
+@pytest.mark.slow
 def test_every_query_in_examples_agrees_with_prometheus(run, prometheus):
     """Each query the examples write, at times across the run, over the exported series:
     the evaluator and Prometheus return the same series and values."""

@@ -108,6 +108,7 @@ def vectors(depth: int = 2) -> st.SearchStrategy[str]:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(series=series_sets(), queries=st.lists(vectors(), min_size=8, max_size=16, unique=True))

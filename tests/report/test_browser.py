@@ -1,11 +1,14 @@
 """Open generated reports in headless Chromium: charts render with data, no console output."""
 
+import pytest
+
 from gpuscale.report.html import render_html, report_charts
 
 from .browser import ARTIFACTS, load_page, screenshot
 from .test_html import count_charts, full_inputs
 
 
+@pytest.mark.slow
 def test_report_renders_in_chromium_with_data_in_every_chart(tmp_path):
     inputs = full_inputs()
     page = tmp_path / "report.html"

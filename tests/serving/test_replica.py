@@ -205,6 +205,7 @@ def test_waiting_prompt_tokens_is_the_sum_over_the_waiting_queue(workload, timeo
     assert replica.queue.prompt_tokens == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["append", "pop", "pop", "front"]), min_size=150, max_size=400))
 def test_the_waiting_queue_is_a_deque(ops):

@@ -62,6 +62,7 @@ def test_an_interrupted_sweep_resumes_without_repeats_or_losses(reference, tmp_p
     assert by_id(read_table(out)) == reference
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_process_resumes(reference, tmp_path):
     """SIGKILL the CLI mid-sweep (no clean-up runs), then run the same command again."""
     scenario, grid, out = tmp_path / "s.yaml", tmp_path / "g.yaml", tmp_path / "k.csv"
@@ -86,6 +87,7 @@ def test_a_killed_sweep_process_resumes(reference, tmp_path):
     assert by_id(read_table(out)) == reference
 
 
+@pytest.mark.slow
 def test_ray_backend_gives_the_same_rows(reference, tmp_path):
     ray = pytest.importorskip("ray", reason="Ray not installed (optional extra `ray`)")
     os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")

@@ -104,6 +104,7 @@ def stamp_columns(draw) -> list[str]:
     return draw(st.lists(timestamps(frac_digits, year), max_size=6))
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(stamp_columns())
 def test_azure_timestamp_fast_path_matches_the_per_row_match(values):
@@ -211,6 +212,7 @@ def _file_outcome(path: Path):
     return result, [str(w.message) for w in caught]
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(azure_files())
 def test_azure_bytes_path_matches_the_general_reader(tmp_path_factory, text):

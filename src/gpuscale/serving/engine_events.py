@@ -11,10 +11,8 @@ from __future__ import annotations
 
 class ReplicaEvents:
     """The requests whose first token this engine produced and those it completed since the
-    last scrape (in order), kept only when the run exports per-pod request series
-    (`vllm:time_to_first_token_seconds`, `vllm:request_success_total`, ...): the scrape
-    takes both lists into those counters and histograms (metrics/prometheus.py). None on a
-    replica when no series needs them: one test per first token and completion."""
+    last scrape, in order. A replica keeps one only when a run reads a per-pod request series
+    (its `events` is None otherwise: one test per first token and completion)."""
 
     __slots__ = ("completions", "first_tokens")
 

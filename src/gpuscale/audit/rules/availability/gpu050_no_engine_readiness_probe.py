@@ -38,11 +38,12 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
     paths = HEALTH_PATHS.get(engine, HEALTH_PATHS["vllm"])
     templates = gpu_templates(obj)
     for tmpl in templates:
-        if len(templates) > 1 and _serves_no_traffic(tmpl):
-            continue
+        worker = len(templates) > 1 and _serves_no_traffic(tmpl)
         for i, container in enumerate(containers(tmpl.template)):
             if container_gpus(container) == 0 or _group_worker_without_server(obj, tmpl.path,
                                                                               container):
+                continue
+            if worker and not _runs_server(container):
                 continue
             where = tmpl.spec_at("containers", i)
             field, probe = _gating_probe(container)
@@ -63,6 +64,14 @@ def check(obj: Manifest, ctx: AuditContext) -> Iterator[Hit]:
                     "name": container.get("name", i),
                     "what": f"probes {what} on {http.get('path', '/')}",
                     "paths": " or ".join(paths)})
+
+
+def _runs_server(container: dict) -> bool:
+    """A worker container that starts an API server itself (`vllm serve` or an entrypoint,
+    not vLLM's `--headless` ranks): its readiness may gate traffic after all."""
+    words = " ".join(str(w) for w in (container.get("command") or [])
+                     + (container.get("args") or []))
+    return "--headless" not in words and ("serve" in words or "entrypoints" in words)
 
 
 def _serves_no_traffic(tmpl) -> bool:
