@@ -164,3 +164,20 @@ def test_replicas_changed_by_hand_are_named_as_what_diverges_first(history, tmp_
     assert not agree["agrees"]
     assert agree["first_divergence"]["signal"] == "replicas"
     assert 300 <= agree["first_divergence"]["at_s"] <= 330
+
+
+def test_without_a_replica_count_the_agreement_cannot_tell(history, tmp_path):
+    """No kube-state-metrics replicas and no vLLM pods' gauges to count: not DIVERGES (which
+    would send a user looking for a wrong setting) but what to export."""
+    path, _ = history
+    bare = tmp_path / "no-replicas.om"
+    bare.write_text("".join(
+        line for line in path.read_text().splitlines(keepends=True)
+        if not line.startswith(("kube_deployment_", "vllm:num_requests_running"))))
+    result = CliRunner().invoke(cli, ["backtest", "--manifests", str(EXAMPLE / "manifests"),
+                                      "--history", str(bare)])
+    assert result.exit_code == 0, result.output
+    assert "with the history: CANNOT TELL" in result.output
+    assert "kube_deployment_spec_replicas" in result.output
+    data = _backtest("--manifests", str(EXAMPLE / "manifests"), "--history", str(bare))
+    assert data["backtest"]["agreement"]["agrees"] is None

@@ -74,6 +74,31 @@ HUGE_NUMBERS = [str(10**30), str(2**63), str(2**64), "1e308", "1e400", "nan", "i
                 "0", "0.5", "-inf", str(-(2**63) - 1), "99999999999"]
 
 
+def _tiny_history() -> str:
+    """A minute of the backtest example's vLLM series (OpenMetrics): 2 requests a scrape, 5
+    scrapes; what `gpuscale backtest` needs to rebuild traffic and replay a bundle."""
+    labels = 'namespace="chat",model_name="meta-llama/Llama-3.1-8B-Instruct"'
+    families = {"vllm:time_to_first_token_seconds": ((0.1, 1.0), 0.05),
+                "vllm:e2e_request_latency_seconds": ((1.0, 10.0), 2.0),
+                "vllm:request_prompt_tokens": ((100.0, 1000.0), 300.0),
+                "vllm:request_generation_tokens": ((100.0, 1000.0), 80.0)}
+    lines = []
+    for name, (bounds, mean) in families.items():
+        lines.append(f"# TYPE {name} histogram")
+        for k in range(5):
+            t, count = 1_767_225_600 + 15 * k, 2.0 * k
+            below = count if mean <= bounds[0] else 0.0
+            for le in (*bounds, "+Inf"):
+                value = below if le == bounds[0] else count
+                lines.append(f'{name}_bucket{{{labels},le="{le}"}} {value} {t}')
+            lines.append(f"{name}_sum{{{labels}}} {count * mean} {t}")
+            lines.append(f"{name}_count{{{labels}}} {count} {t}")
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+TINY_HISTORY = _tiny_history()
+
+
 def _commands():
     import importlib
 
@@ -102,11 +127,8 @@ def _base_args(command: str, tmp: Path) -> list[str]:
         "sweep": ["sweep", str(scenario), "--grid", str(grid), "--out", str(tmp / "t.csv"),
                   "--workers", "1"],
         "calibrate": ["calibrate", "--row", "A1"],
-        # no history in the case's files: the command refuses it in one line (the fuzz checks
-        # how options and environment values are read before that, and that nothing leaks)
-        "backtest": ["backtest", "--manifests", str(ROOT / "examples" / "backtest" /
-                                                    "manifests"), "--history",
-                     str(tmp / "history.om")],
+        "backtest": ["backtest", "--history", str(tmp / "h.om"), "--manifests",
+                     str(ROOT / "examples" / "backtest" / "manifests")],
     }[command]
 
 
@@ -544,6 +566,7 @@ def main(argv: list[str] | None = None) -> int:
             tmp = Path(name)
             (tmp / "s.yaml").write_text(TINY)
             (tmp / "g.yaml").write_text(GRID)
+            (tmp / "h.om").write_text(TINY_HISTORY)
             if kind == "signals":
                 problem, label = _signal_case(rng, tmp), "signal"
                 problem = problem or (f"leftovers {_leftovers(tmp, set())}"

@@ -173,8 +173,9 @@ def compare(aligned: Aligned, slo_share: tuple[float | None, float | None]) -> d
                                  "points": slo_points},
         "compared_s": len(rec["replicas"]) * aligned.step_s,
     }
-    out["agrees"] = bool(
-        within_one is not None and within_one >= AGREE_WITHIN_ONE_FRAC
+    # Without a replica series on either side there is nothing to agree on: None, said.
+    out["agrees"] = None if within_one is None else bool(
+        within_one >= AGREE_WITHIN_ONE_FRAC
         and (gpu_err is None or abs(gpu_err) <= AGREE_GPU_HOURS_FRAC)
         and (slo_points is None or abs(slo_points) <= AGREE_SLO_POINTS))
     out["first_divergence"] = first_divergence(aligned)

@@ -111,7 +111,9 @@ def lines(data: dict) -> list[str]:
     gpu, slo = agree["gpu_hours"], agree["ttft_within_slo_frac"]
     out += [
         f"agreement of {data['replayed']} with the history: "
-        + ("AGREES" if agree["agrees"] else "DIVERGES"),
+        + {True: "AGREES", False: "DIVERGES"}.get(
+            agree["agrees"], "CANNOT TELL (no replica count in the history: export "
+                             "kube_deployment_spec_replicas, docs/backtest.md)"),
         f"  replicas within one of the recorded {_pct(agree['replicas_within_one_frac'])} of "
         f"the time; scale events {events['matched']}/{events['recorded']} matched "
         f"(replayed {events['simulated']}, median lag {_num(events['lag_s_median'], ' s')})",
@@ -126,7 +128,7 @@ def lines(data: dict) -> list[str]:
         f"{_pct(agree['itl_p50_s']['median_rel_error'])}",
     ]
     first = agree["first_divergence"]
-    if first is not None and not agree["agrees"]:
+    if first is not None and agree["agrees"] is False:
         out.append(f"  first to diverge: {first['signal']} at {first['at_s']:g} s: "
                    f"{first['suggests']}")
     return out
