@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -110,6 +111,7 @@ class TraceSearch:
     runner: Runner
     screen_rows: list[EvidenceRow] = field(default_factory=list)
     check_clock: datetime | None = None  # check_traffic's own second 0 (plan/clock.py)
+    simulated: dict[str, EvidenceRow] = field(default_factory=dict)  # by scenario content
 
     def clock(self, other_trace: bool = False) -> datetime:
         """The wall clock of second 0 of the traffic (or of check_traffic)."""
@@ -179,9 +181,20 @@ class TraceSearch:
         return _why(r, self.slo)
 
     def run(self, scenarios: list[dict], labels: list[str]) -> list[EvidenceRow]:
-        rows = self.runner.run(scenarios, labels, self.base_dir, self.slo.ttft_p99_s,
-                               self.slo.goodput_frac)
-        return [replace(r, config=label) for r, label in zip(rows, labels, strict=True)]
+        """The scenarios' rows, in parallel. One simulated before in this search (the same
+        mapping, whatever its strategy is called: an always-on plan replayed is its fixed
+        fleet) is not run again: same scenario and seed, same bytes."""
+        keys = [_content_key(sc) for sc in scenarios]
+        todo: dict[str, tuple[dict, str]] = {}
+        for key, scenario, label in zip(keys, scenarios, labels, strict=True):
+            if key not in self.simulated:
+                todo.setdefault(key, (scenario, label))
+        if todo:
+            rows = self.runner.run([v[0] for v in todo.values()], [v[1] for v in todo.values()],
+                                   self.base_dir, self.slo.ttft_p99_s, self.slo.goodput_frac)
+            self.simulated.update(zip(todo, rows, strict=True))
+        return [replace(self.simulated[k], config=label) for k, label in zip(keys, labels,
+                                                                             strict=True)]
 
     def fixed_scenario(self, window: Window, n: int, other_trace: bool = False) -> dict:
         return self.scenario(window, self.fixed(n), n, other_trace=other_trace)
@@ -206,6 +219,13 @@ class TraceSearch:
     def gpu_limit_replicas(self) -> int:
         limit = self.plan.cluster.max_gpus
         return max(1, limit // self.opt.gpus) if limit else 4 * self.max_replicas
+
+
+def _content_key(scenario: dict) -> str:
+    """A scenario's content without its names (they label the run, they do not change it)."""
+    data = dict(scenario, name="", strategies=[dict(st, name="") for st in
+                                               scenario.get("strategies", [])])
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def open_windows_only(strategy: dict, start: datetime, duration_s: float) -> dict:
