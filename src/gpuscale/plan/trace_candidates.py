@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 FIRST_MARGINS = (1.0, 0.9)  # tried together on the whole fit window
 HIGHER_MARGINS = (1.15, 1.3)  # when neither of the first meets the SLO
+ALWAYS_ON_STEPS = 2  # always-on fleets below the busiest stretch's tried on the fit window
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity (it holds an array)
@@ -165,9 +166,6 @@ def fit_stage(s: TraceSearch, fit: Window, profile: np.ndarray, sizing: Sizing,
     if last and not s.budget.spent():
         always[last] = run_fit(s, fit, [], [last], day_offset)[0]
     return FitStage(tried, sched, *_always_on(always, n_busy))
-
-
-ALWAYS_ON_STEPS = 2  # always-on fleets below the busiest stretch's tried on the fit window
 
 
 def _next_fleet_down(always: dict[int, EvidenceRow], n_busy: int) -> int | None:
