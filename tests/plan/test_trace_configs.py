@@ -182,3 +182,13 @@ def test_a_snapshot_volume_without_a_rate_is_simulated_as_pulled(tmp_path):
     imported = import_manifests([str(tmp_path / f) for f in wanted], trace)
     assert "image_pull" not in imported.data["cold_start"]
     assert any("without volumeInitializationRate" in n for n in imported.notes)
+
+
+def test_plan_md_names_the_snapshot_to_fill_in():
+    from gpuscale.plan.report import render_plan_md
+
+    plan = _prepulled_role_plan()
+    text = render_plan_md(plan, sorted(render_plan_manifests(plan)), {})
+    assert "`snapshotID`" in text and "runai_streamer" in text
+    pulled = render_plan_md(example_plan("llama70b-fp8-h100-chat"), [], {})
+    assert "`snapshotID`" not in pulled

@@ -82,3 +82,29 @@ def test_a_cluster_without_the_per_direction_tolerance_gets_rounded_steps(tmp_pa
         opt = hardware_options(plan, w, traffic_stats(w, tmp_path, 1200), plan.slo)[0]
         modes[honoured] = {c.steps for c in all_configs(plan, w, opt)}
     assert modes == {True: {"tolerance", "rounded"}, False: {"rounded"}}
+
+
+def test_a_scenario_simulated_before_is_not_run_again():
+    """An always-on plan replayed is the fixed fleet of its size: the same scenario under
+    another strategy name is one simulation (same scenario and seed, same bytes)."""
+    from gpuscale.plan.inputs import SloInput
+    from gpuscale.plan.model import EvidenceRow
+    from gpuscale.plan.trace_search import TraceSearch
+
+    class Counting:
+        jobs = 0
+
+        def run(self, scenarios, labels, *args):
+            Counting.jobs += len(scenarios)
+            return [EvidenceRow(sc["strategies"][0]["autoscaler"]["replicas"], 1.0, 0.1, 0.995,
+                                0, 1.0, True) for sc in scenarios]
+
+    s = TraceSearch(None, None, None, SloInput(), None, None, None, Path("."), None, Counting())
+    fleet = {"name": "x", "seed": 0, "strategies": [
+        {"name": "plan", "autoscaler": {"kind": "fixed", "replicas": 4}}]}
+    renamed = dict(fleet, strategies=[dict(fleet["strategies"][0], name="fixed-best")])
+    other = dict(fleet, seed=1)
+    rows = s.run([fleet, renamed], ["plan", "replay: always on 4"])
+    rows += s.run([renamed, other], ["again", "another seed"])
+    assert Counting.jobs == 2  # fleet once (three asks), the other seed once
+    assert [r.config for r in rows] == ["plan", "replay: always on 4", "again", "another seed"]

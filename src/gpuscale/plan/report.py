@@ -136,10 +136,15 @@ def render_plan_md(plan: Plan, files: list[str], replay_commands: dict[str, str]
         "## Manifests",
         "",
     ] + [f"- `manifests/{f}`" for f in files]
+    prepulled = any(r.prepulled_image for r in plan.roles)
     out += [
         "",
         "Placeholders to check before applying: the node IAM role, the discovery tag on subnets "
-        "and security groups, the model path in `--model`, the serving image tag.",
+        "and security groups, the model path in `--model`, the serving image tag (with vLLM's "
+        "`runai` extra, for `--load-format runai_streamer`)"
+        + ("; the EC2NodeClass's `snapshotID`: an EBS snapshot of a Bottlerocket data volume "
+           "holding the serving image (e.g. built with aws-samples/bottlerocket-images-cache)"
+           if prepulled else "") + ".",
         "",
     ]
     return "\n".join(out)

@@ -7,12 +7,13 @@ plan/trace_configs.py). The search narrows them cheapest first:
 1. *the analytic proxy* ranks every configuration at margin 1 by the replica-hours its
    schedule bills (raised a reaction time ahead of each slot, held after each drop);
 2. *the steepest ramp* (a short window where the rate rises the most within a reaction
-   time) screens each cold-start option x step mode by simulation: a configuration whose
-   capacity does not arrive before that ramp is dropped;
-3. *the whole fit window* decides: the cheapest configuration by the proxy at margins 1.0
-   and 0.9 (then 1.15 and 1.3 when neither meets the SLO), then the runner-up configuration
-   at the winning margin beside the always-on fleet, so the proxy's choice is confirmed or
-   refuted by simulation. The cheapest in simulated GPU-hours that meets the SLO wins.
+   time) screens each cold-start option by simulation: a configuration whose capacity does
+   not arrive before that ramp is dropped;
+3. *the whole fit window* decides, in rounds of parallel runs (`fit_stage`): the cheapest
+   configuration by the proxy at margins 1.0 and 0.9 (then 1.15 and 1.3 when neither meets
+   the SLO) beside the always-on fleets, and the runner-up configuration at the winning
+   margin, so the proxy's choice is confirmed or refuted by simulation. The cheapest in
+   simulated GPU-hours that meets the SLO wins.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 FIRST_MARGINS = (1.0, 0.9)  # tried together on the whole fit window
 HIGHER_MARGINS = (1.15, 1.3)  # when neither of the first meets the SLO
+ALWAYS_ON_STEPS = 2  # always-on fleets below the busiest stretch's tried on the fit window
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity (it holds an array)
@@ -87,15 +89,15 @@ def _same(a: ScheduleCandidate, b: ScheduleCandidate) -> bool:
 
 def screen_on_ramp(s: TraceSearch, cands: list[ScheduleCandidate], ramp_of, day_offset: float
                    ) -> list[ScheduleCandidate]:
-    """The cheapest candidate of each cold-start option x step mode on its steepest ramp
-    (`ramp_of(config)`: the window depends on the option's reaction time); the candidates
-    whose pair missed the SLO there are dropped, unless every pair missed (then the margins
-    on the whole window decide)."""
-    pairs: dict[tuple[str, str], ScheduleCandidate] = {}
+    """The cheapest candidate of each cold-start option on its steepest ramp (`ramp_of(config)`:
+    the window depends on the option's reaction time); the candidates of an option and step
+    mode that missed the SLO there are dropped (the other step mode asks at least as much),
+    unless every one missed (then the margins on the whole window decide)."""
+    screened: dict[str, ScheduleCandidate] = {}
     for c in cands:
-        pairs.setdefault((c.config.cold.name, c.config.steps), c)
+        screened.setdefault(c.config.cold.name, c)
     scenarios, labels = [], []
-    for c in pairs.values():
+    for c in screened.values():
         ramp: Window = ramp_of(c.config)
         initial = c.initial_at(ramp.start_s, day_offset)
         scenarios.append(s.scenario(ramp, s.keda("plan", c, initial), initial,
@@ -103,10 +105,10 @@ def screen_on_ramp(s: TraceSearch, cands: list[ScheduleCandidate], ramp_of, day_
         labels.append(f"screen on {ramp.label}: {c.label}")
     rows = s.run(scenarios, labels)
     failed = set()
-    for (key, c), row in zip(pairs.items(), rows, strict=True):
+    for c, row in zip(screened.values(), rows, strict=True):
         s.screen_rows.append(replace(row, min_replicas=c.floor, why=s.why(row)))
         if not row.meets_slo:
-            failed.add(key)
+            failed.add((c.config.cold.name, c.config.steps))
     kept = [c for c in cands if (c.config.cold.name, c.config.steps) not in failed]
     return kept or cands
 
@@ -119,9 +121,75 @@ def runner_up(best: ScheduleCandidate, cands: list[ScheduleCandidate]
                  != (best.config.cold.name, best.config.release.name)), None)
 
 
-def fit_rows(s: TraceSearch, fit: Window, cands: list[ScheduleCandidate], day_offset: float,
-             always: int | None) -> list[EvidenceRow]:
-    """The candidates (and the always-on fleet of `always`) on the whole fit window, in
+@dataclass
+class FitStage:
+    """What the whole fit window decided: the schedules simulated there (in order) with their
+    rows, and the always-on fleets tried, the smallest that met the SLO first."""
+
+    tried: list[ScheduleCandidate]
+    rows: list[EvidenceRow]
+    always_n: int
+    always_rows: list[EvidenceRow]
+
+
+def fit_stage(s: TraceSearch, fit: Window, profile: np.ndarray, sizing: Sizing,
+              cands: list[ScheduleCandidate], n_busy: int, day_offset: float) -> FitStage:
+    """The whole fit window, in rounds of runs that need nothing from each other, so the
+    workers stay busy: (1) the best configuration at margins 1.0 and 0.9 beside the busiest
+    stretch's always-on fleet and the one below it; (2) the runner-up configuration at the
+    winning margin, or, when neither margin met the SLO, the best and the runner-up at 1.15
+    (then 1.3), and the always-on fleet two below when the one below met it."""
+    best, other = cands[0], runner_up(cands[0], cands)
+
+    def at(c: ScheduleCandidate, margin: float) -> ScheduleCandidate:
+        return candidate(profile, sizing, margin, c.config, s.max_replicas)
+
+    tried = [at(best, m) for m in FIRST_MARGINS]
+    fleets = [n for n in (n_busy, n_busy - 1) if n >= 1]
+    rows = run_fit(s, fit, tried, fleets, day_offset)
+    sched, always = rows[:len(tried)], dict(zip(fleets, rows[len(tried):], strict=True))
+    higher, ran_other = list(HIGHER_MARGINS), other is None
+    while not s.budget.spent():
+        met = [(r.gpu_hours, c.margin) for c, r in zip(tried, sched, strict=True) if r.meets_slo]
+        if (met and ran_other) or (not met and not higher):
+            break
+        margin = min(met)[1] if met else higher.pop(0)
+        more = [] if met else [at(best, margin)]
+        if other is not None:
+            more.append(at(other, margin))
+            ran_other = True
+        down = [n for n in [_next_fleet_down(always, n_busy)] if n]
+        new = run_fit(s, fit, more, down, day_offset)
+        tried, sched = tried + more, sched + new[:len(more)]
+        always.update(zip(down, new[len(more):], strict=True))
+    last = _next_fleet_down(always, n_busy)
+    if last and not s.budget.spent():
+        always[last] = run_fit(s, fit, [], [last], day_offset)[0]
+    return FitStage(tried, sched, *_always_on(always, n_busy))
+
+
+def _next_fleet_down(always: dict[int, EvidenceRow], n_busy: int) -> int | None:
+    """The next always-on fleet to try: one below the smallest that met the SLO, while every
+    one tried met it, at most ALWAYS_ON_STEPS below the busiest stretch's fleet."""
+    smallest = min(always)
+    if not all(r.meets_slo for r in always.values()) or smallest <= max(1, n_busy
+                                                                        - ALWAYS_ON_STEPS):
+        return None
+    return smallest - 1
+
+
+def _always_on(always: dict[int, EvidenceRow], n_busy: int) -> tuple[int, list[EvidenceRow]]:
+    """(the smallest always-on fleet that met the SLO on the fit window, its row first and the
+    others tried); the busiest stretch's fleet when none did (the SLO is a share of all the
+    window's requests, so the quieter hours may carry a smaller fleet than the busiest)."""
+    met = [n for n, r in always.items() if r.meets_slo]
+    best = min(met) if met else n_busy
+    return best, [always[best]] + [always[n] for n in sorted(always, reverse=True) if n != best]
+
+
+def run_fit(s: TraceSearch, fit: Window, cands: list[ScheduleCandidate], fleets: list[int],
+            day_offset: float) -> list[EvidenceRow]:
+    """The candidates and the always-on fleets of `fleets` on the whole fit window, in
     parallel."""
     scenarios, labels = [], []
     for c in cands:
@@ -129,25 +197,9 @@ def fit_rows(s: TraceSearch, fit: Window, cands: list[ScheduleCandidate], day_of
         scenarios.append(s.scenario(fit, s.keda("plan", c, initial), initial,
                                     setup=s.setup_of(c)))
         labels.append(f"{s.opt.label}, {s.scaler.label}, {c.label}")
-    if always is not None:
-        scenarios.append(s.scenario(fit, s.fixed(always), always))
-        labels.append(f"{s.opt.label}, always on {always}")
-    rows = s.run(scenarios, labels)
-    floors = [c.floor for c in cands] + ([always] if always is not None else [])
+    for n in fleets:
+        scenarios.append(s.scenario(fit, s.fixed(n), n))
+        labels.append(f"{s.opt.label}, always on {n}")
+    rows = s.run(scenarios, labels) if scenarios else []
+    floors = [c.floor for c in cands] + fleets
     return [replace(r, min_replicas=f) for r, f in zip(rows, floors, strict=True)]
-
-
-def margin_ladder(s: TraceSearch, fit: Window, profile: np.ndarray, sizing: Sizing,
-                  best: ScheduleCandidate, day_offset: float
-                  ) -> tuple[list[ScheduleCandidate], list[EvidenceRow]]:
-    """The best configuration at margins 1.0 and 0.9 on the whole fit window, then at 1.15
-    and 1.3 when neither met the SLO (and the time budget allows)."""
-    def at(margins) -> list[ScheduleCandidate]:
-        return [candidate(profile, sizing, m, best.config, s.max_replicas) for m in margins]
-
-    cands = at(FIRST_MARGINS)
-    rows = fit_rows(s, fit, cands, day_offset, None)
-    if not any(r.meets_slo for r in rows) and not s.budget.spent():
-        more = at(HIGHER_MARGINS)
-        cands, rows = cands + more, rows + fit_rows(s, fit, more, day_offset, None)
-    return cands, rows

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -49,15 +50,7 @@ from gpuscale.plan.scaler import ScalerChoice
 from gpuscale.plan.schedule import Sizing
 from gpuscale.plan.search import SearchBudget, missed
 from gpuscale.plan.sizing import TrafficStats, replicas_for
-from gpuscale.plan.trace_candidates import (
-    ScheduleCandidate,
-    candidate,
-    margin_ladder,
-    ranked,
-    runner_up,
-    screen_on_ramp,
-)
-from gpuscale.plan.trace_candidates import fit_rows as fit_rows_of
+from gpuscale.plan.trace_candidates import ScheduleCandidate, fit_stage, ranked, screen_on_ramp
 from gpuscale.plan.trace_configs import all_configs
 from gpuscale.plan.unreachable import Unreachable, analyse
 from gpuscale.plan.warm_pool import CandidateSetup, candidate_scenario_dict, search_min_replicas
@@ -66,7 +59,6 @@ from gpuscale.workloads.replay import TraceWorkload
 
 # The quietest stretch calibrates a second rate when its peak is clearly below the busiest's.
 QUIET_FRAC = 0.8
-ALWAYS_ON_STEPS = 2  # always-on fleets below the busiest stretch's tried on the fit window
 SLOT_S = 1800.0  # the daily profile's slot: half-hour rates follow a day's ramps
 # Rates are sized on their 10-minute means (history.smoothed_rates): shorter than a cold start
 # plus node start-up (~10-20 min), so a burst the reactive scaler cannot catch is in them.
@@ -119,6 +111,7 @@ class TraceSearch:
     runner: Runner
     screen_rows: list[EvidenceRow] = field(default_factory=list)
     check_clock: datetime | None = None  # check_traffic's own second 0 (plan/clock.py)
+    simulated: dict[str, EvidenceRow] = field(default_factory=dict)  # by scenario content
 
     def clock(self, other_trace: bool = False) -> datetime:
         """The wall clock of second 0 of the traffic (or of check_traffic)."""
@@ -187,16 +180,36 @@ class TraceSearch:
         return _why(r, self.slo)
 
     def run(self, scenarios: list[dict], labels: list[str]) -> list[EvidenceRow]:
-        rows = self.runner.run(scenarios, labels, self.base_dir, self.slo.ttft_p99_s,
-                               self.slo.goodput_frac)
-        return [replace(r, config=label) for r, label in zip(rows, labels, strict=True)]
+        """The scenarios' rows, in parallel. One simulated before in this search (the same
+        mapping, whatever its strategy is called: an always-on plan replayed is its fixed
+        fleet) is not run again: same scenario and seed, same bytes."""
+        keys = [_content_key(sc) for sc in scenarios]
+        todo: dict[str, tuple[dict, str]] = {}
+        for key, scenario, label in zip(keys, scenarios, labels, strict=True):
+            if key not in self.simulated:
+                todo.setdefault(key, (scenario, label))
+        if todo:
+            rows = self.runner.run([v[0] for v in todo.values()], [v[1] for v in todo.values()],
+                                   self.base_dir, self.slo.ttft_p99_s, self.slo.goodput_frac)
+            self.simulated.update(zip(todo, rows, strict=True))
+        return [replace(self.simulated[k], config=label) for k, label in zip(keys, labels,
+                                                                             strict=True)]
+
+    def fixed_scenario(self, window: Window, n: int, other_trace: bool = False) -> dict:
+        return self.scenario(window, self.fixed(n), n, other_trace=other_trace)
 
     def fixed_search(self, window: Window, start: int, other_trace: bool = False,
-                     tag: str = "") -> tuple[int | None, list[EvidenceRow]]:
+                     tag: str = "", known: dict[int, EvidenceRow] | None = None
+                     ) -> tuple[int | None, list[EvidenceRow]]:
+        """The smallest always-on fleet meeting the SLO on `window`, from `start`; `known`:
+        fleets already simulated there (run beside other work, in parallel)."""
         hi = max(start, self.gpu_limit_replicas())
+        done = dict(known or {})
 
         def evaluate(n: int) -> EvidenceRow:
-            row = self.run([self.scenario(window, self.fixed(n), n, other_trace=other_trace)],
+            if n in done:
+                return done[n]
+            row = self.run([self.fixed_scenario(window, n, other_trace)],
                            [f"{tag}always on {n}"])[0]
             return replace(row, min_replicas=n)
 
@@ -205,6 +218,13 @@ class TraceSearch:
     def gpu_limit_replicas(self) -> int:
         limit = self.plan.cluster.max_gpus
         return max(1, limit // self.opt.gpus) if limit else 4 * self.max_replicas
+
+
+def _content_key(scenario: dict) -> str:
+    """A scenario's content without its names (they label the run, they do not change it)."""
+    data = dict(scenario, name="", strategies=[dict(st, name="") for st in
+                                               scenario.get("strategies", [])])
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def open_windows_only(strategy: dict, start: datetime, duration_s: float) -> dict:
@@ -268,20 +288,9 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     if not s.budget.spent():
         cands = screen_on_ramp(s, cands, lambda config: steepest_ramp_window(
             arrival, history.fit, config.lead_s, SMOOTH_S, SLOT_S / 2), day_offset)
-    best = cands[0]
-    tried, fit_rows = margin_ladder(s, history.fit, profile, sizing, best, day_offset)
-    passing = [(r.gpu_hours, c.margin) for c, r in zip(tried, fit_rows, strict=True)
-               if r.meets_slo]
-    margin = min(passing)[1] if passing else max(c.margin for c in tried)
-    other_config = runner_up(best, cands)
-    extra = [] if other_config is None or s.budget.spent() else \
-        [candidate(profile, sizing, margin, other_config.config, s.max_replicas)]
-    rows = fit_rows_of(s, history.fit, extra, day_offset, n_busy)
-    tried, fit_rows = tried + extra, fit_rows + rows[:-1]
-    # the always-on fleet on the whole fit window, not only its busiest stretch: the SLO is a
-    # share of all the window's requests, so the quieter hours may carry a smaller fleet
-    always_n, always_rows = _always_on(s, history.fit, n_busy, rows[-1])
-    fit_rows = fit_rows + [always_rows[0]]
+    stage = fit_stage(s, history.fit, profile, sizing, cands, n_busy, day_offset)
+    tried, always_n, always_rows = stage.tried, stage.always_n, stage.always_rows
+    fit_rows = stage.rows + [always_rows[0]]
     passing_i = [(r.gpu_hours, i) for i, r in enumerate(fit_rows[:-1]) if r.meets_slo]
     winner, why = _choose(tried, fit_rows, passing_i, always_n)
     fit_rows = [replace(r, why=_fit_why(r, i, tried, winner, s.slo))
@@ -289,33 +298,12 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
         replace(r, why=_why(r, s.slo) + ("; not the cheapest" if r.meets_slo else ""))
         for r in always_rows[1:]]
     plan_strategy_of = _plan_strategy(s, winner, always_n)
-    check, check_fixed, replay = _check(s, history, plan_strategy_of, n_busy, other is not None,
-                                        s.setup_of(winner))
+    check, check_fixed, replay = _check(s, history, plan_strategy_of, always_n,
+                                        other is not None, s.setup_of(winner))
     per_rps = sizing.busy_per_rps
     return TracePlan(history, per_rps, winner, always_n, s.max_replicas,
                      tuple(calibration) + tuple(s.screen_rows),
                      tuple(fit_rows), tuple(check), check_fixed, replay, why)
-
-
-def _always_on(s: TraceSearch, fit: Window, n_busy: int, row: EvidenceRow
-               ) -> tuple[int, list[EvidenceRow]]:
-    """(the smallest always-on fleet found to meet the SLO on the fit window, its row first
-    and the others tried): down from the busiest stretch's fleet while it passes, at most
-    ALWAYS_ON_STEPS steps (each is a whole-window run)."""
-    if not row.meets_slo:
-        return n_busy, [row]
-    best, tried = row, []
-    for n in range(n_busy - 1, max(0, n_busy - 1 - ALWAYS_ON_STEPS), -1):
-        if n < 1 or s.budget.spent():
-            break
-        probe = replace(s.run([s.scenario(fit, s.fixed(n), n)],
-                              [f"{s.opt.label}, always on {n}"])[0], min_replicas=n)
-        if not probe.meets_slo:
-            tried.append(probe)
-            break
-        tried.append(best)
-        best = probe
-    return best.min_replicas, [best] + tried
 
 
 def _choose(cands: list[ScheduleCandidate], fit_rows: list[EvidenceRow],
@@ -358,11 +346,13 @@ def _plan_strategy(s: TraceSearch, winner: ScheduleCandidate | None, always: int
     return strategy
 
 
-def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: bool,
+def _check(s: TraceSearch, history: History, plan_strategy, n_fixed: int, other: bool,
            setup: CandidateSetup):
     """The held-out re-checks, and the replay: the plan, the baseline and the cheapest
     always-on fleet on all the traffic the plan was given (the whole history, or
-    `check_traffic` when the input gives one), on the plan's nodes (`setup`: its cold start)."""
+    `check_traffic` when the input gives one), on the plan's nodes (`setup`: its cold start).
+    That fleet's search starts at the fit window's (`n_fixed`), whose first two sizes run
+    beside the plan's re-checks."""
     check = history.check
     replay_w = check if other else Window(0.0, history.span_s, "the whole history")
     plan_st, base_st = plan_strategy(replay_w, other), s.baseline()
@@ -380,8 +370,14 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_busy: int, other: 
                                     setup=setup))
     labels = ["plan", "baseline-queue-depth (min 1)"] + \
         ["plan on the held-out window"] * len(held) + ["plan on the held-out busiest stretch"]
-    rows = s.run(scenarios, labels)
-    found, fixed_rows = s.fixed_search(replay_w, n_busy, other_trace=other, tag="replay: ")
+    probes = [n for n in (n_fixed, n_fixed - 1) if n >= 1]
+    rows = s.run(scenarios + [s.fixed_scenario(replay_w, n, other) for n in probes],
+                 labels + [f"replay: always on {n}" for n in probes])
+    known = {n: replace(r, min_replicas=n) for n, r in zip(probes, rows[len(labels):],
+                                                           strict=True)}
+    rows = rows[:len(labels)]
+    found, fixed_rows = s.fixed_search(replay_w, n_fixed, other_trace=other, tag="replay: ",
+                                       known=known)
     fixed = next((r for r in fixed_rows if r.min_replicas == found), None)
     floor = plan_st["autoscaler"].get("min_replica_count", plan_st["initial_replicas"])
     rows = [replace(rows[0], min_replicas=floor, why=_why(rows[0], s.slo)),
