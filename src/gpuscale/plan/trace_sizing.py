@@ -73,6 +73,10 @@ def _method(found: TracePlan, slo: SloInput) -> str:
     h = found.history
     text = (f"the whole history simulated: fit on {h.fit.duration_s / 3600:.1f} h, checked on "
             f"{h.check.duration_s / 3600:.1f} h held out ({h.how}); {found.why}")
+    if found.headroom_frac:
+        text += (f"; sized for {found.headroom_frac:.0%} more traffic than the fit window "
+                 "recorded (simulation.headroom_frac: the fit runs replay it at load_scale "
+                 f"{1 + found.headroom_frac:g}; the check and the replay as recorded)")
     if found.replicas_per_rps is not None:
         text += (f"; {found.replicas_per_rps:.2f} replicas per request/s (of a 10-minute "
                  "mean), measured as the smallest always-on fleet meeting the SLO on the fit "
