@@ -96,15 +96,14 @@ def _rows_per_day(rows: list[EvidenceRow], seconds: float, opt: HardwareOption
 def _cost(opt: HardwareOption, found: TracePlan, check_plan: EvidenceRow | None,
           recheck: tuple[EvidenceRow, ...]):
     def cost(roles: list[Role]) -> CostEstimate:
-        """Per day, simulated: the plan's GPU-hours on the fit and check windows over their
-        length (a day of the plan, not an hour times 24)."""
-        winner = next((r for r in found.fit if r.why.startswith("winner")), None)
-        rows = [r for r in (winner, check_plan) if r is not None]
-        seconds = ((found.history.fit.duration_s if winner else 0.0)
-                   + (found.history.check.duration_s if check_plan else 0.0))
-        if not rows or seconds <= 0:
+        """Per day, simulated: the replay's plan run (the traffic as recorded, what
+        `compare DIR/scenarios/W.yaml` re-runs) over the replay's length; never an hour times
+        24, nor the fit runs (they carry the plan's headroom)."""
+        replay = found.check[0] if found.check else None
+        seconds = float(found.replay.get("duration_s") or 0.0)
+        if replay is None or seconds <= 0:
             return CostEstimate(0.0, 0.0, None, None, None)
-        gpu_h, usd, oracle = _rows_per_day(rows, seconds, opt)
+        gpu_h, usd, oracle = _rows_per_day([replay], seconds, opt)
         worst = min(r.slo_attainment for r in recheck) if recheck else None
         sim_eff = round(oracle / gpu_h, 4) if gpu_h else None
         return CostEstimate(round(gpu_h, 2), round(usd, 2), round(oracle, 2), sim_eff,
