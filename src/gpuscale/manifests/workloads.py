@@ -64,7 +64,11 @@ def _args(role: Role) -> list[str]:
             *_parallel_args(role), "--gpu-memory-utilization", "0.9",
             "--load-format", "runai_streamer"]
     if role.precision == "fp8":
-        args += ["--quantization", "fp8"]
+        # The plan sized and simulated an FP8 KV cache beside FP8 weights (the scenario's
+        # default, serving/precision_support.default_kv_precision); vLLM's --kv-cache-dtype
+        # auto would keep the cache in bf16 (the activations' dtype), half the tokens, and the
+        # replay imported from these manifests would be another, slower deployment.
+        args += ["--quantization", "fp8", "--kv-cache-dtype", "fp8"]
     if role.role in ("prefill", "decode"):
         args += ["--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both"}']
     return args
