@@ -90,8 +90,9 @@ SHAPES = {s.name: s for s in (
     Shape("two-peaks", _two_peaks(1.5, 5.0), "Qwen2.5-7B", "g6.2xlarge",
           {"ttft_p99_s": 5.0, "itl_p99_s": 0.2, "goodput_frac": 0.99}),
     # a reasoning service on 8-GPU H200 nodes: a 4.7x daily swing (the reasoning day),
-    # long outputs, a 70B model whose cold start (node + image + ~70 GB of weights) is long
-    Shape("reasoning-h200", _diurnal(1.5, 7.0, 16.0), "Llama-3.3-70B", "p5en.48xlarge",
+    # long outputs, a 671B model a node per replica, whose cold start (node + image + ~700 GB
+    # of weights) is long
+    Shape("reasoning-h200", _diurnal(1.5, 7.0, 16.0), "DeepSeek-R1", "p5en.48xlarge",
           {"ttft_p99_s": 5.0, "itl_p99_s": 0.1, "goodput_frac": 0.99}, precision="fp8",
           prompt=(600.0, 2000.0, 8000), output=(1200.0, 4000.0, 16000)),
 )}

@@ -3,6 +3,7 @@ of a service, replayed over its other day, both ways (issue 27: >= 99 % SLO at <
 GPU-hours of the cheapest always-on fleet that meets it there).
 
     python bench/plan_shapes.py [--shape NAME ...] [--workers 2] [--keep DIR]
+        [--headroom FRAC] [--direction 1|2]
 
 For each shape and direction it writes the plan input, runs `gpuscale plan --out`, and prints
 the replay's rows (what `gpuscale compare DIR/scenarios/svc.yaml` re-runs): the plan, the
@@ -35,9 +36,13 @@ def _shapes():
     return module
 
 
-def plan_direction(days, shape, fit: Path, check: Path, out: Path, workers: int) -> dict:
+def plan_direction(days, shape, fit: Path, check: Path, out: Path, workers: int,
+                   headroom: float | None = None) -> dict:
     source = out.with_suffix(".yaml")
-    source.write_text(yaml.safe_dump(days.plan_input(shape, fit, check)))
+    data = days.plan_input(shape, fit, check)
+    if headroom is not None:
+        data["simulation"] = {"headroom_frac": headroom}
+    source.write_text(yaml.safe_dump(data))
     t0 = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "gpuscale", "plan", str(source), "--out",
                            str(out), "--force", "--workers", str(workers), "-o", "json"],
@@ -77,6 +82,10 @@ def main() -> None:
     parser.add_argument("--shape", action="append")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--headroom", type=float, default=None,
+                        help="simulation.headroom_frac (default: the plan's own)")
+    parser.add_argument("--direction", choices=("1", "2"), action="append",
+                        help="plan on day 1 (1) or day 2 (2); default both")
     args = parser.parse_args()
     days = _shapes()
     names = args.shape or sorted(days.SHAPES)
@@ -91,8 +100,11 @@ def main() -> None:
             one, two = days.write_days(shape, folder)
             for fit, check, direction in ((one, two, "day 1 -> day 2"),
                                           (two, one, "day 2 -> day 1")):
+                if args.direction and direction[4] not in args.direction:
+                    continue
                 out = folder / f"{name}-{fit.stem.rsplit('_', 1)[1]}"
-                found = plan_direction(days, shape, fit, check, out, args.workers)
+                found = plan_direction(days, shape, fit, check, out, args.workers,
+                                       args.headroom)
                 print(_fmt(name, direction, found, shape.slo["goodput_frac"]), flush=True)
 
 

@@ -260,7 +260,7 @@ class SimulationSettings(Strict):
                                         "for this much more traffic than the fit window "
                                         "recorded (its fit runs replay the trace at load_scale "
                                         "1 + headroom_frac, on the same clock); the check and "
-                                        "the replay run it as recorded. None = 0.1 for a "
+                                        "the replay run it as recorded. None = 0.05 for a "
                                         "history of a day or more (a plan for the days after "
                                         "it, whose busiest minutes fall elsewhere), 0 for a "
                                         "shorter one (a plan for the traffic given).")
