@@ -6,11 +6,15 @@ a small and fast case of the same path DeepSeek-V3 on H100 takes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
+from click.testing import CliRunner
 
+from gpuscale.cli import cli
 from gpuscale.plan import plan_input_from_dict
 from gpuscale.plan.hardware import hardware_options
 from gpuscale.plan.scaler import scaler_choice
@@ -60,3 +64,90 @@ def test_the_cold_starts_searched_are_the_ones_the_group_is_simulated_with(tmp_p
         medians = cold_start_components(hw, scenario.cold_start, None, pull_image=True)
         assert np.isclose(sum(medians.values()), option.cold_start_s), (option, medians)
     assert np.isclose(scaler.cold_start_s, options["pulled"].cold_start_s, atol=0.05)
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory) -> tuple[dict, Path, Path]:
+    tmp = tmp_path_factory.mktemp("mn")
+    trace = write_trace(tmp / "t.csv", phases=PHASES)
+    source = tmp / "input.yaml"
+    source.write_text(yaml.safe_dump(multinode_input(Path(trace.name))))
+    out = tmp / "plan"
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output), out, trace
+
+
+def test_a_trace_of_replicas_spanning_nodes_is_planned_on_its_whole_history(planned):
+    """Was: sized on the trace's first `trace_window_s` (10 min of quiet traffic here) as an
+    always-on fleet, the busy hour never simulated, nothing replayed."""
+    plan, out, _ = planned
+    role = plan["roles"][0]
+    assert (role["pods_per_replica"], role["gang"]) == (2, True)
+    pool = plan["warm_pools"]["chat"]
+    assert pool["method"].startswith("the whole history simulated: fit on"), pool["method"]
+    assert pool["replay_window"].startswith("the whole history")
+    assert plan["costs"]["chat"]["simulated_per_day"]
+    # the quiet hours run on one group, the busy one on two: a schedule, as cron triggers on
+    # the LeaderWorkerSet beside the reactive trigger
+    assert role["schedule"] and role["min_replicas"] == 1 < role["max_replicas"]
+    scaled = yaml.safe_load((out / "manifests" / "chat-scaler.yaml").read_text())
+    assert scaled["spec"]["scaleTargetRef"]["kind"] == "LeaderWorkerSet"
+    assert scaled["spec"]["triggers"][0]["type"] == "prometheus"
+    assert any(t["type"] == "cron" for t in scaled["spec"]["triggers"])
+    lws = yaml.safe_load_all((out / "manifests" / "chat.yaml").read_text())
+    assert next(o for o in lws if o["kind"] == "LeaderWorkerSet")["spec"][
+        "leaderWorkerTemplate"]["size"] == 2
+
+
+def test_the_replay_of_a_multinode_plan_is_what_ships(planned):
+    """Each strategy starts with whole groups of nodes (the baseline's 1 replica is 2 nodes,
+    the fixed fleet's n are 2n), the scenario holds the manifests' cron windows, compare
+    prints plan.md's numbers, and the plan meets its SLO there as it did in the search."""
+    plan, out, _ = planned
+    scenario_file = out / "scenarios" / "chat.yaml"
+    scenario = yaml.safe_load(scenario_file.read_text())
+    strategies = {s["name"]: s for s in scenario["strategies"]}
+    assert list(strategies) == ["plan", "baseline-queue-depth", "fixed-best"]
+    for name in ("baseline-queue-depth", "fixed-best"):
+        own = strategies[name]
+        assert own["ready_nodes"] == 2 * own["initial_replicas"], name
+    assert scenario["cluster"]["ready_nodes"] == 2 * scenario["initial_replicas"]
+    scaled = yaml.safe_load((out / "manifests" / "chat-scaler.yaml").read_text())
+    keda = strategies["plan"]["autoscaler"]
+    assert (keda["min_replica_count"], keda["max_replica_count"]) == (
+        scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"])
+    crons = [t for t in keda["triggers"] if t.get("type") == "cron"]
+    shipped = [t["metadata"] for t in scaled["spec"]["triggers"] if t["type"] == "cron"]
+    assert crons and [(c["start"], c["end"], c["desired_replicas"]) for c in crons] == [
+        (m["start"], m["end"], int(m["desiredReplicas"])) for m in shipped]
+    replay = CliRunner().invoke(cli, ["compare", str(scenario_file), "--format", "json"])
+    assert replay.exit_code == 0, replay.output
+    runs = {r["name"]: r for r in json.loads(replay.output)["runs"]}
+    rows = plan["warm_pools"]["chat"]["replay"]
+    for name, row in zip(["plan", "baseline-queue-depth", "fixed-best"], rows, strict=True):
+        for key in ("gpu_hours", "slo_attainment", "cost_usd", "drain_gpu_hours"):
+            assert runs[name][key] == row[key], (name, key)
+    text = (out / "plan.md").read_text()
+    assert f"| {rows[0]['slo_attainment']:.1%} |" in text
+    assert f"| {rows[0]['gpu_hours']:.1f} | {rows[0]['cost_usd']:.2f} |" in text
+    searched = next(r for r in plan["warm_pools"]["chat"]["evidence"] if r["config"] == "plan")
+    assert searched["slo_attainment"] >= 0.99 and rows[0]["slo_attainment"] >= 0.99
+    # the schedule pays: less than the always-on fleet that meets the SLO on the same traffic
+    assert rows[0]["gpu_hours"] < rows[2]["gpu_hours"]
+
+
+def test_simulate_manifests_on_the_trace_is_the_replays_plan_run(planned):
+    _, out, trace = planned
+    replay = CliRunner().invoke(cli, ["simulate", str(out / "scenarios" / "chat.yaml"),
+                                      "--strategy", "plan", "--format", "json"])
+    assert replay.exit_code == 0, replay.output
+    ours = json.loads(replay.output)["runs"][0]
+    shipped = CliRunner().invoke(cli, ["simulate", "--manifests", str(out / "manifests"),
+                                       "--trace", str(trace), "--format", "json"])
+    assert shipped.exit_code == 0, shipped.output
+    theirs = json.loads(shipped.output)["runs"][0]
+    # the same run; only the SLO differs (simulate --manifests uses the default SLO)
+    for key in ("gpu_hours", "drain_gpu_hours", "cost_usd", "ttft_s", "tpot_s", "requests",
+                "replicas", "scale_events", "nodes"):
+        assert theirs[key] == ours[key], key
