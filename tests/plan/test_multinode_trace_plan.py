@@ -14,6 +14,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from gpuscale.catalog import get_model
+from gpuscale.catalog.specs import Precision
 from gpuscale.cli import cli
 from gpuscale.plan import plan_input_from_dict
 from gpuscale.plan.hardware import hardware_options
@@ -25,6 +27,7 @@ from gpuscale.plan.warm_pool import candidate_scenario_dict
 from gpuscale.scenario import scenario_from_dict
 from gpuscale.serving.cold_start import cold_start_components
 from gpuscale.sim.replica_setup import replica_hardware
+from gpuscale.units import GIB
 
 from .trace_history import history_input, write_trace
 
@@ -98,6 +101,14 @@ def test_a_trace_of_replicas_spanning_nodes_is_planned_on_its_whole_history(plan
     lws = yaml.safe_load_all((out / "manifests" / "chat.yaml").read_text())
     assert next(o for o in lws if o["kind"] == "LeaderWorkerSet")["spec"][
         "leaderWorkerTemplate"]["size"] == 2
+    # every node of the group streams the whole checkpoint from its own volume: the volume
+    # (restored from the pre-pulled image's snapshot when the search chose it) holds it
+    node_class = yaml.safe_load((out / "manifests" / "ec2nodeclass.yaml").read_text())
+    volume = next(d["ebs"] for d in node_class["spec"]["blockDeviceMappings"]
+                  if d.get("rootVolume"))
+    weights = get_model("Llama-3.1-70B").weight_bytes(Precision.BF16)
+    assert int(volume["volumeSize"].removesuffix("Gi")) * GIB > weights
+    assert ("snapshotID" in volume) == role["prepulled_image"]
 
 
 def test_the_replay_of_a_multinode_plan_is_what_ships(planned):
