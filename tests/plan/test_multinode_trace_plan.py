@@ -29,6 +29,7 @@ from gpuscale.serving.cold_start import cold_start_components
 from gpuscale.sim.replica_setup import replica_hardware
 from gpuscale.units import GIB
 
+from .replay_checks import REPLAY_STRATEGIES, compare_reproduces_plan_md, cron_windows
 from .trace_history import history_input, write_trace
 
 # a compressed day: quiet, a busy stretch two replicas serve, quiet again (~10k requests)
@@ -116,10 +117,9 @@ def test_the_replay_of_a_multinode_plan_is_what_ships(planned):
     the fixed fleet's n are 2n), the scenario holds the manifests' cron windows, compare
     prints plan.md's numbers, and the plan meets its SLO there as it did in the search."""
     plan, out, _ = planned
-    scenario_file = out / "scenarios" / "chat.yaml"
-    scenario = yaml.safe_load(scenario_file.read_text())
+    scenario = yaml.safe_load((out / "scenarios" / "chat.yaml").read_text())
     strategies = {s["name"]: s for s in scenario["strategies"]}
-    assert list(strategies) == ["plan", "baseline-queue-depth", "fixed-best"]
+    assert tuple(strategies) == REPLAY_STRATEGIES
     for name in ("baseline-queue-depth", "fixed-best"):
         own = strategies[name]
         assert own["ready_nodes"] == 2 * own["initial_replicas"], name
@@ -128,20 +128,9 @@ def test_the_replay_of_a_multinode_plan_is_what_ships(planned):
     keda = strategies["plan"]["autoscaler"]
     assert (keda["min_replica_count"], keda["max_replica_count"]) == (
         scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"])
-    crons = [t for t in keda["triggers"] if t.get("type") == "cron"]
-    shipped = [t["metadata"] for t in scaled["spec"]["triggers"] if t["type"] == "cron"]
-    assert crons and [(c["start"], c["end"], c["desired_replicas"]) for c in crons] == [
-        (m["start"], m["end"], int(m["desiredReplicas"])) for m in shipped]
-    replay = CliRunner().invoke(cli, ["compare", str(scenario_file), "--format", "json"])
-    assert replay.exit_code == 0, replay.output
-    runs = {r["name"]: r for r in json.loads(replay.output)["runs"]}
-    rows = plan["warm_pools"]["chat"]["replay"]
-    for name, row in zip(["plan", "baseline-queue-depth", "fixed-best"], rows, strict=True):
-        for key in ("gpu_hours", "slo_attainment", "cost_usd", "drain_gpu_hours"):
-            assert runs[name][key] == row[key], (name, key)
-    text = (out / "plan.md").read_text()
-    assert f"| {rows[0]['slo_attainment']:.1%} |" in text
-    assert f"| {rows[0]['gpu_hours']:.1f} | {rows[0]['cost_usd']:.2f} |" in text
+    crons, shipped = cron_windows(keda, scaled)
+    assert crons and crons == shipped
+    rows = compare_reproduces_plan_md(plan, out)
     searched = next(r for r in plan["warm_pools"]["chat"]["evidence"] if r["config"] == "plan")
     assert searched["slo_attainment"] >= 0.99 and rows[0]["slo_attainment"] >= 0.99
     # the schedule pays: less than the always-on fleet that meets the SLO on the same traffic
