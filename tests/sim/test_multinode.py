@@ -176,3 +176,9 @@ def test_a_warm_floor_of_two_node_replicas_under_karpenter_runs_every_replica():
     zones = {pod.name: run.cluster.nodes[pod.node_name].zone
              for pod in run.cluster.pods.values()}
     assert len(zones) == 4 and len(set(zones.values())) == 2  # each group in its own zone
+    # a NodePool of one zone (a plan's, for groups spanning nodes) holds its warm floor there
+    pool["requirements"].append({"key": "topology.kubernetes.io/zone", "operator": "In",
+                                 "values": ["us-east-1b"]})
+    run = _run(data)
+    run.run()
+    assert {node.zone for node in run.cluster.nodes.values()} == {"us-east-1b"}
