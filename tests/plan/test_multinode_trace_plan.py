@@ -151,3 +151,23 @@ def test_simulate_manifests_on_the_trace_is_the_replays_plan_run(planned):
     for key in ("gpu_hours", "drain_gpu_hours", "cost_usd", "ttft_s", "tpot_s", "requests",
                 "replicas", "scale_events", "nodes"):
         assert theirs[key] == ours[key], key
+
+
+def test_an_unreachable_slo_never_simulates_fleets_past_the_gpu_limit(tmp_path):
+    """At a 20 ms ITL (beyond what two L40S stages decode) the analytic start was 17
+    replicas: the busiest stretch's search began there, past the 8-GPU limit (4 two-GPU
+    replicas), and the exit line said "up to 17 replicas"."""
+    trace = write_trace(tmp_path / "t.csv", phases=((1200.0, 0.5), (1200.0, 1.0)))
+    data = multinode_input(trace)
+    data["cluster"]["max_gpus"] = 8
+    data["slo"]["itl_p99_s"] = 0.02
+    source = tmp_path / "input.yaml"
+    source.write_text(yaml.safe_dump(data))
+    out = tmp_path / "plan"
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert str(source) in line and "not reachable" in line and "up to 4 replicas" in line
+    rows = [r for r in (out / "plan.md").read_text().splitlines()
+            if r.startswith("| busiest stretch: always on ")]
+    assert rows and all(int(r.split("|")[2]) <= 4 for r in rows)

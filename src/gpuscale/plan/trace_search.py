@@ -208,7 +208,10 @@ class TraceSearch:
                      ) -> tuple[int | None, list[EvidenceRow]]:
         """The smallest always-on fleet meeting the SLO on `window`, from `start`; `known`:
         fleets already simulated there (run beside other work, in parallel)."""
-        hi = max(start, self.gpu_limit_replicas())
+        # never past the cluster's GPU limit (an analytic start above it, e.g. at a tight
+        # ITL, simulated fleets the cluster cannot hold and named them "up to" the limit)
+        limit = self.gpu_limit_replicas()
+        hi = limit if self.plan.cluster.max_gpus else max(start, limit)
         done = dict(known or {})
 
         def evaluate(n: int) -> EvidenceRow:
