@@ -7,12 +7,14 @@ service (model, GPU, SLO). A *day* of a shape is one draw: the curve with the da
 level (a few per cent up or down), slow noise (a multiplicative log-normal per 10 minutes)
 and, where the shape has them, bursts at random times; arrivals are a Poisson process on
 that rate. Two days of one shape are two draws of the same service, as ServeGen's two days
-are. Prompt and output lengths are log-normal (chat-like), the same law every day.
+are. Prompt and output lengths are log-normal (chat-like unless the shape says otherwise),
+the same law every day.
 
     python bench/day_shapes.py OUT_DIR [--shape NAME ...]   # writes NAME_day1.csv, NAME_day2.csv
 
 Nothing here reads or is tuned to the plan: the curves are written from the shapes' names
-(a 2x and a 5x daily swing, a sharp morning ramp, noise with bursts, two peaks).
+(a 2x and a 5x daily swing, a sharp morning ramp, noise with bursts, two peaks, a
+reasoning service with long outputs on H200).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class Shape:
     bursts_per_hour: float = 0.0  # short bursts on top of the curve
     burst_factor: float = 1.0
     burst_min: tuple[int, int] = (5, 10)  # a burst's length, minutes (uniform)
+    precision: str = "bf16"
+    prompt: tuple[float, float, int] = (900.0, 2600.0, 8000)  # median, p90, cap (tokens)
+    output: tuple[float, float, int] = (250.0, 700.0, 2000)  # chat-like by default
 
 
 SHAPES = {s.name: s for s in (
@@ -84,11 +89,16 @@ SHAPES = {s.name: s for s in (
           bursts_per_hour=1.0, burst_factor=1.8),
     Shape("two-peaks", _two_peaks(1.5, 5.0), "Qwen2.5-7B", "g6.2xlarge",
           {"ttft_p99_s": 5.0, "itl_p99_s": 0.2, "goodput_frac": 0.99}),
+    # a reasoning service on 8-GPU H200 nodes: a 4.7x daily swing (the issue's reasoning day),
+    # long outputs, a 70B model whose cold start (node + image + ~70 GB of weights) is long
+    Shape("reasoning-h200", _diurnal(1.5, 7.0, 16.0), "Llama-3.3-70B", "p5en.48xlarge",
+          {"ttft_p99_s": 5.0, "itl_p99_s": 0.1, "goodput_frac": 0.99}, precision="fp8",
+          prompt=(600.0, 2000.0, 8000), output=(1200.0, 4000.0, 16000)),
 )}
 
-# Chat-like lengths (log-normal by median and p90, as plan inputs give them).
-PROMPT = (900.0, 2600.0, 8000)  # median, p90, cap (tokens)
-OUTPUT = (250.0, 700.0, 2000)
+# Each shape's draws are seeded by its place here (new shapes go at the end, so the others'
+# days stay the same draws).
+SEED_ORDER = ("bursty", "morning-ramp", "swing-2x", "swing-5x", "two-peaks", "reasoning-h200")
 
 
 def _lognormal(rng: np.random.Generator, n: int, median: float, p90: float, cap: int
@@ -120,8 +130,8 @@ def day_requests(shape: Shape, seed: int) -> np.ndarray:
     counts = rng.poisson(rate * 60.0)
     starts = np.repeat(np.arange(MINUTES) * 60.0, counts)
     arrival = np.sort(starts + rng.uniform(0.0, 60.0, len(starts)))
-    prompts = _lognormal(rng, len(arrival), *PROMPT)
-    outputs = _lognormal(rng, len(arrival), *OUTPUT)
+    prompts = _lognormal(rng, len(arrival), *shape.prompt)
+    outputs = _lognormal(rng, len(arrival), *shape.output)
     return np.column_stack([arrival, prompts, outputs])
 
 
@@ -135,7 +145,7 @@ def write_day(rows: np.ndarray, path: Path) -> Path:
 
 def write_days(shape: Shape, folder: Path, seed: int = 0) -> tuple[Path, Path]:
     """Day 1 and day 2 of `shape` (two draws), as generic CSV traces."""
-    base = 1000 * (1 + sorted(SHAPES).index(shape.name)) + seed
+    base = 1000 * (1 + SEED_ORDER.index(shape.name)) + seed
     return (write_day(day_requests(shape, base + 1), folder / f"{shape.name}_day1.csv"),
             write_day(day_requests(shape, base + 2), folder / f"{shape.name}_day2.csv"))
 
@@ -145,7 +155,7 @@ def plan_input(shape: Shape, fit: Path, check: Path) -> dict:
     return {"name": shape.name, "cluster": {"name": "prod", "instance_types":
                                             [shape.instance_type], "max_gpus": 64},
             "slo": dict(shape.slo),
-            "workloads": [{"name": "svc", "model": shape.model, "precision": "bf16",
+            "workloads": [{"name": "svc", "model": shape.model, "precision": shape.precision,
                            "traffic": {"kind": "trace", "format": "generic", "path": str(fit)},
                            "check_traffic": {"kind": "trace", "format": "generic",
                                              "path": str(check)}}]}

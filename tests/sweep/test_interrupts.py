@@ -123,17 +123,24 @@ runpy.run_module("gpuscale", run_name="__main__")
 """
 
 
+def _patched_sweep(script: str, tmp_path: Path, workers: int, grid_text: str = GRID
+                   ) -> tuple[subprocess.Popen, str, Path]:
+    """A sweep run by `script` (gpuscale with a stop patched in): the process, its stderr
+    and the table it wrote to."""
+    scenario, grid = _files(tmp_path, grid_text)
+    out = tmp_path / "t.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, "sweep", str(scenario), "--grid", str(grid), "--out",
+         str(out), "--workers", str(workers)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return proc, _stderr_within_a_minute(proc), out
+
+
 def test_a_stop_while_the_workers_start_stops_them_too(tmp_path):
     # The held-back stop was raised after the pool was made but before the block that kills
     # it on a stop: the line was printed, then the process waited at exit for the pool to
     # run all 240 runs (found by the interrupt test under load).
-    scenario, grid = _files(tmp_path, LONG_GRID)
-    out = tmp_path / "t.csv"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _STOP_WHILE_STARTING, "sweep", str(scenario), "--grid",
-         str(grid), "--out", str(out), "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    stderr = _stderr_within_a_minute(proc)
+    proc, stderr, out = _patched_sweep(_STOP_WHILE_STARTING, tmp_path, 2, LONG_GRID)
     assert proc.returncode == 2, stderr
     assert stderr.splitlines() == [
         f"gpuscale: error: sweep stopped by SIGTERM after 0 new run(s) of the grid's 240; the "
@@ -162,13 +169,7 @@ runpy.run_module("gpuscale", run_name="__main__")
 def test_a_row_in_the_table_is_a_row_counted_and_shown(tmp_path):
     # A stop landing between a row's append and its progress line left the row in the table
     # but out of the count ("after 4 new run(s)" over 5 rows: the full suite under load).
-    scenario, grid = _files(tmp_path)
-    out = tmp_path / "t.csv"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _STOP_WHILE_APPENDING, "sweep", str(scenario), "--grid",
-         str(grid), "--out", str(out), "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    stderr = _stderr_within_a_minute(proc)
+    proc, stderr, out = _patched_sweep(_STOP_WHILE_APPENDING, tmp_path, 1)
     assert proc.returncode == 2, stderr
     lines = stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("[1/6] "), stderr

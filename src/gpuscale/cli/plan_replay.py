@@ -119,8 +119,8 @@ def _trace_as_given(replay_window: str, workload: dict) -> bool:
         return True
     # the search leaves end_s out only for the whole history (trace_search.window_workload)
     return (workload.get("end_s") is None and not workload.get("start_s")
-            and workload.get("rate_scale", 1.0) == 1.0 and workload.get("repeat", 1) == 1
-            and workload.get("max_requests") is None)
+            and workload.get("rate_scale", 1.0) == 1.0 and workload.get("load_scale", 1.0) == 1.0
+            and workload.get("repeat", 1) == 1 and workload.get("max_requests") is None)
 
 
 def run_replays(plan: Plan, files: dict[str, list], base_dir: Path, *, workers: int = 1,

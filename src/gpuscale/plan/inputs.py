@@ -256,6 +256,14 @@ class SimulationSettings(Strict):
                                   "of two days or more, else the last check_frac.")
     check_frac: float = Field(0.2, gt=0, lt=1, description="Share of a history shorter than two "
                               "days held out to check the plan on.")
+    headroom_frac: float | None = Field(None, ge=0, le=1, description="A trace's plan is sized "
+                                        "for this much more traffic than the fit window "
+                                        "recorded (its fit runs replay the trace at load_scale "
+                                        "1 + headroom_frac, on the same clock); the check and "
+                                        "the replay run it as recorded. None = 0.1 for a "
+                                        "history of a day or more (a plan for the days after "
+                                        "it, whose busiest minutes fall elsewhere), 0 for a "
+                                        "shorter one (a plan for the traffic given).")
 
 
 class PlanInput(Strict):

@@ -123,9 +123,10 @@ def render_plan_md(plan: Plan, files: list[str], replay_commands: dict[str, str]
     simulated = [n for n, c in sorted(plan.costs.items()) if c.simulated_per_day]
     out += [
         "",
-        (f"GPU-hours/day of {', '.join(simulated)}: simulated, the plan's GPU-hours over the "
-         "fit and check windows divided by their length (traffic's window only; the drain is "
-         "apart); SLO attainment: the held-out check window. " if simulated else "")
+        (f"GPU-hours/day of {', '.join(simulated)}: simulated, the plan's GPU-hours in the "
+         "replay below (the traffic as recorded) over its length, times 24 h (traffic's "
+         "window only; the drain is apart); SLO attainment: the held-out check window. "
+         if simulated else "")
         + "Otherwise GPU-hours/day: the mean-rate fleet (never below the warm pool) in whole "
         "on-demand nodes for 24 h. Oracle: the one `simulate` reports (metrics/oracle.py): "
         "whole nodes that "

@@ -55,7 +55,7 @@ from gpuscale.plan.trace_candidates import ScheduleCandidate, fit_stage, ranked,
 from gpuscale.plan.trace_configs import all_configs
 from gpuscale.plan.unreachable import Unreachable, analyse
 from gpuscale.plan.warm_pool import CandidateSetup, candidate_scenario_dict, search_min_replicas
-from gpuscale.units import seconds_of_day_utc
+from gpuscale.units import SECONDS_PER_DAY, seconds_of_day_utc
 from gpuscale.workloads.replay import TraceWorkload
 
 # The quietest stretch calibrates a second rate when its peak is clearly below the busiest's.
@@ -65,6 +65,21 @@ SLOT_S = 1800.0  # the daily profile's slot: half-hour rates follow a day's ramp
 # plus node start-up (~10-20 min), so a burst the reactive scaler cannot catch is in them.
 SMOOTH_S = 600.0
 PEAK_HEADROOM = 1.2  # max replicas cover the history's busiest slot x this (as BURST_HEADROOM)
+# simulation.headroom_frac's default for a history of a day or more: a plan learned on one day
+# runs on the days after it, and another day of the same service puts its busiest minutes
+# elsewhere. ServeGen's two days of one multimodal service (../shared/traces/servegen_mm_image,
+# two draws with the same daily curve and volume within 1 %) need 10 and 11 replicas always on,
+# a tenth apart; docs/plan.md has what it buys and costs on other day shapes.
+DAY_HEADROOM_FRAC = 0.1
+
+
+def headroom_frac(asked: float | None, history: History) -> float:
+    """The fit runs' extra load: the input's, else DAY_HEADROOM_FRAC for a history of a day
+    or more (first to last request within an hour of 24 h counts) and none for a shorter one
+    (a plan for the traffic it was given)."""
+    if asked is not None:
+        return asked
+    return DAY_HEADROOM_FRAC if history.span_s >= SECONDS_PER_DAY - 3600 else 0.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,7 @@ class TracePlan:
     replay: dict  # the check window's scenario with the three strategies
     why: str
     unreachable: Unreachable | None = None  # the SLO cannot be met: what can, what would
+    headroom_frac: float = 0.0  # the fit runs' extra load (simulation.headroom_frac)
 
 
 def read_arrivals(traffic: TraceWorkload, base_dir: Path, field: str,
@@ -117,6 +133,7 @@ class TraceSearch:
     screen_rows: list[EvidenceRow] = field(default_factory=list)
     check_clock: datetime | None = None  # check_traffic's own second 0 (plan/clock.py)
     simulated: dict[str, EvidenceRow] = field(default_factory=dict)  # by scenario content
+    headroom_frac: float = 0.0  # set once the history is split (`headroom_frac`)
 
     def clock(self, other_trace: bool = False) -> datetime:
         """The wall clock of second 0 of the traffic (or of check_traffic)."""
@@ -136,14 +153,23 @@ class TraceSearch:
                        empty_node_ttl_s=float(c.config.release.consolidate_after_s),
                        image_pull_s=c.config.cold.image_pull_s, scale_up_tolerance=c.tolerance)
 
+    @property
+    def load_scale(self) -> float:
+        """What the fit runs replay of the trace's load: 1 + the plan's headroom."""
+        return 1.0 + self.headroom_frac
+
     def scenario(self, window: Window, strategy: dict, initial: int, *, other_trace: bool = False,
-                 setup: CandidateSetup | None = None) -> dict:
+                 setup: CandidateSetup | None = None, recorded: bool = False) -> dict:
+        """The run of `strategy` on `window`: with the plan's headroom (the fit stage), or the
+        traffic as recorded (`recorded`: the check, the replay and its always-on search)."""
         traffic = self.w.check_traffic if other_trace else self.w.traffic
         assert isinstance(traffic, TraceWorkload)
         setup = setup or self.setup
         data = candidate_scenario_dict(self.plan, self.w, self.stats, setup, initial)
         data["name"] = f"{self.plan.name}-{self.w.name}"
         data["workload"] = window_workload(traffic, window)
+        if not recorded and self.load_scale != 1.0:
+            data["workload"]["load_scale"] = traffic.load_scale * self.load_scale
         data["duration_s"] = window.duration_s
         start = self.clock(other_trace) + timedelta(seconds=window.start_s)
         data["start_time"] = start.isoformat()
@@ -200,14 +226,16 @@ class TraceSearch:
         return [replace(self.simulated[k], config=label) for k, label in zip(keys, labels,
                                                                              strict=True)]
 
-    def fixed_scenario(self, window: Window, n: int, other_trace: bool = False) -> dict:
-        return self.scenario(window, self.fixed(n), n, other_trace=other_trace)
+    def fixed_scenario(self, window: Window, n: int, other_trace: bool = False,
+                       recorded: bool = False) -> dict:
+        return self.scenario(window, self.fixed(n), n, other_trace=other_trace, recorded=recorded)
 
     def fixed_search(self, window: Window, start: int, other_trace: bool = False,
-                     tag: str = "", known: dict[int, EvidenceRow] | None = None
-                     ) -> tuple[int | None, list[EvidenceRow]]:
+                     tag: str = "", known: dict[int, EvidenceRow] | None = None,
+                     recorded: bool = False) -> tuple[int | None, list[EvidenceRow]]:
         """The smallest always-on fleet meeting the SLO on `window`, from `start`; `known`:
-        fleets already simulated there (run beside other work, in parallel)."""
+        fleets already simulated there (run beside other work, in parallel); `recorded`: on
+        the traffic as recorded, not with the plan's headroom."""
         # never past the cluster's GPU limit (an analytic start above it, e.g. at a tight
         # ITL, simulated fleets the cluster cannot hold and named them "up to" the limit)
         limit = self.gpu_limit_replicas()
@@ -217,7 +245,7 @@ class TraceSearch:
         def evaluate(n: int) -> EvidenceRow:
             if n in done:
                 return done[n]
-            row = self.run([self.fixed_scenario(window, n, other_trace)],
+            row = self.run([self.fixed_scenario(window, n, other_trace, recorded)],
                            [f"{tag}always on {n}"])[0]
             return replace(row, min_replicas=n)
 
@@ -262,6 +290,7 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     settings = s.plan.simulation
     history = split_history(arrival, check_s=settings.check_s, check_frac=settings.check_frac,
                             other_check_end_s=other, source=source)
+    s.headroom_frac = headroom_frac(settings.headroom_frac, history)
     day_offset = s.plan.day_offset_s
     # 2. short representative windows: the busiest and the quietest stretch of the fit window,
     # a slot of the profile long at most, so the fleet measured on a stretch sized to its peak
@@ -311,7 +340,8 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     per_rps = sizing.busy_per_rps
     return TracePlan(history, per_rps, winner, always_n, s.max_replicas,
                      tuple(calibration) + tuple(s.screen_rows),
-                     tuple(fit_rows), tuple(check), check_fixed, replay, why)
+                     tuple(fit_rows), tuple(check), check_fixed, replay, why,
+                     headroom_frac=s.headroom_frac)
 
 
 def _choose(cands: list[ScheduleCandidate], fit_rows: list[EvidenceRow],
@@ -370,22 +400,23 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_fixed: int, other:
                              min(s.plan.simulation.trace_window_s, SLOT_S))
     held = [] if other else [check]
     scenarios = [s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other,
-                            setup=setup),
-                 s.scenario(replay_w, base_st, 1, other_trace=other, setup=setup)]
+                            setup=setup, recorded=True),
+                 s.scenario(replay_w, base_st, 1, other_trace=other, setup=setup, recorded=True)]
     for w in held + [stretch]:
         st = plan_strategy(w, other)
         scenarios.append(s.scenario(w, st, st["initial_replicas"], other_trace=other,
-                                    setup=setup))
+                                    setup=setup, recorded=True))
     labels = ["plan", "baseline-queue-depth (min 1)"] + \
         ["plan on the held-out window"] * len(held) + ["plan on the held-out busiest stretch"]
     probes = [n for n in (n_fixed, n_fixed - 1) if n >= 1]
-    rows = s.run(scenarios + [s.fixed_scenario(replay_w, n, other) for n in probes],
+    rows = s.run(scenarios + [s.fixed_scenario(replay_w, n, other, recorded=True)
+                              for n in probes],
                  labels + [f"replay: always on {n}" for n in probes])
     known = {n: replace(r, min_replicas=n) for n, r in zip(probes, rows[len(labels):],
                                                            strict=True)}
     rows = rows[:len(labels)]
     found, fixed_rows = s.fixed_search(replay_w, n_fixed, other_trace=other, tag="replay: ",
-                                       known=known)
+                                       known=known, recorded=True)
     fixed = next((r for r in fixed_rows if r.min_replicas == found), None)
     floor = plan_st["autoscaler"].get("min_replica_count", plan_st["initial_replicas"])
     rows = [replace(rows[0], min_replicas=floor, why=_why(rows[0], s.slo)),
@@ -397,7 +428,7 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_fixed: int, other:
                                 "traffic"))
     strategies = [plan_st, base_st] + ([s.fixed(found)] if found is not None else [])
     replay = s.scenario(replay_w, plan_st, plan_st["initial_replicas"], other_trace=other,
-                        setup=setup)
+                        setup=setup, recorded=True)
     replay["strategies"] = strategies
     return rows, found, replay
 
@@ -420,10 +451,11 @@ def _unreachable(s: TraceSearch, history: History, busy: Window,
            f"{found.reachable.slo_attainment:.2%}, and {n} replicas come within 0.1 point")
     other = history.check_is_other_trace
     plan_st = dict(s.fixed(n), name="plan")
-    check_rows = s.run([s.scenario(history.check, plan_st, n, other_trace=other)], ["plan"])
-    replay = s.scenario(history.check, plan_st, n, other_trace=other)
+    check_rows = s.run([s.scenario(history.check, plan_st, n, other_trace=other,
+                                   recorded=True)], ["plan"])
+    replay = s.scenario(history.check, plan_st, n, other_trace=other, recorded=True)
     evidence = tuple(calibration) + (replace(found.cheapest_close,
                                              why="cheapest within 0.1 point of the reachable"),)
     return TracePlan(history, None, None, None, n, evidence + found.changes, (),
                      tuple(replace(r, min_replicas=n, why=_why(r, s.slo)) for r in check_rows),
-                     None, replay, why, found)
+                     None, replay, why, found, s.headroom_frac)

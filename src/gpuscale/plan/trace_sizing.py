@@ -73,6 +73,10 @@ def _method(found: TracePlan, slo: SloInput) -> str:
     h = found.history
     text = (f"the whole history simulated: fit on {h.fit.duration_s / 3600:.1f} h, checked on "
             f"{h.check.duration_s / 3600:.1f} h held out ({h.how}); {found.why}")
+    if found.headroom_frac:
+        text += (f"; sized for {found.headroom_frac:.0%} more traffic than the fit window "
+                 "recorded (simulation.headroom_frac: the fit runs replay it at load_scale "
+                 f"{1 + found.headroom_frac:g}; the check and the replay as recorded)")
     if found.replicas_per_rps is not None:
         text += (f"; {found.replicas_per_rps:.2f} replicas per request/s (of a 10-minute "
                  "mean), measured as the smallest always-on fleet meeting the SLO on the fit "
@@ -92,15 +96,14 @@ def _rows_per_day(rows: list[EvidenceRow], seconds: float, opt: HardwareOption
 def _cost(opt: HardwareOption, found: TracePlan, check_plan: EvidenceRow | None,
           recheck: tuple[EvidenceRow, ...]):
     def cost(roles: list[Role]) -> CostEstimate:
-        """Per day, simulated: the plan's GPU-hours on the fit and check windows over their
-        length (a day of the plan, not an hour times 24)."""
-        winner = next((r for r in found.fit if r.why.startswith("winner")), None)
-        rows = [r for r in (winner, check_plan) if r is not None]
-        seconds = ((found.history.fit.duration_s if winner else 0.0)
-                   + (found.history.check.duration_s if check_plan else 0.0))
-        if not rows or seconds <= 0:
+        """Per day, simulated: the replay's plan run (the traffic as recorded, what
+        `compare DIR/scenarios/W.yaml` re-runs) over the replay's length; never an hour times
+        24, nor the fit runs (they carry the plan's headroom)."""
+        replay = found.check[0] if found.check else None
+        seconds = float(found.replay.get("duration_s") or 0.0)
+        if replay is None or seconds <= 0:
             return CostEstimate(0.0, 0.0, None, None, None)
-        gpu_h, usd, oracle = _rows_per_day(rows, seconds, opt)
+        gpu_h, usd, oracle = _rows_per_day([replay], seconds, opt)
         worst = min(r.slo_attainment for r in recheck) if recheck else None
         sim_eff = round(oracle / gpu_h, 4) if gpu_h else None
         return CostEstimate(round(gpu_h, 2), round(usd, 2), round(oracle, 2), sim_eff,

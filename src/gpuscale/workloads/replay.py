@@ -2,11 +2,12 @@
 
 The order is fixed and documented because it changes the result: window [start_s, end_s)
 (relative to the trace's first request) -> shift to 0 -> tile `repeat` times -> divide times
-by `rate_scale` -> keep the first `max_requests`.
+by `rate_scale` -> scale the load by `load_scale` -> keep the first `max_requests`.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -57,6 +58,39 @@ def scale_rate(requests: Requests, rate_scale: float) -> Requests:
                     requests.prefix_blocks, requests.start_time)
 
 
+# `load_scale`'s extra copies land within this many seconds of their original: more users of
+# the same service, on the same curve at every scale a fleet sizes on (10-minute rates), with
+# the minute-scale bursts grown in proportion. An approximation, documented in docs/workloads.md.
+LOAD_JITTER_S = 60.0
+# A fixed generator, not the run's: a trace replays the same requests whatever the seed
+# (plan/trace_search.py relies on it), with or without a load scale.
+LOAD_SEED = 20261202
+
+
+def scale_load(requests: Requests, load_scale: float) -> Requests:
+    """The same clock with `load_scale` times the requests: each request kept
+    floor(load_scale) times and once more with probability frac(load_scale) (so 0.8 drops a
+    fifth, 1.1 copies a tenth); an extra copy arrives within +-LOAD_JITTER_S of its original
+    (never before 0 nor after the last arrival), with the original's lengths and prefix."""
+    n = len(requests)
+    if load_scale == 1.0 or n == 0:
+        return requests
+    rng = np.random.default_rng(LOAD_SEED)
+    whole = int(load_scale)
+    copies = np.full(n, whole, dtype=np.int64) + (rng.random(n) < load_scale - whole)
+    index = np.repeat(np.arange(n), copies)
+    arrival = requests.arrival_s[index]
+    extra = np.ones(len(index), dtype=bool)
+    extra[np.r_[0, np.flatnonzero(np.diff(index)) + 1] if len(index) else []] = False
+    jitter = rng.uniform(-LOAD_JITTER_S, LOAD_JITTER_S, len(index))
+    arrival = np.where(extra, np.clip(arrival + jitter, 0.0, requests.arrival_s[-1]), arrival)
+    order = np.argsort(arrival, kind="stable")
+    rows = index[order]
+    blocks = requests.prefix_blocks
+    return Requests(arrival[order], requests.prompt_tokens[rows], requests.output_tokens[rows],
+                    None if blocks is None else blocks.take(rows), requests.start_time)
+
+
 def head(requests: Requests, max_requests: int | None) -> Requests:
     if max_requests is None or max_requests >= len(requests):
         return requests
@@ -101,6 +135,14 @@ class TraceWorkload(BaseModel):
         gt=0,
         description="Arrival-rate multiplier: times are divided by it (2 = twice the rate in half "
         "the time). Default 1 = as recorded.",
+    )
+    load_scale: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="Load multiplier that keeps the clock (unlike rate_scale): 1.2 replays a "
+        "fifth of the requests twice, each copy within 60 s of its original, 0.8 drops a "
+        "fifth; the same requests whatever the seed. Default 1 = as recorded.",
     )
     repeat: int = Field(
         1,
@@ -172,6 +214,9 @@ class TraceWorkload(BaseModel):
         # the rate scale divides it in place: the quotients of `scale_rate`, without another
         # full-length array (194k arrivals on the tiled benchmark), still sorted (r > 0).
         np.divide(cut.arrival_s, self.rate_scale, out=cut.arrival_s)
+        if self.load_scale != 1.0:
+            check_trace(math.ceil(len(cut) * self.load_scale), 0.0, self.path)
+            cut = scale_load(cut, self.load_scale)
         replayed = head(cut, self.max_requests)
         end_s = float(replayed.arrival_s[-1]) if len(replayed) else 0.0
         check_trace(len(replayed), end_s, self.path)  # a trace spanning centuries
