@@ -1,11 +1,13 @@
-"""Checks a trace plan's replay shares: the scenario holds the manifests' cron windows, and
-`gpuscale compare DIR/scenarios/W.yaml` prints plan.md's replay numbers."""
+"""Checks the trace plan tests share: the replay scenario holds the manifests' cron windows,
+`gpuscale compare DIR/scenarios/W.yaml` prints plan.md's replay numbers, and an unreachable
+SLO is one line and exit 2."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner
 
 from gpuscale.cli import cli
@@ -36,3 +38,16 @@ def compare_reproduces_plan_md(plan: dict, out: Path, workload: str = "chat") ->
     assert f"| {rows[0]['slo_attainment']:.1%} |" in text
     assert f"| {rows[0]['gpu_hours']:.1f} | {rows[0]['cost_usd']:.2f} |" in text
     return rows
+
+
+def unreachable_plan(data: dict, folder: Path) -> tuple[str, Path, Path]:
+    """`gpuscale plan` of an input whose SLO no fleet reaches: exits 2 with one line naming
+    the input, `slo` and "not reachable"; returns (that line, the input, the --out folder)."""
+    source = folder / "input.yaml"
+    source.write_text(yaml.safe_dump(data))
+    out = folder / "plan"
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert str(source) in line and "slo" in line and "not reachable" in line
+    return line, source, out

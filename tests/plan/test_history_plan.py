@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from gpuscale.cli import cli
 from gpuscale.plan.history import trace_end_s
 
-from .replay_checks import compare_reproduces_plan_md, cron_windows
+from .replay_checks import compare_reproduces_plan_md, cron_windows, unreachable_plan
 from .trace_history import history_input, write_trace
 
 
@@ -90,13 +90,8 @@ def test_an_unreachable_slo_is_one_line_exit_2_with_what_would_reach_it(tmp_path
     data["cluster"].update(instance_types=["g6.2xlarge", "g6e.2xlarge"], max_gpus=4)
     data["slo"]["itl_p99_s"] = 0.012  # 12 ms a token: faster than an L4 decodes an 8B model
     data["simulation"]["trace_window_s"] = 600
-    source = tmp_path / "input.yaml"
-    source.write_text(yaml.safe_dump(data))
-    out = tmp_path / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out)])
-    assert result.exit_code == 2, result.output
-    line = result.output.strip().splitlines()[-1]
-    assert str(source) in line and "not reachable" in line and "at most" in line
+    line, _, out = unreachable_plan(data, tmp_path)
+    assert "at most" in line
     text = (out / "plan.md").read_text()
     assert "FP8 weights and KV cache" in text and "the SLO TTFT <=" in text
     assert "cheapest within 0.1 point of the reachable" in text
