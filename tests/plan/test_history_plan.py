@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from gpuscale.cli import cli
 from gpuscale.plan.history import trace_end_s
 
+from .replay_checks import compare_reproduces_plan_md, cron_windows, unreachable_plan
 from .trace_history import history_input, write_trace
 
 
@@ -64,21 +65,9 @@ def test_compare_on_the_replay_reproduces_the_plans_numbers(planned):
     behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert keda["advanced"]["horizontal_pod_autoscaler_config"]["behavior"]["scale_down"][
         "stabilization_window_s"] == behavior["scaleDown"]["stabilizationWindowSeconds"]
-    crons = [t for t in keda["triggers"] if t.get("type") == "cron"]
-    shipped = [t["metadata"] for t in scaled["spec"]["triggers"] if t["type"] == "cron"]
-    assert [(c["start"], c["end"], c["desired_replicas"]) for c in crons] == [
-        (m["start"], m["end"], int(m["desiredReplicas"])) for m in shipped]
-    replay = CliRunner().invoke(cli, ["compare", str(scenario_file), "--format", "json"])
-    assert replay.exit_code == 0, replay.output
-    runs = {r["name"]: r for r in json.loads(replay.output)["runs"]}
-    rows = plan["warm_pools"]["chat"]["replay"]
-    for name, row in zip(["plan", "baseline-queue-depth", "fixed-best"], rows, strict=True):
-        for key in ("gpu_hours", "slo_attainment", "cost_usd", "drain_gpu_hours"):
-            assert runs[name][key] == row[key], (name, key)
-    text = (out / "plan.md").read_text()
-    plan_row = rows[0]
-    assert f"| {plan_row['slo_attainment']:.1%} |" in text
-    assert f"| {plan_row['gpu_hours']:.1f} | {plan_row['cost_usd']:.2f} |" in text
+    crons, shipped = cron_windows(keda, scaled)
+    assert crons == shipped
+    compare_reproduces_plan_md(plan, out)
 
 
 @pytest.mark.slow
@@ -101,13 +90,8 @@ def test_an_unreachable_slo_is_one_line_exit_2_with_what_would_reach_it(tmp_path
     data["cluster"].update(instance_types=["g6.2xlarge", "g6e.2xlarge"], max_gpus=4)
     data["slo"]["itl_p99_s"] = 0.012  # 12 ms a token: faster than an L4 decodes an 8B model
     data["simulation"]["trace_window_s"] = 600
-    source = tmp_path / "input.yaml"
-    source.write_text(yaml.safe_dump(data))
-    out = tmp_path / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out)])
-    assert result.exit_code == 2, result.output
-    line = result.output.strip().splitlines()[-1]
-    assert str(source) in line and "not reachable" in line and "at most" in line
+    line, _, out = unreachable_plan(data, tmp_path)
+    assert "at most" in line
     text = (out / "plan.md").read_text()
     assert "FP8 weights and KV cache" in text and "the SLO TTFT <=" in text
     assert "cheapest within 0.1 point of the reachable" in text
@@ -157,9 +141,11 @@ def test_without_check_traffic_the_replay_is_the_whole_history(tmp_path):
     assert [r["config"] for r in pool["recheck"]] == ["plan on the held-out window",
                                                       "plan on the held-out busiest stretch"]
     scenario = yaml.safe_load((out / "scenarios" / "chat.yaml").read_text())
-    assert scenario["workload"]["start_s"] == 0.0
-    assert scenario["duration_s"] == trace_end_s(
-        np.loadtxt(trace, delimiter=",", skiprows=1)[:, 0])
+    # the trace as given, read as `simulate --manifests DIR/manifests --trace T` reads it
+    assert not scenario["workload"].get("start_s") and scenario["workload"].get("end_s") is None
+    arrival = np.loadtxt(trace, delimiter=",", skiprows=1)[:, 0]
+    last_s = float(arrival[-1] - arrival[0])  # a trace's second 0 is its first request
+    assert last_s < scenario["duration_s"] <= trace_end_s(np.array([last_s]))
     replay = CliRunner().invoke(cli, ["compare", str(out / "scenarios" / "chat.yaml"),
                                       "--format", "json"])
     runs = {r["name"]: r for r in json.loads(replay.output)["runs"]}

@@ -183,3 +183,27 @@ def test_a_group_inside_a_rack_scale_nvlink_domain_must_share_it():
     lws = rendered[f"{role.name}.yaml"][0]
     assert lws["metadata"]["annotations"]["kai.scheduler/topology-required-placement"] == \
         "nvidia.com/gpu.clique"
+
+
+def _zones(plan) -> list[str]:
+    pool = render_plan_manifests(plan)["nodepool-gpu-serving.yaml"][0]
+    return next((r["values"] for r in pool["spec"]["template"]["spec"]["requirements"]
+                 if r["key"] == "topology.kubernetes.io/zone"), [])
+
+
+def test_a_pool_of_replicas_spanning_nodes_launches_in_one_zone():
+    """Karpenter launches a node per pending pod and knows nothing of KAI's gang: over several
+    zones it may start a group's two nodes apart, where the group never runs (simulated: a
+    scheduled scale-up of a 2-node replica took 25 min instead of 5). The serving NodePool
+    takes one zone, the input's first, else the first every allowed type is offered in."""
+    data = example_dict(DEEPSEEK)
+    data["cluster"]["zones"] = ["us-east-1b", "us-east-1c"]
+    plan = _plan(data)
+    assert _zones(plan) == ["us-east-1b"]
+    assert any(d.subject == "NodePool gpu-serving: one zone" for d in plan.decisions)
+    del data["cluster"]["zones"]
+    assert _zones(_plan(data)) == [get_instance_type("p5.48xlarge").zones[0]]
+    # replicas inside one node keep every zone the input allows
+    one_node = example_dict("llama70b-fp8-h100-chat")
+    one_node["cluster"]["zones"] = ["us-east-1a", "us-east-1b"]
+    assert _zones(_plan(one_node)) == ["us-east-1a", "us-east-1b"]

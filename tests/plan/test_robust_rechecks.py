@@ -47,6 +47,12 @@ def test_a_trace_on_the_shapes_path_is_rechecked_on_held_out_windows_not_seeds(t
     robustness = next(d for d in plan.decisions if d.subject == "chat: robustness")
     assert "held-out windows of the trace" in robustness.reason and \
         f"{worst:.1%}" in robustness.choice
+    # and the plan says plainly what it was fitted on (it read as if the trace had been planned)
+    for pool in (plan.warm_pools["chat-prefill"], plan.warm_pools["chat-decode"]):
+        assert pool.method.startswith("only the trace's first 20m of its "), pool.method
+        assert "a disaggregated trace is not planned on its whole history" in pool.method
+    aggregated = next(d for d in plan.decisions if d.subject.startswith("chat: aggregated floor"))
+    assert aggregated.reason.startswith("only the trace's first 20m of its ")
 
 
 def test_a_fleet_meeting_the_slo_where_no_scaler_floor_did_is_the_plan(tmp_path):

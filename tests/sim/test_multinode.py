@@ -148,3 +148,37 @@ def test_every_gpu_of_the_group_is_exported_as_dcgm_reports_it():
         assert len(gpus) == 16 and len(pods) == 2
     phases = run.prometheus.store.families["kube_pod_status_phase"].labels
     assert len({lbl.get(ls, "pod") for ls in phases}) == 2
+
+
+def test_a_warm_floor_of_two_node_replicas_under_karpenter_runs_every_replica():
+    """The t=0 nodes Karpenter adopts take the zones in turn, a group's nodes together: two
+    2-node replicas on four warm nodes both run. Spread node by node (a, b, c, a), the second
+    group found one free node in each of two zones, could never be placed, and the NodePool's
+    GPU limit kept Karpenter from launching more: a plan's replay ran on half its fleet."""
+    pool = {"name": "gpu", "limits": {"nvidia.com/gpu": 4},
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                              "values": ["g6e.2xlarge"]}]}
+    data = {
+        "name": "pp2-warm", "seed": 0, "duration_s": 120.0, "drain_s": 300.0,
+        "model": {"name": "Llama-3.1-70B", "precision": "fp8", "tp": 1, "pp": 2},
+        "cluster": {"instance_type": "g6e.2xlarge", "ready_nodes": 4, "max_nodes": 4},
+        "initial_replicas": 2,
+        "workload": {"kind": "poisson", "rate_per_s": 1.0, "duration_s": 120.0,
+                     "prompt_tokens": {"kind": "fixed", "value": 500},
+                     "output_tokens": {"kind": "fixed", "value": 50}},
+        "strategies": [{"name": "fixed", "autoscaler": {"kind": "fixed", "replicas": 2},
+                        "nodes": {"kind": "karpenter", "node_pools": [pool]}}],
+    }
+    run = _run(data)
+    run.run()
+    fleet = run.fleets["serve"]
+    assert len(fleet.slots) == 2 and all(slot.all_bound() for slot in fleet.slots.values())
+    zones = {pod.name: run.cluster.nodes[pod.node_name].zone
+             for pod in run.cluster.pods.values()}
+    assert len(zones) == 4 and len(set(zones.values())) == 2  # each group in its own zone
+    # a NodePool of one zone (a plan's, for groups spanning nodes) holds its warm floor there
+    pool["requirements"].append({"key": "topology.kubernetes.io/zone", "operator": "In",
+                                 "values": ["us-east-1b"]})
+    run = _run(data)
+    run.run()
+    assert {node.zone for node in run.cluster.nodes.values()} == {"us-east-1b"}

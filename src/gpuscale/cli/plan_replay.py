@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import math
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -72,30 +73,54 @@ def replay_scenario(plan: Plan, name: str, files: dict[str, list], folder: Path,
     imported = import_manifests([str(folder / f) for f in _role_files(files, name)], trace,
                                 name="plan")
     data = copy.deepcopy(imported.data)
-    whole = plan.warm_pools[name].replay_window.startswith("check_traffic")
-    if not whole:  # a held-out part of the history: its window and drain
+    if not _trace_as_given(plan.warm_pools[name].replay_window, searched["workload"]):
+        # a part of the trace (its own start_s, end_s, rate_scale...): the searched window
         data.update(workload=workload, duration_s=searched["duration_s"],
                     drain_s=searched["drain_s"])
     data.update(name=searched["name"], seed=searched["seed"], slo=searched["slo"],
                 start_time=searched["start_time"],
                 description=f"replay of plan workload {name}: its manifests, imported")
     nodes = data["strategies"][0].get("nodes")
-    per_node = max(1, get_instance_type(data["cluster"]["instance_type"]).num_gpus
-                   // max(1, data["model"].get("tp", 1) * data["model"].get("pp", 1)))
+    nodes_for = _nodes_for(imported.scenario)
     strategies = [data["strategies"][0]]
     for strategy in searched["strategies"][1:]:
         own = dict(strategy)
         if nodes is not None:
             own["nodes"] = nodes
-        own["ready_nodes"] = math.ceil(own.get("initial_replicas", 1) / per_node)
+        own["ready_nodes"] = nodes_for(own.get("initial_replicas", 1))
         strategies.append(own)
     # a cron window that never opens while this traffic runs would not act (and a scenario
     # refuses it as a schedule for other hours): left out of the replay, as in the search
     start = datetime.fromisoformat(str(data["start_time"]))
     data["strategies"] = [open_windows_only(st, start, data["duration_s"]) for st in strategies]
     most = max((s.get("initial_replicas") or 0) for s in strategies)
-    data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], math.ceil(most / per_node))
+    data["cluster"]["max_nodes"] = max(data["cluster"]["max_nodes"], nodes_for(most))
     return data
+
+
+def _nodes_for(scenario) -> Callable[[int], int]:
+    """Nodes that hold n replicas of the imported scenario's model: whole nodes per replica
+    for one spanning nodes (a LeaderWorkerSet group, one pod a node), else replicas packed
+    by GPUs (as the search's `CandidateSetup.nodes_for`)."""
+    from gpuscale.sim.replica_setup import replica_hardware
+
+    hw = replica_hardware(scenario)
+    if hw.layout.nodes > 1:
+        return lambda n: n * hw.layout.nodes
+    per_node = max(1, get_instance_type(scenario.cluster.instance_type).num_gpus // hw.tp)
+    return lambda n: math.ceil(n / per_node)
+
+
+def _trace_as_given(replay_window: str, workload: dict) -> bool:
+    """Whether the replay is a trace file whole, as `simulate --manifests DIR/manifests
+    --trace T` reads it: check_traffic, or the whole history of a trace the input does not
+    cut or scale (then the importer's own window and drain make the two the same run)."""
+    if replay_window.startswith("check_traffic"):
+        return True
+    # the search leaves end_s out only for the whole history (trace_search.window_workload)
+    return (workload.get("end_s") is None and not workload.get("start_s")
+            and workload.get("rate_scale", 1.0) == 1.0 and workload.get("load_scale", 1.0) == 1.0
+            and workload.get("repeat", 1) == 1 and workload.get("max_requests") is None)
 
 
 def run_replays(plan: Plan, files: dict[str, list], base_dir: Path, *, workers: int = 1,

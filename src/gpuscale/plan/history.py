@@ -24,6 +24,7 @@ from gpuscale.workloads.base import Requests
 from gpuscale.workloads.replay import TraceWorkload
 
 MINUTE_S = 60.0
+WHOLE_HISTORY = "the whole history"  # the label of the replay's window without check_traffic
 
 
 @dataclass(frozen=True)

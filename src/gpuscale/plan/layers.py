@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from gpuscale.catalog import get_instance_type
+from gpuscale.catalog.specs import ANY_ZONE
 from gpuscale.plan.inputs import PlanInput, TrafficShape
 from gpuscale.plan.model import Decision, NodePoolPlan, QueuePlan, Refusal, Role
 from gpuscale.units import format_duration
@@ -81,6 +82,32 @@ def _gpus_rounded_to_nodes(gpus: int, instance_types: tuple[str, ...]) -> int:
     return max(per_node, math.ceil(gpus / per_node) * per_node)
 
 
+def _gang_zone(pool: str, zones: tuple[str, ...], roles: list[Role],
+               types: tuple[str, ...], decisions: list[Decision]) -> tuple[str, ...]:
+    """One zone for a pool whose replicas span nodes. Karpenter launches a node per pending
+    pod and knows nothing of KAI's gang, so over several zones it may start a group's nodes
+    apart, where the group can never run (its pods exchange activations over EFA, which
+    stays inside one availability zone) and the nodes idle until consolidated; the
+    simulated Karpenter does the same (a scheduled scale-up of a 2-node replica took 25 min
+    instead of 5). The input's first zone, else the first the pool's types share."""
+    if not any(r.pods_per_replica > 1 for r in roles) or len(zones) == 1:
+        return zones
+    shared = [z for z in get_instance_type(types[0]).zones
+              if z != ANY_ZONE and all(z in get_instance_type(t).zones for t in types)]
+    chosen = zones[:1] or tuple(shared[:1])
+    if not chosen:
+        return zones
+    decisions.append(Decision(
+        "nodes", f"NodePool {pool}: one zone", chosen[0],
+        "a replica spans nodes (a LeaderWorkerSet group): Karpenter launches each pending pod's "
+        "node on its own and would spread a group over zones, where it cannot run (EFA stays "
+        "inside one availability zone); " + (
+            "the first of the input's zones" if zones else
+            "the first zone every allowed instance type is offered in (give cluster.zones to "
+            "choose)")))
+    return chosen
+
+
 def nodepools(
     plan: PlanInput, roles: list[Role]
 ) -> tuple[list[NodePoolPlan], list[Decision], list[Refusal]]:
@@ -108,8 +135,10 @@ def nodepools(
         gpus = sum(r.max_replicas * r.gpus_per_replica for r in serving)
         limit = _gpus_rounded_to_nodes(min(gpus, cluster.max_gpus or gpus), types)
         capacity = ("reserved", "on-demand") if cluster.reserved else ("on-demand",)
+        serving_zones = _gang_zone(SERVING_POOL, zones, serving, types, decisions)
         pools.append(
-            NodePoolPlan(SERVING_POOL, types, capacity, zones, limit, after_s, "1", weight=50)
+            NodePoolPlan(SERVING_POOL, types, capacity, serving_zones, limit, after_s, "1",
+                         weight=50)
         )
         decisions += [
             Decision(
@@ -150,9 +179,11 @@ def nodepools(
             for t in training
         )
         limit = _gpus_rounded_to_nodes(min(max(gpus, 1), cluster.max_gpus or max(gpus, 1)), types)
+        batch_zones = _gang_zone(BATCH_POOL, zones, batch, types, decisions)
         pools.append(
             NodePoolPlan(
-                BATCH_POOL, types, ("spot", "on-demand"), zones, limit, after_s, "1", weight=10
+                BATCH_POOL, types, ("spot", "on-demand"), batch_zones, limit, after_s, "1",
+                weight=10
             )
         )
         decisions.append(

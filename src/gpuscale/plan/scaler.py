@@ -115,7 +115,9 @@ def scaler_choice(plan: PlanInput, w: WorkloadInput, opt: HardwareOption, slo: S
                   refusals: list[Refusal]) -> ScalerChoice:
     """The analytic scaler of this hardware option."""
     model = get_model(w.model)
-    cold = w.cold_start_s or cold_start_estimate_s(model, w.precision, opt.it, opt.par.tp)
+    # all the replica's GPUs (TP x PP, across nodes too), as the simulated replica starts:
+    # its engine init (P2P check) is the whole group's (serving/cold_start.py)
+    cold = w.cold_start_s or cold_start_estimate_s(model, w.precision, opt.it, opt.gpus)
     signal, why = _signal(w, opt, refusals)
     queue_thr = queue_threshold(opt.cap.requests_per_s, slo.ttft_p99_s)
     reaction = SIGNAL_LAG_S + cold + plan.cluster.node_ready_s

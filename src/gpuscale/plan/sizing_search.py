@@ -282,7 +282,7 @@ def _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool: War
             max(1, plan.simulation.max_candidates // 2),
         )
         met = rows[-1].meets_slo
-        method = (
+        method = _first_window(plan, w, stats) + (
             "prefill/decode floors split from the aggregated search, then simulated as a "
             "disaggregated deployment (two pools, KV transfer, prefill on queue depth, decode "
             "on KV-cache use); the prefill floor was raised until the SLO held"
@@ -394,13 +394,27 @@ def size_workload(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: S
         if win or always_on else ()
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
-    pool = WarmPool(rounded, True, method, evidence, estimate, recheck)
+    pool = WarmPool(rounded, True, _first_window(plan, w, stats) + method, evidence, estimate,
+                    recheck)
     sized = Sized(opt, scaler, pool, rounded if always_on else max(max_repl, rounded + 1), [],
                   _cost_fn(stats, opt, slo, chosen, recheck),
                   _pd_verifier(plan, w, stats, setup, slo, scaler, base_dir, budget, pool),
                   replay_scenario(plan, w, stats, setup, scaler, rounded, fixed))
     sized.decisions += _scaler_decisions(w, sized, slo)
     return sized
+
+
+def _first_window(plan: PlanInput, w: WorkloadInput, stats: TrafficStats) -> str:
+    """What a trace sized here was simulated on, said first: only its first window (a
+    disaggregated trace; any other trace is planned on its whole history, trace_search.py)."""
+    if not isinstance(w.traffic, TraceWorkload):
+        return ""
+    window_s = plan.simulation.trace_window_s
+    span = f" of its {format_duration(stats.trace_span_s)}" if stats.trace_span_s else ""
+    return (f"only the trace's first {format_duration(window_s)}{span} simulated (a "
+            "disaggregated trace is not planned on its whole history: its floor is fitted on "
+            "that window and re-checked on held-out stretches after it; no schedule is "
+            "learned): ")
 
 
 def _unreachable(t: FleetTrials, fixed_rows: list[EvidenceRow], evidence: tuple[EvidenceRow, ...],

@@ -23,7 +23,6 @@ from typing import Literal
 
 import numpy as np
 
-from gpuscale.catalog import get_model
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.inputs import PlanInput, WorkloadInput
 from gpuscale.plan.layers import MIN_CONSOLIDATE_AFTER_S, consolidate_after_for
@@ -36,7 +35,6 @@ from gpuscale.plan.schedule import (
     slot_replicas,
     step_tolerance,
 )
-from gpuscale.plan.sizing import replica_hardware
 from gpuscale.plan.warm_pool import SIGNAL_LAG_S
 from gpuscale.serving.cold_start import (
     MAX_VOLUME_INIT_MIBPS,
@@ -112,8 +110,12 @@ def cold_start_options(plan: PlanInput, w: WorkloadInput, opt: HardwareOption
     """The cold starts the search may choose between (the input's own, when it gives one)."""
     if w.cold_start_s is not None:
         return [ColdStartOption("given", w.cold_start_s, 0.0, 0.0, "cold_start_s of the input")]
-    hw = replica_hardware(get_model(w.model), w.precision, opt.it, opt.par.tp)
-    parts = cold_start_medians(hw, image_size_gb=DEFAULT_IMAGE_SIZE_GB, pull_image=True,
+    # the replica as simulated (opt.hw: all its GPUs, its layout): a replica spanning nodes
+    # starts on every node of its group at once, each pulling (or reading) the image and
+    # streaming the whole checkpoint from its own volume (vLLM's streamer without
+    # `distributed` reads every safetensors file on each worker), so the group's cold start
+    # is one node's (serving/startup.py)
+    parts = cold_start_medians(opt.hw, image_size_gb=DEFAULT_IMAGE_SIZE_GB, pull_image=True,
                                storage=DEFAULT_WEIGHT_STORAGE, loader=DEFAULT_WEIGHT_LOADER,
                                warm_compile_cache=False, skip_p2p_check=False)
     pulled_image = parts["image_pull_s"] + parts["image_extract_s"]

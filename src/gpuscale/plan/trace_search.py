@@ -31,6 +31,7 @@ import numpy as np
 from gpuscale.autoscaling.keda_cron import CronTrigger, opens_within
 from gpuscale.plan.hardware import HardwareOption
 from gpuscale.plan.history import (
+    WHOLE_HISTORY,
     History,
     Window,
     busiest_window,
@@ -108,8 +109,12 @@ def read_arrivals(traffic: TraceWorkload, base_dir: Path, field: str,
 
 
 def window_workload(traffic: TraceWorkload, window: Window) -> dict:
-    """The trace's `window` as a workload (times in the rate-scaled timeline)."""
+    """The trace's `window` as a workload (times in the rate-scaled timeline); the whole
+    history of a trace read to its end is the trace as given (no end_s: every arrival is
+    inside it), so the replay reads it as `simulate --manifests --trace T` does."""
     data = traffic.model_dump()
+    if window.label == WHOLE_HISTORY and window.start_s == 0 and traffic.end_s is None:
+        return data
     data["start_s"] = traffic.start_s + window.start_s * traffic.rate_scale
     data["end_s"] = traffic.start_s + window.end_s * traffic.rate_scale
     return data
@@ -236,7 +241,10 @@ class TraceSearch:
         """The smallest always-on fleet meeting the SLO on `window`, from `start`; `known`:
         fleets already simulated there (run beside other work, in parallel); `recorded`: on
         the traffic as recorded, not with the plan's headroom."""
-        hi = max(start, self.gpu_limit_replicas())
+        # never past the cluster's GPU limit (an analytic start above it, e.g. at a tight
+        # ITL, simulated fleets the cluster cannot hold and named them "up to" the limit)
+        limit = self.gpu_limit_replicas()
+        hi = limit if self.plan.cluster.max_gpus else max(start, limit)
         done = dict(known or {})
 
         def evaluate(n: int) -> EvidenceRow:
@@ -394,7 +402,7 @@ def _check(s: TraceSearch, history: History, plan_strategy, n_fixed: int, other:
     That fleet's search starts at the fit window's (`n_fixed`), whose first two sizes run
     beside the plan's re-checks."""
     check = history.check
-    replay_w = check if other else Window(0.0, history.span_s, "the whole history")
+    replay_w = check if other else Window(0.0, history.span_s, WHOLE_HISTORY)
     plan_st, base_st = plan_strategy(replay_w, other), s.baseline()
     # robust, not lucky: the plan again on held-out traffic (other windows of the history,
     # not other seeds of the same trace): the check window and its busiest stretch

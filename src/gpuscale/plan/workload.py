@@ -195,8 +195,7 @@ def workload_roles(plan: PlanInput, w: WorkloadInput, base_dir: Path, simulate: 
     slo = plan.slo_of(w)
     stats = traffic_stats(w, base_dir, plan.simulation.trace_window_s)
     options = hardware_options(plan, w, stats, slo)
-    if simulate and isinstance(w.traffic, TraceWorkload) and not w.disaggregated \
-            and options[0].one_node:
+    if simulate and isinstance(w.traffic, TraceWorkload) and not w.disaggregated:
         clock = trace_clock(plan, w, stats.start_time, base_dir, source)  # the time of day
         out.decisions.append(clock.decision)
         sized = size_trace(clock.plan, w, stats, slo, options[0], base_dir, budget,

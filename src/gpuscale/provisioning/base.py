@@ -32,11 +32,13 @@ class NodeProvider(Protocol):
 
     def adopt_ready_nodes(self, count: int, instance_type: Any,
                           capacity_type: str = "on-demand",
-                          pool_name: str | None = None) -> list[Node]:
+                          pool_name: str | None = None, group_nodes: int = 1) -> list[Node]:
         """Take `count` nodes that already run at t=0 (a cluster at its warm floor) as the
         provider's own, so its loops treat them like nodes it launched. A provider whose t=0
         nodes are all its own (static groups, node groups at min size) adopts none and
-        returns []; the caller then adds unmanaged nodes if it needs them."""
+        returns []; the caller then adds unmanaged nodes if it needs them. `group_nodes`: the
+        nodes of one replica spanning nodes, which share a zone (sim/replica_pods.py), as
+        the nodes launched for that replica's gang would."""
         ...
 
     def summary(self) -> dict[str, Any]:
@@ -49,7 +51,7 @@ class AdoptsNoNodes:
 
     def adopt_ready_nodes(self, count: int, instance_type: Any,
                           capacity_type: str = "on-demand",
-                          pool_name: str | None = None) -> list[Node]:
+                          pool_name: str | None = None, group_nodes: int = 1) -> list[Node]:
         return []
 
 

@@ -49,8 +49,9 @@ class NodePool:
 
     def adopt_ready_nodes(self, count: int, instance_type: InstanceType | None = None,
                           capacity_type: str | None = None,
-                          pool_name: str | None = None) -> list[Node]:
-        """The warm floor: `count` nodes of the pool's own type, Ready at t=0."""
+                          pool_name: str | None = None, group_nodes: int = 1) -> list[Node]:
+        """The warm floor: `count` nodes of the pool's own type, Ready at t=0 (one zone, so
+        any `group_nodes` share it)."""
         nodes = []
         for _ in range(count):
             node = self._new_node(0.0)

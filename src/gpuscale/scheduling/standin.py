@@ -55,7 +55,7 @@ class StandInProvider:
 
     def adopt_ready_nodes(self, count: int, instance_type: Any,
                           capacity_type: str = "on-demand",
-                          pool_name: str | None = None) -> list[Node]:
+                          pool_name: str | None = None, group_nodes: int = 1) -> list[Node]:
         return []  # initial nodes stay unmanaged: the stand-in only adds nodes
 
     def summary(self) -> dict[str, Any]:

@@ -203,7 +203,8 @@ class _Run:
         serve_initial, ready_nodes = initial_state(scenario, self.strategy)
         self.provider.adopt_ready_nodes(ready_nodes,
                                         get_instance_type(scenario.cluster.instance_type),
-                                        scenario.cluster.capacity_type)
+                                        scenario.cluster.capacity_type,
+                                        group_nodes=self.hw.layout.nodes)
         # The warm floor: every node at t=0, adopted or the provider's own; it has the image.
         floor = list(self.cluster.nodes.values())
         self.startups.add_warm_nodes(node.name for node in floor)

@@ -121,14 +121,24 @@ class KarpenterProvider:
         self.disruption.tick(now_s)
 
     def adopt_ready_nodes(self, count: int, instance_type, capacity_type: str = "on-demand",
-                          pool_name: str | None = None) -> list[Node]:
+                          pool_name: str | None = None, group_nodes: int = 1) -> list[Node]:
         """Nodes that already run at t=0 (a cluster at its warm floor), owned by a NodePool
-        (the heaviest by default), so disruption treats them like the nodes it launched."""
+        (the heaviest by default), so disruption treats them like the nodes it launched.
+        They take the zones the pool may launch the type in (its requirements; else the
+        type's) in turn, a replica's `group_nodes` together: the gang of a replica spanning
+        nodes needs one zone (sim/replica_pods.py), and the nodes launched for it would share
+        one; spread node by node, a warm floor of two 2-node replicas left the second
+        unplaceable and the NodePool's GPU limit already reached."""
         pool = self.pools[pool_name] if pool_name else self.pools_by_weight[0]
+        zones = tuple(dict.fromkeys(
+            o.zone for o in self._offerings[pool.name]
+            if o.instance_type.name == instance_type.name and o.capacity_type == capacity_type
+        )) or instance_type.zones
         nodes = []
-        for _ in range(count):
+        first, group = self._seq, max(1, group_nodes)
+        for i in range(count):
             self._seq += 1
-            zone = instance_type.zones[(self._seq - 1) % len(instance_type.zones)]
+            zone = zones[(first + i // group) % len(zones)]
             node = make_node(f"{pool.name}-warm-{self._seq}", instance_type, zone, capacity_type,
                              pool.name, pool.labels, pool_taints(pool))
             self.launcher.add_ready(node)
