@@ -47,7 +47,6 @@ class ScheduleCandidate:
     wants: np.ndarray  # replicas wanted at each minute of the day (UTC)
     tolerance: float | None  # behavior.scaleUp.tolerance the steps need (None: the default)
     proxy_replica_h: float  # replica-hours a day the schedule bills (the ranking proxy)
-    capped_at: int | None = None  # the fit window's always-on fleet, when that caps it
 
     @property
     def scale_down_window_s(self) -> int:
@@ -55,8 +54,7 @@ class ScheduleCandidate:
 
     @property
     def label(self) -> str:
-        cap = "" if self.capped_at is None else f", at most {self.capped_at}"
-        return f"schedule x{self.margin:g}{cap}, {self.config.label}"
+        return f"schedule x{self.margin:g}, {self.config.label}"
 
     def initial_at(self, start_s: float, day_offset_s: float) -> int:
         minute = int(((start_s + day_offset_s) % SECONDS_PER_DAY) // 60)
@@ -64,11 +62,11 @@ class ScheduleCandidate:
 
 
 def candidate(profile: np.ndarray, sizing: Sizing, margin: float, config: TraceConfig,
-              ceiling: int, capped_at: int | None = None) -> ScheduleCandidate:
+              ceiling: int) -> ScheduleCandidate:
     wants, tolerance = schedule_wants(profile, sizing, margin, config, ceiling)
     floor = int(wants.min())
     return ScheduleCandidate(margin, config, floor, cron_windows(wants, floor), wants, tolerance,
-                             proxy_replica_hours(wants, config), capped_at)
+                             proxy_replica_hours(wants, config))
 
 
 def ranked(profile: np.ndarray, sizing: Sizing, configs: list[TraceConfig], ceiling: int
@@ -168,30 +166,7 @@ def fit_stage(s: TraceSearch, fit: Window, profile: np.ndarray, sizing: Sizing,
     last = _next_fleet_down(always, n_busy)
     if last and not s.budget.spent():
         always[last] = run_fit(s, fit, [], [last], day_offset)[0]
-    always_n, always_rows = _always_on(always, n_busy)
-    capped = _capped_at_always_on(profile, sizing, best, tried, always_n, always_rows[0])
-    if capped is not None and not s.budget.spent():
-        tried, sched = tried + [capped], sched + run_fit(s, fit, [capped], [], day_offset)
-    return FitStage(tried, sched, always_n, always_rows)
-
-
-def _capped_at_always_on(profile: np.ndarray, sizing: Sizing, best: ScheduleCandidate,
-                         tried: list[ScheduleCandidate], always_n: int, always_row: EvidenceRow
-                         ) -> ScheduleCandidate | None:
-    """The always-on fleet that met the SLO on the whole fit window, lowered where the profile
-    allows: the best configuration at margin 1, never above that fleet (its maxReplicaCount
-    too, so the reactive trigger does not bill a replica more either). The SLO is a share of
-    all the window's requests, so a fleet smaller than the busiest stretch's may meet it (the
-    busiest hour's misses averaged with quiet hours'), and a schedule sized to meet it in every
-    slot then costs more than that fleet always on (seen on 8-GPU replicas: 3 at the peak
-    where 2 always on met the SLO). None when it would ship a schedule already tried, or when
-    that fleet did not meet the SLO."""
-    if not always_row.meets_slo or always_n < 2:
-        return None
-    capped = candidate(profile, sizing, 1.0, best.config, always_n, capped_at=always_n)
-    if capped.floor >= always_n or any(np.array_equal(capped.wants, t.wants) for t in tried):
-        return None
-    return capped
+    return FitStage(tried, sched, *_always_on(always, n_busy))
 
 
 def _next_fleet_down(always: dict[int, EvidenceRow], n_busy: int) -> int | None:

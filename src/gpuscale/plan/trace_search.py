@@ -189,10 +189,7 @@ class TraceSearch:
         base = candidate_scenario_dict(self.plan, self.w, self.stats, self.setup_of(c), floor)
         keda = dict(base["strategies"][0]["autoscaler"])
         keda["min_replica_count"] = floor
-        # a schedule capped at the fit window's always-on fleet is capped whole: the reactive
-        # trigger never takes it above that fleet either (trace_candidates.py)
-        keda["max_replica_count"] = (c.capped_at if c.capped_at is not None
-                                     else max(self.max_replicas, floor + 1))
+        keda["max_replica_count"] = max(self.max_replicas, floor + 1)
         keda["triggers"] = list(self.setup.triggers) + [w.trigger() for w in windows]
         return {"name": name, "autoscaler": keda, "initial_replicas": initial,
                 "ready_nodes": self.setup.nodes_for(initial)}
@@ -347,8 +344,7 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     check, check_fixed, replay = _check(s, history, plan_strategy_of, always_n,
                                         other is not None, s.setup_of(winner))
     per_rps = sizing.busy_per_rps
-    most = winner.capped_at if winner is not None and winner.capped_at else s.max_replicas
-    return TracePlan(history, per_rps, winner, always_n, most,
+    return TracePlan(history, per_rps, winner, always_n, s.max_replicas,
                      tuple(calibration) + tuple(s.screen_rows),
                      tuple(fit_rows), tuple(check), check_fixed, replay, why,
                      headroom_frac=s.headroom_frac)
