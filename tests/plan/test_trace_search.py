@@ -108,3 +108,17 @@ def test_a_scenario_simulated_before_is_not_run_again():
     rows += s.run([renamed, other], ["again", "another seed"])
     assert Counting.jobs == 2  # fleet once (three asks), the other seed once
     assert [r.config for r in rows] == ["plan", "replay: always on 4", "again", "another seed"]
+
+
+def test_one_replica_on_the_quietest_stretch_is_a_bound_not_a_ratio():
+    busy = Sizing(7.0, 2 / 7.0, 7.0, 2 / 7.0)  # 2 replicas met the SLO at 7 req/s
+    # one replica at 1.5 req/s: 1/1.5 per request/s would be interpolated into the middle
+    # hours, asking 2 replicas at 3 req/s where the busy ratio asks 0.86
+    bound = busy.with_quiet(1.5, 1)
+    assert bound == busy
+    assert np.ceil(bound.replicas(np.array([3.0]))[0]) == 1
+    # a quiet fleet of several replicas is a measurement: more per request/s at low rates
+    measured = busy.with_quiet(3.0, 2)
+    assert measured.quiet_rps == 3.0 and measured.quiet_per_rps == 2 / 3.0
+    assert measured.replicas(np.array([3.0]))[0] > busy.replicas(np.array([3.0]))[0]
+    assert busy.with_quiet(1.5, None) == busy

@@ -313,12 +313,7 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
         n_quiet, rows = s.fixed_search(quiet, max(1, math.floor(n_busy * quiet_rps / busy_rps)),
                                        tag="quietest stretch: ")
         calibration += [replace(r, why=_why(r, s.slo)) for r in rows]
-        # one replica meeting the SLO there says only that the quiet rate is within one
-        # replica's capacity (a fleet cannot go below 1): 1 / rate is a bound, not a measured
-        # ratio, and interpolating towards it sized the day's middle hours a replica high
-        # (8-GPU replicas: 2 asked at 3 req/s where one served 3.5)
-        if n_quiet is not None and n_quiet > 1:
-            sizing = replace(sizing, quiet_rps=quiet_rps, quiet_per_rps=n_quiet / quiet_rps)
+        sizing = sizing.with_quiet(quiet_rps, n_quiet)
     profile = fill_unseen(daily_profile_rps(arrival, history.fit, day_offset, SLOT_S,
                                             SMOOTH_S))
     peak = math.ceil(float(sizing.replicas(np.array([np.nanmax(profile)]))[0])
