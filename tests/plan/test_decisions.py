@@ -135,3 +135,19 @@ def test_serving_in_a_training_tenant_gets_a_quota_for_its_replicas():
     peak = sum(r.max_replicas * r.gpus_per_replica for r in plan.roles if r.tenant == "lab")
     assert lab.gpu_quota == peak > 0
     assert any("lab (kind training)" in r.requested for r in plan.refusals)
+
+
+def test_a_cache_larger_than_the_sequence_limit_needs_scales_on_the_queue_too():
+    # DeepSeek-R1 on H200 (MLA: ~11 M KV tokens a node): max_num_seqs of these requests fill
+    # a fraction of the cache, so KV use never reaches the target while requests queue; a
+    # KV trigger alone never scaled up on a busier day (30 s P99 TTFT)
+    data = example_dict("llama70b-fp8-h100-chat")
+    w = data["workloads"][0]
+    w.update(model="DeepSeek-R1", precision="fp8")
+    data["cluster"]["instance_types"] = ["p5en.48xlarge"]
+    w["traffic"]["prompt_tokens"] = {"kind": "fixed", "value": 600}
+    w["traffic"]["output_tokens"] = {"kind": "fixed", "value": 1800}
+    plan = _plan(data)
+    assert plan.roles[0].signal == "composite"
+    why = next(d.reason for d in plan.decisions if "max_num_seqs" in d.reason)
+    assert "decode-bound" in why and "below the 70% target" in why

@@ -97,6 +97,17 @@ def _signal(w: WorkloadInput, opt: HardwareOption, refusals: list[Refusal]) -> t
             "composite": "mixed, so the scaler takes the larger of queue depth and KV-cache use",
         }[auto]
     )
+    if auto == "kv_cache" and cap.kv_frac_at_seq_limit < KV_TARGET_FRAC:
+        # A cache larger than the batch limit's sequences need (MLA models, big GPUs): the
+        # limit (max_num_seqs) saturates first, requests wait while KV use stays below the
+        # target, and a KV trigger alone never fires (a DeepSeek-R1 day on H200: 30 s P99
+        # TTFT on a busier day than the plan's, with no scale-up).
+        auto = "composite"
+        why = (f"prefill takes {prefill_frac:.0%} of a replica's busy time: decode-bound, but "
+               "the engine's sequence limit (max_num_seqs) of mean requests holds "
+               f"{cap.kv_frac_at_seq_limit:.0%} of the KV cache, below the {KV_TARGET_FRAC:.0%} "
+               "target: the limit saturates first and requests queue while KV use stays low, "
+               "so the scaler takes the larger of queue depth and KV-cache use")
     if w.scale_on in ("gpu_util", "gpu_memory"):
         metric = "DCGM_FI_DEV_GPU_UTIL" if w.scale_on == "gpu_util" else "DCGM_FI_DEV_FB_USED"
         refusals.append(Refusal(

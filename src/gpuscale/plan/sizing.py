@@ -341,6 +341,10 @@ class Capacity:
     decode_batch: int
     prefill_s: float  # one mean prompt
     kv_tokens: int
+    # the KV cache the engine's sequence limit (max_num_seqs) of mean requests holds, as a
+    # share of the cache: below the KV target, the limit saturates first and KV use never
+    # reaches the target
+    kv_frac_at_seq_limit: float = 1.0
 
 
 def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: float,
@@ -351,7 +355,8 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
     context = prompt_tokens + output_tokens / 2
     kv_batch = max(1, int(KV_TARGET_FRAC * kv_tokens / (prompt_tokens + output_tokens)))
     # with DP attention each rank runs its own scheduler and limit (sim/replica_setup.py)
-    batch = min(kv_batch, default_max_num_seqs(hw.gpu) * hw.layout.attention_dp)
+    seq_limit = default_max_num_seqs(hw.gpu) * hw.layout.attention_dp
+    batch = min(kv_batch, seq_limit)
     while batch > 1 and step_time_s(hw, decode_seqs=batch,
                                     decode_context_tokens=batch * context) > 0.8 * itl_slo_s:
         batch = max(1, batch * 3 // 4)
@@ -359,7 +364,8 @@ def replica_capacity(hw: ReplicaHardware, prompt_tokens: float, output_tokens: f
     prefill = step_time_s(hw, decode_seqs=0, decode_context_tokens=0,
                           prefill_chunks=((max(1, int(prompt_tokens)), 0),))
     per_request_s = prefill + output_tokens * step / batch
-    return Capacity(1.0 / per_request_s, batch, prefill, kv_tokens)
+    kv_at_limit = seq_limit * context / kv_tokens if kv_tokens > 0 else 1.0
+    return Capacity(1.0 / per_request_s, batch, prefill, kv_tokens, kv_at_limit)
 
 
 def engine_config_of(hw: ReplicaHardware, request_timeout_s: float = 600.0) -> EngineConfig:
