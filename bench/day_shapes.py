@@ -95,11 +95,16 @@ SHAPES = {s.name: s for s in (
     Shape("reasoning-h200", _diurnal(1.5, 7.0, 16.0), "DeepSeek-R1", "p5en.48xlarge",
           {"ttft_p99_s": 5.0, "itl_p99_s": 0.1, "goodput_frac": 0.99}, precision="fp8",
           prompt=(600.0, 2000.0, 8000), output=(1200.0, 4000.0, 16000)),
+    # the same service at twice the traffic: 3-14 req/s, a peak of about four 8-GPU replicas
+    Shape("reasoning-h200-busy", _diurnal(3.0, 14.0, 16.0), "DeepSeek-R1", "p5en.48xlarge",
+          {"ttft_p99_s": 5.0, "itl_p99_s": 0.1, "goodput_frac": 0.99}, precision="fp8",
+          prompt=(600.0, 2000.0, 8000), output=(1200.0, 4000.0, 16000)),
 )}
 
 # Each shape's draws are seeded by its place here (new shapes go at the end, so the others'
 # days stay the same draws).
-SEED_ORDER = ("bursty", "morning-ramp", "swing-2x", "swing-5x", "two-peaks", "reasoning-h200")
+SEED_ORDER = ("bursty", "morning-ramp", "swing-2x", "swing-5x", "two-peaks", "reasoning-h200",
+              "reasoning-h200-busy")
 
 
 def _lognormal(rng: np.random.Generator, n: int, median: float, p90: float, cap: int
