@@ -135,7 +135,10 @@ def _local(job: SweepJob, runs: list[SweepRun], workers: int) -> Generator[dict,
                 # waited for; they are not in the table, so a resume runs them again.
                 for process in list((getattr(pool, "_processes", None) or {}).values()):
                     process.kill()
-            pool.shutdown(wait=finished, cancel_futures=True)
+            # Waited for either way: with its workers killed the pool's management thread ends
+            # at once, and one left running into interpreter exit wrote "Exception ignored ...
+            # Bad file descriptor" to stderr under load (seen once in the full suite).
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ray(
