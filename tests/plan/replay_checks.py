@@ -15,6 +15,19 @@ from gpuscale.cli import cli
 REPLAY_STRATEGIES = ("plan", "baseline-queue-depth", "fixed-best")
 
 
+def plan_out(folder: Path, data: dict, name: str = "plan") -> tuple[dict, Path]:
+    """`gpuscale plan` of the input `data` (written as FOLDER/input-NAME.yaml, so relative
+    trace paths are read from FOLDER) with `--out FOLDER/NAME`: the plan's JSON and the
+    folder it wrote."""
+    source = folder / f"input-{name}.yaml"
+    source.write_text(yaml.safe_dump(data))
+    out = folder / name
+    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format",
+                                      "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output), out
+
+
 def cron_windows(keda: dict, scaled: dict) -> tuple[list, list]:
     """(start, end, replicas) of the replay's plan strategy and of the shipped ScaledObject."""
     crons = [t for t in keda["triggers"] if t.get("type") == "cron"]

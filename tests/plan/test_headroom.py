@@ -3,16 +3,13 @@ with more load on the same clock; the check, the replay and what ships run it as
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from gpuscale.cli import cli
 from gpuscale.plan.history import History, Window
 from gpuscale.plan.trace_search import DAY_HEADROOM_FRAC, headroom_frac
 
+from .replay_checks import plan_out
 from .trace_history import history_input, write_trace
 
 
@@ -34,14 +31,8 @@ def _plan(tmp_path, headroom: float | None) -> tuple[dict, dict]:
     data = history_input(trace)
     if headroom is not None:
         data["simulation"]["headroom_frac"] = headroom
-    source = tmp_path / f"in-{headroom}.yaml"
-    source.write_text(yaml.safe_dump(data))
-    out = tmp_path / f"out-{headroom}"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format",
-                                      "json"])
-    assert result.exit_code == 0, result.output
-    replay = yaml.safe_load((out / "scenarios" / "chat.yaml").read_text())
-    return json.loads(result.output), replay
+    plan, out = plan_out(tmp_path, data, f"out-{headroom}")
+    return plan, yaml.safe_load((out / "scenarios" / "chat.yaml").read_text())
 
 
 def _busiest_fleet(plan: dict) -> int:

@@ -14,7 +14,12 @@ from click.testing import CliRunner
 from gpuscale.cli import cli
 from gpuscale.plan.history import trace_end_s
 
-from .replay_checks import compare_reproduces_plan_md, cron_windows, unreachable_plan
+from .replay_checks import (
+    compare_reproduces_plan_md,
+    cron_windows,
+    plan_out,
+    unreachable_plan,
+)
 from .trace_history import history_input, write_trace
 
 
@@ -23,13 +28,8 @@ def planned(tmp_path_factory) -> tuple[dict, Path]:
     tmp = tmp_path_factory.mktemp("hist")
     trace = write_trace(tmp / "day_a.csv")
     check = write_trace(tmp / "day_b.csv", seed=8)
-    source = tmp / "input.yaml"
     # relative trace paths, read from the input's folder (the replay resolves them too)
-    source.write_text(yaml.safe_dump(history_input(Path(trace.name), Path(check.name))))
-    out = tmp / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output), out
+    return plan_out(tmp, history_input(Path(trace.name), Path(check.name)))
 
 
 @pytest.mark.slow
@@ -130,12 +130,7 @@ def test_a_spent_time_budget_skips_the_screening_and_still_plans(tmp_path):
 @pytest.mark.slow
 def test_without_check_traffic_the_replay_is_the_whole_history(tmp_path):
     trace = write_trace(tmp_path / "t.csv")
-    source = tmp_path / "input.yaml"
-    source.write_text(yaml.safe_dump(history_input(Path(trace.name))))
-    out = tmp_path / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    plan, out = plan_out(tmp_path, history_input(Path(trace.name)))
     pool = plan["warm_pools"]["chat"]
     assert pool["replay_window"].startswith("the whole history")
     assert [r["config"] for r in pool["recheck"]] == ["plan on the held-out window",

@@ -33,6 +33,7 @@ from .replay_checks import (
     REPLAY_STRATEGIES,
     compare_reproduces_plan_md,
     cron_windows,
+    plan_out,
     unreachable_plan,
 )
 from .trace_history import history_input, write_trace
@@ -79,12 +80,8 @@ def test_the_cold_starts_searched_are_the_ones_the_group_is_simulated_with(tmp_p
 def planned(tmp_path_factory) -> tuple[dict, Path, Path]:
     tmp = tmp_path_factory.mktemp("mn")
     trace = write_trace(tmp / "t.csv", phases=PHASES)
-    source = tmp / "input.yaml"
-    source.write_text(yaml.safe_dump(multinode_input(Path(trace.name))))
-    out = tmp / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output), out, trace
+    plan, out = plan_out(tmp, multinode_input(Path(trace.name)))
+    return plan, out, trace
 
 
 def test_a_trace_of_replicas_spanning_nodes_is_planned_on_its_whole_history(planned):

@@ -4,7 +4,6 @@ baseline the winner ..., contradicting plan.md")."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 
 from gpuscale.cli import cli
 
+from .replay_checks import plan_out
 from .shape_input import shape_input
 from .trace_history import history_input, write_trace
 
@@ -58,13 +58,7 @@ def _table_rows(text: str) -> list[list[str]]:
 @pytest.mark.slow
 def test_compares_verdict_names_the_strategy_plan_md_shows_cheapest_meeting_the_slo(tmp_path):
     trace = write_trace(tmp_path / "t.csv")
-    source = tmp_path / "input.yaml"
-    source.write_text(yaml.safe_dump(history_input(Path(trace.name))))
-    out = tmp_path / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format",
-                                      "json"])
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    plan, out = plan_out(tmp_path, history_input(Path(trace.name)))
     rows = _table_rows((out / "plan.md").read_text())
     names = ["plan", "baseline-queue-depth", "fixed-best"]
     meeting = sorted((float(r[4]), names[i]) for i, r in enumerate(rows) if r[6] == "yes")

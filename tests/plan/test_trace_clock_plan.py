@@ -15,6 +15,7 @@ from gpuscale.cli import cli
 from gpuscale.plan import plan_input_from_dict
 from gpuscale.plan.clock import trace_clock
 
+from .replay_checks import plan_out
 from .trace_history import PHASES, history_input, write_azure_trace, write_trace
 
 FIRST = datetime(2023, 11, 16, 18, 0, 2, 364330, tzinfo=timezone.utc)  # seed 7's first request
@@ -25,12 +26,7 @@ def planned(tmp_path_factory) -> tuple[dict, Path]:
     tmp = tmp_path_factory.mktemp("clock")
     # quiet 18:00-19:00, busy 19:00-20:00, quiet 20:00-21:00 UTC, as Azure writes its times
     trace = write_azure_trace(tmp / "evening.csv", "2023-11-16T18:00:00")
-    source = tmp / "input.yaml"
-    source.write_text(yaml.safe_dump(history_input(Path(trace.name), fmt="azure")))
-    out = tmp / "plan"
-    result = CliRunner().invoke(cli, ["plan", str(source), "--out", str(out), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output), out
+    return plan_out(tmp, history_input(Path(trace.name), fmt="azure"))
 
 
 def _hours(cron: str) -> int:
