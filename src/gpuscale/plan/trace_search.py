@@ -100,7 +100,6 @@ class TracePlan:
     replay: dict  # the check window's scenario with the three strategies
     why: str
     unreachable: Unreachable | None = None  # the SLO cannot be met: what can, what would
-    headroom_frac: float = 0.0  # the fit runs' extra load (simulation.headroom_frac)
 
 
 def read_arrivals(traffic: TraceWorkload, base_dir: Path, field: str,
@@ -341,8 +340,7 @@ def plan_trace(s: TraceSearch, source: str) -> TracePlan:
     per_rps = sizing.busy_per_rps
     return TracePlan(history, per_rps, winner, always_n, s.max_replicas,
                      tuple(calibration) + tuple(s.screen_rows),
-                     tuple(fit_rows), tuple(check), check_fixed, replay, why,
-                     headroom_frac=s.headroom_frac)
+                     tuple(fit_rows), tuple(check), check_fixed, replay, why)
 
 
 def _choose(cands: list[ScheduleCandidate], fit_rows: list[EvidenceRow],
@@ -459,4 +457,4 @@ def _unreachable(s: TraceSearch, history: History, busy: Window,
                                              why="cheapest within 0.1 point of the reachable"),)
     return TracePlan(history, None, None, None, n, evidence + found.changes, (),
                      tuple(replace(r, min_replicas=n, why=_why(r, s.slo)) for r in check_rows),
-                     None, replay, why, found, s.headroom_frac)
+                     None, replay, why, found)

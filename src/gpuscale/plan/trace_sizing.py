@@ -37,7 +37,7 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
     floor = (found.winner.floor if found.winner else found.always_on
              if found.always_on is not None else found.max_replicas)
     schedule = found.winner.windows if found.winner else ()
-    method = _method(found, slo)
+    method = _method(found, search.headroom_frac)
     if budget.exhausted:
         method += f"; the time budget ended the search after {budget.simulations} simulations"
     other = found.history.check_is_other_trace
@@ -69,14 +69,15 @@ def size_trace(plan: PlanInput, w: WorkloadInput, stats: TrafficStats, slo: SloI
     return sized
 
 
-def _method(found: TracePlan, slo: SloInput) -> str:
+def _method(found: TracePlan, headroom: float) -> str:
+    """How the plan was found; `headroom`: the fit runs' extra load (the search's)."""
     h = found.history
     text = (f"the whole history simulated: fit on {h.fit.duration_s / 3600:.1f} h, checked on "
             f"{h.check.duration_s / 3600:.1f} h held out ({h.how}); {found.why}")
-    if found.headroom_frac:
-        text += (f"; sized for {found.headroom_frac:.0%} more traffic than the fit window "
+    if headroom:
+        text += (f"; sized for {headroom:.0%} more traffic than the fit window "
                  "recorded (simulation.headroom_frac: the fit runs replay it at load_scale "
-                 f"{1 + found.headroom_frac:g}; the check and the replay as recorded)")
+                 f"{1 + headroom:g}; the check and the replay as recorded)")
     if found.replicas_per_rps is not None:
         text += (f"; {found.replicas_per_rps:.2f} replicas per request/s (of a 10-minute "
                  "mean), measured as the smallest always-on fleet meeting the SLO on the fit "

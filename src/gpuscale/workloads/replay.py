@@ -80,8 +80,8 @@ def scale_load(requests: Requests, load_scale: float) -> Requests:
     copies = np.full(n, whole, dtype=np.int64) + (rng.random(n) < load_scale - whole)
     index = np.repeat(np.arange(n), copies)
     arrival = requests.arrival_s[index]
-    extra = np.ones(len(index), dtype=bool)
-    extra[np.r_[0, np.flatnonzero(np.diff(index)) + 1] if len(index) else []] = False
+    extra = np.zeros(len(index), dtype=bool)
+    extra[1:] = index[1:] == index[:-1]  # a row's second and later copies (index is sorted)
     jitter = rng.uniform(-LOAD_JITTER_S, LOAD_JITTER_S, len(index))
     arrival = np.where(extra, np.clip(arrival + jitter, 0.0, requests.arrival_s[-1]), arrival)
     order = np.argsort(arrival, kind="stable")
